@@ -1,0 +1,138 @@
+//! Command-line arguments (clap). Command logic lives in `main.rs`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// RememberStack: a memory engine for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "remember", version, about, long_about = None)]
+pub struct Cli {
+    /// The database file (default: $REMEMBERSTACK_DB, else memory.db under the user's data directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// The namespace to read and write.
+    #[arg(long, global = true, default_value = "default", value_name = "NS")]
+    pub namespace: String,
+    /// A TOML configuration file (default: $REMEMBERSTACK_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print JSON on stdout (errors too, as {"code", "message"}).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store sources (files) and enqueue their processing.
+    Ingest(IngestArgs),
+    /// Drain the work ledger: run every pending stage until idle.
+    Process,
+    /// Hybrid (semantic + lexical) chunk search.
+    Search(SearchArgs),
+    /// List and inspect documents.
+    Documents {
+        /// What to do.
+        #[command(subcommand)]
+        command: DocumentsCommand,
+    },
+    /// Ledger counts by stage and status, dead letters with their errors.
+    Status,
+    /// Replay dead letters (and make failed items waiting for a backoff due now).
+    Retry(RetryArgs),
+    /// Run a self-contained demo on a bundled sample in a temporary store.
+    Quickstart,
+}
+
+/// `remember ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Files to ingest.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The format (default: detect from the file name).
+    #[arg(long, value_enum, default_value_t = KindArg::Auto)]
+    pub kind: KindArg,
+    /// The lineage reference (only with one PATH; default: the canonical absolute path).
+    #[arg(long, value_name = "REF")]
+    pub source_ref: Option<String>,
+    /// When the source said what it says (RFC 3339; default: the file's modification time).
+    #[arg(long, value_name = "RFC3339")]
+    pub source_time: Option<String>,
+    /// Versioning mode of a new lineage.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Process the ledger before returning.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+/// Declared kinds.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KindArg {
+    /// Detect.
+    Auto,
+    /// Markdown.
+    Markdown,
+    /// Plain text.
+    Text,
+    /// HTML.
+    Html,
+    /// JSON.
+    Json,
+    /// Newline-delimited JSON.
+    Ndjson,
+    /// A conversation transcript.
+    Conversation,
+}
+
+/// Versioning modes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// Every version stays testimony.
+    Snapshot,
+    /// The current version is the source's standing statement.
+    Living,
+}
+
+/// `remember search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for (plain words; never query syntax).
+    pub query: String,
+    /// Results per page.
+    #[arg(long, default_value_t = 10)]
+    pub k: usize,
+    /// Section roles to include, comma-separated (default: body).
+    #[arg(long, value_delimiter = ',', value_name = "ROLE,...")]
+    pub roles: Option<Vec<String>>,
+    /// A continuation cursor from a previous page.
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+/// `remember documents …`.
+#[derive(Debug, Subcommand)]
+pub enum DocumentsCommand {
+    /// List document lineages.
+    List,
+    /// Show one document: versions, sections, chunk count.
+    Show {
+        /// The document id.
+        doc_id: String,
+    },
+}
+
+/// `remember retry`.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// Only this stage (e0.prepare, e1.chunk, e1.embed).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Only replay dead letters (leave failed items on their backoff).
+    #[arg(long)]
+    pub dead_letters: bool,
+}

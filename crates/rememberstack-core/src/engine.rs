@@ -1,0 +1,1501 @@
+//! The engine: ingest (E0), the pipeline stages run from the work ledger (E0/E1),
+//! hybrid chunk search, document listings and ledger status. One instance is
+//! shared by every shell (library, CLI, later the server).
+
+use crate::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
+use crate::envelope::*;
+use crate::fuse::rrf;
+use crate::hash::{sha256_hex, sha256_parts};
+use crate::ids::*;
+use crate::ledger::*;
+use crate::source::*;
+use crate::store::*;
+use crate::text::{self, ChunkParams, SectionRole, SourceFormat};
+use crate::time::{Clock, Timestamp};
+use crate::{Error, ErrorCode, Result};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The version of the deterministic embedding-input policy (D80).
+pub const EMBED_INPUT_POLICY_VERSION: &str = "embed-input-v1";
+
+/// The setting key holding the component versions last seen on open.
+const COMPONENTS_SETTING: &str = "component_versions";
+
+/// Engine configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineConfig {
+    /// Largest accepted source, in bytes.
+    pub max_source_bytes: u64,
+    /// Chunking parameters.
+    pub chunk: ChunkParams,
+    /// How long a claimed work item is leased.
+    #[serde(with = "secs")]
+    pub lease: Duration,
+    /// Retry backoff base.
+    #[serde(with = "secs")]
+    pub backoff_base: Duration,
+    /// Retry backoff cap.
+    #[serde(with = "secs")]
+    pub backoff_max: Duration,
+    /// Work items claimed per batch.
+    pub claim_limit: u32,
+    /// Largest `k` a search accepts.
+    pub max_k: usize,
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !(0.0..=1e9).contains(&v) {
+            return Err(serde::de::Error::custom("duration out of range"));
+        }
+        Ok(Duration::from_secs_f64(v))
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_source_bytes: 64 * 1024 * 1024,
+            chunk: ChunkParams::default(),
+            lease: Duration::from_secs(300),
+            backoff_base: Duration::from_secs(2),
+            backoff_max: Duration::from_secs(300),
+            claim_limit: 32,
+            max_k: 100,
+        }
+    }
+}
+
+impl EngineConfig {
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: self.backoff_base,
+            max: self.backoff_max,
+        }
+    }
+}
+
+/// What an ingest did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IngestReceipt {
+    /// The namespace.
+    pub namespace: String,
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// The created (or, for identical bytes, existing) version.
+    pub version_id: VersionId,
+    /// `created` or `unchanged`.
+    pub outcome: String,
+    /// Whether the lineage was new.
+    pub new_lineage: bool,
+    /// The routed format, or `None` when the original is parked without a route.
+    pub format: Option<SourceFormat>,
+    /// Whether the original was parked (`defer_reason = no_route`).
+    pub parked: bool,
+    /// The lineage key.
+    pub source_kind: String,
+    /// The lineage key.
+    pub source_ref: String,
+}
+
+/// What one drain did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DrainReport {
+    /// Work items completed.
+    pub completed: u64,
+    /// Attempts that failed and will be retried.
+    pub retried: u64,
+    /// Items dead-lettered.
+    pub dead_lettered: u64,
+    /// Items parked.
+    pub parked: u64,
+    /// The next instant at which waiting work becomes due, if any.
+    pub next_wakeup: Option<Timestamp>,
+}
+
+impl DrainReport {
+    fn add(&mut self, other: &DrainReport) {
+        self.completed += other.completed;
+        self.retried += other.retried;
+        self.dead_lettered += other.dead_lettered;
+        self.parked += other.parked;
+    }
+}
+
+/// A chunk search request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchRequest {
+    /// The namespace slug.
+    pub namespace: String,
+    /// The caller's text (never query syntax).
+    pub query: String,
+    /// Results per page.
+    pub k: usize,
+    /// Section roles to include; `None` drops references, nav, boilerplate and legal.
+    pub roles: Option<Vec<SectionRole>>,
+    /// A continuation from a previous page.
+    pub cursor: Option<String>,
+}
+
+impl SearchRequest {
+    /// A first-page request for `query` in `namespace`.
+    pub fn new(namespace: impl Into<String>, query: impl Into<String>, k: usize) -> Self {
+        SearchRequest {
+            namespace: namespace.into(),
+            query: query.into(),
+            k,
+            roles: None,
+            cursor: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Cursor {
+    /// Offset into the fused list.
+    o: usize,
+    /// Channel depth.
+    d: usize,
+    /// Query digest.
+    q: String,
+}
+
+/// A lineage as listed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentSummary {
+    /// The lineage.
+    pub doc_id: DocumentId,
+    /// Lineage key.
+    pub source_kind: String,
+    /// Lineage key.
+    pub source_ref: String,
+    /// File name, if any.
+    pub file_name: Option<String>,
+    /// Display title.
+    pub title: String,
+    /// The served version.
+    pub current_version_id: Option<VersionId>,
+    /// The newest observed version.
+    pub latest_version_id: VersionId,
+    /// `processing`, `ready`, `parked` (no conversion route) or `stalled` (a dead letter).
+    pub status: String,
+    /// Versioning mode.
+    pub mode: VersioningMode,
+    /// Versions.
+    pub version_count: u32,
+}
+
+/// One version in a document's detail.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VersionSummary {
+    /// The version.
+    pub version_id: VersionId,
+    /// 1-based position.
+    pub ordinal: u32,
+    /// sha256 of the original.
+    pub content_sha256: String,
+    /// Size.
+    pub size: u64,
+    /// MIME type.
+    pub mime: String,
+    /// Routed format.
+    pub format: Option<SourceFormat>,
+    /// Source time.
+    pub source_modified_at: Timestamp,
+    /// Origin.
+    pub origin: Origin,
+    /// Ingested at.
+    pub created_at: Timestamp,
+    /// Served by search.
+    pub is_current: bool,
+    /// `current` when the version is testimony the source still stands by (every
+    /// processed version of a snapshot lineage; only the current one of a living
+    /// lineage), `superseded` for older living versions, `pending` before processing.
+    pub testimony: String,
+    /// Metadata.
+    pub metadata: DocumentMetadata,
+}
+
+/// A document's detail.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentDetail {
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: DocumentSummary,
+    /// Every version, oldest first.
+    pub versions: Vec<VersionSummary>,
+    /// Sections of the current version.
+    pub sections: Vec<SectionRow>,
+    /// Chunks of the current version.
+    pub chunk_count: u32,
+}
+
+/// One dead letter in a status report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// The work item.
+    pub work_id: WorkId,
+    /// The stage.
+    pub stage: Stage,
+    /// The target's kind.
+    pub target_kind: TargetKind,
+    /// The target.
+    pub target_id: uuid::Uuid,
+    /// The version.
+    pub version_id: VersionId,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The limit.
+    pub max_attempts: u32,
+    /// The last error.
+    pub last_error: Option<String>,
+}
+
+/// Ledger status.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusReport {
+    /// The store kind.
+    pub store: String,
+    /// The namespace reported on.
+    pub namespace: String,
+    /// Counts by stage, then status.
+    pub ledger: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Originals parked without a conversion route.
+    pub parked_no_route: u64,
+    /// Dead letters with their errors.
+    pub dead_letters: Vec<DeadLetter>,
+    /// The configured embedder generation.
+    pub embedder: String,
+    /// Semantic channel readiness.
+    pub semantic: SemanticReadiness,
+    /// Documents in the namespace.
+    pub documents: u64,
+}
+
+/// The engine.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    store: Arc<dyn MemoryStore>,
+    embedder: Arc<dyn Embedder>,
+    clock: Arc<dyn Clock>,
+    config: EngineConfig,
+    worker_id: String,
+}
+
+enum StageError {
+    /// Another worker holds the item now: do nothing.
+    LeaseLost,
+    /// A failure, retryable or not.
+    Failed { message: String, retryable: bool },
+}
+
+impl From<Error> for StageError {
+    fn from(e: Error) -> Self {
+        match e.code() {
+            ErrorCode::LeaseLost => StageError::LeaseLost,
+            ErrorCode::Provider => StageError::Failed {
+                retryable: match &e {
+                    Error::Provider(p) => p.is_retryable(),
+                    _ => true,
+                },
+                message: e.to_string(),
+            },
+            ErrorCode::Store | ErrorCode::Internal => StageError::Failed {
+                message: e.to_string(),
+                retryable: true,
+            },
+            _ => StageError::Failed {
+                message: e.to_string(),
+                retryable: false,
+            },
+        }
+    }
+}
+
+impl Engine {
+    /// Build an engine over `store` and reconcile the ledger with the configured
+    /// components: a changed component version or embedder generation enqueues the
+    /// affected stages.
+    pub async fn open(
+        store: Arc<dyn MemoryStore>,
+        embedder: Arc<dyn Embedder>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+    ) -> Result<Self> {
+        if config.chunk.token_budget == 0 || config.chunk.anchor_period == 0 {
+            return Err(Error::new(
+                ErrorCode::Config,
+                "chunk token_budget and anchor_period must be positive",
+            ));
+        }
+        if config.claim_limit == 0 || config.max_k == 0 {
+            return Err(Error::new(
+                ErrorCode::Config,
+                "claim_limit and max_k must be positive",
+            ));
+        }
+        let engine = Engine {
+            store,
+            embedder,
+            clock,
+            config,
+            worker_id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
+        };
+        engine.reconcile().await?;
+        Ok(engine)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    /// The embedder identity.
+    pub fn embedder_identity(&self) -> &EmbedderIdentity {
+        self.embedder.identity()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The component version of each stage under this configuration.
+    pub fn component_version(&self, stage: Stage) -> String {
+        match stage {
+            Stage::Prepare => format!(
+                "{}+{}+{}",
+                text::CONVERTER_VERSION,
+                text::BLOCKIZER_VERSION,
+                text::SECTIONER_VERSION
+            ),
+            Stage::Chunk => format!(
+                "{}+{}",
+                self.config.chunk.component_version(),
+                EMBED_INPUT_POLICY_VERSION
+            ),
+            Stage::Embed => self.embedder.identity().generation(),
+        }
+    }
+
+    async fn reconcile(&self) -> Result<()> {
+        let now = self.clock.now();
+        let current: BTreeMap<String, String> = Stage::ALL
+            .iter()
+            .map(|s| (s.as_str().to_string(), self.component_version(*s)))
+            .collect();
+        let stored: Option<BTreeMap<String, String>> = self
+            .store
+            .setting(COMPONENTS_SETTING)
+            .await?
+            .and_then(|s| serde_json::from_str(&s).ok());
+        let Some(stored) = stored else {
+            let json =
+                serde_json::to_string(&current).map_err(|e| Error::internal(e.to_string()))?;
+            return self.store.set_setting(COMPONENTS_SETTING, &json).await;
+        };
+        let changed = |s: Stage| stored.get(s.as_str()) != current.get(s.as_str());
+        let rerun = if changed(Stage::Prepare) {
+            Some(Stage::Prepare)
+        } else if changed(Stage::Chunk) {
+            Some(Stage::Chunk)
+        } else {
+            None
+        };
+        if let Some(stage) = rerun {
+            let mut work = Vec::new();
+            for (ns, version, format) in self.store.latest_versions().await? {
+                if format.is_some() {
+                    work.push(NewWork::now(
+                        ns,
+                        stage,
+                        version.uuid(),
+                        version,
+                        self.component_version(stage),
+                        now,
+                    ));
+                }
+            }
+            let n = self.store.enqueue(work, now).await?;
+            tracing::info!(
+                stage = stage.as_str(),
+                enqueued = n,
+                "component changed: re-running stage"
+            );
+        }
+        if changed(Stage::Embed) {
+            let generation = self.component_version(Stage::Embed);
+            let mut total = 0;
+            for ns in self.store.namespaces().await? {
+                let missing = self
+                    .store
+                    .chunks_missing_vectors(ns.id, &generation)
+                    .await?;
+                let work = missing
+                    .into_iter()
+                    .map(|c| {
+                        NewWork::now(
+                            ns.id,
+                            Stage::Embed,
+                            c.chunk_id.uuid(),
+                            c.version_id,
+                            generation.clone(),
+                            now,
+                        )
+                    })
+                    .collect();
+                total += self.store.enqueue(work, now).await?;
+            }
+            tracing::info!(generation = %generation, enqueued = total, "embedder generation changed: re-embedding");
+        }
+        let json = serde_json::to_string(&current).map_err(|e| Error::internal(e.to_string()))?;
+        self.store.set_setting(COMPONENTS_SETTING, &json).await
+    }
+
+    // ------------------------------------------------------------------ ingest
+
+    /// Store a source and enqueue its processing. Bad input is refused with a typed
+    /// error and writes nothing; identical bytes to the lineage's latest version are a no-op.
+    pub async fn ingest(&self, req: IngestRequest) -> Result<IngestReceipt> {
+        validate_namespace(&req.namespace)?;
+        validate_lineage(&req.source_kind, &req.source_ref)?;
+        if req.bytes.iter().all(|b| b.is_ascii_whitespace()) {
+            return Err(Error::new(
+                ErrorCode::EmptyInput,
+                "the input is empty: nothing to remember",
+            ));
+        }
+        if req.bytes.len() as u64 > self.config.max_source_bytes {
+            return Err(Error::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "the input is {} bytes, over the maximum source size of {} bytes (raise max_source_bytes in the configuration)",
+                    req.bytes.len(),
+                    self.config.max_source_bytes
+                ),
+            ));
+        }
+        let format = route(req.kind, req.file_name.as_deref(), &req.bytes);
+        let now = self.clock.now();
+        // Convert once now to refuse bad input before anything is written and to read
+        // the metadata the source declares; the prepare stage converts again.
+        let converted = match format {
+            Some(f) => Some(text::convert(f, &req.bytes, req.source_time)?),
+            None => None,
+        };
+        let declared = converted
+            .as_ref()
+            .map(|c| c.metadata.clone())
+            .unwrap_or_default();
+        let source_modified_at = match format {
+            Some(SourceFormat::Conversation) => declared
+                .created_at
+                .or(req.source_time)
+                .or(req.file_modified_at)
+                .unwrap_or(now),
+            _ => req.source_time.or(req.file_modified_at).unwrap_or(now),
+        };
+        let metadata = DocumentMetadata {
+            file_name: req.file_name.clone().map(Field::connector),
+            title: declared.title.clone().map(Field::source),
+            authors: (!declared.authors.is_empty())
+                .then(|| Field::source(declared.authors.clone())),
+            created_at: declared.created_at.map(Field::source),
+            modified_at: req
+                .source_time
+                .or(req.file_modified_at)
+                .map(Field::connector),
+            language: declared.language.clone().map(Field::source),
+            thread_ref: req.thread_ref.clone().map(Field::connector),
+        };
+        let namespace = self.store.ensure_namespace(&req.namespace, now).await?;
+        let version_id = VersionId::new();
+        let mut work = NewWork::now(
+            namespace.id,
+            Stage::Prepare,
+            version_id.uuid(),
+            version_id,
+            self.component_version(Stage::Prepare),
+            now,
+        );
+        if format.is_none() {
+            work.defer_reason = Some(DeferReason::NoRoute);
+        }
+        let mime = match format {
+            Some(f) => f.mime().to_string(),
+            None => guess_mime(req.file_name.as_deref()),
+        };
+        let outcome = self
+            .store
+            .create_version(NewVersion {
+                namespace_id: namespace.id,
+                document_id: DocumentId::new(),
+                version_id,
+                source_kind: req.source_kind.clone(),
+                source_ref: req.source_ref.clone(),
+                mode: req.mode,
+                content: ContentObject {
+                    sha256: sha256_hex(&req.bytes),
+                    mime,
+                    bytes: req.bytes,
+                },
+                format,
+                source_modified_at,
+                origin: req.origin,
+                metadata,
+                work,
+                now,
+            })
+            .await?;
+        let (document_id, version_id, created, new_lineage) = match outcome {
+            VersionOutcome::Created {
+                document_id,
+                version_id,
+                new_lineage,
+            } => (document_id, version_id, true, new_lineage),
+            VersionOutcome::Unchanged {
+                document_id,
+                version_id,
+            } => (document_id, version_id, false, false),
+        };
+        tracing::info!(namespace = %req.namespace, %document_id, %version_id, created, "ingested");
+        Ok(IngestReceipt {
+            namespace: req.namespace,
+            document_id,
+            version_id,
+            outcome: if created { "created" } else { "unchanged" }.to_string(),
+            new_lineage,
+            format,
+            parked: format.is_none(),
+            source_kind: req.source_kind,
+            source_ref: req.source_ref,
+        })
+    }
+
+    // ------------------------------------------------------------------ work
+
+    /// Claim and run due work until none is due. Returns what happened and when
+    /// waiting work (backoffs, leases held elsewhere) becomes due next.
+    pub async fn drain(&self) -> Result<DrainReport> {
+        let mut report = DrainReport::default();
+        loop {
+            let (claimed, batch) = self.run_batch(&self.worker_id).await?;
+            report.add(&batch);
+            if claimed == 0 {
+                break;
+            }
+        }
+        report.next_wakeup = self.store.next_wakeup().await?;
+        Ok(report)
+    }
+
+    /// Claim one batch of due work as `owner` and run it. Returns the number claimed.
+    pub async fn run_batch(&self, owner: &str) -> Result<(usize, DrainReport)> {
+        let now = self.clock.now();
+        let lease_until = now
+            + chrono::Duration::from_std(self.config.lease).unwrap_or(chrono::Duration::minutes(5));
+        let items = self
+            .store
+            .claim(&ClaimRequest {
+                owner: owner.to_string(),
+                stages: Stage::ALL.to_vec(),
+                limit: self.config.claim_limit,
+                lease_until,
+                now,
+            })
+            .await?;
+        let mut report = DrainReport::default();
+        let Some(first) = items.first() else {
+            return Ok((0, report));
+        };
+        let stage = first.stage;
+        let claimed = items.len();
+        match stage {
+            Stage::Prepare | Stage::Chunk => {
+                for item in items {
+                    let result = if stage == Stage::Prepare {
+                        self.run_prepare(&item).await
+                    } else {
+                        self.run_chunk(&item).await
+                    };
+                    self.settle(&[item], result, &mut report).await?;
+                }
+            }
+            Stage::Embed => {
+                let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
+                for item in items {
+                    by_ns.entry(item.namespace_id).or_default().push(item);
+                }
+                for (ns, group) in by_ns {
+                    let result = self.run_embed(ns, &group).await;
+                    self.settle(&group, result, &mut report).await?;
+                }
+            }
+        }
+        Ok((claimed, report))
+    }
+
+    async fn settle(
+        &self,
+        items: &[WorkItem],
+        result: std::result::Result<Outcome, StageError>,
+        report: &mut DrainReport,
+    ) -> Result<()> {
+        let now = self.clock.now();
+        match result {
+            Ok(Outcome::Completed) => report.completed += items.len() as u64,
+            Ok(Outcome::Parked) => report.parked += items.len() as u64,
+            Err(StageError::LeaseLost) => {
+                tracing::warn!(
+                    count = items.len(),
+                    "lease lost: another worker finishes this work"
+                );
+            }
+            Err(StageError::Failed { message, retryable }) => {
+                for item in items {
+                    let outcome = self.config.backoff().outcome(item, retryable, now);
+                    tracing::warn!(stage = item.stage.as_str(), work_id = %item.id, attempts = item.attempts, error = %message, "stage failed");
+                    match &outcome {
+                        FailureOutcome::DeadLetter => report.dead_lettered += 1,
+                        FailureOutcome::Retry { .. } => report.retried += 1,
+                    }
+                    match self
+                        .store
+                        .fail(&Lease::of(item), &message, outcome, now)
+                        .await
+                    {
+                        Ok(()) => {}
+                        Err(e) if e.code() == ErrorCode::LeaseLost => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn run_prepare(&self, item: &WorkItem) -> std::result::Result<Outcome, StageError> {
+        let ns = item.namespace_id;
+        let version = self
+            .store
+            .version(ns, item.version_id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("version {} not found", item.version_id)))?;
+        let Some(format) = version.format else {
+            let now = self.clock.now();
+            self.store
+                .park(&Lease::of(item), DeferReason::NoRoute, now, now)
+                .await?;
+            return Ok(Outcome::Parked);
+        };
+        let bytes = self.store.content(ns, &version.content_sha256).await?;
+        let converted = text::convert(format, &bytes, Some(version.source_modified_at))?;
+        let representation = converted.representation;
+        let title = version.metadata.display_title(&version.source_ref);
+        let blocks = text::blockize(&representation);
+        let sections = text::build_sections(&representation.markdown, &blocks, &title);
+        let now = self.clock.now();
+        let follow_up = vec![NewWork::now(
+            ns,
+            Stage::Chunk,
+            version.version_id.uuid(),
+            version.version_id,
+            self.component_version(Stage::Chunk),
+            now,
+        )];
+        self.store
+            .commit_prepared(
+                &Lease::of(item),
+                PreparedVersion {
+                    version_id: version.version_id,
+                    representation,
+                    blocks,
+                    sections,
+                    title,
+                    component_version: item.component_version.clone(),
+                },
+                follow_up,
+                now,
+            )
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    async fn run_chunk(&self, item: &WorkItem) -> std::result::Result<Outcome, StageError> {
+        let ns = item.namespace_id;
+        let prepared = self
+            .store
+            .prepared(ns, item.version_id)
+            .await?
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "version {} has no prepared structure",
+                    item.version_id
+                ))
+            })?;
+        let plans = text::chunk_document(
+            &prepared.representation.markdown,
+            &prepared.blocks,
+            &prepared.sections,
+            &self.config.chunk,
+        );
+        let is_conversation = !prepared.representation.turns.is_empty();
+        let mut chunks = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let section = prepared
+                .sections
+                .iter()
+                .find(|s| s.ordinal == plan.section_ordinal);
+            let path: &[String] = section.map(|s| s.path.as_slice()).unwrap_or(&[]);
+            let embed_text = embedding_text(&prepared.title, path, is_conversation, &plan.text);
+            let event_ids = prepared
+                .blocks
+                .iter()
+                .filter(|b| b.ordinal >= plan.block_start && b.ordinal < plan.block_end)
+                .filter_map(|b| b.turn.as_ref().and_then(|t| t.event_id.clone()))
+                .collect();
+            chunks.push(NewChunk {
+                id: ChunkId::new(),
+                embedding_key: embedding_key(&embed_text),
+                plan,
+                event_ids,
+            });
+        }
+        // Reuse: a chunk whose embedding key already has a vector of the current
+        // generation (an unchanged chunk of an earlier version) is not embedded again.
+        let generation = self.component_version(Stage::Embed);
+        let keys: Vec<String> = chunks.iter().map(|c| c.embedding_key.clone()).collect();
+        let existing: HashSet<String> = self
+            .store
+            .existing_vectors(ns, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        let now = self.clock.now();
+        let follow_up = chunks
+            .iter()
+            .filter(|c| !existing.contains(&c.embedding_key))
+            .map(|c| {
+                NewWork::now(
+                    ns,
+                    Stage::Embed,
+                    c.id.uuid(),
+                    item.version_id,
+                    generation.clone(),
+                    now,
+                )
+            })
+            .collect();
+        self.store
+            .commit_chunks(&Lease::of(item), item.version_id, chunks, follow_up, now)
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    async fn run_embed(
+        &self,
+        ns: NamespaceId,
+        items: &[WorkItem],
+    ) -> std::result::Result<Outcome, StageError> {
+        let identity = self.embedder.identity().clone();
+        let generation = identity.generation();
+        let stale: Vec<&WorkItem> = items
+            .iter()
+            .filter(|i| i.component_version != generation)
+            .collect();
+        if !stale.is_empty() {
+            // Work enqueued for another embedder generation: the configured embedder
+            // cannot produce those vectors. Park-free completion would lie, so fail it
+            // as non-retryable; `remember retry` after restoring the embedder replays it.
+            return Err(StageError::Failed {
+                message: format!(
+                    "work was enqueued for embedder generation `{}` but `{generation}` is configured",
+                    stale[0].component_version
+                ),
+                retryable: false,
+            });
+        }
+        let ids: Vec<ChunkId> = items.iter().map(|i| ChunkId(i.target_id)).collect();
+        let chunks = self.store.chunks(ns, &ids).await?;
+        let mut texts: Vec<(String, String)> = Vec::new();
+        let mut seen = HashSet::new();
+        for c in &chunks {
+            if seen.insert(c.embedding_key.clone()) {
+                let is_conversation = c.format == Some(SourceFormat::Conversation);
+                let text =
+                    embedding_text(&c.document_title, &c.section_path, is_conversation, &c.text);
+                texts.push((c.embedding_key.clone(), text));
+            }
+        }
+        let keys: Vec<String> = texts.iter().map(|(k, _)| k.clone()).collect();
+        let existing: HashSet<String> = self
+            .store
+            .existing_vectors(ns, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        texts.retain(|(k, _)| !existing.contains(k));
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(self.embedder.max_batch().max(1)) {
+            let inputs: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+            let out = self
+                .embedder
+                .embed(&inputs, EmbedPurpose::Document)
+                .await
+                .map_err(Error::from)?;
+            if out.len() != inputs.len() {
+                return Err(Error::from(ProviderError::Malformed {
+                    message: format!("asked for {} vectors, got {}", inputs.len(), out.len()),
+                })
+                .into());
+            }
+            for ((key, _), v) in batch.iter().zip(out) {
+                if v.len() != identity.dimension {
+                    return Err(Error::from(ProviderError::DimensionMismatch {
+                        expected: identity.dimension,
+                        got: v.len(),
+                    })
+                    .into());
+                }
+                vectors.push((key.clone(), v));
+            }
+        }
+        let leases: Vec<Lease> = items.iter().map(Lease::of).collect();
+        self.store
+            .commit_vectors(&leases, ns, &identity, vectors, self.clock.now())
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    /// Replay dead letters (and make failed items waiting for their backoff due now,
+    /// unless `dead_letters_only`). Returns how many items were released.
+    pub async fn retry(
+        &self,
+        namespace: Option<&str>,
+        stage: Option<Stage>,
+        dead_letters_only: bool,
+    ) -> Result<u64> {
+        let ns = match namespace {
+            Some(slug) => match self.store.namespace(slug).await? {
+                Some(n) => Some(n.id),
+                None => return Ok(0),
+            },
+            None => None,
+        };
+        let now = self.clock.now();
+        let mut n = self
+            .store
+            .replay_dead_letters(ns, stage, DEFAULT_MAX_ATTEMPTS, now)
+            .await?;
+        if !dead_letters_only {
+            n += self.store.expedite_failed(ns, stage, now).await?;
+        }
+        Ok(n)
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /// Hybrid chunk search: semantic and lexical lists computed independently over
+    /// eligible chunks, fused by RRF (k = 60).
+    pub async fn search(&self, req: SearchRequest) -> Result<Envelope<ChunkResult>> {
+        validate_namespace(&req.namespace)?;
+        let query = req.query.trim();
+        if query.is_empty() {
+            return Err(Error::new(ErrorCode::EmptyInput, "the query is empty"));
+        }
+        if req.k == 0 || req.k > self.config.max_k {
+            return Err(Error::invalid_input(format!(
+                "k must be between 1 and {}",
+                self.config.max_k
+            )));
+        }
+        let digest = sha256_hex(query.as_bytes())[..16].to_string();
+        let (offset, depth) = match &req.cursor {
+            Some(c) => {
+                let cur = decode_cursor(c)?;
+                if cur.q != digest {
+                    return Err(Error::invalid_input(
+                        "the cursor belongs to another query: repeat the query that produced it",
+                    ));
+                }
+                (cur.o, cur.d)
+            }
+            None => (0, (req.k * 4).max(50)),
+        };
+        let generation = self.component_version(Stage::Embed);
+        let mut channels = BTreeMap::new();
+        let Some(namespace) = self.store.namespace(&req.namespace).await? else {
+            channels.insert("lexical".into(), channel("ok", 0, None));
+            channels.insert("semantic".into(), channel("ok", 0, None));
+            return Ok(self.envelope(
+                &req.namespace,
+                vec![],
+                Truncation {
+                    returned: 0,
+                    more_available: false,
+                    continuation: None,
+                },
+                empty_freshness(generation),
+                channels,
+            ));
+        };
+        let filter = ChunkFilter {
+            namespace_id: namespace.id,
+            roles: match &req.roles {
+                Some(r) => r.clone(),
+                None => vec![SectionRole::Body],
+            },
+        };
+        let freshness = self.freshness(namespace.id, &generation).await?;
+
+        let terms = text::lexical_terms(query);
+        let lexical = if terms.is_empty() {
+            channels.insert(
+                "lexical".into(),
+                channel("skipped", 0, Some("the query has no words to match".into())),
+            );
+            vec![]
+        } else {
+            let hits = self
+                .store
+                .search_chunks_lexical(&filter, &terms, depth)
+                .await?;
+            channels.insert("lexical".into(), channel("ok", hits.len(), None));
+            hits
+        };
+        let semantic = match self
+            .embedder
+            .embed(&[query.to_string()], EmbedPurpose::Query)
+            .await
+        {
+            Ok(mut v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => {
+                let qv = v.remove(0);
+                let hits = self
+                    .store
+                    .search_chunks_semantic(&filter, &generation, &qv, depth)
+                    .await?;
+                let (status, msg) = if freshness.semantic.ready {
+                    ("ok", None)
+                } else {
+                    (
+                        "partial",
+                        Some(format!(
+                            "{} current chunks have no vector of {generation} yet",
+                            freshness.semantic.missing_vectors
+                        )),
+                    )
+                };
+                channels.insert("semantic".into(), channel(status, hits.len(), msg));
+                hits
+            }
+            Ok(_) => {
+                channels.insert(
+                    "semantic".into(),
+                    channel(
+                        "error",
+                        0,
+                        Some("the embedder returned a malformed query vector".into()),
+                    ),
+                );
+                vec![]
+            }
+            Err(e) => {
+                channels.insert("semantic".into(), channel("error", 0, Some(e.to_string())));
+                vec![]
+            }
+        };
+        let saturated = lexical.len() >= depth || semantic.len() >= depth;
+        let sem_scores: HashMap<ChunkId, f64> =
+            semantic.iter().map(|h| (h.chunk_id, h.score)).collect();
+        let lex_scores: HashMap<ChunkId, f64> =
+            lexical.iter().map(|h| (h.chunk_id, h.score)).collect();
+        let fused = rrf(&[
+            semantic.iter().map(|h| h.chunk_id).collect::<Vec<_>>(),
+            lexical.iter().map(|h| h.chunk_id).collect::<Vec<_>>(),
+        ]);
+        let page: Vec<_> = fused.iter().skip(offset).take(req.k).collect();
+        let ids: Vec<ChunkId> = page.iter().map(|f| f.id).collect();
+        let records: HashMap<ChunkId, ChunkRecord> = self
+            .store
+            .chunks(namespace.id, &ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.chunk_id, r))
+            .collect();
+        let mut results = Vec::with_capacity(page.len());
+        for f in &page {
+            let Some(r) = records.get(&f.id) else {
+                continue;
+            };
+            results.push(ChunkResult {
+                chunk_id: r.chunk_id,
+                document_id: r.document_id,
+                document_title: r.document_title.clone(),
+                version_id: r.version_id,
+                source_kind: r.source_kind.clone(),
+                source_ref: r.source_ref.clone(),
+                text: r.text.clone(),
+                section_path: r.section_path.clone(),
+                section_role: r.section_role,
+                char_span: CharSpan {
+                    start: r.char_start,
+                    end: r.char_end,
+                },
+                event_ids: r.event_ids.clone(),
+                asserted_at: r.source_modified_at,
+                scores: Scores {
+                    semantic: f.ranks[0].map(|rank| ChannelScore {
+                        rank,
+                        score: sem_scores.get(&f.id).copied().unwrap_or_default(),
+                    }),
+                    lexical: f.ranks[1].map(|rank| ChannelScore {
+                        rank,
+                        score: lex_scores.get(&f.id).copied().unwrap_or_default(),
+                    }),
+                    fused: f.score,
+                },
+            });
+        }
+        let end = offset + page.len();
+        let continuation = if fused.len() > end {
+            Some(encode_cursor(&Cursor {
+                o: end,
+                d: depth,
+                q: digest,
+            }))
+        } else if saturated && !page.is_empty() {
+            Some(encode_cursor(&Cursor {
+                o: end,
+                d: depth * 2,
+                q: digest,
+            }))
+        } else {
+            None
+        };
+        let truncation = Truncation {
+            returned: results.len(),
+            more_available: continuation.is_some(),
+            continuation,
+        };
+        Ok(self.envelope(&req.namespace, results, truncation, freshness, channels))
+    }
+
+    fn envelope(
+        &self,
+        namespace: &str,
+        results: Vec<ChunkResult>,
+        truncation: Truncation,
+        freshness: Freshness,
+        channels: BTreeMap<String, ChannelReport>,
+    ) -> Envelope<ChunkResult> {
+        Envelope {
+            contract: ENVELOPE_CONTRACT.to_string(),
+            operation: OperationInfo {
+                name: "search_chunks".into(),
+                version: 1,
+            },
+            grain: Grain::Evidence,
+            namespace: namespace.to_string(),
+            results,
+            truncation,
+            freshness,
+            channels,
+        }
+    }
+
+    async fn freshness(&self, ns: NamespaceId, generation: &str) -> Result<Freshness> {
+        let counts = self.store.work_counts(Some(ns)).await?;
+        let mut pending_work = BTreeMap::new();
+        let mut parked = 0;
+        let mut dead = 0;
+        for c in &counts {
+            match c.status {
+                WorkStatus::Pending | WorkStatus::Running | WorkStatus::Failed => {
+                    let open = c.count - c.parked_no_route;
+                    if open > 0 {
+                        *pending_work
+                            .entry(c.stage.as_str().to_string())
+                            .or_insert(0) += open;
+                    }
+                    parked += c.parked_no_route;
+                }
+                WorkStatus::DeadLetter => dead += c.count,
+                WorkStatus::Done => {}
+            }
+        }
+        let coverage = self.store.vector_coverage(ns, generation).await?;
+        Ok(Freshness {
+            pending_work,
+            parked_no_route: parked,
+            dead_letters: dead,
+            semantic: SemanticReadiness {
+                generation: generation.to_string(),
+                ready: coverage.missing == 0,
+                chunks: coverage.chunks,
+                missing_vectors: coverage.missing,
+            },
+        })
+    }
+
+    /// Lineages in a namespace (empty when the namespace does not exist).
+    pub async fn documents(&self, namespace: &str) -> Result<Vec<DocumentSummary>> {
+        validate_namespace(namespace)?;
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        let rows = self.store.documents(ns.id).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.push(self.summarize(ns.id, row).await?);
+        }
+        Ok(out)
+    }
+
+    async fn summarize(&self, ns: NamespaceId, row: DocumentRow) -> Result<DocumentSummary> {
+        let status = if row.latest_work.parked > 0 {
+            "parked"
+        } else if row.latest_work.dead_letter > 0 {
+            "stalled"
+        } else if row.latest_work.open > 0 || row.current_version_id != Some(row.latest_version_id)
+        {
+            "processing"
+        } else {
+            let barrier = self
+                .store
+                .barrier(ns, row.latest_version_id, Stage::Embed)
+                .await?;
+            if barrier.is_complete() {
+                "ready"
+            } else {
+                "processing"
+            }
+        };
+        Ok(DocumentSummary {
+            doc_id: row.document_id,
+            source_kind: row.source_kind.clone(),
+            source_ref: row.source_ref.clone(),
+            file_name: row.metadata.file_name.as_ref().map(|f| f.value.clone()),
+            title: row.metadata.display_title(&row.source_ref),
+            current_version_id: row.current_version_id,
+            latest_version_id: row.latest_version_id,
+            status: status.to_string(),
+            mode: row.mode,
+            version_count: row.version_count,
+        })
+    }
+
+    /// One lineage with its versions and the current version's sections.
+    pub async fn document(&self, namespace: &str, id: DocumentId) -> Result<DocumentDetail> {
+        validate_namespace(namespace)?;
+        let not_found = || {
+            Error::not_found(format!(
+                "document {id} not found in namespace `{namespace}`"
+            ))
+        };
+        let ns = self
+            .store
+            .namespace(namespace)
+            .await?
+            .ok_or_else(not_found)?;
+        let row = self
+            .store
+            .document(ns.id, id)
+            .await?
+            .ok_or_else(not_found)?;
+        let versions = self.store.versions(ns.id, id).await?;
+        let current = row.current_version_id;
+        let current_ordinal = versions
+            .iter()
+            .find(|v| Some(v.version_id) == current)
+            .map(|v| v.ordinal);
+        let mode = row.mode;
+        let summaries = versions
+            .into_iter()
+            .map(|v| {
+                let testimony = match (mode, current_ordinal) {
+                    (_, None) => "pending",
+                    (_, Some(c)) if v.ordinal == c => "current",
+                    (VersioningMode::Snapshot, Some(c)) if v.ordinal < c => "current",
+                    (VersioningMode::Living, Some(c)) if v.ordinal < c => "superseded",
+                    _ => "pending",
+                };
+                VersionSummary {
+                    version_id: v.version_id,
+                    ordinal: v.ordinal,
+                    content_sha256: v.content_sha256,
+                    size: v.size,
+                    mime: v.mime,
+                    format: v.format,
+                    source_modified_at: v.source_modified_at,
+                    origin: v.origin,
+                    created_at: v.created_at,
+                    is_current: v.is_current,
+                    testimony: testimony.to_string(),
+                    metadata: v.metadata,
+                }
+            })
+            .collect();
+        let sections = match current {
+            Some(v) => self.store.sections(ns.id, v).await?,
+            None => vec![],
+        };
+        let chunk_count = sections.iter().map(|s| s.chunk_count).sum();
+        Ok(DocumentDetail {
+            summary: self.summarize(ns.id, row).await?,
+            versions: summaries,
+            sections,
+            chunk_count,
+        })
+    }
+
+    /// Ledger counts by stage and status, dead letters with their errors.
+    pub async fn status(&self, namespace: &str) -> Result<StatusReport> {
+        validate_namespace(namespace)?;
+        let generation = self.component_version(Stage::Embed);
+        let mut ledger: BTreeMap<String, BTreeMap<String, u64>> = Stage::ALL
+            .iter()
+            .map(|s| {
+                (
+                    s.as_str().to_string(),
+                    WorkStatus::ALL
+                        .iter()
+                        .map(|st| (st.as_str().to_string(), 0))
+                        .collect(),
+                )
+            })
+            .collect();
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(StatusReport {
+                store: self.store.kind().to_string(),
+                namespace: namespace.to_string(),
+                ledger,
+                parked_no_route: 0,
+                dead_letters: vec![],
+                embedder: generation.clone(),
+                semantic: empty_freshness(generation).semantic,
+                documents: 0,
+            });
+        };
+        let mut parked = 0;
+        for c in self.store.work_counts(Some(ns.id)).await? {
+            *ledger
+                .entry(c.stage.as_str().to_string())
+                .or_default()
+                .entry(c.status.as_str().to_string())
+                .or_insert(0) += c.count;
+            parked += c.parked_no_route;
+        }
+        let dead_letters = self
+            .store
+            .work_items(Some(ns.id), WorkStatus::DeadLetter, 1000)
+            .await?
+            .into_iter()
+            .map(|w| DeadLetter {
+                work_id: w.id,
+                stage: w.stage,
+                target_kind: w.target_kind,
+                target_id: w.target_id,
+                version_id: w.version_id,
+                attempts: w.attempts,
+                max_attempts: w.max_attempts,
+                last_error: w.last_error,
+            })
+            .collect();
+        let freshness = self.freshness(ns.id, &generation).await?;
+        Ok(StatusReport {
+            store: self.store.kind().to_string(),
+            namespace: namespace.to_string(),
+            ledger,
+            parked_no_route: parked,
+            dead_letters,
+            embedder: generation,
+            semantic: freshness.semantic,
+            documents: self.store.documents(ns.id).await?.len() as u64,
+        })
+    }
+}
+
+enum Outcome {
+    Completed,
+    Parked,
+}
+
+fn channel(status: &str, candidates: usize, message: Option<String>) -> ChannelReport {
+    ChannelReport {
+        status: status.to_string(),
+        candidates,
+        message,
+    }
+}
+
+fn empty_freshness(generation: String) -> Freshness {
+    Freshness {
+        pending_work: BTreeMap::new(),
+        parked_no_route: 0,
+        dead_letters: 0,
+        semantic: SemanticReadiness {
+            generation,
+            ready: true,
+            chunks: 0,
+            missing_vectors: 0,
+        },
+    }
+}
+
+fn encode_cursor(c: &Cursor) -> String {
+    let json = serde_json::to_vec(c).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_cursor(s: &str) -> Result<Cursor> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s.trim())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Cursor>(&b).ok())
+        .filter(|c| c.d > 0 && c.d <= 1_000_000)
+        .ok_or_else(|| Error::invalid_input("the cursor is not one this engine issued"))
+}
+
+/// Decide the format of an input: the declared kind, else the file extension
+/// (a `.json` file holding a conversation is a conversation), else Markdown for
+/// text without a name. `None` means no conversion route: the original is parked.
+pub fn route(kind: DeclaredKind, file_name: Option<&str>, bytes: &[u8]) -> Option<SourceFormat> {
+    match kind {
+        DeclaredKind::Format(f) => Some(f),
+        DeclaredKind::Auto => {
+            let Some(name) = file_name else {
+                return Some(SourceFormat::Markdown);
+            };
+            let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+            match SourceFormat::from_extension(ext) {
+                Some(SourceFormat::Json) if text::parse_conversation(bytes).is_ok() => {
+                    Some(SourceFormat::Conversation)
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+fn guess_mime(file_name: Option<&str>) -> String {
+    let ext = file_name
+        .and_then(|n| n.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()))
+        .unwrap_or_default();
+    match ext.as_str() {
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "csv" => "text/csv",
+        "zip" => "application/zip",
+        _ => "application/octet-stream",
+    }
+    .to_string()
+}
+
+/// The deterministic embedding-input policy (D80): conversation turns embed their
+/// body alone; other chunks get a short location header (title › section path).
+pub fn embedding_text(title: &str, path: &[String], is_conversation: bool, body: &str) -> String {
+    if is_conversation {
+        return body.to_string();
+    }
+    let mut header = String::new();
+    let title = title.trim();
+    if !title.is_empty() {
+        header.push_str(title);
+    }
+    for p in path {
+        if p.trim() == title {
+            continue;
+        }
+        if !header.is_empty() {
+            header.push_str(" › ");
+        }
+        header.push_str(p.trim());
+    }
+    if header.is_empty() {
+        return body.to_string();
+    }
+    let header: String = header.chars().take(200).collect();
+    format!("{header}\n\n{body}")
+}
+
+/// The key a chunk's vector is stored under: the embedding text and the policy version.
+pub fn embedding_key(embedding_text: &str) -> String {
+    sha256_parts([
+        EMBED_INPUT_POLICY_VERSION.as_bytes(),
+        embedding_text.as_bytes(),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing() {
+        assert_eq!(
+            route(DeclaredKind::Auto, Some("a.md"), b"# x"),
+            Some(SourceFormat::Markdown)
+        );
+        assert_eq!(
+            route(DeclaredKind::Auto, Some("page.HTM"), b"<p>x</p>"),
+            Some(SourceFormat::Html)
+        );
+        assert_eq!(route(DeclaredKind::Auto, Some("scan.pdf"), b"%PDF"), None);
+        assert_eq!(
+            route(
+                DeclaredKind::Auto,
+                Some("chat.json"),
+                br#"[{"speaker":"A","text":"hi"}]"#
+            ),
+            Some(SourceFormat::Conversation)
+        );
+        assert_eq!(
+            route(DeclaredKind::Auto, Some("data.json"), br#"{"a":1}"#),
+            Some(SourceFormat::Json)
+        );
+        assert_eq!(
+            route(DeclaredKind::Auto, None, b"x"),
+            Some(SourceFormat::Markdown)
+        );
+    }
+
+    #[test]
+    fn embedding_policy() {
+        assert_eq!(embedding_text("T", &[], true, "A: hi"), "A: hi");
+        assert_eq!(
+            embedding_text("Guide", &["Guide".into(), "Setup".into()], false, "body"),
+            "Guide › Setup\n\nbody"
+        );
+        assert_ne!(embedding_key("a"), embedding_key("b"));
+    }
+
+    #[test]
+    fn cursor_round_trip_and_rejects_garbage() {
+        let c = Cursor {
+            o: 10,
+            d: 50,
+            q: "abc".into(),
+        };
+        let back = decode_cursor(&encode_cursor(&c)).unwrap();
+        assert_eq!((back.o, back.d, back.q.as_str()), (10, 50, "abc"));
+        assert_eq!(
+            decode_cursor("!!!").unwrap_err().code(),
+            ErrorCode::InvalidInput
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! The response envelope (D49): typed, honest, JSON-serialisable. Every read
+//! operation returns one; later operations add grains and fields without
+//! breaking the ones here.
+
+use crate::ids::{ChunkId, DocumentId, VersionId};
+use crate::text::SectionRole;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The envelope contract identifier.
+pub const ENVELOPE_CONTRACT: &str = "rememberstack.envelope/v1";
+
+/// Which operation produced an envelope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationInfo {
+    /// The operation name.
+    pub name: String,
+    /// The operation's version.
+    pub version: u32,
+}
+
+/// The grain of an envelope's results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grain {
+    /// What sources said: chunks, claims.
+    Evidence,
+    /// What is believed: relations and observations.
+    Fact,
+}
+
+/// A result envelope.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope<R> {
+    /// Always [`ENVELOPE_CONTRACT`].
+    pub contract: String,
+    /// The operation.
+    pub operation: OperationInfo,
+    /// The grain.
+    pub grain: Grain,
+    /// The namespace the operation ran in.
+    pub namespace: String,
+    /// The results, best first.
+    pub results: Vec<R>,
+    /// What was cut, and how to continue.
+    pub truncation: Truncation,
+    /// How current the answer is.
+    pub freshness: Freshness,
+    /// Per-channel status.
+    pub channels: BTreeMap<String, ChannelReport>,
+}
+
+/// Truncation markers: every cap is disclosed with a continuation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Truncation {
+    /// Results returned.
+    pub returned: usize,
+    /// Whether more results exist past this page.
+    pub more_available: bool,
+    /// Pass back as `cursor` to get the next page.
+    pub continuation: Option<String>,
+}
+
+/// Freshness: what the store has not finished yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Freshness {
+    /// Open (pending, running, failed) work items by stage.
+    pub pending_work: BTreeMap<String, u64>,
+    /// Originals stored without a conversion route.
+    pub parked_no_route: u64,
+    /// Dead-lettered work items (see `remember status`).
+    pub dead_letters: u64,
+    /// The semantic channel's readiness.
+    pub semantic: SemanticReadiness,
+}
+
+/// Whether the semantic channel covers every current chunk with the configured generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SemanticReadiness {
+    /// The configured embedder generation.
+    pub generation: String,
+    /// True when every current chunk has a vector of `generation`.
+    pub ready: bool,
+    /// Current chunks.
+    pub chunks: u64,
+    /// Current chunks still without a vector of `generation`.
+    pub missing_vectors: u64,
+}
+
+/// A channel's status in one call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelReport {
+    /// `ok`, `partial` (ran over an incomplete index), `skipped` or `error`.
+    pub status: String,
+    /// Candidates the channel returned.
+    pub candidates: usize,
+    /// Why, for anything but `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A channel's rank and score for one result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChannelScore {
+    /// 1-based rank in the channel.
+    pub rank: usize,
+    /// The channel's raw score (cosine; BM25 with higher = better).
+    pub score: f64,
+}
+
+/// Scores of one result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// Semantic channel, if the result was in it.
+    pub semantic: Option<ChannelScore>,
+    /// Lexical channel, if the result was in it.
+    pub lexical: Option<ChannelScore>,
+    /// Reciprocal-rank-fused score.
+    pub fused: f64,
+}
+
+/// A character span (Unicode scalar values) into a version's `document.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CharSpan {
+    /// Start.
+    pub start: u64,
+    /// End (exclusive).
+    pub end: u64,
+}
+
+/// One chunk result of an evidence search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChunkResult {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// Its document lineage.
+    pub document_id: DocumentId,
+    /// The document's title.
+    pub document_title: String,
+    /// The version the chunk belongs to.
+    pub version_id: VersionId,
+    /// Lineage key: source kind.
+    pub source_kind: String,
+    /// Lineage key: source reference.
+    pub source_ref: String,
+    /// The chunk text.
+    pub text: String,
+    /// The section's title path.
+    pub section_path: Vec<String>,
+    /// The section's role.
+    pub section_role: SectionRole,
+    /// Where the chunk sits in the version's `document.md`.
+    pub char_span: CharSpan,
+    /// Message ids of the conversation turns it covers.
+    pub event_ids: Vec<String>,
+    /// When the source said it (the version's source time).
+    pub asserted_at: Timestamp,
+    /// Scores.
+    pub scores: Scores,
+}

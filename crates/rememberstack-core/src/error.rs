@@ -1,0 +1,112 @@
+//! The core error type: a typed code for machines and a sentence for people.
+
+use serde::Serialize;
+
+/// A stable, machine-readable error code. Serialized in snake_case; the CLI
+/// prints it as `{"code", "message"}` with `--json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The caller's input is malformed (a bad id, a bad flag value, bad JSON).
+    InvalidInput,
+    /// The input is empty.
+    EmptyInput,
+    /// The input exceeds the configured maximum source size.
+    TooLarge,
+    /// A text format that is not valid UTF-8.
+    InvalidUtf8,
+    /// A conversation document that does not follow the conversation shape.
+    InvalidConversation,
+    /// A record that does not exist in this namespace.
+    NotFound,
+    /// The request conflicts with the stored state (e.g. a lineage's versioning mode).
+    Conflict,
+    /// A worker's lease on a work item expired and another worker holds it now.
+    LeaseLost,
+    /// A provider (embedder, chat model) failed.
+    Provider,
+    /// The configuration is invalid.
+    Config,
+    /// The store failed (database, blob directory).
+    Store,
+    /// An invariant was violated inside the engine: a bug.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake_case form.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::EmptyInput => "empty_input",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::InvalidUtf8 => "invalid_utf8",
+            ErrorCode::InvalidConversation => "invalid_conversation",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::LeaseLost => "lease_lost",
+            ErrorCode::Provider => "provider",
+            ErrorCode::Config => "config",
+            ErrorCode::Store => "store",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+/// The core error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A caller error or a domain refusal, with its code.
+    #[error("{message}")]
+    Domain {
+        /// The machine-readable code.
+        code: ErrorCode,
+        /// What was wrong and what to do.
+        message: String,
+    },
+    /// A provider failure.
+    #[error(transparent)]
+    Provider(#[from] crate::embed::ProviderError),
+    /// A store failure (database or blob directory), with the store's message.
+    #[error("store error: {0}")]
+    Store(String),
+}
+
+/// Core result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Build a domain error.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error::Domain {
+            code,
+            message: message.into(),
+        }
+    }
+    /// `invalid_input`.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+    /// `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+    /// `internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+    /// A store failure.
+    pub fn store(message: impl std::fmt::Display) -> Self {
+        Error::Store(message.to_string())
+    }
+    /// The machine-readable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Domain { code, .. } => *code,
+            Error::Provider(_) => ErrorCode::Provider,
+            Error::Store(_) => ErrorCode::Store,
+        }
+    }
+}

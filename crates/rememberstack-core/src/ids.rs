@@ -1,0 +1,92 @@
+//! Typed record identifiers. Every id is a UUID, serialized lowercase and hyphenated.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use uuid::Uuid;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// A fresh random id.
+            pub fn new() -> Self {
+                Self(Uuid::new_v4())
+            }
+            /// The underlying UUID.
+            pub fn uuid(&self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // Lowercase, hyphenated: the one serialized form.
+                write!(f, "{}", self.0.as_hyphenated())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = crate::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(s.trim()).map(Self).map_err(|_| {
+                    crate::Error::invalid_input(format!(
+                        "`{s}` is not a valid {} (expected a UUID such as 123e4567-e89b-12d3-a456-426614174000)",
+                        stringify!($name)
+                    ))
+                })
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A namespace: one trust domain.
+    NamespaceId
+);
+id_type!(
+    /// A document lineage.
+    DocumentId
+);
+id_type!(
+    /// One immutable version of a document lineage.
+    VersionId
+);
+id_type!(
+    /// A section of a version's representation.
+    SectionId
+);
+id_type!(
+    /// A chunk of a version's representation.
+    ChunkId
+);
+id_type!(
+    /// A row of the work ledger.
+    WorkId
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_serialize_lowercase_hyphenated() {
+        let id: DocumentId = "123E4567-E89B-12D3-A456-426614174000".parse().unwrap();
+        assert_eq!(id.to_string(), "123e4567-e89b-12d3-a456-426614174000");
+        assert_eq!(
+            serde_json::to_string(&id).unwrap(),
+            "\"123e4567-e89b-12d3-a456-426614174000\""
+        );
+        assert!("not-a-uuid".parse::<DocumentId>().is_err());
+    }
+}

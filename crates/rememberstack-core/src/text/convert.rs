@@ -1,0 +1,1000 @@
+//! Conversion of source bytes to the canonical Markdown representation.
+//!
+//! Every format becomes one Markdown text (the coordinate system of every
+//! later span). Conversations additionally get a turn map. Conversion is pure
+//! and deterministic: no IO, no clock.
+
+use super::blockize::markdown_options;
+use super::sections::plain_text;
+use super::{Conversation, Message, Representation, SourceFormat, TurnSpan};
+use crate::error::{Error, ErrorCode};
+use crate::time::{Timestamp, parse_rfc3339};
+use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+/// Version of the converters' behaviour; bump it when any output changes.
+pub const CONVERTER_VERSION: &str = "convert-v1";
+
+/// What a source declares about itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtractedMetadata {
+    /// The declared title: Markdown's first level-1 heading (else first
+    /// heading), HTML's `<title>` (else first level-1 heading), a JSON
+    /// object's top-level `title`/`name` string. None for conversations.
+    pub title: Option<String>,
+    /// Authors: for conversations, the distinct speakers in order of first appearance.
+    pub authors: Vec<String>,
+    /// Creation time: for conversations, the session time, else the first message timestamp.
+    pub created_at: Option<Timestamp>,
+    /// Language tag, from HTML's `<html lang>`.
+    pub language: Option<String>,
+}
+
+/// The result of [`convert`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Converted {
+    /// The Markdown (and, for conversations, the turn map).
+    pub representation: Representation,
+    /// What the source declares about itself.
+    pub metadata: ExtractedMetadata,
+}
+
+fn err(code: ErrorCode, message: impl Into<String>) -> Error {
+    Error::new(code, message)
+}
+
+/// Decode a text format: valid UTF-8, leading BOM stripped, CRLF/CR → LF,
+/// non-empty after trimming.
+fn decode_text(bytes: &[u8], what: &str) -> Result<String, Error> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        err(
+            ErrorCode::InvalidUtf8,
+            format!(
+                "{what} is not valid UTF-8 (invalid byte sequence at byte {})",
+                e.valid_up_to()
+            ),
+        )
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = normalize_newlines(text);
+    if text.trim().is_empty() {
+        return Err(err(ErrorCode::EmptyInput, format!("{what} is empty")));
+    }
+    Ok(text)
+}
+
+/// CRLF and lone CR become LF.
+fn normalize_newlines(text: &str) -> String {
+    if !text.contains('\r') {
+        return text.to_string();
+    }
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+fn non_empty(markdown: String, what: &str) -> Result<String, Error> {
+    if markdown.trim().is_empty() {
+        Err(err(
+            ErrorCode::EmptyInput,
+            format!("{what} has no text content"),
+        ))
+    } else {
+        Ok(markdown)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Conversations
+// ---------------------------------------------------------------------------
+
+fn conv_err(message: impl Into<String>) -> Error {
+    err(ErrorCode::InvalidConversation, message)
+}
+
+fn parse_time(value: Option<&Value>, what: &str) -> Result<Option<Timestamp>, Error> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => parse_rfc3339(s).map(Some).ok_or_else(|| {
+            conv_err(format!(
+                "{what} {s:?} is not an RFC 3339 timestamp (e.g. 2024-05-01T12:00:00Z)"
+            ))
+        }),
+        Some(other) => Err(conv_err(format!(
+            "{what} must be an RFC 3339 string, not {}",
+            json_type(other)
+        ))),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
+    let at = format!("message {} (messages[{index}])", index + 1);
+    let Value::Object(obj) = value else {
+        return Err(conv_err(format!(
+            "{at} must be an object, not {}",
+            json_type(value)
+        )));
+    };
+    let speaker = match obj.get("speaker") {
+        None | Some(Value::Null) => return Err(conv_err(format!("{at} has no speaker"))),
+        Some(Value::String(s)) => s.split_whitespace().collect::<Vec<_>>().join(" "),
+        Some(other) => {
+            return Err(conv_err(format!(
+                "{at}: speaker must be a string, not {}",
+                json_type(other)
+            )));
+        }
+    };
+    if speaker.is_empty() {
+        return Err(conv_err(format!("{at} has an empty speaker")));
+    }
+    let text = match obj.get("text") {
+        None | Some(Value::Null) => return Err(conv_err(format!("{at} has no text"))),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(conv_err(format!(
+                "{at}: text must be a string, not {}",
+                json_type(other)
+            )));
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(conv_err(format!("{at} has empty text")));
+    }
+    let event_id = match obj.get("event_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(conv_err(format!(
+                "{at}: event_id must be a string or a number, not {}",
+                json_type(other)
+            )));
+        }
+    };
+    let timestamp = parse_time(obj.get("timestamp"), &format!("{at}: timestamp"))?;
+    Ok(Message {
+        event_id,
+        speaker,
+        text,
+        timestamp,
+    })
+}
+
+/// Parse a conversation document.
+///
+/// Accepts `{"session_time"?: RFC3339, "messages": [...]}` or a bare array of
+/// messages, each `{"event_id"?, "speaker", "text", "timestamp"?}`; unknown
+/// fields are ignored. A numeric `event_id` is kept as its decimal string.
+/// Speakers have their whitespace collapsed.
+///
+/// Errors: [`ErrorCode::InvalidUtf8`] for bad UTF-8, [`ErrorCode::EmptyInput`]
+/// for empty or whitespace-only bytes, [`ErrorCode::InvalidConversation`] for
+/// anything else that is wrong (not JSON, wrong shape, no messages, a message
+/// without speaker or text or with empty ones, a bad timestamp), naming the
+/// message.
+pub fn parse_conversation(bytes: &[u8]) -> Result<Conversation, Error> {
+    let text = decode_text(bytes, "conversation")?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| conv_err(format!("conversation is not valid JSON: {e}")))?;
+    let (session_time, messages) = match &value {
+        Value::Array(items) => (None, items),
+        Value::Object(obj) => {
+            let session_time = parse_time(obj.get("session_time"), "session_time")?;
+            match obj.get("messages") {
+                Some(Value::Array(items)) => (session_time, items),
+                Some(other) => {
+                    return Err(conv_err(format!(
+                        "\"messages\" must be an array, not {}",
+                        json_type(other)
+                    )));
+                }
+                None => {
+                    return Err(conv_err(
+                        "conversation object has no \"messages\" array".to_string(),
+                    ));
+                }
+            }
+        }
+        other => {
+            return Err(conv_err(format!(
+                "a conversation must be an object with \"messages\" or an array of messages, not {}",
+                json_type(other)
+            )));
+        }
+    };
+    if messages.is_empty() {
+        return Err(conv_err("conversation has no messages"));
+    }
+    let messages = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| parse_message(i, m))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Conversation {
+        session_time,
+        messages,
+    })
+}
+
+/// A message's text as one paragraph: newlines normalized, blank lines
+/// dropped, line ends and the whole text trimmed.
+fn turn_text(text: &str) -> String {
+    let text = normalize_newlines(text);
+    let lines: Vec<&str> = text
+        .split('\n')
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines.join("\n").trim_start().to_string()
+}
+
+fn render_conversation(conv: &Conversation, fallback_time: Option<Timestamp>) -> Converted {
+    let mut markdown = String::new();
+    let mut turns = Vec::with_capacity(conv.messages.len());
+    let mut authors: Vec<String> = Vec::new();
+    for (i, m) in conv.messages.iter().enumerate() {
+        if i > 0 {
+            markdown.push_str("\n\n");
+        }
+        let start = markdown.len();
+        markdown.push_str(&m.speaker);
+        markdown.push_str(": ");
+        markdown.push_str(&turn_text(&m.text));
+        let end = markdown.len();
+        turns.push(TurnSpan {
+            start,
+            end,
+            speaker: m.speaker.clone(),
+            event_id: m.event_id.clone(),
+            timestamp: m.timestamp.or(conv.session_time).or(fallback_time),
+        });
+        if !authors.contains(&m.speaker) {
+            authors.push(m.speaker.clone());
+        }
+    }
+    let created_at = conv
+        .session_time
+        .or_else(|| conv.messages.iter().find_map(|m| m.timestamp));
+    Converted {
+        representation: Representation { markdown, turns },
+        metadata: ExtractedMetadata {
+            title: None,
+            authors,
+            created_at,
+            language: None,
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Markdown and HTML
+// ---------------------------------------------------------------------------
+
+/// The plain text of the first level-1 heading, else (if `any_level`) of the first heading.
+fn markdown_title(markdown: &str, any_level: bool) -> Option<String> {
+    let mut first_any: Option<String> = None;
+    let mut current: Option<(HeadingLevel, usize)> = None;
+    for (event, range) in Parser::new_ext(markdown, markdown_options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => current = Some((level, range.start)),
+            Event::End(TagEnd::Heading(_)) => {
+                let Some((level, start)) = current.take() else {
+                    continue;
+                };
+                let title = markdown
+                    .get(start..range.end)
+                    .map(plain_text)
+                    .unwrap_or_default();
+                if title.is_empty() {
+                    continue;
+                }
+                if level == HeadingLevel::H1 {
+                    return Some(title);
+                }
+                if first_any.is_none() {
+                    first_any = Some(title);
+                }
+            }
+            _ => {}
+        }
+    }
+    if any_level { first_any } else { None }
+}
+
+/// The deepest DOM nesting handed to htmd, whose tree walk is recursive.
+/// Below this depth every element is flattened into its leaves (text and
+/// empty elements, in document order) so hostile nesting cannot overflow the
+/// stack; real pages rarely nest this deep.
+const MAX_HTML_DEPTH: usize = 64;
+
+/// Flatten every subtree rooted deeper than [`MAX_HTML_DEPTH`] (iteratively).
+fn flatten_deep_html(root: &Rc<htmd::Node>) {
+    let mut stack: Vec<(Rc<htmd::Node>, usize)> = vec![(Rc::clone(root), 0)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth < MAX_HTML_DEPTH {
+            for child in node.children.borrow().iter() {
+                stack.push((Rc::clone(child), depth + 1));
+            }
+            continue;
+        }
+        if node
+            .children
+            .borrow()
+            .iter()
+            .all(|c| c.children.borrow().is_empty())
+        {
+            continue;
+        }
+        // Collect the leaves under `node` in document order.
+        let mut leaves: Vec<Rc<htmd::Node>> = Vec::new();
+        let mut pending: Vec<Rc<htmd::Node>> =
+            node.children.borrow().iter().rev().cloned().collect();
+        while let Some(n) = pending.pop() {
+            let children = n.children.borrow();
+            if children.is_empty() {
+                leaves.push(Rc::clone(&n));
+            } else {
+                pending.extend(children.iter().rev().cloned());
+            }
+        }
+        for leaf in &leaves {
+            leaf.parent.set(Some(Rc::downgrade(&node)));
+        }
+        let old = std::mem::replace(&mut *node.children.borrow_mut(), leaves);
+        drop(old);
+    }
+}
+
+#[derive(Default)]
+struct HtmlMeta {
+    title: Option<String>,
+    language: Option<String>,
+}
+
+fn html_to_markdown(html: &str) -> Result<(String, HtmlMeta), Error> {
+    use htmd::element_handler::{HandlerResult, Handlers};
+    use htmd::{Element, HtmlToMarkdown};
+
+    let meta = Arc::new(Mutex::new(HtmlMeta::default()));
+    let title_meta = Arc::clone(&meta);
+    let lang_meta = Arc::clone(&meta);
+    let converter = HtmlToMarkdown::builder()
+        .skip_tags(vec!["script", "style", "template", "noscript"])
+        // Walk <head> only to find <title>; emit nothing from it.
+        .add_handler(
+            vec!["head"],
+            |handlers: &dyn Handlers, element: Element<'_>| -> Option<HandlerResult> {
+                let _ = handlers.walk_children(element.node);
+                None
+            },
+        )
+        .add_handler(
+            vec!["title"],
+            move |handlers: &dyn Handlers, element: Element<'_>| -> Option<HandlerResult> {
+                let text = plain_text(&handlers.walk_children(element.node).content);
+                if let Ok(mut m) = title_meta.lock()
+                    && m.title.is_none()
+                    && !text.is_empty()
+                {
+                    m.title = Some(text);
+                }
+                None
+            },
+        )
+        .add_handler(
+            vec!["html"],
+            move |handlers: &dyn Handlers, element: Element<'_>| -> Option<HandlerResult> {
+                let lang = element
+                    .attrs
+                    .iter()
+                    .find(|a| (*a.name.local).eq_ignore_ascii_case("lang"))
+                    .map(|a| a.value.trim().to_string())
+                    .filter(|l| !l.is_empty());
+                if let (Some(lang), Ok(mut m)) = (lang, lang_meta.lock())
+                    && m.language.is_none()
+                {
+                    m.language = Some(lang);
+                }
+                handlers.fallback(element)
+            },
+        )
+        .build();
+    let tree = converter.html_to_tree(html).map_err(|e| {
+        err(
+            ErrorCode::InvalidInput,
+            format!("HTML conversion failed: {e}"),
+        )
+    })?;
+    flatten_deep_html(&tree);
+    let markdown = converter.tree_to_markdown(&tree);
+    drop(tree);
+    drop(converter);
+    let meta = match Arc::try_unwrap(meta) {
+        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        Err(shared) => {
+            let guard = shared.lock().unwrap_or_else(|p| p.into_inner());
+            HtmlMeta {
+                title: guard.title.clone(),
+                language: guard.language.clone(),
+            }
+        }
+    };
+    Ok((normalize_newlines(&markdown), meta))
+}
+
+// ---------------------------------------------------------------------------
+// JSON and NDJSON
+// ---------------------------------------------------------------------------
+
+/// A key or string value on one line: line breaks (and the spaces around them) become one space.
+fn one_line(s: &str) -> String {
+    if !s.contains(['\n', '\r']) {
+        return s.to_string();
+    }
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a value renders as a single list item (scalars, `{}` and `[]`).
+fn is_leaf(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => true,
+    }
+}
+
+fn leaf_text(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => one_line(s),
+        Value::Object(_) => "{}".to_string(),
+        Value::Array(_) => "[]".to_string(),
+    }
+}
+
+fn leaf_item(path: &str, v: &Value) -> String {
+    let line = if path.is_empty() {
+        format!("- {}", leaf_text(v))
+    } else {
+        format!("- {path}: {}", leaf_text(v))
+    };
+    line.trim_end().to_string()
+}
+
+/// Every leaf under `v` as `- path.to.leaf: value` (array indices as `[i]`).
+fn flatten(v: &Value, prefix: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, child) in map {
+                let k = one_line(k);
+                let path = if prefix.is_empty() {
+                    k
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(child, &path, out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, child) in items.iter().enumerate() {
+                flatten(child, &format!("{prefix}[{i}]"), out);
+            }
+        }
+        leaf => out.push(leaf_item(prefix, leaf)),
+    }
+}
+
+fn render_record(n: usize, v: &Value) -> String {
+    let mut leaves = Vec::new();
+    flatten(v, "", &mut leaves);
+    format!("## Record {n}\n\n{}", leaves.join("\n"))
+}
+
+fn render_object(map: &Map<String, Value>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let scalars: Vec<String> = map
+        .iter()
+        .filter(|(_, v)| is_leaf(v))
+        .map(|(k, v)| leaf_item(&one_line(k), v))
+        .collect();
+    if !scalars.is_empty() {
+        parts.push(scalars.join("\n"));
+    }
+    for (k, v) in map.iter().filter(|(_, v)| !is_leaf(v)) {
+        let mut leaves = Vec::new();
+        flatten(v, "", &mut leaves);
+        parts.push(format!("## {}\n\n{}", one_line(k), leaves.join("\n")));
+    }
+    parts.join("\n\n")
+}
+
+fn render_json(v: &Value) -> String {
+    match v {
+        Value::Object(map) => render_object(map),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| render_record(i + 1, item))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        scalar => leaf_text(scalar),
+    }
+}
+
+fn json_title(v: &Value) -> Option<String> {
+    let Value::Object(map) = v else { return None };
+    ["title", "name"].iter().find_map(|k| match map.get(*k) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(one_line(s.trim())),
+        _ => None,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Entry point
+// ---------------------------------------------------------------------------
+
+/// Convert source bytes of `format` to the canonical Markdown representation.
+///
+/// Text formats must be valid UTF-8 ([`ErrorCode::InvalidUtf8`]) and not
+/// blank ([`ErrorCode::EmptyInput`]); a leading BOM is stripped and CRLF/CR
+/// become LF.
+///
+/// - Markdown and Text: the text as is.
+/// - Html: converted with htmd; `<head>`, scripts and styles dropped.
+/// - Json: a top-level object renders its scalar fields as `- key: value`
+///   items first, then one `## key` section per nested object/array listing
+///   its leaves as `- path.to.leaf: value` (indices as `[i]`); a top-level
+///   array renders one `## Record N` section per element. Strings are raw,
+///   line breaks in them become spaces. Invalid JSON is
+///   [`ErrorCode::InvalidInput`].
+/// - Ndjson: one `## Record N` section per non-empty line; a bad line is
+///   [`ErrorCode::InvalidInput`] naming the line number.
+/// - Conversation: see [`parse_conversation`]; each message becomes one turn
+///   `Speaker: text` (blank lines inside the text dropped so it stays one
+///   paragraph), turns separated by one blank line, each with its exact span
+///   and its time (message timestamp, else session time, else
+///   `fallback_time`).
+///
+/// A conversion that leaves no text is [`ErrorCode::EmptyInput`].
+pub fn convert(
+    format: SourceFormat,
+    bytes: &[u8],
+    fallback_time: Option<Timestamp>,
+) -> Result<Converted, Error> {
+    let plain = |markdown: String| Representation {
+        markdown,
+        turns: Vec::new(),
+    };
+    match format {
+        SourceFormat::Markdown | SourceFormat::Text => {
+            let what = if format == SourceFormat::Markdown {
+                "Markdown"
+            } else {
+                "text"
+            };
+            let markdown = decode_text(bytes, what)?;
+            let title = markdown_title(&markdown, true);
+            Ok(Converted {
+                representation: plain(markdown),
+                metadata: ExtractedMetadata {
+                    title,
+                    ..ExtractedMetadata::default()
+                },
+            })
+        }
+        SourceFormat::Html => {
+            let html = decode_text(bytes, "HTML")?;
+            let (markdown, meta) = html_to_markdown(&html)?;
+            let markdown = non_empty(markdown, "HTML")?;
+            let title = meta.title.or_else(|| markdown_title(&markdown, false));
+            Ok(Converted {
+                representation: plain(markdown),
+                metadata: ExtractedMetadata {
+                    title,
+                    language: meta.language,
+                    ..ExtractedMetadata::default()
+                },
+            })
+        }
+        SourceFormat::Json => {
+            let text = decode_text(bytes, "JSON")?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| err(ErrorCode::InvalidInput, format!("invalid JSON: {e}")))?;
+            let markdown = non_empty(render_json(&value), "JSON document")?;
+            Ok(Converted {
+                representation: plain(markdown),
+                metadata: ExtractedMetadata {
+                    title: json_title(&value),
+                    ..ExtractedMetadata::default()
+                },
+            })
+        }
+        SourceFormat::Ndjson => {
+            let text = decode_text(bytes, "NDJSON")?;
+            let mut records: Vec<String> = Vec::new();
+            for (i, line) in text.split('\n').enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let value: Value = serde_json::from_str(line).map_err(|e| {
+                    err(
+                        ErrorCode::InvalidInput,
+                        format!("invalid JSON on NDJSON line {}: {e}", i + 1),
+                    )
+                })?;
+                records.push(render_record(records.len() + 1, &value));
+            }
+            let markdown = non_empty(records.join("\n\n"), "NDJSON")?;
+            Ok(Converted {
+                representation: plain(markdown),
+                metadata: ExtractedMetadata::default(),
+            })
+        }
+        SourceFormat::Conversation => {
+            let conv = parse_conversation(bytes)?;
+            Ok(render_conversation(&conv, fallback_time))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ts(s: &str) -> Timestamp {
+        parse_rfc3339(s).expect("test timestamp")
+    }
+
+    fn code_of(r: Result<impl std::fmt::Debug, Error>) -> ErrorCode {
+        match r {
+            Ok(v) => panic!("expected an error, got {v:?}"),
+            Err(e) => e.code(),
+        }
+    }
+
+    fn md(format: SourceFormat, input: &str) -> String {
+        convert(format, input.as_bytes(), None)
+            .expect("converts")
+            .representation
+            .markdown
+    }
+
+    #[test]
+    fn markdown_title_and_normalization() {
+        let c = convert(
+            SourceFormat::Markdown,
+            "\u{feff}## Intro\r\n\r\n# The *Real* Title\rbody\n".as_bytes(),
+            None,
+        )
+        .expect("converts");
+        assert_eq!(
+            c.representation.markdown,
+            "## Intro\n\n# The *Real* Title\nbody\n"
+        );
+        assert_eq!(c.metadata.title.as_deref(), Some("The Real Title"));
+        assert!(c.representation.turns.is_empty());
+        let c = convert(SourceFormat::Markdown, b"### Only h3\n\ntext", None).expect("converts");
+        assert_eq!(c.metadata.title.as_deref(), Some("Only h3"));
+        let c = convert(SourceFormat::Text, b"just text", None).expect("converts");
+        assert_eq!(c.representation.markdown, "just text");
+        assert_eq!(c.metadata.title, None);
+    }
+
+    #[test]
+    fn text_errors() {
+        for f in [
+            SourceFormat::Markdown,
+            SourceFormat::Text,
+            SourceFormat::Html,
+            SourceFormat::Json,
+            SourceFormat::Ndjson,
+            SourceFormat::Conversation,
+        ] {
+            assert_eq!(
+                code_of(convert(f, b"\xff\xfe oops", None)),
+                ErrorCode::InvalidUtf8
+            );
+            assert_eq!(code_of(convert(f, b"  \n\t ", None)), ErrorCode::EmptyInput);
+            assert_eq!(
+                code_of(convert(f, b"\xef\xbb\xbf\n", None)),
+                ErrorCode::EmptyInput
+            );
+        }
+    }
+
+    #[test]
+    fn html_to_markdown_with_title_and_lang() {
+        let html = "<!DOCTYPE html><html lang=\"fr-CA\"><head><title>Page &amp; *Title*</title>\
+            <style>body{color:red}</style><script>var x = 1;</script></head>\
+            <body><h1>Main</h1><p>Hello <b>world</b> — ünïcödé.</p>\
+            <ul><li>one</li><li>two</li></ul><script>alert('no')</script></body></html>";
+        let c = convert(SourceFormat::Html, html.as_bytes(), None).expect("converts");
+        let m = &c.representation.markdown;
+        assert!(m.starts_with("# Main"), "{m}");
+        assert!(m.contains("Hello **world** — ünïcödé."), "{m}");
+        assert!(m.contains("one") && m.contains("two"), "{m}");
+        for banned in ["color", "var x", "alert", "Page"] {
+            assert!(!m.contains(banned), "{banned} leaked into {m}");
+        }
+        assert_eq!(c.metadata.title.as_deref(), Some("Page & *Title*"));
+        assert_eq!(c.metadata.language.as_deref(), Some("fr-CA"));
+        assert!(c.representation.turns.is_empty());
+    }
+
+    #[test]
+    fn html_title_falls_back_to_h1_and_empty_html_is_refused() {
+        let c = convert(
+            SourceFormat::Html,
+            b"<body><h2>Sub</h2><h1>Heading <i>One</i></h1></body>",
+            None,
+        )
+        .expect("converts");
+        assert_eq!(c.metadata.title.as_deref(), Some("Heading One"));
+        assert_eq!(c.metadata.language, None);
+        assert_eq!(
+            code_of(convert(
+                SourceFormat::Html,
+                b"<html><head><title>x</title></head><body><script>1</script></body></html>",
+                None
+            )),
+            ErrorCode::EmptyInput
+        );
+    }
+
+    #[test]
+    fn json_object_rendering() {
+        let input = r#"{"a": {"b": 1, "c": [true, null, {"d": "x\ny"}]}, "empty": [], "name": "Widget", "price": 9.5}"#;
+        let c = convert(SourceFormat::Json, input.as_bytes(), None).expect("converts");
+        assert_eq!(
+            c.representation.markdown,
+            "- empty: []\n- name: Widget\n- price: 9.5\n\n## a\n\n- b: 1\n- c[0]: true\n- c[1]: null\n- c[2].d: x y"
+        );
+        assert_eq!(c.metadata.title.as_deref(), Some("Widget"));
+        let c =
+            convert(SourceFormat::Json, br#"{"name": "n", "title": "T"}"#, None).expect("converts");
+        assert_eq!(c.metadata.title.as_deref(), Some("T"));
+    }
+
+    #[test]
+    fn json_array_and_scalars() {
+        assert_eq!(
+            md(SourceFormat::Json, r#"[{"k": "v"}, {"n": [1, 2]}, "s"]"#),
+            "## Record 1\n\n- k: v\n\n## Record 2\n\n- n[0]: 1\n- n[1]: 2\n\n## Record 3\n\n- s"
+        );
+        assert_eq!(md(SourceFormat::Json, "\"hello 🎉\""), "hello 🎉");
+        assert_eq!(
+            code_of(convert(SourceFormat::Json, b"{", None)),
+            ErrorCode::InvalidInput
+        );
+        assert_eq!(
+            code_of(convert(SourceFormat::Json, b"{}", None)),
+            ErrorCode::EmptyInput
+        );
+    }
+
+    #[test]
+    fn ndjson_rendering_and_errors() {
+        assert_eq!(
+            md(
+                SourceFormat::Ndjson,
+                "{\"a\": 1}\r\n\n{\"b\": {\"c\": \"é\"}}\n"
+            ),
+            "## Record 1\n\n- a: 1\n\n## Record 2\n\n- b.c: é"
+        );
+        match convert(SourceFormat::Ndjson, b"{\"a\":1}\n\n{bad}\n", None) {
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::InvalidInput);
+                assert!(e.to_string().contains("line 3"), "{e}");
+            }
+            Ok(c) => panic!("accepted {c:?}"),
+        }
+    }
+
+    #[test]
+    fn conversation_bare_array_and_spans() {
+        let input = r#"[{"speaker": "Ann", "text": "Hi there\n\n\nsecond line  "},
+                        {"speaker": " Bob  Smith ", "text": "Hello 🎉", "extra": 1}]"#;
+        let c = convert(SourceFormat::Conversation, input.as_bytes(), None).expect("converts");
+        let m = &c.representation.markdown;
+        assert_eq!(m, "Ann: Hi there\nsecond line\n\nBob Smith: Hello 🎉");
+        let spans: Vec<&str> = c
+            .representation
+            .turns
+            .iter()
+            .map(|t| &m[t.start..t.end])
+            .collect();
+        assert_eq!(
+            spans,
+            vec!["Ann: Hi there\nsecond line", "Bob Smith: Hello 🎉"]
+        );
+        assert_eq!(c.metadata.authors, vec!["Ann", "Bob Smith"]);
+        assert_eq!(c.metadata.title, None);
+        assert_eq!(c.metadata.created_at, None);
+    }
+
+    #[test]
+    fn conversation_object_form_event_ids_and_time_fallback() {
+        let input = r#"{"session_time": "2024-01-02T03:04:05Z", "ignored": true, "messages": [
+            {"event_id": 42, "speaker": "Ann", "text": "a", "timestamp": "2024-05-01T12:00:00+02:00"},
+            {"event_id": "e-2", "speaker": "Bob", "text": "b"},
+            {"event_id": 1.5, "speaker": "Ann", "text": "c"}]}"#;
+        let conv = parse_conversation(input.as_bytes()).expect("parses");
+        let ids: Vec<_> = conv.messages.iter().map(|m| m.event_id.clone()).collect();
+        assert_eq!(
+            ids,
+            vec![Some("42".into()), Some("e-2".into()), Some("1.5".into())]
+        );
+        let fallback = ts("2000-01-01T00:00:00Z");
+        let c = convert(SourceFormat::Conversation, input.as_bytes(), Some(fallback))
+            .expect("converts");
+        let times: Vec<_> = c.representation.turns.iter().map(|t| t.timestamp).collect();
+        assert_eq!(
+            times,
+            vec![
+                Some(ts("2024-05-01T10:00:00Z")),
+                Some(ts("2024-01-02T03:04:05Z")),
+                Some(ts("2024-01-02T03:04:05Z"))
+            ]
+        );
+        assert_eq!(c.metadata.created_at, Some(ts("2024-01-02T03:04:05Z")));
+        assert_eq!(c.metadata.authors, vec!["Ann", "Bob"]);
+        assert_eq!(c.representation.turns[0].event_id.as_deref(), Some("42"));
+
+        // Without a session time: message timestamp, else the fallback.
+        let input = r#"[{"speaker": "A", "text": "x"}, {"speaker": "B", "text": "y", "timestamp": "2024-05-01T12:00:00Z"}]"#;
+        let c = convert(SourceFormat::Conversation, input.as_bytes(), Some(fallback))
+            .expect("converts");
+        let times: Vec<_> = c.representation.turns.iter().map(|t| t.timestamp).collect();
+        assert_eq!(
+            times,
+            vec![Some(fallback), Some(ts("2024-05-01T12:00:00Z"))]
+        );
+        assert_eq!(c.metadata.created_at, Some(ts("2024-05-01T12:00:00Z")));
+        let c = convert(SourceFormat::Conversation, input.as_bytes(), None).expect("converts");
+        assert_eq!(c.representation.turns[0].timestamp, None);
+    }
+
+    #[test]
+    fn conversation_errors() {
+        let cases: &[(&[u8], ErrorCode, &str)] = &[
+            (b"\xc3\x28", ErrorCode::InvalidUtf8, "UTF-8"),
+            (b"   ", ErrorCode::EmptyInput, "empty"),
+            (
+                b"not json",
+                ErrorCode::InvalidConversation,
+                "not valid JSON",
+            ),
+            (b"42", ErrorCode::InvalidConversation, "a number"),
+            (b"{}", ErrorCode::InvalidConversation, "no \"messages\""),
+            (
+                br#"{"messages": {}}"#,
+                ErrorCode::InvalidConversation,
+                "must be an array",
+            ),
+            (b"[]", ErrorCode::InvalidConversation, "no messages"),
+            (
+                br#"{"messages": []}"#,
+                ErrorCode::InvalidConversation,
+                "no messages",
+            ),
+            (
+                br#"[{"speaker": "a", "text": "b"}, {"speaker": "a", "text": "b"}, {"text": "x"}]"#,
+                ErrorCode::InvalidConversation,
+                "message 3 (messages[2]) has no speaker",
+            ),
+            (
+                br#"[{"speaker": "  ", "text": "x"}]"#,
+                ErrorCode::InvalidConversation,
+                "empty speaker",
+            ),
+            (
+                br#"[{"speaker": "a"}]"#,
+                ErrorCode::InvalidConversation,
+                "has no text",
+            ),
+            (
+                br#"[{"speaker": "a", "text": " \n "}]"#,
+                ErrorCode::InvalidConversation,
+                "empty text",
+            ),
+            (
+                br#"[{"speaker": "a", "text": 5}]"#,
+                ErrorCode::InvalidConversation,
+                "text must be a string",
+            ),
+            (
+                br#"[{"speaker": "a", "text": "x", "timestamp": "yesterday"}]"#,
+                ErrorCode::InvalidConversation,
+                "timestamp",
+            ),
+            (
+                br#"{"session_time": "soon", "messages": [{"speaker": "a", "text": "x"}]}"#,
+                ErrorCode::InvalidConversation,
+                "session_time",
+            ),
+            (
+                br#"[{"speaker": "a", "text": "x", "event_id": [1]}]"#,
+                ErrorCode::InvalidConversation,
+                "event_id",
+            ),
+            (
+                br#"["hi"]"#,
+                ErrorCode::InvalidConversation,
+                "must be an object",
+            ),
+        ];
+        for (input, code, needle) in cases {
+            match parse_conversation(input) {
+                Ok(c) => panic!("accepted {c:?}"),
+                Err(e) => {
+                    assert_eq!(e.code(), *code, "{e}");
+                    assert!(e.to_string().contains(needle), "{e:?} lacks {needle:?}");
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn conversation_turn_spans_slice_exactly(
+            msgs in prop::collection::vec(("[A-Za-zé]{1,6}", "[ a-zé東🎉.!?\n]{0,40}[a-z🎉]"), 1..12)
+        ) {
+            let messages: Vec<Value> = msgs
+                .iter()
+                .map(|(s, t)| serde_json::json!({"speaker": s, "text": t}))
+                .collect();
+            let bytes = serde_json::to_vec(&messages).expect("serializes");
+            let c = convert(SourceFormat::Conversation, &bytes, None).expect("converts");
+            let m = &c.representation.markdown;
+            prop_assert_eq!(c.representation.turns.len(), msgs.len());
+            let mut prev_end = 0;
+            for (turn, (speaker, text)) in c.representation.turns.iter().zip(&msgs) {
+                prop_assert!(turn.start >= prev_end);
+                let slice = &m[turn.start..turn.end];
+                prop_assert_eq!(slice, format!("{speaker}: {}", turn_text(text)));
+                prop_assert!(!slice.contains("\n\n"));
+                prev_end = turn.end;
+            }
+        }
+
+        #[test]
+        fn convert_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..80), f in 0usize..6) {
+            let format = [
+                SourceFormat::Markdown,
+                SourceFormat::Text,
+                SourceFormat::Html,
+                SourceFormat::Json,
+                SourceFormat::Ndjson,
+                SourceFormat::Conversation,
+            ][f];
+            let _ = convert(format, &bytes, None);
+        }
+
+        #[test]
+        fn html_never_panics(s in "[<>a-z/ =\"'éü🎉&;#!-]{0,80}") {
+            let _ = convert(SourceFormat::Html, s.as_bytes(), None);
+        }
+    }
+}

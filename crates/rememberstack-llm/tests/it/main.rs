@@ -1,0 +1,6 @@
+//! Integration tests of rememberstack-llm: one binary, hermetic (a local wiremock
+//! server stands in for every provider; no network).
+
+mod config;
+mod hashing;
+mod openai;

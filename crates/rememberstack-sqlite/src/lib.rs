@@ -1,0 +1,1271 @@
+//! RememberStack's embedded [`MemoryStore`]: one SQLite file (WAL, FTS5 for BM25,
+//! an exact cosine scan in Rust) and, beside it, a content-addressed blob
+//! directory. Copying the directory that holds both copies the memory.
+//!
+//! Not for direct use: depend on `rememberstack`, whose `Memory::open` builds this store.
+
+mod blobs;
+mod rows;
+
+use async_trait::async_trait;
+use blobs::BlobDir;
+use rememberstack_core::embed::{EmbedderIdentity, cosine};
+use rememberstack_core::ids::*;
+use rememberstack_core::ledger::*;
+use rememberstack_core::source::VersioningMode;
+use rememberstack_core::store::*;
+use rememberstack_core::text::{SectionRole, SourceFormat};
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, ErrorCode, Result};
+use rows::*;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Row, SqlitePool};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The embedded store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    /// Readers.
+    read: SqlitePool,
+    /// The single writer: SQLite admits one writer at a time, so writes queue here.
+    write: SqlitePool,
+    blobs: BlobDir,
+    path: PathBuf,
+}
+
+fn db_err(e: sqlx::Error) -> Error {
+    Error::store(e)
+}
+
+impl SqliteStore {
+    /// Open (creating if missing) the store at `path`: the SQLite file, and the blob
+    /// directory beside it (`<path>.blobs`). Applies migrations.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::store(format!("cannot create directory {}: {e}", parent.display()))
+            })?;
+        }
+        let opts = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts.clone())
+            .await
+            .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
+        MIGRATOR
+            .run(&write)
+            .await
+            .map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts.read_only(true))
+            .await
+            .map_err(db_err)?;
+        let mut blob_dir = path.clone().into_os_string();
+        blob_dir.push(".blobs");
+        Ok(SqliteStore {
+            read,
+            write,
+            blobs: BlobDir::new(PathBuf::from(blob_dir)),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Close both pools.
+    pub async fn close(&self) {
+        self.write.close().await;
+        self.read.close().await;
+    }
+}
+
+fn ms(t: Timestamp) -> i64 {
+    t.timestamp_millis()
+}
+
+fn ts(s: &str) -> Result<Timestamp> {
+    rememberstack_core::time::parse_rfc3339(s)
+        .ok_or_else(|| Error::store(format!("corrupt timestamp `{s}`")))
+}
+
+fn role_list(roles: &[SectionRole]) -> String {
+    // Roles come from a closed enum: their names are safe to inline.
+    if roles.is_empty() {
+        return "''".to_string();
+    }
+    roles
+        .iter()
+        .map(|r| format!("'{}'", r.as_str()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Quote a plain word as an FTS5 string: the caller's text is never query syntax.
+fn fts_query(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+async fn fence(tx: &mut sqlx::SqliteConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
+             defer_reason = NULL, last_error = NULL, updated_at = ?
+         WHERE id = ? AND status = 'running' AND lease_owner = ?",
+    )
+    .bind(ms(now))
+    .bind(lease.work_id.to_string())
+    .bind(&lease.owner)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if done.rows_affected() == 0 {
+        return Err(Error::new(
+            ErrorCode::LeaseLost,
+            format!(
+                "work item {} is no longer leased to {}",
+                lease.work_id, lease.owner
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn insert_work(
+    conn: &mut sqlx::SqliteConnection,
+    items: &[NewWork],
+    now: Timestamp,
+) -> Result<u64> {
+    let mut n = 0;
+    for w in items {
+        let r = sqlx::query(
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+                 component_version, status, attempts, max_attempts, not_before, defer_reason,
+                 created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)
+             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        )
+        .bind(w.namespace_id.to_string())
+        .bind(WorkId::new().to_string())
+        .bind(w.target_kind.as_str())
+        .bind(w.target_id.to_string())
+        .bind(w.version_id.to_string())
+        .bind(w.stage.as_str())
+        .bind(&w.component_version)
+        .bind(w.max_attempts as i64)
+        .bind(ms(w.not_before))
+        .bind(w.defer_reason.map(|d| d.as_str()))
+        .bind(ms(now))
+        .bind(ms(now))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        n += r.rows_affected();
+    }
+    Ok(n)
+}
+
+const CHUNK_SELECT: &str = "
+    SELECT c.id, c.document_id, c.version_id, c.ordinal, c.text, c.char_start, c.char_end,
+           c.event_ids_json, c.content_hash, c.embedding_key,
+           d.source_kind, d.source_ref, d.current_version_id,
+           v.source_modified_at, v.format,
+           r.title AS document_title,
+           s.title AS section_title, s.path_json, s.role
+    FROM chunks c
+    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id
+    JOIN document_versions v ON v.namespace_id = c.namespace_id AND v.id = c.version_id
+    JOIN representations r ON r.namespace_id = c.namespace_id AND r.version_id = c.version_id
+    JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                   AND s.ordinal = c.section_ordinal";
+
+#[async_trait]
+impl MemoryStore for SqliteStore {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
+        let row = sqlx::query("SELECT id, slug, created_at FROM namespaces WHERE slug = ?")
+            .bind(slug)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
+        row.map(|r| namespace_row(&r)).transpose()
+    }
+
+    async fn ensure_namespace(&self, slug: &str, now: Timestamp) -> Result<Namespace> {
+        if let Some(ns) = self.namespace(slug).await? {
+            return Ok(ns);
+        }
+        sqlx::query(
+            "INSERT INTO namespaces (id, slug, created_at) VALUES (?, ?, ?) ON CONFLICT (slug) DO NOTHING",
+        )
+        .bind(NamespaceId::new().to_string())
+        .bind(slug)
+        .bind(to_rfc3339(&now))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        let row = sqlx::query("SELECT id, slug, created_at FROM namespaces WHERE slug = ?")
+            .bind(slug)
+            .fetch_one(&self.write)
+            .await
+            .map_err(db_err)?;
+        namespace_row(&row)
+    }
+
+    async fn namespaces(&self) -> Result<Vec<Namespace>> {
+        let rows = sqlx::query("SELECT id, slug, created_at FROM namespaces ORDER BY slug")
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(namespace_row).collect()
+    }
+
+    async fn create_version(&self, nv: NewVersion) -> Result<VersionOutcome> {
+        let ns = nv.namespace_id.to_string();
+        let now = to_rfc3339(&nv.now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let existing = sqlx::query(
+            "SELECT d.id, d.mode, d.latest_version_id, d.version_count, v.content_sha256
+             FROM documents d JOIN document_versions v
+               ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+             WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?",
+        )
+        .bind(&ns)
+        .bind(&nv.source_kind)
+        .bind(&nv.source_ref)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let (document_id, ordinal, new_lineage) = match existing {
+            Some(row) => {
+                let doc_id: DocumentId = parse_id(&row.get::<String, _>("id"))?;
+                let mode = VersioningMode::parse(&row.get::<String, _>("mode"))?;
+                if let Some(requested) = nv.mode
+                    && requested != mode
+                {
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "lineage ({}, {}) is {}; a lineage's versioning mode cannot change to {}",
+                            nv.source_kind,
+                            nv.source_ref,
+                            mode.as_str(),
+                            requested.as_str()
+                        ),
+                    ));
+                }
+                if row.get::<String, _>("content_sha256") == nv.content.sha256 {
+                    let version_id = parse_id(&row.get::<String, _>("latest_version_id"))?;
+                    return Ok(VersionOutcome::Unchanged {
+                        document_id: doc_id,
+                        version_id,
+                    });
+                }
+                let count: i64 = row.get("version_count");
+                sqlx::query(
+                    "UPDATE documents SET latest_version_id = ?, version_count = version_count + 1, updated_at = ?
+                     WHERE namespace_id = ? AND id = ?",
+                )
+                .bind(nv.version_id.to_string())
+                .bind(&now)
+                .bind(&ns)
+                .bind(doc_id.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                (doc_id, count + 1, false)
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO documents (namespace_id, id, source_kind, source_ref, mode,
+                         current_version_id, latest_version_id, version_count, created_at, updated_at)
+                     VALUES (?, ?, ?, ?, ?, NULL, ?, 1, ?, ?)",
+                )
+                .bind(&ns)
+                .bind(nv.document_id.to_string())
+                .bind(&nv.source_kind)
+                .bind(&nv.source_ref)
+                .bind(nv.mode.unwrap_or_default().as_str())
+                .bind(nv.version_id.to_string())
+                .bind(&now)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                (nv.document_id, 1, true)
+            }
+        };
+        sqlx::query(
+            "INSERT INTO content_objects (namespace_id, sha256, size, mime, created_at)
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, sha256) DO NOTHING",
+        )
+        .bind(&ns)
+        .bind(&nv.content.sha256)
+        .bind(nv.content.bytes.len() as i64)
+        .bind(&nv.content.mime)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let metadata_json =
+            serde_json::to_string(&nv.metadata).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
+                 mime, format, source_modified_at, origin, metadata_json, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(nv.version_id.to_string())
+        .bind(document_id.to_string())
+        .bind(ordinal)
+        .bind(&nv.content.sha256)
+        .bind(nv.content.bytes.len() as i64)
+        .bind(&nv.content.mime)
+        .bind(nv.format.map(|f| f.as_str()))
+        .bind(to_rfc3339(&nv.source_modified_at))
+        .bind(nv.origin.as_str())
+        .bind(metadata_json)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut names: Vec<&str> = Vec::new();
+        if let Some(f) = &nv.metadata.file_name {
+            names.push(&f.value);
+        }
+        if let Some(t) = &nv.metadata.title {
+            names.push(&t.value);
+        }
+        for name in names {
+            sqlx::query(
+                "INSERT INTO document_names (namespace_id, document_id, name, first_version_id)
+                 VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(document_id.to_string())
+            .bind(name)
+            .bind(nv.version_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        let mut work = nv.work.clone();
+        work.target_id = nv.version_id.uuid();
+        work.version_id = nv.version_id;
+        insert_work(&mut tx, &[work], nv.now).await?;
+        // The original goes to the blob directory before the commit: a crash after the
+        // write leaves an unreferenced blob, never a version without its bytes.
+        self.blobs
+            .put(&ns, &nv.content.sha256, &nv.content.bytes)
+            .await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(VersionOutcome::Created {
+            document_id,
+            version_id: nv.version_id,
+            new_lineage,
+        })
+    }
+
+    async fn version(&self, ns: NamespaceId, id: VersionId) -> Result<Option<VersionRecord>> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{VERSION_SELECT} WHERE v.namespace_id = ? AND v.id = ?"
+        )))
+        .bind(ns.to_string())
+        .bind(id.to_string())
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| version_row(&r)).transpose()
+    }
+
+    async fn versions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<VersionRecord>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{VERSION_SELECT} WHERE v.namespace_id = ? AND v.document_id = ? ORDER BY v.ordinal"
+        )))
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(version_row).collect()
+    }
+
+    async fn content(&self, ns: NamespaceId, sha256: &str) -> Result<Vec<u8>> {
+        let exists =
+            sqlx::query("SELECT 1 FROM content_objects WHERE namespace_id = ? AND sha256 = ?")
+                .bind(ns.to_string())
+                .bind(sha256)
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?;
+        if exists.is_none() {
+            return Err(Error::not_found(format!(
+                "content object {sha256} not found"
+            )));
+        }
+        self.blobs.get(&ns.to_string(), sha256).await
+    }
+
+    async fn commit_prepared(
+        &self,
+        lease: &Lease,
+        prepared: PreparedVersion,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        let (ns,): (String,) =
+            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+                .bind(lease.work_id.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        let vid = prepared.version_id.to_string();
+        for table in ["representations", "blocks", "sections"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE namespace_id = ? AND version_id = ?"
+            )))
+            .bind(&ns)
+            .bind(&vid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        sqlx::query(
+            "INSERT INTO representations (namespace_id, version_id, markdown, turns_json, title, component_version, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .bind(&prepared.representation.markdown)
+        .bind(json(&prepared.representation.turns)?)
+        .bind(&prepared.title)
+        .bind(&prepared.component_version)
+        .bind(to_rfc3339(&now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for b in &prepared.blocks {
+            sqlx::query(
+                "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns)
+            .bind(&vid)
+            .bind(b.ordinal as i64)
+            .bind(enum_str(&b.kind)?)
+            .bind(b.level.map(|l| l as i64))
+            .bind(b.start as i64)
+            .bind(b.end as i64)
+            .bind(&b.hash)
+            .bind(b.turn.as_ref().map(json).transpose()?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for s in &prepared.sections {
+            sqlx::query(
+                "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level, title, path_json, role, parent)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns)
+            .bind(&vid)
+            .bind(s.ordinal as i64)
+            .bind(s.block_start as i64)
+            .bind(s.block_end as i64)
+            .bind(s.level as i64)
+            .bind(&s.title)
+            .bind(json(&s.path)?)
+            .bind(s.role.as_str())
+            .bind(s.parent.map(|p| p as i64))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn prepared(&self, ns: NamespaceId, id: VersionId) -> Result<Option<PreparedVersion>> {
+        let ns_s = ns.to_string();
+        let vid = id.to_string();
+        let Some(rep) = sqlx::query(
+            "SELECT markdown, turns_json, title, component_version FROM representations
+             WHERE namespace_id = ? AND version_id = ?",
+        )
+        .bind(&ns_s)
+        .bind(&vid)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let blocks = sqlx::query(
+            "SELECT ordinal, kind, level, start_byte, end_byte, hash, turn_json FROM blocks
+             WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal",
+        )
+        .bind(&ns_s)
+        .bind(&vid)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(block_row)
+        .collect::<Result<Vec<_>>>()?;
+        let sections = sqlx::query(
+            "SELECT ordinal, block_start, block_end, level, title, path_json, role, parent FROM sections
+             WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal",
+        )
+        .bind(&ns_s)
+        .bind(&vid)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(section_row)
+        .collect::<Result<Vec<_>>>()?;
+        Ok(Some(PreparedVersion {
+            version_id: id,
+            representation: rememberstack_core::text::Representation {
+                markdown: rep.get("markdown"),
+                turns: from_json(&rep.get::<String, _>("turns_json"))?,
+            },
+            blocks,
+            sections,
+            title: rep.get("title"),
+            component_version: rep.get("component_version"),
+        }))
+    }
+
+    async fn commit_chunks(
+        &self,
+        lease: &Lease,
+        version_id: VersionId,
+        chunks: Vec<NewChunk>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        let (ns,): (String,) =
+            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+                .bind(lease.work_id.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        let vid = version_id.to_string();
+        let row = sqlx::query(
+            "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let document_id: String = row.get("document_id");
+        let ordinal: i64 = row.get("ordinal");
+        sqlx::query(
+            "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE namespace_id = ? AND version_id = ?)",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query("DELETE FROM chunks WHERE namespace_id = ? AND version_id = ?")
+            .bind(&ns)
+            .bind(&vid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        for c in &chunks {
+            let p = &c.plan;
+            let r = sqlx::query(
+                "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+                     block_start, block_end, start_byte, end_byte, char_start, char_end, text, content_hash,
+                     token_estimate, embedding_key, event_ids_json)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns)
+            .bind(c.id.to_string())
+            .bind(&vid)
+            .bind(&document_id)
+            .bind(p.ordinal as i64)
+            .bind(p.section_ordinal as i64)
+            .bind(p.block_start as i64)
+            .bind(p.block_end as i64)
+            .bind(p.start as i64)
+            .bind(p.end as i64)
+            .bind(p.char_start as i64)
+            .bind(p.char_end as i64)
+            .bind(&p.text)
+            .bind(&p.content_hash)
+            .bind(p.token_estimate as i64)
+            .bind(&c.embedding_key)
+            .bind(json(&c.event_ids)?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("INSERT INTO chunk_fts (rowid, text) VALUES (?, ?)")
+                .bind(r.last_insert_rowid())
+                .bind(&p.text)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        // The version becomes current unless a newer version already is.
+        sqlx::query(
+            "UPDATE documents SET current_version_id = ?, updated_at = ?
+             WHERE namespace_id = ? AND id = ? AND (current_version_id IS NULL OR
+                 (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
+                      AND id = documents.current_version_id) <= ?)",
+        )
+        .bind(&vid)
+        .bind(to_rfc3339(&now))
+        .bind(&ns)
+        .bind(&document_id)
+        .bind(ordinal)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? ORDER BY d.created_at DESC, d.id"
+        )))
+        .bind(ns.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(document_row).collect()
+    }
+
+    async fn document(&self, ns: NamespaceId, doc: DocumentId) -> Result<Option<DocumentRow>> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.id = ?"
+        )))
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| document_row(&r)).transpose()
+    }
+
+    async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
+        let rows = sqlx::query(
+            "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
+                    (SELECT COUNT(*) FROM chunks c WHERE c.namespace_id = s.namespace_id
+                        AND c.version_id = s.version_id AND c.section_ordinal = s.ordinal) AS chunk_count
+             FROM sections s WHERE s.namespace_id = ? AND s.version_id = ? ORDER BY s.ordinal",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SectionRow {
+                    section: section_row(r)?,
+                    chunk_count: r.get::<i64, _>("chunk_count") as u32,
+                })
+            })
+            .collect()
+    }
+
+    async fn existing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for batch in keys.chunks(400) {
+            let placeholders = vec!["?"; batch.len()].join(",");
+            let sql = format!(
+                "SELECT embedding_key FROM vectors WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({placeholders})"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql))
+                .bind(ns.to_string())
+                .bind(generation);
+            for k in batch {
+                q = q.bind(k);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                out.push(r.get("embedding_key"));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn commit_vectors(
+        &self,
+        leases: &[Lease],
+        ns: NamespaceId,
+        generation: &EmbedderIdentity,
+        vectors: Vec<(String, Vec<f32>)>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        for lease in leases {
+            fence(&mut tx, lease, now).await?;
+        }
+        let gen_key = generation.generation();
+        sqlx::query(
+            "INSERT INTO embedder_generations (generation, provider, model, dimension, version, first_seen)
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(&gen_key)
+        .bind(&generation.provider)
+        .bind(&generation.model)
+        .bind(generation.dimension as i64)
+        .bind(&generation.version)
+        .bind(to_rfc3339(&now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for (key, v) in &vectors {
+            sqlx::query(
+                "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(ns.to_string())
+            .bind(&gen_key)
+            .bind(key)
+            .bind(v.len() as i64)
+            .bind(encode_vector(v))
+            .bind(to_rfc3339(&now))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS chunks,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+             FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ?",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("chunks") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+
+    async fn chunks_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<ChunkRef>> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.version_id FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND vv.embedding_key IS NULL
+             ORDER BY c.version_id, c.ordinal",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ChunkRef {
+                    chunk_id: parse_id(&r.get::<String, _>("id"))?,
+                    version_id: parse_id(&r.get::<String, _>("version_id"))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn search_chunks_lexical(
+        &self,
+        filter: &ChunkFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        // Eligibility (namespace, current version, role) is part of the statement, so
+        // it applies before ORDER BY … LIMIT.
+        let sql = format!(
+            "SELECT c.id, bm25(chunk_fts) AS rank FROM chunk_fts
+             JOIN chunks c ON c.rowid = chunk_fts.rowid
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                            AND s.ordinal = c.section_ordinal
+             WHERE chunk_fts MATCH ? AND c.namespace_id = ? AND s.role IN ({})
+             ORDER BY rank, c.id LIMIT ?",
+            role_list(&filter.roles)
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(fts_query(terms))
+            .bind(filter.namespace_id.to_string())
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ChunkHit {
+                    chunk_id: parse_id(&r.get::<String, _>("id"))?,
+                    // bm25() is lower-is-better; report higher-is-better.
+                    score: -r.get::<f64, _>("rank"),
+                })
+            })
+            .collect()
+    }
+
+    async fn search_chunks_semantic(
+        &self,
+        filter: &ChunkFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let sql = format!(
+            "SELECT c.id, vv.vector FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                            AND s.ordinal = c.section_ordinal
+             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                            AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND s.role IN ({})",
+            role_list(&filter.roles)
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(generation)
+            .bind(filter.namespace_id.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        let mut hits = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
+            if v.len() != query.len() {
+                continue;
+            }
+            hits.push(ChunkHit {
+                chunk_id: parse_id(&r.get::<String, _>("id"))?,
+                score: cosine(query, &v) as f64,
+            });
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+        });
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
+        let mut by_id: HashMap<ChunkId, ChunkRecord> = HashMap::new();
+        for batch in ids.chunks(400) {
+            let placeholders = vec!["?"; batch.len()].join(",");
+            let sql =
+                format!("{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.id IN ({placeholders})");
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns.to_string());
+            for id in batch {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let rec = chunk_row(&r)?;
+                by_id.insert(rec.chunk_id, rec);
+            }
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    async fn enqueue(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let n = insert_work(&mut tx, &items, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(n)
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<WorkItem>> {
+        let now = ms(req.now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        // A lease that expired on the final attempt ends in the dead-letter queue.
+        sqlx::query(
+            "UPDATE processing_state SET status = 'dead_letter', lease_owner = NULL, lease_expires_at = NULL,
+                 last_error = 'lease expired during the final attempt (worker crashed or timed out)', updated_at = ?
+             WHERE status = 'running' AND lease_expires_at <= ? AND attempts >= max_attempts",
+        )
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let stages: Vec<Stage> = if req.stages.is_empty() {
+            Stage::ALL.to_vec()
+        } else {
+            req.stages.clone()
+        };
+        let mut claimed = Vec::new();
+        for stage in stages {
+            let rows = sqlx::query(
+                "UPDATE processing_state
+                 SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?,
+                     defer_reason = NULL, updated_at = ?
+                 WHERE id IN (
+                     SELECT id FROM processing_state
+                     WHERE stage = ? AND (
+                         (status IN ('pending', 'failed') AND not_before <= ?
+                              AND (defer_reason IS NULL OR defer_reason <> 'no_route'))
+                         OR (status = 'running' AND lease_expires_at <= ?))
+                     ORDER BY not_before, created_at, id
+                     LIMIT ?)
+                 RETURNING *",
+            )
+            .bind(&req.owner)
+            .bind(ms(req.lease_until))
+            .bind(now)
+            .bind(stage.as_str())
+            .bind(now)
+            .bind(now)
+            .bind(req.limit as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if !rows.is_empty() {
+                claimed = rows.iter().map(work_row).collect::<Result<Vec<_>>>()?;
+                break;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        claimed.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(claimed)
+    }
+
+    async fn complete(&self, lease: &Lease, follow_up: Vec<NewWork>, now: Timestamp) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn fail(
+        &self,
+        lease: &Lease,
+        error: &str,
+        outcome: FailureOutcome,
+        now: Timestamp,
+    ) -> Result<()> {
+        let (status, not_before, defer) = match outcome {
+            FailureOutcome::Retry { retry_at } => {
+                ("failed", Some(ms(retry_at)), Some("retry_backoff"))
+            }
+            FailureOutcome::DeadLetter => ("dead_letter", None, None),
+        };
+        let error: String = error.chars().take(2000).collect();
+        let r = sqlx::query(
+            "UPDATE processing_state SET status = ?, not_before = COALESCE(?, not_before), defer_reason = ?,
+                 last_error = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+             WHERE id = ? AND status = 'running' AND lease_owner = ?",
+        )
+        .bind(status)
+        .bind(not_before)
+        .bind(defer)
+        .bind(error)
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(Error::new(
+                ErrorCode::LeaseLost,
+                "work item is no longer leased to this worker",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn park(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()> {
+        let r = sqlx::query(
+            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0), defer_reason = ?,
+                 not_before = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+             WHERE id = ? AND status = 'running' AND lease_owner = ?",
+        )
+        .bind(reason.as_str())
+        .bind(ms(not_before))
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(Error::new(
+                ErrorCode::LeaseLost,
+                "work item is no longer leased to this worker",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn work_item(&self, id: WorkId) -> Result<Option<WorkItem>> {
+        let row = sqlx::query("SELECT * FROM processing_state WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
+        row.map(|r| work_row(&r)).transpose()
+    }
+
+    async fn barrier(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        stage: Stage,
+    ) -> Result<BarrierStatus> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS total,
+                    COALESCE(SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), 0) AS done,
+                    COALESCE(SUM(CASE WHEN status = 'dead_letter' THEN 1 ELSE 0 END), 0) AS dead
+             FROM processing_state WHERE namespace_id = ? AND version_id = ? AND stage = ?",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .bind(stage.as_str())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(BarrierStatus {
+            total: row.get::<i64, _>("total") as u64,
+            done: row.get::<i64, _>("done") as u64,
+            dead_letter: row.get::<i64, _>("dead") as u64,
+        })
+    }
+
+    async fn work_counts(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>> {
+        let rows = sqlx::query(
+            "SELECT stage, status, COUNT(*) AS n,
+                    COALESCE(SUM(CASE WHEN defer_reason = 'no_route' THEN 1 ELSE 0 END), 0) AS parked
+             FROM processing_state WHERE (? IS NULL OR namespace_id = ?)
+             GROUP BY stage, status ORDER BY stage, status",
+        )
+        .bind(ns.map(|n| n.to_string()))
+        .bind(ns.map(|n| n.to_string()))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(WorkCount {
+                    stage: Stage::parse(&r.get::<String, _>("stage"))
+                        .map_err(|e| Error::store(e))?,
+                    status: WorkStatus::parse(&r.get::<String, _>("status"))?,
+                    parked_no_route: r.get::<i64, _>("parked") as u64,
+                    count: r.get::<i64, _>("n") as u64,
+                })
+            })
+            .collect()
+    }
+
+    async fn work_items(
+        &self,
+        ns: Option<NamespaceId>,
+        status: WorkStatus,
+        limit: u32,
+    ) -> Result<Vec<WorkItem>> {
+        let rows = sqlx::query(
+            "SELECT * FROM processing_state WHERE (? IS NULL OR namespace_id = ?) AND status = ?
+             ORDER BY created_at, id LIMIT ?",
+        )
+        .bind(ns.map(|n| n.to_string()))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(status.as_str())
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(work_row).collect()
+    }
+
+    async fn replay_dead_letters(
+        &self,
+        ns: Option<NamespaceId>,
+        stage: Option<Stage>,
+        allowance: u32,
+        now: Timestamp,
+    ) -> Result<u64> {
+        let r = sqlx::query(
+            "UPDATE processing_state SET status = 'pending', max_attempts = attempts + ?, not_before = ?,
+                 defer_reason = NULL, updated_at = ?
+             WHERE status = 'dead_letter' AND (? IS NULL OR namespace_id = ?) AND (? IS NULL OR stage = ?)",
+        )
+        .bind(allowance.max(1) as i64)
+        .bind(ms(now))
+        .bind(ms(now))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(stage.map(|s| s.as_str()))
+        .bind(stage.map(|s| s.as_str()))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+
+    async fn expedite_failed(
+        &self,
+        ns: Option<NamespaceId>,
+        stage: Option<Stage>,
+        now: Timestamp,
+    ) -> Result<u64> {
+        let r = sqlx::query(
+            "UPDATE processing_state SET not_before = ?, updated_at = ?
+             WHERE status = 'failed' AND not_before > ? AND (? IS NULL OR namespace_id = ?) AND (? IS NULL OR stage = ?)",
+        )
+        .bind(ms(now))
+        .bind(ms(now))
+        .bind(ms(now))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(stage.map(|s| s.as_str()))
+        .bind(stage.map(|s| s.as_str()))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+
+    async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
+        let row = sqlx::query(
+            "SELECT MIN(t) AS t FROM (
+                 SELECT not_before AS t FROM processing_state
+                 WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
+                 UNION ALL
+                 SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running')",
+        )
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(row
+            .get::<Option<i64>, _>("t")
+            .and_then(chrono::DateTime::from_timestamp_millis))
+    }
+
+    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
+        let rows = sqlx::query(
+            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
+             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+             ORDER BY d.namespace_id, d.created_at",
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&r.get::<String, _>("namespace_id"))?,
+                    parse_id(&r.get::<String, _>("latest_version_id"))?,
+                    r.get::<Option<String>, _>("format")
+                        .and_then(|f| SourceFormat::parse(&f)),
+                ))
+            })
+            .collect()
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
+        Ok(row.map(|r| r.get("value")))
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+fn parse_id<T: FromStr<Err = Error>>(s: &str) -> Result<T> {
+    T::from_str(s).map_err(|_| Error::store(format!("corrupt id `{s}`")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fts_query_quotes_everything() {
+        assert_eq!(
+            fts_query(&["a\"b".into(), "NEAR".into()]),
+            "\"a\"\"b\" OR \"NEAR\""
+        );
+    }
+
+    #[test]
+    fn vectors_round_trip() {
+        let v = vec![0.5f32, -1.25, 3.0];
+        assert_eq!(decode_vector(&encode_vector(&v)).unwrap(), v);
+        assert!(decode_vector(&[1, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! Configuration: one typed `Config` from a TOML file plus `REMEMBERSTACK_*`
+//! environment variables. Secrets are never stored here: an API key is read from
+//! the environment variable the embedder configuration names.
+
+use rememberstack_core::engine::EngineConfig;
+use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_llm::EmbedderConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The whole configuration.
+///
+/// ```toml
+/// [engine]
+/// max_source_bytes = 67108864
+///
+/// [engine.chunk]
+/// token_budget = 256
+/// anchor_period = 6
+///
+/// [embedder]
+/// provider = "openai"            # or "hashing" (the default)
+/// base_url = "http://localhost:11434/v1"
+/// model = "nomic-embed-text"
+/// dimension = 768
+/// api_key_env = "OPENAI_API_KEY"
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Engine settings.
+    pub engine: EngineConfig,
+    /// The embedding provider.
+    pub embedder: EmbedderConfig,
+}
+
+fn config_err(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::Config, msg)
+}
+
+impl Config {
+    /// Parse a TOML document.
+    pub fn from_toml_str(s: &str) -> Result<Config> {
+        toml::from_str(s).map_err(|e| config_err(format!("invalid configuration: {e}")))
+    }
+
+    /// Load the configuration: the TOML file `file` (else the one named by
+    /// `REMEMBERSTACK_CONFIG`, else defaults), then `REMEMBERSTACK_*` overrides.
+    pub fn load(file: Option<&Path>) -> Result<Config> {
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("REMEMBERSTACK_CONFIG").map(PathBuf::from));
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    config_err(format!("cannot read configuration {}: {e}", path.display()))
+                })?;
+                Config::from_toml_str(&text)?
+            }
+            None => Config::default(),
+        };
+        config.apply_env(|k| std::env::var(k).ok())?;
+        Ok(config)
+    }
+
+    /// Apply `REMEMBERSTACK_*` overrides read through `var`.
+    pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<()> {
+        let var = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        if let Some(v) = var("REMEMBERSTACK_MAX_SOURCE_BYTES") {
+            self.engine.max_source_bytes = v.trim().parse().map_err(|_| {
+                config_err(format!(
+                    "REMEMBERSTACK_MAX_SOURCE_BYTES=`{v}` is not a number"
+                ))
+            })?;
+        }
+        let dimension = |default: usize| -> Result<usize> {
+            match var("REMEMBERSTACK_EMBEDDER_DIMENSION") {
+                Some(v) => v.trim().parse().map_err(|_| {
+                    config_err(format!(
+                        "REMEMBERSTACK_EMBEDDER_DIMENSION=`{v}` is not a number"
+                    ))
+                }),
+                None => Ok(default),
+            }
+        };
+        match var("REMEMBERSTACK_EMBEDDER").as_deref() {
+            None => {}
+            Some("hashing") => {
+                self.embedder = EmbedderConfig::Hashing {
+                    dimension: dimension(rememberstack_llm::DEFAULT_HASHING_DIMENSION)?,
+                }
+            }
+            Some("openai") => {
+                let base_url = var("REMEMBERSTACK_EMBEDDER_BASE_URL").ok_or_else(|| {
+                    config_err(
+                        "REMEMBERSTACK_EMBEDDER=openai needs REMEMBERSTACK_EMBEDDER_BASE_URL",
+                    )
+                })?;
+                let model = var("REMEMBERSTACK_EMBEDDER_MODEL").ok_or_else(|| {
+                    config_err("REMEMBERSTACK_EMBEDDER=openai needs REMEMBERSTACK_EMBEDDER_MODEL")
+                })?;
+                let dim = dimension(0)?;
+                if dim == 0 {
+                    return Err(config_err(
+                        "REMEMBERSTACK_EMBEDDER=openai needs REMEMBERSTACK_EMBEDDER_DIMENSION",
+                    ));
+                }
+                self.embedder = EmbedderConfig::Openai {
+                    base_url,
+                    model,
+                    dimension: dim,
+                    api_key_env: var("REMEMBERSTACK_EMBEDDER_API_KEY_ENV"),
+                    send_dimensions: false,
+                    timeout_secs: None,
+                };
+            }
+            Some(other) => {
+                return Err(config_err(format!(
+                    "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing` or `openai`"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The default database path: `REMEMBERSTACK_DB`, else `memory.db` under the
+/// user's data directory (`~/.local/share/rememberstack/` on Linux).
+pub fn default_db_path() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("REMEMBERSTACK_DB").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    dirs::data_dir()
+        .map(|d| d.join("rememberstack").join("memory.db"))
+        .ok_or_else(|| {
+            config_err(
+                "no user data directory is known here: pass --db PATH or set REMEMBERSTACK_DB",
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn toml_and_env() {
+        let mut c = Config::from_toml_str(
+            "[engine]\nmax_source_bytes = 10\n[embedder]\nprovider = \"hashing\"\ndimension = 64\n",
+        )
+        .unwrap();
+        assert_eq!(c.engine.max_source_bytes, 10);
+        assert_eq!(c.embedder, EmbedderConfig::Hashing { dimension: 64 });
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_EMBEDDER", "openai"),
+            ("REMEMBERSTACK_EMBEDDER_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("REMEMBERSTACK_EMBEDDER_MODEL", "m"),
+            ("REMEMBERSTACK_EMBEDDER_DIMENSION", "8"),
+        ]
+        .into_iter()
+        .collect();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert!(matches!(
+            c.embedder,
+            EmbedderConfig::Openai { dimension: 8, .. }
+        ));
+    }
+
+    #[test]
+    fn bad_config_is_a_typed_error() {
+        assert_eq!(
+            Config::from_toml_str("[engine]\nnope = 1\n")
+                .unwrap_err()
+                .code(),
+            ErrorCode::Config
+        );
+        let mut c = Config::default();
+        let err = c
+            .apply_env(|k| (k == "REMEMBERSTACK_EMBEDDER").then(|| "magic".to_string()))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config);
+    }
+}

@@ -1,0 +1,379 @@
+//! # RememberStack
+//!
+//! An embeddable memory engine for AI agents. Give it documents, conversations and
+//! notes; it keeps the sources, cuts them into blocks, sections and chunks, embeds
+//! them, and answers agents through zero-LLM retrieval operations that return typed,
+//! honest envelopes.
+//!
+//! ```no_run
+//! # async fn demo() -> rememberstack::Result<()> {
+//! use rememberstack::{IngestOptions, Memory};
+//!
+//! let memory = Memory::open("memory.db").await?;
+//! memory.ingest_text("Ada Lovelace wrote the first program.", IngestOptions::new("notes/ada")).await?;
+//! memory.process_until_idle().await?;
+//! let envelope = memory.search("who wrote the first program?", 5).await?;
+//! for hit in &envelope.results {
+//!     println!("{} — {}", hit.document_title, hit.text);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The embedded store is one SQLite file plus a blob directory beside it; the
+//! default embedder is a deterministic hashing embedder that needs no network
+//! (configure an OpenAI-compatible one with [`Config`]).
+#![forbid(unsafe_code)]
+
+mod config;
+
+pub use config::{Config, default_db_path};
+pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
+pub use rememberstack_core::engine::{
+    DeadLetter, DocumentDetail, DocumentSummary, DrainReport, Engine, EngineConfig, IngestReceipt,
+    SearchRequest, StatusReport, VersionSummary,
+};
+pub use rememberstack_core::envelope::{
+    ChannelReport, ChannelScore, CharSpan, ChunkResult, Envelope, Freshness, Grain, OperationInfo,
+    Scores, SemanticReadiness, Truncation,
+};
+pub use rememberstack_core::ids::*;
+pub use rememberstack_core::ledger::{Stage, WorkStatus};
+pub use rememberstack_core::source::{
+    DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
+};
+pub use rememberstack_core::store::MemoryStore;
+pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
+pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
+pub use rememberstack_core::{Error, ErrorCode, Result};
+pub use rememberstack_llm::{
+    EmbedderConfig, HashingEmbedder, OpenAiEmbedder, OpenAiEmbedderConfig,
+};
+pub use rememberstack_sqlite::SqliteStore;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The namespace used when none is given.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// A handle on a memory: an engine plus the namespace this handle reads and writes.
+/// Cloning is cheap; clones share the engine.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    engine: Arc<Engine>,
+    namespace: String,
+}
+
+/// Options for one ingest.
+#[derive(Clone, Debug, Default)]
+pub struct IngestOptions {
+    /// The lineage reference. For files it defaults to the canonical absolute path.
+    pub source_ref: Option<String>,
+    /// The declared kind (default: detect).
+    pub kind: DeclaredKind,
+    /// The source time (`asserted_at` of what the source says).
+    pub source_time: Option<Timestamp>,
+    /// Versioning mode; `None` keeps the lineage's (snapshot for a new one).
+    pub mode: Option<VersioningMode>,
+    /// Origin (default external).
+    pub origin: Origin,
+    /// A thread reference.
+    pub thread_ref: Option<String>,
+}
+
+impl IngestOptions {
+    /// Options with a lineage reference.
+    pub fn new(source_ref: impl Into<String>) -> Self {
+        IngestOptions {
+            source_ref: Some(source_ref.into()),
+            ..Default::default()
+        }
+    }
+    /// Set the declared kind.
+    pub fn kind(mut self, kind: SourceFormat) -> Self {
+        self.kind = DeclaredKind::Format(kind);
+        self
+    }
+    /// Set the source time.
+    pub fn source_time(mut self, t: Timestamp) -> Self {
+        self.source_time = Some(t);
+        self
+    }
+    /// Set the versioning mode.
+    pub fn mode(mut self, mode: VersioningMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+}
+
+/// Builds a [`Memory`] over a custom store, embedder or clock.
+#[derive(Debug, Default)]
+pub struct MemoryBuilder {
+    store: Option<Arc<dyn MemoryStore>>,
+    path: Option<PathBuf>,
+    embedder: Option<Arc<dyn Embedder>>,
+    clock: Option<Arc<dyn Clock>>,
+    config: Option<Config>,
+    namespace: Option<String>,
+}
+
+impl MemoryBuilder {
+    /// Use this store.
+    pub fn store(mut self, store: Arc<dyn MemoryStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+    /// Use the embedded store at `path`.
+    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+    /// Use this embedder (overrides the configuration's).
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+    /// Use this clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Use this configuration (default: [`Config::load`]).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+    /// The handle's namespace (default `default`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+    /// Open the memory.
+    pub async fn open(self) -> Result<Memory> {
+        let config = match self.config {
+            Some(c) => c,
+            None => Config::load(None)?,
+        };
+        let store: Arc<dyn MemoryStore> = match (self.store, self.path) {
+            (Some(s), _) => s,
+            (None, Some(p)) => Arc::new(SqliteStore::open(p).await?),
+            (None, None) => Arc::new(SqliteStore::open(default_db_path()?).await?),
+        };
+        let embedder = match self.embedder {
+            Some(e) => e,
+            None => rememberstack_llm::build_embedder(&config.embedder)?,
+        };
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let namespace = self
+            .namespace
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+        rememberstack_core::source::validate_namespace(&namespace)?;
+        let engine = Engine::open(store, embedder, clock, config.engine).await?;
+        Ok(Memory {
+            engine: Arc::new(engine),
+            namespace,
+        })
+    }
+}
+
+impl Memory {
+    /// Open the embedded store at `path` with the configuration from the environment
+    /// (`REMEMBERSTACK_CONFIG`, `REMEMBERSTACK_*`).
+    pub async fn open(path: impl AsRef<Path>) -> Result<Memory> {
+        Memory::builder().path(path.as_ref()).open().await
+    }
+
+    /// A builder for custom stores and providers.
+    pub fn builder() -> MemoryBuilder {
+        MemoryBuilder::default()
+    }
+
+    /// The same memory, reading and writing namespace `namespace`.
+    pub fn with_namespace(&self, namespace: impl Into<String>) -> Result<Memory> {
+        let namespace = namespace.into();
+        rememberstack_core::source::validate_namespace(&namespace)?;
+        Ok(Memory {
+            engine: self.engine.clone(),
+            namespace,
+        })
+    }
+
+    /// This handle's namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Ingest a file. Without a `source_ref`, the lineage is `("file", canonical
+    /// absolute path)`, so re-ingesting an edited file makes a new version. The
+    /// source time defaults to the file's modification time.
+    pub async fn ingest_file(
+        &self,
+        path: impl AsRef<Path>,
+        options: IngestOptions,
+    ) -> Result<IngestReceipt> {
+        let path = path.as_ref();
+        let canonical = tokio::fs::canonicalize(path).await.map_err(|e| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let meta = tokio::fs::metadata(&canonical).await.map_err(|e| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        if !meta.is_file() {
+            return Err(Error::invalid_input(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+        let max = self.engine.config().max_source_bytes;
+        if meta.len() > max {
+            return Err(Error::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "{} is {} bytes, over the maximum source size of {max} bytes",
+                    path.display(),
+                    meta.len()
+                ),
+            ));
+        }
+        let bytes = tokio::fs::read(&canonical).await.map_err(|e| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let file_name = canonical
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let modified = meta
+            .modified()
+            .ok()
+            .map(chrono::DateTime::<chrono::Utc>::from);
+        let source_ref = options
+            .source_ref
+            .clone()
+            .unwrap_or_else(|| canonical.to_string_lossy().into_owned());
+        let mut req = IngestRequest::new(&self.namespace, "file", source_ref, bytes);
+        req.kind = options.kind;
+        req.file_name = file_name;
+        req.file_modified_at = modified;
+        self.fill(&mut req, &options);
+        self.engine.ingest(req).await
+    }
+
+    /// Ingest Markdown (or plain) text under lineage `("text", source_ref)`.
+    pub async fn ingest_text(
+        &self,
+        text: impl Into<String>,
+        options: IngestOptions,
+    ) -> Result<IngestReceipt> {
+        let text = text.into();
+        let source_ref = options.source_ref.clone().ok_or_else(|| {
+            Error::invalid_input("ingest_text needs a source_ref naming the lineage")
+        })?;
+        let mut req = IngestRequest::new(&self.namespace, "text", source_ref, text.into_bytes());
+        req.kind = match options.kind {
+            DeclaredKind::Auto => DeclaredKind::Format(SourceFormat::Markdown),
+            k => k,
+        };
+        self.fill(&mut req, &options);
+        self.engine.ingest(req).await
+    }
+
+    /// Ingest a conversation under lineage `("conversation", source_ref)`. Each
+    /// message becomes one turn block `Speaker: text` and keeps its `event_id`.
+    pub async fn ingest_conversation(
+        &self,
+        conversation: &Conversation,
+        options: IngestOptions,
+    ) -> Result<IngestReceipt> {
+        let source_ref = options.source_ref.clone().ok_or_else(|| {
+            Error::invalid_input("ingest_conversation needs a source_ref naming the lineage")
+        })?;
+        let bytes = serde_json::to_vec(conversation)
+            .map_err(|e| Error::invalid_input(format!("conversation: {e}")))?;
+        let mut req = IngestRequest::new(&self.namespace, "conversation", source_ref, bytes);
+        req.kind = DeclaredKind::Format(SourceFormat::Conversation);
+        self.fill(&mut req, &options);
+        self.engine.ingest(req).await
+    }
+
+    /// Ingest a fully specified request (its namespace is used as given).
+    pub async fn ingest(&self, request: IngestRequest) -> Result<IngestReceipt> {
+        self.engine.ingest(request).await
+    }
+
+    fn fill(&self, req: &mut IngestRequest, options: &IngestOptions) {
+        req.source_time = options.source_time;
+        req.mode = options.mode;
+        req.origin = options.origin;
+        req.thread_ref = options.thread_ref.clone();
+    }
+
+    /// Run the work ledger in this process until nothing is left to do, waiting
+    /// out retry backoffs. Dead letters stay dead (see [`Memory::retry`]).
+    pub async fn process_until_idle(&self) -> Result<DrainReport> {
+        let mut total = DrainReport::default();
+        loop {
+            let report = self.engine.drain().await?;
+            total.completed += report.completed;
+            total.retried += report.retried;
+            total.dead_lettered += report.dead_lettered;
+            total.parked += report.parked;
+            let Some(next) = report.next_wakeup else {
+                return Ok(total);
+            };
+            let wait = (next - chrono::Utc::now())
+                .to_std()
+                .unwrap_or_default()
+                .min(std::time::Duration::from_secs(60));
+            tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
+        }
+    }
+
+    /// Hybrid chunk search in this handle's namespace, first page of `k` results.
+    pub async fn search(&self, query: &str, k: usize) -> Result<Envelope<ChunkResult>> {
+        self.engine
+            .search(SearchRequest::new(&self.namespace, query, k))
+            .await
+    }
+
+    /// Hybrid chunk search with every option.
+    pub async fn search_with(&self, mut request: SearchRequest) -> Result<Envelope<ChunkResult>> {
+        request.namespace = self.namespace.clone();
+        self.engine.search(request).await
+    }
+
+    /// Document lineages in this namespace.
+    pub async fn documents(&self) -> Result<Vec<DocumentSummary>> {
+        self.engine.documents(&self.namespace).await
+    }
+
+    /// One document with its versions and sections.
+    pub async fn document(&self, id: DocumentId) -> Result<DocumentDetail> {
+        self.engine.document(&self.namespace, id).await
+    }
+
+    /// Ledger status of this namespace.
+    pub async fn status(&self) -> Result<StatusReport> {
+        self.engine.status(&self.namespace).await
+    }
+
+    /// Replay dead letters in this namespace (optionally of one stage); unless
+    /// `dead_letters_only`, failed items waiting for a backoff become due now too.
+    pub async fn retry(&self, stage: Option<Stage>, dead_letters_only: bool) -> Result<u64> {
+        self.engine
+            .retry(Some(&self.namespace), stage, dead_letters_only)
+            .await
+    }
+}
