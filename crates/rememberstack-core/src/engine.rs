@@ -161,7 +161,7 @@ impl SearchRequest {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Cursor {
     /// Offset into the fused list.
     o: usize,

@@ -1109,8 +1109,7 @@ impl MemoryStore for SqliteStore {
         rows.iter()
             .map(|r| {
                 Ok(WorkCount {
-                    stage: Stage::parse(&r.get::<String, _>("stage"))
-                        .map_err(|e| Error::store(e))?,
+                    stage: Stage::parse(&r.get::<String, _>("stage")).map_err(Error::store)?,
                     status: WorkStatus::parse(&r.get::<String, _>("status"))?,
                     parked_no_route: r.get::<i64, _>("parked") as u64,
                     count: r.get::<i64, _>("n") as u64,

@@ -59,7 +59,7 @@ pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
 }
 
 pub(crate) fn decode_vector(b: &[u8]) -> Result<Vec<f32>> {
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return Err(Error::store("corrupt vector blob"));
     }
     Ok(b.chunks_exact(4)
@@ -194,7 +194,7 @@ pub(crate) fn work_row(r: &SqliteRow) -> Result<WorkItem> {
         target_id: uuid::Uuid::parse_str(&r.get::<String, _>("target_id"))
             .map_err(|e| Error::store(e.to_string()))?,
         version_id: parse_id(&r.get::<String, _>("version_id"))?,
-        stage: Stage::parse(&r.get::<String, _>("stage")).map_err(|e| Error::store(e))?,
+        stage: Stage::parse(&r.get::<String, _>("stage")).map_err(Error::store)?,
         component_version: r.get("component_version"),
         status: WorkStatus::parse(&r.get::<String, _>("status"))?,
         attempts: r.get::<i64, _>("attempts") as u32,

@@ -1,0 +1,244 @@
+//! The work ledger: crash/resume, exactly-once completion, retries, dead letters
+//! and replay.
+
+use crate::count;
+use async_trait::async_trait;
+use rememberstack::embed::EmbedPurpose;
+use rememberstack::ledger::{ClaimRequest, NewWork};
+use rememberstack::store::Lease;
+use rememberstack::{
+    Clock, Embedder, EmbedderIdentity, ErrorCode, HashingEmbedder, IngestOptions, ProviderError,
+    Stage, WorkStatus,
+};
+use rememberstack_conformance::{ManualClock, stores, test_config};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+#[tokio::test]
+async fn a_crashed_worker_loses_no_work_and_nothing_runs_twice() {
+    for h in stores().await {
+        let clock = ManualClock::new();
+        let memory = h
+            .memory_with(test_config(), None, Some(clock.clone() as Arc<dyn Clock>))
+            .await;
+        let receipt = memory
+            .ingest_text(
+                "# Crash\n\nThe worker vanished mid-stage.",
+                IngestOptions::new("crash"),
+            )
+            .await
+            .unwrap();
+
+        // Worker A claims the prepare stage and disappears without releasing its lease.
+        let now = clock.now();
+        let claimed = h
+            .store
+            .claim(&ClaimRequest {
+                owner: "worker-a".into(),
+                stages: vec![Stage::Prepare],
+                limit: 10,
+                lease_until: now + chrono::Duration::seconds(30),
+                now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        let lease_a = Lease::of(&claimed[0]);
+
+        // While A's lease holds, nobody else can take the item.
+        let report = memory.engine().drain().await.unwrap();
+        assert_eq!(report.completed, 0);
+        assert!(report.next_wakeup.is_some());
+
+        // The lease expires; worker B (the engine) reclaims and finishes everything.
+        clock.advance(Duration::from_secs(31));
+        let report = memory.engine().drain().await.unwrap();
+        assert!(report.completed >= 3, "{report:?}");
+        let item = h.store.work_item(claimed[0].id).await.unwrap().unwrap();
+        assert_eq!(item.status, WorkStatus::Done);
+        assert_eq!(item.attempts, 2, "A's start and B's start both count");
+
+        // A comes back and tries to commit: refused, nothing written twice.
+        let err = h
+            .store
+            .complete(&lease_a, vec![], clock.now())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+        let detail = memory.document(receipt.document_id).await.unwrap();
+        assert_eq!(detail.chunk_count, 1);
+        assert_eq!(count(&memory, Stage::Chunk, WorkStatus::Done).await, 1);
+        assert_eq!(memory.documents().await.unwrap()[0].status, "ready");
+        let env = memory.search("worker vanished", 5).await.unwrap();
+        assert_eq!(env.results.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn enqueue_is_idempotent_per_component_version() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let receipt = memory
+            .ingest_text("Idempotent.", IngestOptions::new("idem"))
+            .await
+            .unwrap();
+        let ns = h.store.namespace("default").await.unwrap().unwrap().id;
+        let now = chrono::Utc::now();
+        let work = |cv: &str| {
+            NewWork::now(
+                ns,
+                Stage::Prepare,
+                receipt.version_id.uuid(),
+                receipt.version_id,
+                cv,
+                now,
+            )
+        };
+        let same = memory.engine().component_version(Stage::Prepare);
+        assert_eq!(h.store.enqueue(vec![work(&same)], now).await.unwrap(), 0);
+        assert_eq!(
+            h.store
+                .enqueue(vec![work("prepare-v999")], now)
+                .await
+                .unwrap(),
+            1
+        );
+    }
+}
+
+/// An embedder that fails while `broken` is set, with the hashing embedder's identity.
+#[derive(Debug)]
+struct Flaky {
+    inner: HashingEmbedder,
+    broken: AtomicBool,
+    calls: AtomicU32,
+}
+
+#[async_trait]
+impl Embedder for Flaky {
+    fn identity(&self) -> &EmbedderIdentity {
+        self.inner.identity()
+    }
+    async fn embed(
+        &self,
+        texts: &[String],
+        purpose: EmbedPurpose,
+    ) -> Result<Vec<Vec<f32>>, ProviderError> {
+        if purpose == EmbedPurpose::Document {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.broken.load(Ordering::SeqCst) && purpose == EmbedPurpose::Document {
+            return Err(ProviderError::Status {
+                status: 503,
+                message: "upstream overloaded".into(),
+                retry_after: None,
+            });
+        }
+        self.inner.embed(texts, purpose).await
+    }
+}
+
+#[tokio::test]
+async fn failures_back_off_then_dead_letter_and_replay_moves_the_version_again() {
+    for h in stores().await {
+        let flaky = Arc::new(Flaky {
+            inner: HashingEmbedder::default(),
+            broken: AtomicBool::new(true),
+            calls: AtomicU32::new(0),
+        });
+        let memory = h
+            .memory_with(
+                test_config(),
+                Some(flaky.clone() as Arc<dyn Embedder>),
+                None,
+            )
+            .await;
+        let receipt = memory
+            .ingest_text("The embedder is down today.", IngestOptions::new("down"))
+            .await
+            .unwrap();
+        let report = memory.process_until_idle().await.unwrap();
+        assert_eq!(report.dead_lettered, 1);
+        assert_eq!(report.retried, 2);
+        assert_eq!(
+            flaky.calls.load(Ordering::SeqCst),
+            3,
+            "one attempt plus two retries"
+        );
+
+        let status = memory.status().await.unwrap();
+        assert_eq!(status.dead_letters.len(), 1);
+        let dead = &status.dead_letters[0];
+        assert_eq!(dead.stage, Stage::Embed);
+        assert_eq!((dead.attempts, dead.max_attempts), (3, 3));
+        assert!(dead.last_error.as_deref().unwrap().contains("503"));
+        // The barrier never skips a dead letter: the version is stalled.
+        assert_eq!(memory.documents().await.unwrap()[0].status, "stalled");
+        let ns = h.store.namespace("default").await.unwrap().unwrap().id;
+        let barrier = h
+            .store
+            .barrier(ns, receipt.version_id, Stage::Embed)
+            .await
+            .unwrap();
+        assert!(!barrier.is_complete() && barrier.is_stalled());
+
+        // The provider recovers; an explicit replay moves the version again.
+        flaky.broken.store(false, Ordering::SeqCst);
+        assert_eq!(memory.retry(Some(Stage::Embed), true).await.unwrap(), 1);
+        let item = h.store.work_item(dead.work_id).await.unwrap().unwrap();
+        assert_eq!(item.status, WorkStatus::Pending);
+        assert_eq!(item.attempts, 3, "attempts are kept");
+        assert!(item.max_attempts > 3, "max_attempts is raised");
+        memory.process_until_idle().await.unwrap();
+        assert_eq!(memory.documents().await.unwrap()[0].status, "ready");
+        assert!(memory.status().await.unwrap().dead_letters.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_non_retryable_failure_dead_letters_at_once() {
+    #[derive(Debug)]
+    struct WrongDimension(HashingEmbedder);
+    #[async_trait]
+    impl Embedder for WrongDimension {
+        fn identity(&self) -> &EmbedderIdentity {
+            self.0.identity()
+        }
+        async fn embed(
+            &self,
+            texts: &[String],
+            _: EmbedPurpose,
+        ) -> Result<Vec<Vec<f32>>, ProviderError> {
+            Ok(texts.iter().map(|_| vec![0.5; 3]).collect())
+        }
+    }
+    for h in stores().await {
+        let memory = h
+            .memory_with(
+                test_config(),
+                Some(Arc::new(WrongDimension(HashingEmbedder::default()))),
+                None,
+            )
+            .await;
+        memory
+            .ingest_text("Dimensions matter.", IngestOptions::new("dim"))
+            .await
+            .unwrap();
+        let report = memory.process_until_idle().await.unwrap();
+        assert_eq!((report.dead_lettered, report.retried), (1, 0));
+        let status = memory.status().await.unwrap();
+        assert!(
+            status.dead_letters[0]
+                .last_error
+                .as_deref()
+                .unwrap()
+                .contains("dimension")
+        );
+        // Search still answers lexically and says why the semantic channel is thin.
+        let env = memory.search("dimensions", 3).await.unwrap();
+        assert_eq!(env.results.len(), 1);
+        assert_eq!(env.freshness.dead_letters, 1);
+        assert!(!env.freshness.semantic.ready);
+    }
+}
