@@ -157,23 +157,40 @@ fn word_spans(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
     out
 }
 
-/// Greedily pack consecutive spans of `text` into groups whose covering
-/// slice stays within `budget` tokens; a span over budget forms its own group.
+/// `estimate_tokens(text[a..c])`, given `est = estimate_tokens(text[a..b])`
+/// for `a <= b <= c`, without rescanning `a..b` unless an alphanumeric run
+/// straddles `b` (the only case where the estimate is not additive).
+fn extend_estimate(text: &str, a: usize, b: usize, c: usize, est: usize) -> usize {
+    let before = text.get(..b).and_then(|t| t.chars().next_back());
+    let after = text.get(b..).and_then(|t| t.chars().next());
+    if before.is_some_and(char::is_alphanumeric) && after.is_some_and(char::is_alphanumeric) {
+        estimate_tokens(text.get(a..c).unwrap_or(""))
+    } else {
+        est + estimate_tokens(text.get(b..c).unwrap_or(""))
+    }
+}
+
+/// Greedily pack consecutive, ordered spans of `text` into groups whose
+/// covering slice stays within `budget` tokens; a span over budget forms its
+/// own group.
 fn pack_spans(text: &str, spans: &[(usize, usize)], budget: usize, out: &mut Vec<(usize, usize)>) {
-    let mut current: Option<(usize, usize)> = None;
+    // The open group: (start, end, estimate of text[start..end]).
+    let mut current: Option<(usize, usize, usize)> = None;
     for &(s, e) in spans {
         current = match current {
-            None => Some((s, e)),
-            Some((cs, _)) if estimate_tokens(text.get(cs..e).unwrap_or("")) <= budget => {
-                Some((cs, e))
-            }
-            Some(done) => {
-                out.push(done);
-                Some((s, e))
+            None => Some((s, e, estimate_tokens(text.get(s..e).unwrap_or("")))),
+            Some((cs, ce, est)) => {
+                let joined = extend_estimate(text, cs, ce, e, est);
+                if joined <= budget {
+                    Some((cs, e, joined))
+                } else {
+                    out.push((cs, ce));
+                    Some((s, e, estimate_tokens(text.get(s..e).unwrap_or(""))))
+                }
             }
         };
     }
-    out.extend(current);
+    out.extend(current.map(|(s, e, _)| (s, e)));
 }
 
 /// Split an oversized block's text into parts within `budget` (relative spans):
@@ -304,20 +321,21 @@ pub fn chunk_document(
         let sec = section.ordinal;
         let first = section.block_start as usize;
         let end = (section.block_end as usize).min(blocks.len());
-        // The open run of whole blocks: (first, last) inclusive.
-        let mut current: Option<(usize, usize)> = None;
+        // The open run of whole blocks: (first, last inclusive, its estimate).
+        let mut current: Option<(usize, usize, usize)> = None;
         for i in first..end {
             let block = &blocks[i];
             let after_heading = i > first && blocks[i - 1].kind == BlockKind::Heading;
             let restart = i > first
                 && (block.kind == BlockKind::Heading
                     || (!after_heading && is_anchor_hash(&block.hash, params.anchor_period)));
-            if restart && let Some((f, l)) = current.take() {
+            if restart && let Some((f, l, _)) = current.take() {
                 em.run(sec, blocks, f, l);
             }
             let text = block_text(block);
-            if estimate_tokens(text) > budget {
-                if let Some((f, l)) = current.take() {
+            let tokens = estimate_tokens(text);
+            if tokens > budget {
+                if let Some((f, l, _)) = current.take() {
                     em.run(sec, blocks, f, l);
                 }
                 let parts = if block.kind.is_atomic() {
@@ -343,19 +361,21 @@ pub fn chunk_document(
                 continue;
             }
             current = match current {
-                None => Some((i, i)),
-                Some((f, _)) => {
-                    let (s, e) = valid_span(markdown, blocks[f].start, block.end);
-                    if estimate_tokens(markdown.get(s..e).unwrap_or("")) <= budget {
-                        Some((f, i))
+                None => Some((i, i, tokens)),
+                Some((f, l, est)) => {
+                    let (s, mid) = valid_span(markdown, blocks[f].start, blocks[l].end);
+                    let (_, e) = valid_span(markdown, mid, block.end);
+                    let joined = extend_estimate(markdown, s, mid, e, est);
+                    if joined <= budget {
+                        Some((f, i, joined))
                     } else {
-                        em.run(sec, blocks, f, i - 1);
-                        Some((i, i))
+                        em.run(sec, blocks, f, l);
+                        Some((i, i, tokens))
                     }
                 }
             };
         }
-        if let Some((f, l)) = current {
+        if let Some((f, l, _)) = current {
             em.run(sec, blocks, f, l);
         }
     }
@@ -674,6 +694,15 @@ mod tests {
             let p = params(budget, anchor);
             let (blocks, sections, chunks) = plan(&md, &p);
             assert_chunks(&md, &blocks, &sections, &chunks, &p);
+        }
+
+        #[test]
+        fn extend_estimate_is_exact(text in "[ a-zé🎉.,\n]{0,60}", cuts in prop::collection::vec(0usize..61, 3)) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| floor_boundary(&text, c)).collect();
+            cuts.sort_unstable();
+            let (a, b, c) = (cuts[0], cuts[1], cuts[2]);
+            let est = estimate_tokens(&text[a..b]);
+            prop_assert_eq!(extend_estimate(&text, a, b, c, est), estimate_tokens(&text[a..c]));
         }
 
         #[test]

@@ -762,6 +762,25 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_html_is_flattened_not_overflowing() {
+        for (open, close) in [
+            ("<blockquote>", "</blockquote>"),
+            ("<div><b>", "</b></div>"),
+        ] {
+            let html = format!(
+                "<p>top</p>{}deep text é🎉{}<p>after</p>",
+                open.repeat(1500),
+                close.repeat(1500)
+            );
+            let c = convert(SourceFormat::Html, html.as_bytes(), None).expect("converts");
+            let m = &c.representation.markdown;
+            assert!(m.contains("deep text é🎉"), "{m}");
+            assert!(m.contains("top") && m.contains("after"), "{m}");
+            assert!(m.matches('>').count() <= MAX_HTML_DEPTH, "{m}");
+        }
+    }
+
+    #[test]
     fn json_object_rendering() {
         let input = r#"{"a": {"b": 1, "c": [true, null, {"d": "x\ny"}]}, "empty": [], "name": "Widget", "price": 9.5}"#;
         let c = convert(SourceFormat::Json, input.as_bytes(), None).expect("converts");

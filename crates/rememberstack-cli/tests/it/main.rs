@@ -1,0 +1,277 @@
+//! The `remember` binary, end to end: the contract later checks rely on.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+struct Cli {
+    dir: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new() -> Self {
+        Cli {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("db").join("memory.db")
+    }
+
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("REMEMBERSTACK_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.arg("--db").arg(self.db()).args(args);
+        cmd.output().unwrap()
+    }
+
+    fn ok_json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
+const GUIDE: &str = "# Gardening guide\n\nTomatoes need six hours of direct sunlight and deep watering twice a week.\n\n## Pests\n\nAphids on the roses can be washed off with soapy water.\n\n## References\n\n- Aphid control leaflet\n";
+const HTML: &str = "<html><head><title>Volcano facts</title></head><body><h1>Volcano facts</h1><p>Mount Etna in Sicily is the most active volcano in Europe.</p></body></html>";
+const CHAT: &str = r#"{"session_time": "2024-06-03T09:30:00Z", "messages": [
+  {"event_id": "m1", "speaker": "Maria", "text": "The nightly backup failed again on Saturday."},
+  {"event_id": "m2", "speaker": "Joao", "text": "The cold-storage bucket hit its quota, so I raised it to 2 TB."}
+]}"#;
+
+fn fixed_corpus(cli: &Cli) {
+    for (name, body, source_ref) in [
+        ("guide.md", GUIDE, "docs/guide.md"),
+        ("volcano.html", HTML, "web/volcano"),
+        ("standup.json", CHAT, "chat/standup"),
+    ] {
+        let path = cli.write(name, body);
+        cli.ok_json(&[
+            "ingest",
+            path.to_str().unwrap(),
+            "--source-ref",
+            source_ref,
+            "--source-time",
+            "2024-06-01T12:00:00Z",
+            "--json",
+        ]);
+    }
+    let processed = cli.ok_json(&["process", "--json"]);
+    assert!(processed["completed"].as_u64().unwrap() >= 9);
+}
+
+#[test]
+fn search_envelope_snapshot() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let env = cli.ok_json(&[
+        "search",
+        "why did the nightly backup fail",
+        "--k",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(
+        env["results"][0]["event_ids"],
+        serde_json::json!(["m1", "m2"])
+    );
+    insta::assert_json_snapshot!("search_envelope", env, {
+        ".results[].chunk_id" => "[id]",
+        ".results[].document_id" => "[id]",
+        ".results[].version_id" => "[id]",
+    });
+}
+
+#[test]
+fn status_snapshot() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let parked = cli.write("scan.pdf", "%PDF-1.7 not really");
+    cli.ok_json(&["ingest", parked.to_str().unwrap(), "--json"]);
+    let status = cli.ok_json(&["status", "--json"]);
+    insta::assert_json_snapshot!("status", status);
+}
+
+#[test]
+fn documents_list_and_show() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let list = cli.ok_json(&["documents", "list", "--json"]);
+    let docs = list["documents"].as_array().unwrap();
+    assert_eq!(docs.len(), 3);
+    for d in docs {
+        for key in [
+            "doc_id",
+            "source_kind",
+            "source_ref",
+            "file_name",
+            "title",
+            "current_version_id",
+            "status",
+        ] {
+            assert!(d.get(key).is_some(), "missing {key} in {d}");
+        }
+        assert_eq!(d["status"], "ready");
+    }
+    let volcano = docs
+        .iter()
+        .find(|d| d["source_ref"] == "web/volcano")
+        .unwrap();
+    assert_eq!(volcano["title"], "Volcano facts");
+    assert_eq!(volcano["file_name"], "volcano.html");
+    let id = volcano["doc_id"].as_str().unwrap();
+    let shown = cli.ok_json(&["documents", "show", id, "--json"]);
+    assert_eq!(shown["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(shown["chunk_count"], 1);
+    assert_eq!(shown["sections"][0]["title"], "Volcano facts");
+    let text = cli.run(&["documents", "show", id]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Volcano facts"));
+}
+
+#[test]
+fn errors_are_typed_and_change_nothing() {
+    let cli = Cli::new();
+    let missing = cli.dir.path().join("nope.md");
+    let out = cli.run(&["ingest", missing.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("not_found"), "{stderr}");
+
+    let out = cli.run(&["ingest", missing.to_str().unwrap(), "--json"]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "not_found");
+    assert!(body["message"].as_str().unwrap().contains("nope.md"));
+
+    let a = cli.write("a.md", "a");
+    let b = cli.write("b.md", "b");
+    let out = cli.run(&[
+        "ingest",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--source-ref",
+        "x",
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "invalid_input"
+    );
+
+    let out = cli.run(&[
+        "ingest",
+        a.to_str().unwrap(),
+        "--source-time",
+        "yesterday",
+        "--json",
+    ]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "invalid_input"
+    );
+
+    let empty = cli.write("empty.md", "");
+    let out = cli.run(&["ingest", empty.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "empty_input"
+    );
+
+    let out = cli.run(&["documents", "show", "not-a-uuid", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "invalid_input"
+    );
+
+    let out = cli.run(&["search", "   ", "--json"]);
+    assert!(!out.status.success());
+
+    // Nothing was written by any of the refusals.
+    let list = cli.ok_json(&["documents", "list", "--json"]);
+    assert_eq!(list["documents"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn namespaces_and_edits_through_the_cli() {
+    let cli = Cli::new();
+    let note = cli.write("note.md", "# Note\n\nThe launch code name is Bluebird.\n");
+    let path = note.to_str().unwrap();
+    let first = cli.ok_json(&["--namespace", "alpha", "ingest", path, "--wait", "--json"]);
+    assert_eq!(first["ingested"][0]["outcome"], "created");
+    let again = cli.ok_json(&["--namespace", "alpha", "ingest", path, "--json"]);
+    assert_eq!(again["ingested"][0]["outcome"], "unchanged");
+    std::fs::write(&note, "# Note\n\nThe launch code name is Redwing.\n").unwrap();
+    let edited = cli.ok_json(&["--namespace", "alpha", "ingest", path, "--wait", "--json"]);
+    assert_eq!(edited["ingested"][0]["outcome"], "created");
+    assert_eq!(
+        edited["ingested"][0]["document_id"],
+        first["ingested"][0]["document_id"]
+    );
+
+    let hit = cli.ok_json(&[
+        "--namespace",
+        "alpha",
+        "search",
+        "launch code name",
+        "--json",
+    ]);
+    assert!(
+        hit["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Redwing")
+    );
+    let miss = cli.ok_json(&[
+        "--namespace",
+        "beta",
+        "search",
+        "launch code name",
+        "--json",
+    ]);
+    assert_eq!(miss["results"].as_array().unwrap().len(), 0);
+
+    let retry = cli.ok_json(&["--namespace", "alpha", "retry", "--dead-letters", "--json"]);
+    assert_eq!(retry["released"], 0);
+}
+
+#[test]
+fn quickstart_runs_offline() {
+    let out = Command::new(env!("CARGO_BIN_EXE_remember"))
+        .arg("quickstart")
+        .env_remove("REMEMBERSTACK_EMBEDDER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Maria Santos leads the platform team"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("The nightly backup failed"), "{stdout}");
+}
