@@ -27,7 +27,7 @@ const COMPONENTS_SETTING: &str = "component_versions";
 
 /// Engine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Largest accepted source, in bytes.
     pub max_source_bytes: u64,

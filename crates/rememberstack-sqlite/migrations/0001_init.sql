@@ -102,6 +102,7 @@ CREATE TABLE sections (
 );
 
 CREATE TABLE chunks (
+    seq             INTEGER PRIMARY KEY,  -- stable rowid: the FTS5 rowid of the chunk
     namespace_id    TEXT NOT NULL,
     id              TEXT NOT NULL,
     version_id      TEXT NOT NULL,
@@ -124,11 +125,10 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_by_version ON chunks (namespace_id, version_id, ordinal);
 CREATE INDEX chunks_by_key ON chunks (namespace_id, embedding_key);
 
--- BM25 over chunk text; rowid = chunks.rowid.
-CREATE VIRTUAL TABLE chunk_fts USING fts5 (
-    text,
-    tokenize = 'unicode61 remove_diacritics 2'
-);
+-- BM25 over chunk text lives in one FTS5 table per namespace
+-- (`chunk_fts_<namespace uuid, simple form>`, rowid = chunks.seq), created on the
+-- namespace's first chunk, so one namespace's term statistics never shape another's
+-- ranking.
 
 CREATE TABLE vectors (
     namespace_id  TEXT NOT NULL,

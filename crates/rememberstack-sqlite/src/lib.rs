@@ -116,6 +116,14 @@ fn role_list(roles: &[SectionRole]) -> String {
         .join(",")
 }
 
+/// The namespace's FTS5 table. The name is built from a parsed UUID, so it is
+/// always `chunk_fts_` followed by 32 hex digits.
+fn fts_table(ns: &str) -> Result<String> {
+    let id = uuid::Uuid::parse_str(ns)
+        .map_err(|_| Error::store(format!("corrupt namespace id `{ns}`")))?;
+    Ok(format!("chunk_fts_{}", id.simple()))
+}
+
 /// Quote a plain word as an FTS5 string: the caller's text is never query syntax.
 fn fts_query(terms: &[String]) -> String {
     terms
@@ -587,9 +595,16 @@ impl MemoryStore for SqliteStore {
         .map_err(db_err)?;
         let document_id: String = row.get("document_id");
         let ordinal: i64 = row.get("ordinal");
-        sqlx::query(
-            "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE namespace_id = ? AND version_id = ?)",
-        )
+        let fts = fts_table(&ns)?;
+        sqlx::query(AssertSqlSafe(format!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM {fts} WHERE rowid IN (SELECT seq FROM chunks WHERE namespace_id = ? AND version_id = ?)"
+        )))
         .bind(&ns)
         .bind(&vid)
         .execute(&mut *tx)
@@ -629,12 +644,14 @@ impl MemoryStore for SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            sqlx::query("INSERT INTO chunk_fts (rowid, text) VALUES (?, ?)")
-                .bind(r.last_insert_rowid())
-                .bind(&p.text)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
+            )))
+            .bind(r.last_insert_rowid())
+            .bind(&p.text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         }
         // The version becomes current unless a newer version already is.
         sqlx::query(
@@ -829,15 +846,24 @@ impl MemoryStore for SqliteStore {
         }
         // Eligibility (namespace, current version, role) is part of the statement, so
         // it applies before ORDER BY … LIMIT.
+        let fts = fts_table(&filter.namespace_id.to_string())?;
+        let exists = sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(&fts)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
+        if exists.is_none() {
+            return Ok(vec![]);
+        }
         let sql = format!(
-            "SELECT c.id, bm25(chunk_fts) AS rank FROM chunk_fts
-             JOIN chunks c ON c.rowid = chunk_fts.rowid
+            "SELECT c.id, bm25({fts}) AS rank FROM {fts}
+             JOIN chunks c ON c.seq = {fts}.rowid
              JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
              JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
                             AND s.ordinal = c.section_ordinal
-             WHERE chunk_fts MATCH ? AND c.namespace_id = ? AND s.role IN ({})
+             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles})
              ORDER BY rank, c.id LIMIT ?",
-            role_list(&filter.roles)
+            roles = role_list(&filter.roles)
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(fts_query(terms))

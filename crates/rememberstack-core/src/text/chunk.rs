@@ -18,6 +18,7 @@ pub const CHUNKER_VERSION: &str = "chunker-v1";
 
 /// Chunking parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ChunkParams {
     /// The maximum [`estimate_tokens`] of a chunk (an oversized atomic block
     /// or unsplittable word is the only exception).

@@ -21,7 +21,7 @@ pub const CONVERTER_VERSION: &str = "convert-v1";
 /// What a source declares about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExtractedMetadata {
-    /// The declared title: Markdown's first level-1 heading (else first
+    /// The declared title: Markdown's (and Text's) first level-1 heading (else first
     /// heading), HTML's `<title>` (else first level-1 heading), a JSON
     /// object's top-level `title`/`name` string. None for conversations.
     pub title: Option<String>,

@@ -232,3 +232,44 @@ async fn appended_conversation_reuses_unchanged_chunks() {
         );
     }
 }
+
+#[tokio::test]
+async fn lexical_scores_do_not_depend_on_other_namespaces() {
+    for h in stores().await {
+        let a = h.memory().await.with_namespace("orchard").unwrap();
+        a.ingest_text(
+            "Apples and pears grow in the orchard.",
+            IngestOptions::new("o"),
+        )
+        .await
+        .unwrap();
+        a.ingest_text("Bananas ripen in the sun.", IngestOptions::new("b"))
+            .await
+            .unwrap();
+        a.process_until_idle().await.unwrap();
+        let lexical = |env: &Envelope<ChunkResult>| {
+            env.results
+                .iter()
+                .map(|r| r.scores.lexical.as_ref().map(|s| s.score))
+                .collect::<Vec<_>>()
+        };
+        let before = lexical(&a.search("apples orchard", 5).await.unwrap());
+        assert!(before[0].is_some());
+
+        let b = a.with_namespace("elsewhere").unwrap();
+        for i in 0..30 {
+            b.ingest_text(
+                format!("Apples, apples and more apples: orchard report {i}."),
+                IngestOptions::new(format!("r{i}")),
+            )
+            .await
+            .unwrap();
+        }
+        b.process_until_idle().await.unwrap();
+        let after = lexical(&a.search("apples orchard", 5).await.unwrap());
+        assert_eq!(
+            before, after,
+            "another namespace's corpus changed this one's BM25"
+        );
+    }
+}
