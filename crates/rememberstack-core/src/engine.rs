@@ -235,6 +235,8 @@ pub struct DocumentDetail {
     pub summary: DocumentSummary,
     /// Every version, oldest first.
     pub versions: Vec<VersionSummary>,
+    /// Every name (file name, title) the lineage was observed under.
+    pub names: Vec<String>,
     /// Sections of the current version.
     pub sections: Vec<SectionRow>,
     /// Chunks of the current version.
@@ -1254,6 +1256,7 @@ impl Engine {
         Ok(DocumentDetail {
             summary: self.summarize(ns.id, row).await?,
             versions: summaries,
+            names: self.store.document_names(ns.id, id).await?,
             sections,
             chunk_count,
         })

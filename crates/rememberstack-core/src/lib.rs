@@ -4,6 +4,7 @@
 //! Not for direct use: depend on the `rememberstack` facade. This crate does no
 //! IO of its own: stores and providers are reached through traits.
 #![forbid(unsafe_code)]
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod chat;
 pub mod embed;

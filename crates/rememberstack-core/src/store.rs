@@ -355,6 +355,8 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>>;
     /// One lineage.
     async fn document(&self, ns: NamespaceId, doc: DocumentId) -> Result<Option<DocumentRow>>;
+    /// Every name (file name, title) the lineage was observed under, in first-seen order.
+    async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>>;
     /// A version's sections with their chunk counts.
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>>;
 

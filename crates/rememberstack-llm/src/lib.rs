@@ -16,6 +16,7 @@
 //! [`EmbedderConfig`] is the serializable provider choice the facade reads from its
 //! configuration, and [`build_embedder`] turns it into a shared embedder.
 #![forbid(unsafe_code)]
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
 mod config;

@@ -3,6 +3,8 @@
 //! directory. Copying the directory that holds both copies the memory.
 //!
 //! Not for direct use: depend on `rememberstack`, whose `Memory::open` builds this store.
+#![forbid(unsafe_code)]
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod blobs;
 mod rows;
@@ -693,6 +695,20 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         row.map(|r| document_row(&r)).transpose()
+    }
+
+    async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT n.name FROM document_names n
+             JOIN document_versions v ON v.namespace_id = n.namespace_id AND v.id = n.first_version_id
+             WHERE n.namespace_id = ? AND n.document_id = ? ORDER BY v.ordinal, n.name",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.iter().map(|r| r.get("name")).collect())
     }
 
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {

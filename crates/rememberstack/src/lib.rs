@@ -23,6 +23,7 @@
 //! default embedder is a deterministic hashing embedder that needs no network
 //! (configure an OpenAI-compatible one with [`Config`]).
 #![forbid(unsafe_code)]
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod config;
 

@@ -257,6 +257,30 @@ fn namespaces_and_edits_through_the_cli() {
 }
 
 #[test]
+fn remembers_db_from_the_environment() {
+    let cli = Cli::new();
+    let db = cli.dir.path().join("env-db").join("memory.db");
+    let note = cli.write("env.md", "The env var picks the store.");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_remember"))
+            .env("REMEMBERSTACK_DB", &db)
+            .env_remove("REMEMBERSTACK_EMBEDDER")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(&["ingest", note.to_str().unwrap(), "--wait"])
+            .status
+            .success()
+    );
+    assert!(db.exists(), "the store was created at $REMEMBERSTACK_DB");
+    let out = run(&["search", "env var store", "--json"]);
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["results"].as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn quickstart_runs_offline() {
     let out = Command::new(env!("CARGO_BIN_EXE_remember"))
         .arg("quickstart")

@@ -38,6 +38,10 @@ async fn lineage_and_version_identity() {
         assert_eq!(docs[0].status, "ready");
 
         let detail = memory.document(first.document_id).await.unwrap();
+        assert_eq!(
+            detail.names,
+            vec!["Plan".to_string(), "plan.md".to_string()]
+        );
         let ordinals: Vec<u32> = detail.versions.iter().map(|v| v.ordinal).collect();
         assert_eq!(ordinals, vec![1, 2]);
         assert!(detail.versions[1].is_current && !detail.versions[0].is_current);

@@ -242,3 +242,52 @@ async fn a_non_retryable_failure_dead_letters_at_once() {
         assert!(!env.freshness.semantic.ready);
     }
 }
+
+#[tokio::test]
+async fn a_changed_component_version_reruns_its_stage_on_open() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let receipt = memory
+            .ingest_text(
+                "# Old\n\nStructured by an older blockizer.",
+                IngestOptions::new("old"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let before = count(&memory, Stage::Chunk, WorkStatus::Done).await;
+
+        // Reopen with other chunking parameters: the e1.chunk component version changes.
+        let mut config = test_config();
+        config.engine.chunk.token_budget = 128;
+        let reopened = h.memory_with(config.clone(), None, None).await;
+        assert_eq!(count(&reopened, Stage::Chunk, WorkStatus::Pending).await, 1);
+        assert_eq!(
+            count(&reopened, Stage::Prepare, WorkStatus::Pending).await,
+            0
+        );
+        reopened.process_until_idle().await.unwrap();
+        assert_eq!(
+            count(&reopened, Stage::Chunk, WorkStatus::Done).await,
+            before + 1
+        );
+        let detail = reopened.document(receipt.document_id).await.unwrap();
+        assert_eq!(
+            detail.chunk_count, 1,
+            "re-chunking replaced the chunks, never doubled them"
+        );
+        assert_eq!(
+            reopened
+                .search("older blockizer", 5)
+                .await
+                .unwrap()
+                .results
+                .len(),
+            1
+        );
+
+        // Opening again with unchanged components enqueues nothing.
+        let again = h.memory_with(config, None, None).await;
+        assert_eq!(count(&again, Stage::Chunk, WorkStatus::Pending).await, 0);
+    }
+}
