@@ -39,12 +39,20 @@ pub enum Command {
         #[command(subcommand)]
         command: DocumentsCommand,
     },
+    /// List claims and read the extraction ledger.
+    Claims {
+        /// What to do.
+        #[command(subcommand)]
+        command: ClaimsCommand,
+    },
     /// Ledger counts by stage and status, dead letters with their errors.
     Status,
     /// Replay dead letters (and make failed items waiting for a backoff due now).
     Retry(RetryArgs),
     /// Run a self-contained demo on a bundled sample in a temporary store.
     Quickstart,
+    /// Check the store and the configured providers with one cheap call each.
+    Doctor,
 }
 
 /// `remember ingest`.
@@ -112,6 +120,41 @@ pub struct SearchArgs {
     /// A continuation cursor from a previous page.
     #[arg(long)]
     pub cursor: Option<String>,
+    /// What to search: source chunks or extracted claims.
+    #[arg(long, value_enum, default_value_t = TargetArg::Chunks)]
+    pub target: TargetArg,
+    /// Claims only: include claims that are no longer current testimony (audit).
+    #[arg(long)]
+    pub include_retired: bool,
+}
+
+/// Search targets.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TargetArg {
+    /// Source chunks (passages).
+    Chunks,
+    /// Extracted claims.
+    Claims,
+}
+
+/// `remember claims …`.
+#[derive(Debug, Subcommand)]
+pub enum ClaimsCommand {
+    /// List claims, newest first.
+    List {
+        /// Only this document's claims.
+        #[arg(long, value_name = "DOC_ID")]
+        doc: Option<String>,
+        /// Include claims that are no longer current testimony.
+        #[arg(long)]
+        include_retired: bool,
+    },
+    /// The extraction ledger of one document (keeps, drops, rejections, omissions, reuse).
+    Decisions {
+        /// The document.
+        #[arg(long, value_name = "DOC_ID")]
+        doc: String,
+    },
 }
 
 /// `remember documents …`.

@@ -68,6 +68,42 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
 async fn run(cli: Cli) -> Result<(), Error> {
     match &cli.command {
         Command::Quickstart => quickstart(cli.json).await,
+        Command::Doctor => {
+            let memory = open(&cli).await?;
+            let report = memory.doctor().await;
+            if cli.json {
+                print_json(&report)?;
+                if !report.ok {
+                    // The report already says what failed; exit non-zero without a second document.
+                    std::process::exit(1);
+                }
+            } else {
+                for c in &report.checks {
+                    println!(
+                        "{} {:<16} {:<40} {} ms{}",
+                        if c.ok { "ok  " } else { "FAIL" },
+                        c.name,
+                        c.identity,
+                        c.millis,
+                        c.error
+                            .as_deref()
+                            .map(|e| format!("  {e}"))
+                            .unwrap_or_default()
+                    );
+                }
+                if report.offline_extractor {
+                    println!("claim extraction: offline extractor (no chat model configured)");
+                }
+            }
+            if report.ok {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorCode::Provider,
+                    "a provider check failed (see above)",
+                ))
+            }
+        }
         Command::Ingest(a) => ingest(&cli, a).await,
         Command::Process => {
             let memory = open(&cli).await?;
@@ -98,15 +134,24 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 ),
                 None => None,
             };
-            let envelope = memory
-                .search_with(SearchRequest {
-                    namespace: cli.namespace.clone(),
-                    query: a.query.clone(),
-                    k: a.k,
-                    roles,
-                    cursor: a.cursor.clone(),
-                })
-                .await?;
+            let request = SearchRequest {
+                namespace: cli.namespace.clone(),
+                query: a.query.clone(),
+                k: a.k,
+                roles,
+                cursor: a.cursor.clone(),
+                include_retired: a.include_retired,
+            };
+            if a.target == TargetArg::Claims {
+                let envelope = memory.search_claims_with(request).await?;
+                return if cli.json {
+                    print_json(&envelope)
+                } else {
+                    print_claim_results(&envelope);
+                    Ok(())
+                };
+            }
+            let envelope = memory.search_with(request).await?;
             if cli.json {
                 print_json(&envelope)
             } else {
@@ -172,6 +217,66 @@ async fn run(cli: Cli) -> Result<(), Error> {
                                 sec.section.role.as_str(),
                                 title,
                                 sec.chunk_count
+                            );
+                        }
+                        Ok(())
+                    }
+                }
+            }
+        }
+        Command::Claims { command } => {
+            let memory = open(&cli).await?;
+            match command {
+                ClaimsCommand::List {
+                    doc,
+                    include_retired,
+                } => {
+                    let doc: Option<DocumentId> = doc.as_deref().map(str::parse).transpose()?;
+                    let claims = memory.claims(doc, *include_retired).await?;
+                    if cli.json {
+                        print_json(&json!({ "claims": claims }))
+                    } else {
+                        if claims.is_empty() {
+                            println!("no claims");
+                        }
+                        for c in &claims {
+                            let events: Vec<&str> = c
+                                .occurrences
+                                .last()
+                                .map(|o| o.event_ids.iter().map(String::as_str).collect())
+                                .unwrap_or_default();
+                            println!(
+                                "{}  {}{}{}",
+                                c.claim_id,
+                                c.text,
+                                if c.is_current { "" } else { "  (retired)" },
+                                if events.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("  [{}]", events.join(", "))
+                                }
+                            );
+                        }
+                        Ok(())
+                    }
+                }
+                ClaimsCommand::Decisions { doc } => {
+                    let doc: DocumentId = doc.parse()?;
+                    let decisions = memory.claim_decisions(doc).await?;
+                    if cli.json {
+                        print_json(&json!({ "decisions": decisions }))
+                    } else {
+                        for d in &decisions {
+                            println!(
+                                "{:<18} {:<5} {:<22} {}",
+                                d.row.kind,
+                                d.row.passage.as_deref().unwrap_or("-"),
+                                d.row.reason.as_deref().unwrap_or("-"),
+                                d.row
+                                    .detail
+                                    .get("text")
+                                    .and_then(|t| t.as_str())
+                                    .unwrap_or("")
                             );
                         }
                         Ok(())
@@ -361,6 +466,44 @@ fn print_results(envelope: &rememberstack::Envelope<rememberstack::ChunkResult>)
         println!(
             "(pending work: {:?}; semantic ready: {})",
             f.pending_work, f.semantic.ready
+        );
+    }
+    if let Some(c) = &envelope.truncation.continuation {
+        println!("(more results: --cursor {c})");
+    }
+}
+
+fn print_claim_results(envelope: &rememberstack::Envelope<rememberstack::ClaimResult>) {
+    if envelope.results.is_empty() {
+        println!("no claims in namespace `{}`", envelope.namespace);
+    }
+    for (i, r) in envelope.results.iter().enumerate() {
+        println!(
+            "{}. {}  [fused {:.4}]{}",
+            i + 1,
+            r.text,
+            r.scores.fused,
+            if r.is_current { "" } else { "  (retired)" }
+        );
+        let when = match (&r.validity.from, &r.validity.until) {
+            (Some(f), Some(u)) => format!(
+                "; valid {} .. {}",
+                f.format("%Y-%m-%d"),
+                u.format("%Y-%m-%d")
+            ),
+            (Some(f), None) => format!("; valid from {}", f.format("%Y-%m-%d")),
+            _ => String::new(),
+        };
+        println!(
+            "   {} (said {}{}){}",
+            r.document_title,
+            r.asserted_at.format("%Y-%m-%d"),
+            when,
+            if r.event_ids.is_empty() {
+                String::new()
+            } else {
+                format!(" messages: {}", r.event_ids.join(", "))
+            }
         );
     }
     if let Some(c) = &envelope.truncation.continuation {

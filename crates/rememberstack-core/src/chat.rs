@@ -520,7 +520,10 @@ fn type_matches(name: &str, value: &Value) -> bool {
 fn is_integer(value: &Value) -> bool {
     match value {
         Value::Number(n) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+            n.is_i64()
+                || n.is_u64()
+                || n.as_f64()
+                    .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
         }
         _ => false,
     }
@@ -577,7 +580,10 @@ fn check_range(
     if let Some(min) = bound("minimum")
         && n < min
     {
-        return Err(violation(path, format!("{n} is less than the minimum {min}")));
+        return Err(violation(
+            path,
+            format!("{n} is less than the minimum {min}"),
+        ));
     }
     if let Some(max) = bound("maximum")
         && n > max
@@ -617,10 +623,9 @@ fn no_alternative(keyword: &str, path: &str, errors: Vec<SchemaViolation>) -> Sc
         .filter(|(_, e)| e.path.len() > path.len())
         .max_by_key(|(i, e)| (e.path.len(), std::cmp::Reverse(*i)))
         .map(|(i, _)| i);
-    if let Some(i) = deepest
-        && let Some(error) = errors.into_iter().nth(i)
-    {
-        return error;
+    if let Some(i) = deepest {
+        let mut errors = errors;
+        return errors.swap_remove(i);
     }
     let reasons: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
     violation(
@@ -671,5 +676,416 @@ fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fails_at(schema: &Value, value: &Value, path: &str) -> String {
+        match validate_json(schema, value) {
+            Err(v) => {
+                assert_eq!(v.path, path, "{v}");
+                v.message
+            }
+            Ok(()) => panic!("{value} should violate {schema}"),
+        }
+    }
+
+    fn ok(schema: &Value, value: &Value) {
+        if let Err(v) = validate_json(schema, value) {
+            panic!("{value} should satisfy {schema}: {v}");
+        }
+    }
+
+    #[test]
+    fn types() {
+        let cases = [
+            ("string", json!("x"), json!(1)),
+            ("number", json!(1.5), json!("1.5")),
+            ("integer", json!(3), json!(3.5)),
+            ("boolean", json!(true), json!(0)),
+            ("object", json!({}), json!([])),
+            ("array", json!([]), json!({})),
+            ("null", json!(null), json!(false)),
+        ];
+        for (name, good, bad) in cases {
+            let schema = json!({ "type": name });
+            ok(&schema, &good);
+            let msg = fails_at(&schema, &bad, "");
+            assert!(msg.starts_with(&format!("expected {name}, got ")), "{msg}");
+        }
+        // Integers are numbers; integral floats are integers.
+        ok(&json!({"type": "number"}), &json!(3));
+        ok(&json!({"type": "integer"}), &json!(3.0));
+        ok(&json!({"type": "integer"}), &json!(u64::MAX));
+        ok(&json!({"type": "integer"}), &json!(-7));
+        assert_eq!(
+            fails_at(&json!({"type": "string"}), &json!(2.5), ""),
+            "expected string, got number"
+        );
+        // Arrays of types.
+        let nullable = json!({"type": ["string", "null"]});
+        ok(&nullable, &json!("x"));
+        ok(&nullable, &json!(null));
+        assert_eq!(
+            fails_at(&nullable, &json!(1), ""),
+            "expected string or null, got integer"
+        );
+        // Unknown type names match nothing; a non-string type is ignored.
+        fails_at(&json!({"type": "text"}), &json!("x"), "");
+        ok(&json!({"type": 7}), &json!("x"));
+    }
+
+    #[test]
+    fn properties_required_and_additional_properties_with_nested_paths() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "claims": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "text": {"type": "string"},
+                            "confidence": {"type": "number"}
+                        },
+                        "required": ["text"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["claims"],
+            "additionalProperties": false
+        });
+        ok(&schema, &json!({"claims": []}));
+        ok(
+            &schema,
+            &json!({"claims": [{"text": "a"}, {"text": "b", "confidence": 0.5}]}),
+        );
+        assert_eq!(
+            fails_at(&schema, &json!({}), "/claims"),
+            "required property is missing"
+        );
+        assert_eq!(
+            fails_at(
+                &schema,
+                &json!({"claims": [{"text": "a"}, {"text": 1}]}),
+                "/claims/1/text"
+            ),
+            "expected string, got integer"
+        );
+        fails_at(
+            &schema,
+            &json!({"claims": [{"confidence": 1}]}),
+            "/claims/0/text",
+        );
+        let msg = fails_at(
+            &schema,
+            &json!({"claims": [{"text": "a", "extra": true}]}),
+            "/claims/0/extra",
+        );
+        assert!(msg.contains("additionalProperties"), "{msg}");
+        fails_at(&schema, &json!({"claims": [], "other": 1}), "/other");
+        // Non-objects are not checked by object keywords (only by `type`).
+        ok(
+            &json!({"required": ["a"], "additionalProperties": false}),
+            &json!(5),
+        );
+    }
+
+    #[test]
+    fn additional_properties_schema_and_pointer_escaping() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"fixed": {"type": "string"}},
+            "additionalProperties": {"type": "integer"}
+        });
+        ok(&schema, &json!({"fixed": "x", "a/b": 1, "c~d": 2}));
+        fails_at(&schema, &json!({"a/b": "x"}), "/a~1b");
+        fails_at(&schema, &json!({"c~d": "x"}), "/c~0d");
+        fails_at(&schema, &json!({"fixed": 1}), "/fixed");
+    }
+
+    #[test]
+    fn items_and_item_counts() {
+        let schema =
+            json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2});
+        ok(&schema, &json!(["a"]));
+        ok(&schema, &json!(["a", "b"]));
+        assert_eq!(
+            fails_at(&schema, &json!([]), ""),
+            "has 0 items, at least 1 required"
+        );
+        assert_eq!(
+            fails_at(&schema, &json!(["a", "b", "c"]), ""),
+            "has 3 items, at most 2 allowed"
+        );
+        fails_at(&schema, &json!(["a", 2]), "/1");
+        // Positional items (older drafts).
+        let tuple = json!({"items": [{"type": "string"}, {"type": "integer"}]});
+        ok(&tuple, &json!(["a", 1, null]));
+        fails_at(&tuple, &json!([1]), "/0");
+        // Nested arrays.
+        let matrix = json!({"items": {"items": {"type": "number"}}});
+        fails_at(&matrix, &json!([[1], [2, "x"]]), "/1/1");
+    }
+
+    #[test]
+    fn enum_and_const() {
+        let schema = json!({"enum": ["keep", "drop", 1]});
+        ok(&schema, &json!("keep"));
+        ok(&schema, &json!(1.0));
+        let msg = fails_at(&schema, &json!("maybe"), "");
+        assert_eq!(msg, r#"must be one of ["keep","drop",1]"#);
+        let schema = json!({"properties": {"kind": {"const": "claim"}}});
+        ok(&schema, &json!({"kind": "claim"}));
+        assert_eq!(
+            fails_at(&schema, &json!({"kind": "fact"}), "/kind"),
+            r#"must equal "claim""#
+        );
+        ok(&json!({"const": {"a": [1, 2]}}), &json!({"a": [1.0, 2]}));
+        fails_at(&json!({"const": {"a": [1, 2]}}), &json!({"a": [1]}), "");
+        fails_at(&json!({"const": null}), &json!(false), "");
+    }
+
+    #[test]
+    fn string_lengths_count_characters() {
+        let schema = json!({"type": "string", "minLength": 2, "maxLength": 3});
+        ok(&schema, &json!("ab"));
+        ok(&schema, &json!("héé"));
+        assert_eq!(
+            fails_at(&schema, &json!("a"), ""),
+            "is 1 characters long, at least 2 required"
+        );
+        assert_eq!(
+            fails_at(&schema, &json!("abcd"), ""),
+            "is 4 characters long, at most 3 allowed"
+        );
+        // Lengths do not apply to other types.
+        ok(&json!({"maxLength": 1}), &json!([1, 2, 3]));
+    }
+
+    #[test]
+    fn numeric_ranges() {
+        let schema = json!({"type": "number", "minimum": 0, "maximum": 1});
+        ok(&schema, &json!(0));
+        ok(&schema, &json!(1.0));
+        ok(&schema, &json!(0.5));
+        assert_eq!(
+            fails_at(&schema, &json!(-0.5), ""),
+            "-0.5 is less than the minimum 0"
+        );
+        assert_eq!(
+            fails_at(&schema, &json!(2), ""),
+            "2 is greater than the maximum 1"
+        );
+        let exclusive = json!({"exclusiveMinimum": 0, "exclusiveMaximum": 1});
+        ok(&exclusive, &json!(0.5));
+        fails_at(&exclusive, &json!(0), "");
+        fails_at(&exclusive, &json!(1), "");
+        fails_at(
+            &json!({"properties": {"score": {"maximum": 10}}}),
+            &json!({"score": 11}),
+            "/score",
+        );
+    }
+
+    #[test]
+    fn any_of_all_of_one_of() {
+        let schema = json!({"anyOf": [{"type": "string"}, {"type": "null"}]});
+        ok(&schema, &json!("x"));
+        ok(&schema, &json!(null));
+        let msg = fails_at(&schema, &json!(3), "");
+        assert_eq!(
+            msg,
+            "matches none of the alternatives of anyOf (expected string, got integer; \
+             expected null, got integer)"
+        );
+        // An alternative that got deeper explains the failure best.
+        let schema = json!({
+            "properties": {
+                "span": {
+                    "anyOf": [
+                        {"type": "object", "properties": {"start": {"type": "integer"}},
+                         "required": ["start"]},
+                        {"type": "null"}
+                    ]
+                }
+            }
+        });
+        ok(&schema, &json!({"span": null}));
+        ok(&schema, &json!({"span": {"start": 3}}));
+        assert_eq!(
+            fails_at(&schema, &json!({"span": {"start": "3"}}), "/span/start"),
+            "expected integer, got string"
+        );
+        fails_at(&schema, &json!({"span": {}}), "/span/start");
+
+        let all = json!({"allOf": [{"minimum": 0}, {"maximum": 5}]});
+        ok(&all, &json!(3));
+        fails_at(&all, &json!(6), "");
+
+        let one = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+        ok(&one, &json!(1.5));
+        let msg = fails_at(&one, &json!(1), "");
+        assert!(msg.contains("matches 2 alternatives of oneOf"), "{msg}");
+        fails_at(&one, &json!("x"), "");
+    }
+
+    #[test]
+    fn refs_to_defs_and_definitions() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "claims": {"type": "array", "items": {"$ref": "#/$defs/claim"}},
+                "old": {"$ref": "#/definitions/old"}
+            },
+            "$defs": {
+                "claim": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}, "sub": {"$ref": "#/$defs/claim"}},
+                    "required": ["text"]
+                }
+            },
+            "definitions": {"old": {"type": "boolean"}}
+        });
+        ok(
+            &schema,
+            &json!({"claims": [{"text": "a", "sub": {"text": "b"}}], "old": true}),
+        );
+        fails_at(
+            &schema,
+            &json!({"claims": [{"text": "a", "sub": {"text": 1}}]}),
+            "/claims/0/sub/text",
+        );
+        fails_at(&schema, &json!({"old": "yes"}), "/old");
+
+        let msg = fails_at(&json!({"$ref": "#/$defs/missing"}), &json!(1), "");
+        assert!(msg.contains("does not resolve"), "{msg}");
+        let msg = fails_at(&json!({"$ref": "https://x/schema.json"}), &json!(1), "");
+        assert!(msg.contains("not local"), "{msg}");
+        // A cycle that never consumes the value stops instead of overflowing.
+        let msg = fails_at(&json!({"$ref": "#"}), &json!(1), "");
+        assert!(msg.contains("deeper than"), "{msg}");
+    }
+
+    #[test]
+    fn boolean_schemas_and_unknown_keywords() {
+        ok(&json!(true), &json!({"anything": 1}));
+        fails_at(&json!(false), &json!(1), "");
+        fails_at(
+            &json!({"properties": {"never": false}}),
+            &json!({"never": 1}),
+            "/never",
+        );
+        ok(
+            &json!({"type": "string", "format": "date-time", "pattern": "^x$",
+                    "description": "ignored", "title": "t", "x-custom": 1}),
+            &json!("not a date"),
+        );
+    }
+
+    #[test]
+    fn violation_display() {
+        let v = SchemaViolation {
+            path: "/claims/0/text".into(),
+            message: "expected string, got integer".into(),
+        };
+        assert_eq!(
+            v.to_string(),
+            "at /claims/0/text: expected string, got integer"
+        );
+        let root = SchemaViolation {
+            path: String::new(),
+            message: "m".into(),
+        };
+        assert_eq!(root.to_string(), "at the root: m");
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": "s\"q"}}"#)
+                .unwrap();
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":"s\"q","y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn request_hash_is_stable_and_covers_the_prompt_fields() {
+        let base = ChatRequest::new(
+            "selection",
+            "sys",
+            "user",
+            "answer",
+            json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+        );
+        let h = request_hash(&base);
+        assert_eq!(h.len(), 64);
+        assert_eq!(h, base.hash());
+        // Key order in the schema does not matter; temperature and max_tokens do not either.
+        let mut same = base.clone();
+        same.schema =
+            serde_json::from_str(r#"{"properties": {"a": {"type": "string"}}, "type": "object"}"#)
+                .unwrap();
+        same.temperature = Some(0.2);
+        same.max_tokens = Some(10);
+        assert_eq!(request_hash(&same), h);
+        let variants = [
+            ChatRequest {
+                call_key: "claimify".into(),
+                ..base.clone()
+            },
+            ChatRequest {
+                system: "sys2".into(),
+                ..base.clone()
+            },
+            ChatRequest {
+                user: "user2".into(),
+                ..base.clone()
+            },
+            ChatRequest {
+                schema_name: "other".into(),
+                ..base.clone()
+            },
+            ChatRequest {
+                schema: json!({"type": "object"}),
+                ..base.clone()
+            },
+        ];
+        for v in variants {
+            assert_ne!(request_hash(&v), h, "{v:?}");
+        }
+        // Field boundaries matter.
+        let a = ChatRequest::new("ab", "c", "", "", json!(null));
+        let b = ChatRequest::new("a", "bc", "", "", json!(null));
+        assert_ne!(request_hash(&a), request_hash(&b));
+    }
+
+    #[test]
+    fn serde_shapes_stay_compatible() {
+        let old =
+            json!({"call_key": "k", "system": "s", "user": "u", "schema_name": "n", "schema": {}});
+        let r: ChatRequest = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(r.temperature, None);
+        assert_eq!(serde_json::to_value(&r).unwrap(), old);
+
+        let resp: ChatResponse = serde_json::from_value(json!({
+            "value": {"a": 1}, "model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 2}
+        }))
+        .unwrap();
+        assert_eq!(resp.mode, StructuredMode::JsonSchema);
+        assert_eq!(resp.provider_request_id, None);
+        let mut resp = resp;
+        resp.mode = StructuredMode::JsonObject;
+        resp.provider_request_id = Some("req-1".into());
+        let v = serde_json::to_value(&resp).unwrap();
+        assert_eq!(v["mode"], "json_object");
+        assert_eq!(v["provider_request_id"], "req-1");
     }
 }

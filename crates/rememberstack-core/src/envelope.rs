@@ -159,3 +159,40 @@ pub struct ChunkResult {
     /// Scores.
     pub scores: Scores,
 }
+
+/// One claim result of an evidence search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimResult {
+    /// The claim.
+    pub claim_id: crate::ids::ClaimId,
+    /// Its document lineage.
+    pub document_id: DocumentId,
+    /// The document's title.
+    pub document_title: String,
+    /// Lineage key: source kind.
+    pub source_kind: String,
+    /// Lineage key: source reference.
+    pub source_ref: String,
+    /// The standalone claim text.
+    pub text: String,
+    /// The version of the occurrence shown (the newest).
+    pub version_id: VersionId,
+    /// The chunk of that occurrence.
+    pub chunk_id: ChunkId,
+    /// Exact evidence spans in that version's `document.md`.
+    pub spans: Vec<CharSpan>,
+    /// Message ids of the conversation turns the evidence falls in.
+    pub event_ids: Vec<String>,
+    /// When the source said it.
+    pub asserted_at: Timestamp,
+    /// When the claim says it happened or held (source-asserted, immutable).
+    pub validity: crate::claims::Validity,
+    /// Context the extractor added to make the claim standalone.
+    pub added_context: Vec<String>,
+    /// The extractor generation.
+    pub extractor_version: String,
+    /// Whether the claim is current testimony.
+    pub is_current: bool,
+    /// Scores.
+    pub scores: Scores,
+}

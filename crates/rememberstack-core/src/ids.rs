@@ -74,6 +74,10 @@ id_type!(
     /// A row of the work ledger.
     WorkId
 );
+id_type!(
+    /// An immutable claim.
+    ClaimId
+);
 
 #[cfg(test)]
 mod tests {

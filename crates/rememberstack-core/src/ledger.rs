@@ -24,11 +24,23 @@ pub enum Stage {
     /// E1: embed one chunk with the configured embedder. Target: a chunk.
     #[serde(rename = "e1.embed")]
     Embed,
+    /// E2: extract claims from one chunk (Selection, Claimify, grounding). Target: a chunk.
+    #[serde(rename = "e2.extract")]
+    Extract,
+    /// E2: embed one claim with the configured embedder. Target: a claim.
+    #[serde(rename = "e2.embed")]
+    EmbedClaims,
 }
 
 impl Stage {
     /// Every stage, in pipeline order.
-    pub const ALL: [Stage; 3] = [Stage::Prepare, Stage::Chunk, Stage::Embed];
+    pub const ALL: [Stage; 5] = [
+        Stage::Prepare,
+        Stage::Chunk,
+        Stage::Embed,
+        Stage::Extract,
+        Stage::EmbedClaims,
+    ];
 
     /// The stable name.
     pub fn as_str(&self) -> &'static str {
@@ -36,6 +48,8 @@ impl Stage {
             Stage::Prepare => "e0.prepare",
             Stage::Chunk => "e1.chunk",
             Stage::Embed => "e1.embed",
+            Stage::Extract => "e2.extract",
+            Stage::EmbedClaims => "e2.embed",
         }
     }
     /// Parse the stable name.
@@ -45,7 +59,7 @@ impl Stage {
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
                 Error::invalid_input(format!(
-                    "unknown stage `{s}`: use one of e0.prepare, e1.chunk, e1.embed"
+                    "unknown stage `{s}`: use one of e0.prepare, e1.chunk, e1.embed, e2.extract, e2.embed"
                 ))
             })
     }
@@ -53,7 +67,8 @@ impl Stage {
     pub fn target_kind(&self) -> TargetKind {
         match self {
             Stage::Prepare | Stage::Chunk => TargetKind::Version,
-            Stage::Embed => TargetKind::Chunk,
+            Stage::Embed | Stage::Extract => TargetKind::Chunk,
+            Stage::EmbedClaims => TargetKind::Claim,
         }
     }
 }
@@ -66,6 +81,8 @@ pub enum TargetKind {
     Version,
     /// A chunk.
     Chunk,
+    /// A claim.
+    Claim,
 }
 
 impl TargetKind {
@@ -74,6 +91,7 @@ impl TargetKind {
         match self {
             TargetKind::Version => "version",
             TargetKind::Chunk => "chunk",
+            TargetKind::Claim => "claim",
         }
     }
     /// Parse the stable name.
@@ -81,6 +99,7 @@ impl TargetKind {
         match s {
             "version" => Ok(TargetKind::Version),
             "chunk" => Ok(TargetKind::Chunk),
+            "claim" => Ok(TargetKind::Claim),
             other => Err(Error::store(format!("unknown target kind `{other}`"))),
         }
     }

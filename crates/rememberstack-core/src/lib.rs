@@ -7,6 +7,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod chat;
+pub mod claims;
 pub mod embed;
 pub mod engine;
 pub mod envelope;

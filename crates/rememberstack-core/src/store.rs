@@ -6,6 +6,7 @@
 //! its lease can never write twice.
 
 use crate::Result;
+use crate::claims::{EvidenceSpan, Validity};
 use crate::embed::EmbedderIdentity;
 use crate::ids::*;
 use crate::ledger::{
@@ -210,6 +211,16 @@ pub struct ChunkRecord {
     pub version_id: VersionId,
     /// Position in the version.
     pub ordinal: u32,
+    /// The section it belongs to.
+    pub section_ordinal: u32,
+    /// First block (inclusive).
+    pub block_start: u32,
+    /// One past the last block.
+    pub block_end: u32,
+    /// Byte offset into the representation.
+    pub start: u64,
+    /// Byte offset one past the end.
+    pub end: u64,
     /// Document title.
     pub document_title: String,
     /// Lineage key: source kind.
@@ -304,6 +315,211 @@ pub struct SectionRow {
     pub section: Section,
     /// Chunks in the section.
     pub chunk_count: u32,
+}
+
+/// A claim to store (immutable once written).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewClaim {
+    /// Its id.
+    pub id: ClaimId,
+    /// The lineage that said it.
+    pub document_id: DocumentId,
+    /// The standalone claim text.
+    pub text: String,
+    /// Context the extractor added.
+    pub added_context: Vec<String>,
+    /// The source-asserted validity.
+    pub validity: Validity,
+    /// When the source said it (the version's source time).
+    pub asserted_at: Timestamp,
+    /// The extractor generation.
+    pub extractor_version: String,
+    /// The reuse key.
+    pub extraction_input_hash: String,
+    /// The version it was first extracted from.
+    pub origin_version_id: VersionId,
+    /// The chunk it was first extracted from.
+    pub origin_chunk_id: ChunkId,
+    /// Key of its vector.
+    pub embedding_key: String,
+    /// Its identity within the lineage: extractor generation, text and evidence text.
+    pub claim_key: String,
+}
+
+/// Where a claim occurs in one version chunk (the `chunk_claims` map).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Occurrence {
+    /// The claim.
+    pub claim_id: ClaimId,
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The chunk's version.
+    pub version_id: VersionId,
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// The extractor generation of the extraction basis.
+    pub extractor_version: String,
+    /// The reuse key.
+    pub extraction_input_hash: String,
+    /// Position among the chunk's claims.
+    pub ordinal: u32,
+    /// Exact spans in this version's `document.md`.
+    pub spans: Vec<EvidenceSpan>,
+    /// Passage labels cited (positional within the bundle that produced it).
+    pub passages: Vec<String>,
+    /// Message ids of the conversation turns the spans fall in.
+    pub event_ids: Vec<String>,
+    /// Whether the occurrence was reused from an earlier version.
+    pub reused: bool,
+}
+
+/// A row of the extraction ledger (D33).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRow {
+    /// `keep`, `keep_flagged`, `drop`, `accepted`, `grounding_rejected`,
+    /// `claimify_omitted` or `reused`.
+    pub kind: String,
+    /// The passage label it concerns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passage: Option<String>,
+    /// A drop reason or a failed gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The claim it concerns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_id: Option<ClaimId>,
+    /// Details: passage text, edits, failing tokens.
+    pub detail: serde_json::Value,
+}
+
+/// One chunk's extraction, committed atomically with its work item.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtractionCommit {
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// The version.
+    pub version_id: VersionId,
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The reuse key.
+    pub extraction_input_hash: String,
+    /// The extractor generation.
+    pub extractor_version: String,
+    /// New claims (empty on reuse).
+    pub claims: Vec<NewClaim>,
+    /// Occurrences in this chunk.
+    pub occurrences: Vec<Occurrence>,
+    /// Ledger rows.
+    pub decisions: Vec<DecisionRow>,
+}
+
+/// An earlier extraction of the same input in the same lineage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorExtraction {
+    /// The chunk it was made for.
+    pub chunk_id: ChunkId,
+    /// Its occurrences.
+    pub occurrences: Vec<Occurrence>,
+    /// Its ledger rows.
+    pub decisions: Vec<DecisionRow>,
+}
+
+/// A stored ledger row with its coordinates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// The version.
+    pub version_id: VersionId,
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The extractor generation.
+    pub extractor_version: String,
+    /// The row.
+    #[serde(flatten)]
+    pub row: DecisionRow,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A claim with its provenance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    /// The claim.
+    pub claim_id: ClaimId,
+    /// Its lineage.
+    pub document_id: DocumentId,
+    /// The lineage's display title.
+    pub document_title: String,
+    /// Lineage key.
+    pub source_kind: String,
+    /// Lineage key.
+    pub source_ref: String,
+    /// The claim text.
+    pub text: String,
+    /// Added context.
+    pub added_context: Vec<String>,
+    /// Validity.
+    pub validity: Validity,
+    /// When the source said it.
+    pub asserted_at: Timestamp,
+    /// The extractor generation.
+    pub extractor_version: String,
+    /// Whether it is current testimony.
+    pub is_current: bool,
+    /// Key of its vector.
+    pub embedding_key: String,
+    /// Its occurrences, oldest version first.
+    pub occurrences: Vec<Occurrence>,
+}
+
+/// Eligibility of claims for ranked search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimFilter {
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// Include claims that are no longer current testimony (audit).
+    pub include_retired: bool,
+    /// Only these lineages.
+    pub document_id: Option<DocumentId>,
+}
+
+/// One ranked claim.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimHit {
+    /// The claim.
+    pub claim_id: ClaimId,
+    /// The channel's score (higher is better).
+    pub score: f64,
+}
+
+/// One provider call, for the cost ledger and the transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The work item.
+    pub processing_id: WorkId,
+    /// The handler attempt.
+    pub attempt: u32,
+    /// The logical call (`selection`, `claimify`).
+    pub call_key: String,
+    /// The stage.
+    pub stage: Stage,
+    /// The model.
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Hash of the rendered request.
+    pub request_hash: String,
+    /// The prompt's version.
+    pub prompt_version: String,
+    /// The raw answer (or the error).
+    pub raw_output: String,
+    /// `ok`, `malformed`, `error`.
+    pub verdict: String,
+    /// Why, for anything but `ok`.
+    pub reason: Option<String>,
 }
 
 /// The trait every store implements.
@@ -470,6 +686,97 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn next_wakeup(&self) -> Result<Option<Timestamp>>;
     /// Versions that are the latest of their lineage, for re-running a stage after a component change.
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>>;
+
+    // --- claims
+    /// Commit one chunk's extraction (claims, occurrences, ledger rows) and complete
+    /// the work item, atomically.
+    async fn commit_extraction(
+        &self,
+        lease: &Lease,
+        ns: NamespaceId,
+        extraction: ExtractionCommit,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// The newest earlier extraction of `input_hash` in the lineage, if any.
+    async fn prior_extraction(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        input_hash: &str,
+    ) -> Result<Option<PriorExtraction>>;
+    /// Existing claims of the lineage with these claim keys: (key, claim).
+    async fn claims_by_key(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        keys: &[String],
+    ) -> Result<Vec<(String, ClaimId)>>;
+    /// Distinct claims occurring in a version under an extractor generation.
+    async fn version_claims(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        extractor_version: &str,
+    ) -> Result<Vec<ClaimId>>;
+    /// The lineage's claims currently marked current, with their extractor generation.
+    async fn current_claim_refs(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<(ClaimId, String)>>;
+    /// Make exactly `current` the lineage's current claims, recording each transition
+    /// with `reason`. Returns how many claims changed.
+    async fn apply_currency(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        current: &[ClaimId],
+        reason: &str,
+        version: Option<VersionId>,
+        now: Timestamp,
+    ) -> Result<u64>;
+    /// Claims of a namespace (optionally one lineage), newest first.
+    async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>>;
+    /// Claims by id, in the order asked; missing ids are skipped.
+    async fn claims(&self, ns: NamespaceId, ids: &[ClaimId]) -> Result<Vec<ClaimRecord>>;
+    /// The extraction ledger of a lineage, in write order.
+    async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>>;
+    /// Lexical ranking over eligible claims.
+    async fn search_claims_lexical(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>>;
+    /// Exact cosine ranking over eligible claims' vectors of `generation`.
+    async fn search_claims_semantic(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>>;
+    /// Coverage of current claims by vectors of `generation`.
+    async fn claim_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage>;
+    /// Current claims without a vector of `generation`, with their origin version.
+    async fn claims_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>>;
+    /// Chunks of a version, in order.
+    async fn version_chunks(&self, ns: NamespaceId, version: VersionId)
+    -> Result<Vec<ChunkRecord>>;
+    /// Record a provider call: a cost-ledger row (unique on work item, attempt and
+    /// call key; a duplicate is ignored) and an append-only transcript row.
+    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()>;
+    /// Cost-ledger rows of a namespace: (call key, model, prompt tokens, completion tokens).
+    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>>;
 
     // --- settings
     /// A store-wide setting.

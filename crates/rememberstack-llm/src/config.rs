@@ -100,20 +100,7 @@ pub(crate) fn build_embedder_with_env(
             send_dimensions,
             timeout_secs,
         } => {
-            let var = api_key_env
-                .as_deref()
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .unwrap_or(DEFAULT_API_KEY_ENV);
-            let api_key = match env(var) {
-                Ok(value) => Some(value.trim().to_owned()).filter(|k| !k.is_empty()),
-                Err(std::env::VarError::NotPresent) => None,
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(ProviderError::Config(format!(
-                        "environment variable {var} (the embedding API key) is not valid Unicode"
-                    )));
-                }
-            };
+            let api_key = read_api_key(api_key_env.as_deref(), &env, "embedding")?;
             let mut openai = OpenAiEmbedderConfig::new(base_url.clone(), model.clone(), *dimension);
             openai.api_key = api_key;
             openai.send_dimensions = *send_dimensions;
@@ -122,6 +109,27 @@ pub(crate) fn build_embedder_with_env(
             }
             Ok(Arc::new(OpenAiEmbedder::new(openai)?))
         }
+    }
+}
+
+/// The API key from the environment variable `api_key_env` (default
+/// [`DEFAULT_API_KEY_ENV`]), trimmed; `None` when unset or empty. `what` names the
+/// key in messages (`embedding`, `chat`).
+pub(crate) fn read_api_key(
+    api_key_env: Option<&str>,
+    env: impl Fn(&str) -> Result<String, std::env::VarError>,
+    what: &str,
+) -> Result<Option<String>, ProviderError> {
+    let var = api_key_env
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or(DEFAULT_API_KEY_ENV);
+    match env(var) {
+        Ok(value) => Ok(Some(value.trim().to_owned()).filter(|k| !k.is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ProviderError::Config(format!(
+            "environment variable {var} (the {what} API key) is not valid Unicode"
+        ))),
     }
 }
 

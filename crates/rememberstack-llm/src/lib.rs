@@ -1,5 +1,5 @@
-//! RememberStack providers: the OpenAI-compatible embeddings client and the
-//! deterministic, offline hashing embedder.
+//! RememberStack providers: the OpenAI-compatible embeddings and chat clients, the
+//! deterministic, offline hashing embedder and a scripted chat model for tests.
 //!
 //! Not for direct use: depend on `rememberstack`.
 //!
@@ -15,14 +15,32 @@
 //!
 //! [`EmbedderConfig`] is the serializable provider choice the facade reads from its
 //! configuration, and [`build_embedder`] turns it into a shared embedder.
+//!
+//! Both chat models implement [`rememberstack_core::chat::ChatModel`]:
+//!
+//! * [`OpenAiChatModel`] — a client for any OpenAI-compatible `/chat/completions`
+//!   endpoint asking for strict `json_schema` output, falling back to `json_object`
+//!   when the provider refuses it ([`StrictMode`]), and validating every answer
+//!   locally against the request's schema.
+//! * [`ScriptedChatModel`] — answers from a script keyed by call key and request
+//!   hash, for hermetic pipeline tests.
+//!
+//! [`ChatConfig`] is the serializable chat-provider choice, and
+//! [`build_chat_models`] turns it into [`ChatSeats`]: one model per pipeline seat.
 #![forbid(unsafe_code)]
-#![warn(clippy::print_stdout, clippy::print_stderr)]
 #![warn(missing_docs)]
 
+mod chat;
+mod chat_config;
 mod config;
 mod hashing;
+mod http;
 mod openai;
+mod scripted;
 
+pub use chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode, is_strict_mode_refusal};
+pub use chat_config::{ChatConfig, ChatSeats, build_chat_models};
 pub use config::{DEFAULT_API_KEY_ENV, EmbedderConfig, build_embedder};
 pub use hashing::{DEFAULT_HASHING_DIMENSION, HashingEmbedder};
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
+pub use scripted::ScriptedChatModel;

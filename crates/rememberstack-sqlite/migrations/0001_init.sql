@@ -173,4 +173,6 @@ CREATE TABLE processing_state (
 );
 CREATE UNIQUE INDEX processing_state_id ON processing_state (id);
 CREATE INDEX processing_state_due ON processing_state (stage, status, not_before);
+CREATE INDEX processing_state_status ON processing_state (status, not_before);
+CREATE INDEX processing_state_leases ON processing_state (status, lease_expires_at);
 CREATE INDEX processing_state_version ON processing_state (namespace_id, version_id, stage, status);

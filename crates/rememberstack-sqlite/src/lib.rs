@@ -7,6 +7,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod blobs;
+mod claims;
 mod rows;
 
 use async_trait::async_trait;
@@ -118,12 +119,17 @@ fn role_list(roles: &[SectionRole]) -> String {
         .join(",")
 }
 
-/// The namespace's FTS5 table. The name is built from a parsed UUID, so it is
-/// always `chunk_fts_` followed by 32 hex digits.
-fn fts_table(ns: &str) -> Result<String> {
+/// A per-namespace table name: `prefix` followed by the namespace UUID's 32 hex
+/// digits. Built from a parsed UUID, so it is always safe to inline in SQL.
+fn ns_table(prefix: &str, ns: &str) -> Result<String> {
     let id = uuid::Uuid::parse_str(ns)
         .map_err(|_| Error::store(format!("corrupt namespace id `{ns}`")))?;
-    Ok(format!("chunk_fts_{}", id.simple()))
+    Ok(format!("{prefix}{}", id.simple()))
+}
+
+/// The namespace's chunk FTS5 table (`chunk_fts_<uuid>`), rowid = chunks.seq.
+fn fts_table(ns: &str) -> Result<String> {
+    ns_table("chunk_fts_", ns)
 }
 
 /// Quote a plain word as an FTS5 string: the caller's text is never query syntax.
@@ -194,7 +200,8 @@ async fn insert_work(
 }
 
 const CHUNK_SELECT: &str = "
-    SELECT c.id, c.document_id, c.version_id, c.ordinal, c.text, c.char_start, c.char_end,
+    SELECT c.id, c.document_id, c.version_id, c.ordinal, c.section_ordinal, c.block_start, c.block_end,
+           c.start_byte, c.end_byte, c.text, c.char_start, c.char_end,
            c.event_ids_json, c.content_hash, c.embedding_key,
            d.source_kind, d.source_ref, d.current_version_id,
            v.source_modified_at, v.format,
@@ -863,12 +870,7 @@ impl MemoryStore for SqliteStore {
         // Eligibility (namespace, current version, role) is part of the statement, so
         // it applies before ORDER BY … LIMIT.
         let fts = fts_table(&filter.namespace_id.to_string())?;
-        let exists = sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-            .bind(&fts)
-            .fetch_optional(&self.read)
-            .await
-            .map_err(db_err)?;
-        if exists.is_none() {
+        if !self.table_exists(&fts).await? {
             return Ok(vec![]);
         }
         let sql = format!(
@@ -999,11 +1001,13 @@ impl MemoryStore for SqliteStore {
                  SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?,
                      defer_reason = NULL, updated_at = ?
                  WHERE id IN (
-                     SELECT id FROM processing_state
-                     WHERE stage = ? AND (
-                         (status IN ('pending', 'failed') AND not_before <= ?
-                              AND (defer_reason IS NULL OR defer_reason <> 'no_route'))
-                         OR (status = 'running' AND lease_expires_at <= ?))
+                     SELECT id FROM (
+                         SELECT id, not_before, created_at FROM processing_state
+                         WHERE stage = ? AND status IN ('pending', 'failed') AND not_before <= ?
+                           AND (defer_reason IS NULL OR defer_reason <> 'no_route')
+                         UNION ALL
+                         SELECT id, not_before, created_at FROM processing_state
+                         WHERE stage = ? AND status = 'running' AND lease_expires_at <= ?)
                      ORDER BY not_before, created_at, id
                      LIMIT ?)
                  RETURNING *",
@@ -1013,6 +1017,7 @@ impl MemoryStore for SqliteStore {
             .bind(now)
             .bind(stage.as_str())
             .bind(now)
+            .bind(stage.as_str())
             .bind(now)
             .bind(req.limit as i64)
             .fetch_all(&mut *tx)
@@ -1263,6 +1268,139 @@ impl MemoryStore for SqliteStore {
                 ))
             })
             .collect()
+    }
+
+    async fn commit_extraction(
+        &self,
+        lease: &Lease,
+        ns: NamespaceId,
+        extraction: ExtractionCommit,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.commit_extraction_impl(lease, ns, extraction, follow_up, now)
+            .await
+    }
+
+    async fn prior_extraction(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        input_hash: &str,
+    ) -> Result<Option<PriorExtraction>> {
+        self.prior_extraction_impl(ns, doc, input_hash).await
+    }
+
+    async fn claims_by_key(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        keys: &[String],
+    ) -> Result<Vec<(String, ClaimId)>> {
+        self.claims_by_key_impl(ns, doc, keys).await
+    }
+
+    async fn version_claims(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        extractor_version: &str,
+    ) -> Result<Vec<ClaimId>> {
+        self.version_claims_impl(ns, version, extractor_version)
+            .await
+    }
+
+    async fn current_claim_refs(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<(ClaimId, String)>> {
+        self.current_claim_refs_impl(ns, doc).await
+    }
+
+    async fn apply_currency(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        current: &[ClaimId],
+        reason: &str,
+        version: Option<VersionId>,
+        now: Timestamp,
+    ) -> Result<u64> {
+        self.apply_currency_impl(ns, doc, current, reason, version, now)
+            .await
+    }
+
+    async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>> {
+        self.list_claims_impl(filter, limit).await
+    }
+
+    async fn claims(&self, ns: NamespaceId, ids: &[ClaimId]) -> Result<Vec<ClaimRecord>> {
+        self.claims_impl(ns, ids).await
+    }
+
+    async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>> {
+        self.decisions_impl(ns, doc).await
+    }
+
+    async fn search_claims_lexical(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_claims_semantic(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn claim_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        self.claim_vector_coverage_impl(ns, generation).await
+    }
+
+    async fn claims_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>> {
+        self.claims_missing_vectors_impl(ns, generation).await
+    }
+
+    async fn version_chunks(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<Vec<ChunkRecord>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.version_id = ? ORDER BY c.ordinal"
+        )))
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(chunk_row).collect()
+    }
+
+    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()> {
+        self.record_call_impl(call, now).await
+    }
+
+    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
+        self.call_costs_impl(ns).await
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>> {

@@ -4,7 +4,7 @@
 
 use rememberstack_core::engine::EngineConfig;
 use rememberstack_core::{Error, ErrorCode, Result};
-use rememberstack_llm::EmbedderConfig;
+use rememberstack_llm::{ChatConfig, EmbedderConfig};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,13 @@ use std::path::{Path, PathBuf};
 /// model = "nomic-embed-text"
 /// dimension = 768
 /// api_key_env = "OPENAI_API_KEY"
+///
+/// [chat]
+/// provider = "openai"            # or "none" (the default: the offline extractor)
+/// base_url = "https://openrouter.ai/api/v1"
+/// model = "openai/gpt-4.1-mini"
+/// seats = { claimify = "openai/gpt-4.1" }
+/// api_key_env = "OPENROUTER_API_KEY"
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -32,6 +39,8 @@ pub struct Config {
     pub engine: EngineConfig,
     /// The embedding provider.
     pub embedder: EmbedderConfig,
+    /// The chat model for model-backed pipeline stages (`none`: offline stages).
+    pub chat: ChatConfig,
 }
 
 fn config_err(msg: impl Into<String>) -> Error {
@@ -117,6 +126,40 @@ impl Config {
             Some(other) => {
                 return Err(config_err(format!(
                     "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing` or `openai`"
+                )));
+            }
+        }
+        match var("REMEMBERSTACK_CHAT").as_deref() {
+            None => {}
+            Some("none") => self.chat = ChatConfig::None,
+            Some("openai") => {
+                let base_url = var("REMEMBERSTACK_CHAT_BASE_URL").ok_or_else(|| {
+                    config_err("REMEMBERSTACK_CHAT=openai needs REMEMBERSTACK_CHAT_BASE_URL")
+                })?;
+                let model = var("REMEMBERSTACK_CHAT_MODEL").ok_or_else(|| {
+                    config_err("REMEMBERSTACK_CHAT=openai needs REMEMBERSTACK_CHAT_MODEL")
+                })?;
+                let mut seats = std::collections::BTreeMap::new();
+                for seat in ["selection", "claimify"] {
+                    let key = format!("REMEMBERSTACK_CHAT_{}_MODEL", seat.to_ascii_uppercase());
+                    if let Some(m) = var(&key) {
+                        seats.insert(seat.to_string(), m);
+                    }
+                }
+                self.chat = ChatConfig::Openai {
+                    base_url,
+                    model,
+                    seats,
+                    api_key_env: var("REMEMBERSTACK_CHAT_API_KEY_ENV"),
+                    strict: var("REMEMBERSTACK_CHAT_STRICT"),
+                    timeout_secs: None,
+                    temperature: None,
+                    max_tokens: None,
+                };
+            }
+            Some(other) => {
+                return Err(config_err(format!(
+                    "REMEMBERSTACK_CHAT=`{other}`: use `none` or `openai`"
                 )));
             }
         }

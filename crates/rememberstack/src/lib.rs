@@ -32,14 +32,16 @@ mod config;
 pub use rememberstack_core::{chat, embed, envelope, ledger, source, store, text};
 
 pub use config::{Config, default_db_path};
+pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
-    DeadLetter, DocumentDetail, DocumentSummary, DrainReport, Engine, EngineConfig, IngestReceipt,
-    SearchRequest, StatusReport, VersionSummary,
+    DeadLetter, DoctorReport, DocumentDetail, DocumentSummary, DrainReport, Engine, EngineConfig,
+    ExtractorModels, IngestReceipt, ProviderCheck, Providers, SearchRequest, StatusReport,
+    VersionSummary,
 };
 pub use rememberstack_core::envelope::{
-    ChannelReport, ChannelScore, CharSpan, ChunkResult, Envelope, Freshness, Grain, OperationInfo,
-    Scores, SemanticReadiness, Truncation,
+    ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, Envelope, Freshness, Grain,
+    OperationInfo, Scores, SemanticReadiness, Truncation,
 };
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
@@ -47,11 +49,13 @@ pub use rememberstack_core::source::{
     DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
 };
 pub use rememberstack_core::store::MemoryStore;
+pub use rememberstack_core::store::{ClaimRecord, DecisionRecord, Occurrence};
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
 pub use rememberstack_core::{Error, ErrorCode, Result};
 pub use rememberstack_llm::{
-    EmbedderConfig, HashingEmbedder, OpenAiEmbedder, OpenAiEmbedderConfig,
+    ChatConfig, ChatSeats, EmbedderConfig, HashingEmbedder, OpenAiChatConfig, OpenAiChatModel,
+    OpenAiEmbedder, OpenAiEmbedderConfig, ScriptedChatModel,
 };
 pub use rememberstack_sqlite::SqliteStore;
 
@@ -117,6 +121,7 @@ pub struct MemoryBuilder {
     store: Option<Arc<dyn MemoryStore>>,
     path: Option<PathBuf>,
     embedder: Option<Arc<dyn Embedder>>,
+    extractor: Option<ExtractorModels>,
     clock: Option<Arc<dyn Clock>>,
     config: Option<Config>,
     namespace: Option<String>,
@@ -136,6 +141,11 @@ impl MemoryBuilder {
     /// Use this embedder (overrides the configuration's).
     pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+    /// Run claim extraction with these chat models (default: the offline extractor).
+    pub fn extractor(mut self, models: ExtractorModels) -> Self {
+        self.extractor = Some(models);
         self
     }
     /// Use this clock.
@@ -173,7 +183,20 @@ impl MemoryBuilder {
             .namespace
             .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
         rememberstack_core::source::validate_namespace(&namespace)?;
-        let engine = Engine::open(store, embedder, clock, config.engine).await?;
+        let extractor = match self.extractor {
+            Some(m) => Some(m),
+            None => {
+                rememberstack_llm::build_chat_models(&config.chat)?.map(|seats| ExtractorModels {
+                    selection: seats.seat("selection"),
+                    claimify: seats.seat("claimify"),
+                })
+            }
+        };
+        let providers = Providers {
+            embedder,
+            extractor,
+        };
+        let engine = Engine::open(store, providers, clock, config.engine).await?;
         Ok(Memory {
             engine: Arc::new(engine),
             namespace,
@@ -359,6 +382,39 @@ impl Memory {
         self.engine.search(request).await
     }
 
+    /// Hybrid claim search (current testimony) in this handle's namespace.
+    pub async fn search_claims(&self, query: &str, k: usize) -> Result<Envelope<ClaimResult>> {
+        self.engine
+            .search_claims(SearchRequest::new(&self.namespace, query, k))
+            .await
+    }
+
+    /// Hybrid claim search with every option (`include_retired` for audits).
+    pub async fn search_claims_with(
+        &self,
+        mut request: SearchRequest,
+    ) -> Result<Envelope<ClaimResult>> {
+        request.namespace = self.namespace.clone();
+        self.engine.search_claims(request).await
+    }
+
+    /// Claims in this namespace (optionally of one document), newest first.
+    pub async fn claims(
+        &self,
+        document: Option<DocumentId>,
+        include_retired: bool,
+    ) -> Result<Vec<ClaimRecord>> {
+        self.engine
+            .claims(&self.namespace, document, include_retired, 10_000)
+            .await
+    }
+
+    /// The extraction ledger of one document: every keep, drop, accepted claim,
+    /// grounding rejection, omission and reuse, in write order.
+    pub async fn claim_decisions(&self, document: DocumentId) -> Result<Vec<DecisionRecord>> {
+        self.engine.claim_decisions(&self.namespace, document).await
+    }
+
     /// Document lineages in this namespace.
     pub async fn documents(&self) -> Result<Vec<DocumentSummary>> {
         self.engine.documents(&self.namespace).await
@@ -367,6 +423,11 @@ impl Memory {
     /// One document with its versions and sections.
     pub async fn document(&self, id: DocumentId) -> Result<DocumentDetail> {
         self.engine.document(&self.namespace, id).await
+    }
+
+    /// Check the store and every configured provider with one cheap call each.
+    pub async fn doctor(&self) -> DoctorReport {
+        self.engine.doctor().await
     }
 
     /// Ledger status of this namespace.

@@ -155,7 +155,7 @@ async fn failures_back_off_then_dead_letter_and_replay_moves_the_version_again()
             )
             .await;
         let receipt = memory
-            .ingest_text("The embedder is down today.", IngestOptions::new("down"))
+            .ingest_text("Is the embedder down today?", IngestOptions::new("down"))
             .await
             .unwrap();
         let report = memory.process_until_idle().await.unwrap();

@@ -1,5 +1,7 @@
 //! Behaviour tests run through the facade against every store.
 
+mod claimify;
+mod claims;
 mod ingest;
 mod ledger;
 mod search;

@@ -19,6 +19,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod extract;
+mod search;
+
+pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
+
 /// The version of the deterministic embedding-input policy (D80).
 pub const EMBED_INPUT_POLICY_VERSION: &str = "embed-input-v1";
 
@@ -146,6 +151,8 @@ pub struct SearchRequest {
     pub roles: Option<Vec<SectionRole>>,
     /// A continuation from a previous page.
     pub cursor: Option<String>,
+    /// Claims only: include claims that are no longer current testimony (audit).
+    pub include_retired: bool,
 }
 
 impl SearchRequest {
@@ -157,6 +164,7 @@ impl SearchRequest {
             k,
             roles: None,
             cursor: None,
+            include_retired: false,
         }
     }
 }
@@ -285,11 +293,57 @@ pub struct StatusReport {
     pub documents: u64,
 }
 
+/// The chat models that run model-backed extraction (D31's two calls).
+#[derive(Debug, Clone)]
+pub struct ExtractorModels {
+    /// The Selection seat.
+    pub selection: Arc<dyn crate::chat::ChatModel>,
+    /// The Claimify seat.
+    pub claimify: Arc<dyn crate::chat::ChatModel>,
+}
+
+/// The providers an engine uses.
+#[derive(Debug, Clone)]
+pub struct Providers {
+    /// Embeds chunks, claims and queries.
+    pub embedder: Arc<dyn Embedder>,
+    /// Model-backed extraction; `None` runs the deterministic offline extractor.
+    pub extractor: Option<ExtractorModels>,
+}
+
+/// One provider (or store) check of `doctor`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderCheck {
+    /// What was checked (`store`, `embedder`, `chat:selection`, …).
+    pub name: String,
+    /// The identity checked (store kind, embedder generation, model).
+    pub identity: String,
+    /// Whether the cheap call succeeded.
+    pub ok: bool,
+    /// How long it took, in milliseconds (wall clock, informational).
+    pub millis: u64,
+    /// The error, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `doctor` found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    /// Every check.
+    pub checks: Vec<ProviderCheck>,
+    /// Whether claim extraction runs offline (no chat model configured).
+    pub offline_extractor: bool,
+    /// All checks passed.
+    pub ok: bool,
+}
+
 /// The engine.
 #[derive(Debug, Clone)]
 pub struct Engine {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
+    extractor: Option<ExtractorModels>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     worker_id: String,
@@ -331,7 +385,7 @@ impl Engine {
     /// affected stages.
     pub async fn open(
         store: Arc<dyn MemoryStore>,
-        embedder: Arc<dyn Embedder>,
+        providers: Providers,
         clock: Arc<dyn Clock>,
         config: EngineConfig,
     ) -> Result<Self> {
@@ -349,7 +403,8 @@ impl Engine {
         }
         let engine = Engine {
             store,
-            embedder,
+            embedder: providers.embedder,
+            extractor: providers.extractor,
             clock,
             config,
             worker_id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
@@ -387,7 +442,8 @@ impl Engine {
                 self.config.chunk.component_version(),
                 EMBED_INPUT_POLICY_VERSION
             ),
-            Stage::Embed => self.embedder.identity().generation(),
+            Stage::Embed | Stage::EmbedClaims => self.embedder.identity().generation(),
+            Stage::Extract => self.extractor_version(),
         }
     }
 
@@ -436,10 +492,50 @@ impl Engine {
                 "component changed: re-running stage"
             );
         }
+        if rerun.is_none() && changed(Stage::Extract) {
+            // A new extractor generation re-extracts the latest version of every lineage;
+            // the previous generation's claims retire when it completes (D54).
+            let extractor = self.component_version(Stage::Extract);
+            let mut work = Vec::new();
+            for (ns, version, format) in self.store.latest_versions().await? {
+                if format.is_none() {
+                    continue;
+                }
+                for c in self.store.version_chunks(ns, version).await? {
+                    work.push(NewWork::now(
+                        ns,
+                        Stage::Extract,
+                        c.chunk_id.uuid(),
+                        version,
+                        extractor.clone(),
+                        now,
+                    ));
+                }
+            }
+            let n = self.store.enqueue(work, now).await?;
+            tracing::info!(extractor = %extractor, enqueued = n, "extractor changed: re-extracting");
+        }
         if changed(Stage::Embed) {
             let generation = self.component_version(Stage::Embed);
             let mut total = 0;
             for ns in self.store.namespaces().await? {
+                let claims = self
+                    .store
+                    .claims_missing_vectors(ns.id, &generation)
+                    .await?
+                    .into_iter()
+                    .map(|(claim, version)| {
+                        NewWork::now(
+                            ns.id,
+                            Stage::EmbedClaims,
+                            claim.uuid(),
+                            version,
+                            generation.clone(),
+                            now,
+                        )
+                    })
+                    .collect();
+                total += self.store.enqueue(claims, now).await?;
                 let missing = self
                     .store
                     .chunks_missing_vectors(ns.id, &generation)
@@ -634,7 +730,8 @@ impl Engine {
                     self.settle(&[item], result, &mut report).await?;
                 }
             }
-            Stage::Embed => {
+            Stage::Extract => self.run_extract_batch(items, &mut report).await?,
+            Stage::Embed | Stage::EmbedClaims => {
                 let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
                 for item in items {
                     by_ns.entry(item.namespace_id).or_default().push(item);
@@ -785,6 +882,7 @@ impl Engine {
             .into_iter()
             .collect();
         let now = self.clock.now();
+        let extractor = self.component_version(Stage::Extract);
         let follow_up = chunks
             .iter()
             .filter(|c| !existing.contains(&c.embedding_key))
@@ -798,6 +896,16 @@ impl Engine {
                     now,
                 )
             })
+            .chain(chunks.iter().map(|c| {
+                NewWork::now(
+                    ns,
+                    Stage::Extract,
+                    c.id.uuid(),
+                    item.version_id,
+                    extractor.clone(),
+                    now,
+                )
+            }))
             .collect();
         self.store
             .commit_chunks(&Lease::of(item), item.version_id, chunks, follow_up, now)
@@ -812,32 +920,45 @@ impl Engine {
     ) -> std::result::Result<Outcome, StageError> {
         let identity = self.embedder.identity().clone();
         let generation = identity.generation();
-        let stale: Vec<&WorkItem> = items
+        // Work enqueued for another embedder generation is obsolete: the open that
+        // changed the generation enqueued fresh work for everything still missing.
+        let (stale, items): (Vec<&WorkItem>, Vec<&WorkItem>) = items
             .iter()
-            .filter(|i| i.component_version != generation)
-            .collect();
-        if !stale.is_empty() {
-            // Work enqueued for another embedder generation: the configured embedder
-            // cannot produce those vectors. Park-free completion would lie, so fail it
-            // as non-retryable; `remember retry` after restoring the embedder replays it.
-            return Err(StageError::Failed {
-                message: format!(
-                    "work was enqueued for embedder generation `{}` but `{generation}` is configured",
-                    stale[0].component_version
-                ),
-                retryable: false,
-            });
+            .partition(|i| i.component_version != generation);
+        for item in stale {
+            tracing::info!(work_id = %item.id, "embed work of a former generation: completed as obsolete");
+            self.store
+                .complete(&Lease::of(item), vec![], self.clock.now())
+                .await?;
         }
-        let ids: Vec<ChunkId> = items.iter().map(|i| ChunkId(i.target_id)).collect();
-        let chunks = self.store.chunks(ns, &ids).await?;
+        if items.is_empty() {
+            return Ok(Outcome::Completed);
+        }
         let mut texts: Vec<(String, String)> = Vec::new();
         let mut seen = HashSet::new();
-        for c in &chunks {
+        let chunk_ids: Vec<ChunkId> = items
+            .iter()
+            .filter(|i| i.target_kind == TargetKind::Chunk)
+            .map(|i| ChunkId(i.target_id))
+            .collect();
+        for c in self.store.chunks(ns, &chunk_ids).await? {
             if seen.insert(c.embedding_key.clone()) {
                 let is_conversation = c.format == Some(SourceFormat::Conversation);
                 let text =
                     embedding_text(&c.document_title, &c.section_path, is_conversation, &c.text);
                 texts.push((c.embedding_key.clone(), text));
+            }
+        }
+        let claim_ids: Vec<ClaimId> = items
+            .iter()
+            .filter(|i| i.target_kind == TargetKind::Claim)
+            .map(|i| ClaimId(i.target_id))
+            .collect();
+        if !claim_ids.is_empty() {
+            for c in self.store.claims(ns, &claim_ids).await? {
+                if seen.insert(c.embedding_key.clone()) {
+                    texts.push((c.embedding_key.clone(), c.text.clone()));
+                }
             }
         }
         let keys: Vec<String> = texts.iter().map(|(k, _)| k.clone()).collect();
@@ -873,7 +994,7 @@ impl Engine {
                 vectors.push((key.clone(), v));
             }
         }
-        let leases: Vec<Lease> = items.iter().map(Lease::of).collect();
+        let leases: Vec<Lease> = items.iter().map(|i| Lease::of(i)).collect();
         self.store
             .commit_vectors(&leases, ns, &identity, vectors, self.clock.now())
             .await?;
@@ -907,214 +1028,6 @@ impl Engine {
     }
 
     // ------------------------------------------------------------------ reads
-
-    /// Hybrid chunk search: semantic and lexical lists computed independently over
-    /// eligible chunks, fused by RRF (k = 60).
-    pub async fn search(&self, req: SearchRequest) -> Result<Envelope<ChunkResult>> {
-        validate_namespace(&req.namespace)?;
-        let query = req.query.trim();
-        if query.is_empty() {
-            return Err(Error::new(ErrorCode::EmptyInput, "the query is empty"));
-        }
-        if req.k == 0 || req.k > self.config.max_k {
-            return Err(Error::invalid_input(format!(
-                "k must be between 1 and {}",
-                self.config.max_k
-            )));
-        }
-        let digest = sha256_hex(query.as_bytes())[..16].to_string();
-        let (offset, depth) = match &req.cursor {
-            Some(c) => {
-                let cur = decode_cursor(c)?;
-                if cur.q != digest {
-                    return Err(Error::invalid_input(
-                        "the cursor belongs to another query: repeat the query that produced it",
-                    ));
-                }
-                (cur.o, cur.d)
-            }
-            None => (0, (req.k * 4).max(50)),
-        };
-        let generation = self.component_version(Stage::Embed);
-        let mut channels = BTreeMap::new();
-        let Some(namespace) = self.store.namespace(&req.namespace).await? else {
-            channels.insert("lexical".into(), channel("ok", 0, None));
-            channels.insert("semantic".into(), channel("ok", 0, None));
-            return Ok(self.envelope(
-                &req.namespace,
-                vec![],
-                Truncation {
-                    returned: 0,
-                    more_available: false,
-                    continuation: None,
-                },
-                empty_freshness(generation),
-                channels,
-            ));
-        };
-        let filter = ChunkFilter {
-            namespace_id: namespace.id,
-            roles: match &req.roles {
-                Some(r) => r.clone(),
-                None => vec![SectionRole::Body],
-            },
-        };
-        let freshness = self.freshness(namespace.id, &generation).await?;
-
-        let terms = text::lexical_terms(query);
-        let lexical = if terms.is_empty() {
-            channels.insert(
-                "lexical".into(),
-                channel("skipped", 0, Some("the query has no words to match".into())),
-            );
-            vec![]
-        } else {
-            let hits = self
-                .store
-                .search_chunks_lexical(&filter, &terms, depth)
-                .await?;
-            channels.insert("lexical".into(), channel("ok", hits.len(), None));
-            hits
-        };
-        let semantic = match self
-            .embedder
-            .embed(&[query.to_string()], EmbedPurpose::Query)
-            .await
-        {
-            Ok(mut v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => {
-                let qv = v.remove(0);
-                let hits = self
-                    .store
-                    .search_chunks_semantic(&filter, &generation, &qv, depth)
-                    .await?;
-                let (status, msg) = if freshness.semantic.ready {
-                    ("ok", None)
-                } else {
-                    (
-                        "partial",
-                        Some(format!(
-                            "{} current chunks have no vector of {generation} yet",
-                            freshness.semantic.missing_vectors
-                        )),
-                    )
-                };
-                channels.insert("semantic".into(), channel(status, hits.len(), msg));
-                hits
-            }
-            Ok(_) => {
-                channels.insert(
-                    "semantic".into(),
-                    channel(
-                        "error",
-                        0,
-                        Some("the embedder returned a malformed query vector".into()),
-                    ),
-                );
-                vec![]
-            }
-            Err(e) => {
-                channels.insert("semantic".into(), channel("error", 0, Some(e.to_string())));
-                vec![]
-            }
-        };
-        let saturated = lexical.len() >= depth || semantic.len() >= depth;
-        let sem_scores: HashMap<ChunkId, f64> =
-            semantic.iter().map(|h| (h.chunk_id, h.score)).collect();
-        let lex_scores: HashMap<ChunkId, f64> =
-            lexical.iter().map(|h| (h.chunk_id, h.score)).collect();
-        let fused = rrf(&[
-            semantic.iter().map(|h| h.chunk_id).collect::<Vec<_>>(),
-            lexical.iter().map(|h| h.chunk_id).collect::<Vec<_>>(),
-        ]);
-        let page: Vec<_> = fused.iter().skip(offset).take(req.k).collect();
-        let ids: Vec<ChunkId> = page.iter().map(|f| f.id).collect();
-        let records: HashMap<ChunkId, ChunkRecord> = self
-            .store
-            .chunks(namespace.id, &ids)
-            .await?
-            .into_iter()
-            .map(|r| (r.chunk_id, r))
-            .collect();
-        let mut results = Vec::with_capacity(page.len());
-        for f in &page {
-            let Some(r) = records.get(&f.id) else {
-                continue;
-            };
-            results.push(ChunkResult {
-                chunk_id: r.chunk_id,
-                document_id: r.document_id,
-                document_title: r.document_title.clone(),
-                version_id: r.version_id,
-                source_kind: r.source_kind.clone(),
-                source_ref: r.source_ref.clone(),
-                text: r.text.clone(),
-                section_path: r.section_path.clone(),
-                section_role: r.section_role,
-                char_span: CharSpan {
-                    start: r.char_start,
-                    end: r.char_end,
-                },
-                event_ids: r.event_ids.clone(),
-                asserted_at: r.source_modified_at,
-                scores: Scores {
-                    semantic: f.ranks[0].map(|rank| ChannelScore {
-                        rank,
-                        score: sem_scores.get(&f.id).copied().unwrap_or_default(),
-                    }),
-                    lexical: f.ranks[1].map(|rank| ChannelScore {
-                        rank,
-                        score: lex_scores.get(&f.id).copied().unwrap_or_default(),
-                    }),
-                    fused: f.score,
-                },
-            });
-        }
-        let end = offset + page.len();
-        let continuation = if fused.len() > end {
-            Some(encode_cursor(&Cursor {
-                o: end,
-                d: depth,
-                q: digest,
-            }))
-        } else if saturated && !page.is_empty() {
-            Some(encode_cursor(&Cursor {
-                o: end,
-                d: depth * 2,
-                q: digest,
-            }))
-        } else {
-            None
-        };
-        let truncation = Truncation {
-            returned: results.len(),
-            more_available: continuation.is_some(),
-            continuation,
-        };
-        Ok(self.envelope(&req.namespace, results, truncation, freshness, channels))
-    }
-
-    fn envelope(
-        &self,
-        namespace: &str,
-        results: Vec<ChunkResult>,
-        truncation: Truncation,
-        freshness: Freshness,
-        channels: BTreeMap<String, ChannelReport>,
-    ) -> Envelope<ChunkResult> {
-        Envelope {
-            contract: ENVELOPE_CONTRACT.to_string(),
-            operation: OperationInfo {
-                name: "search_chunks".into(),
-                version: 1,
-            },
-            grain: Grain::Evidence,
-            namespace: namespace.to_string(),
-            results,
-            truncation,
-            freshness,
-            channels,
-        }
-    }
 
     async fn freshness(&self, ns: NamespaceId, generation: &str) -> Result<Freshness> {
         let counts = self.store.work_counts(Some(ns)).await?;
@@ -1260,6 +1173,126 @@ impl Engine {
             sections,
             chunk_count,
         })
+    }
+
+    /// Check the store and every configured provider with one cheap call each.
+    pub async fn doctor(&self) -> DoctorReport {
+        let mut checks = Vec::new();
+        let started = std::time::Instant::now();
+        let store = self.store.namespaces().await;
+        checks.push(ProviderCheck {
+            name: "store".into(),
+            identity: self.store.kind().into(),
+            ok: store.is_ok(),
+            millis: started.elapsed().as_millis() as u64,
+            error: store.err().map(|e| e.to_string()),
+        });
+        let started = std::time::Instant::now();
+        let embedded = self
+            .embedder
+            .embed(&["doctor".to_string()], EmbedPurpose::Query)
+            .await;
+        let error = match &embedded {
+            Ok(v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => None,
+            Ok(_) => Some("the embedder returned a vector of the wrong shape".to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        checks.push(ProviderCheck {
+            name: "embedder".into(),
+            identity: self.embedder.identity().generation(),
+            ok: error.is_none(),
+            millis: started.elapsed().as_millis() as u64,
+            error,
+        });
+        if let Some(m) = &self.extractor {
+            let mut seen: Vec<String> = Vec::new();
+            for (seat, model) in [("selection", &m.selection), ("claimify", &m.claimify)] {
+                if seen.contains(&model.model().to_string()) {
+                    continue;
+                }
+                seen.push(model.model().to_string());
+                let request = crate::chat::ChatRequest::new(
+                    "doctor",
+                    "You check connectivity. Answer with JSON only.",
+                    "Reply with {\"ok\": true}.",
+                    "doctor",
+                    serde_json::json!({
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["ok"],
+                        "properties": {"ok": {"type": "boolean"}}
+                    }),
+                );
+                let started = std::time::Instant::now();
+                let answer = model.complete_json(&request).await;
+                checks.push(ProviderCheck {
+                    name: format!("chat:{seat}"),
+                    identity: model.model().to_string(),
+                    ok: answer.is_ok(),
+                    millis: started.elapsed().as_millis() as u64,
+                    error: answer.err().map(|e| e.to_string()),
+                });
+            }
+        }
+        DoctorReport {
+            ok: checks.iter().all(|c| c.ok),
+            offline_extractor: self.extractor.is_none(),
+            checks,
+        }
+    }
+
+    /// Claims of a namespace (optionally of one lineage), newest first: current
+    /// testimony only unless `include_retired`.
+    pub async fn claims(
+        &self,
+        namespace: &str,
+        document: Option<DocumentId>,
+        include_retired: bool,
+        limit: u32,
+    ) -> Result<Vec<ClaimRecord>> {
+        validate_namespace(namespace)?;
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        if let Some(doc) = document
+            && self.store.document(ns.id, doc).await?.is_none()
+        {
+            return Err(Error::not_found(format!(
+                "document {doc} not found in namespace `{namespace}`"
+            )));
+        }
+        let filter = ClaimFilter {
+            namespace_id: ns.id,
+            include_retired,
+            document_id: document,
+        };
+        self.store
+            .list_claims(&filter, limit.clamp(1, 10_000))
+            .await
+    }
+
+    /// The extraction ledger of one lineage, in write order (D33).
+    pub async fn claim_decisions(
+        &self,
+        namespace: &str,
+        document: DocumentId,
+    ) -> Result<Vec<DecisionRecord>> {
+        validate_namespace(namespace)?;
+        let not_found = || {
+            Error::not_found(format!(
+                "document {document} not found in namespace `{namespace}`"
+            ))
+        };
+        let ns = self
+            .store
+            .namespace(namespace)
+            .await?
+            .ok_or_else(not_found)?;
+        self.store
+            .document(ns.id, document)
+            .await?
+            .ok_or_else(not_found)?;
+        self.store.decisions(ns.id, document).await
     }
 
     /// Ledger counts by stage and status, dead letters with their errors.

@@ -1,0 +1,741 @@
+//! E2: claim extraction per chunk (D84), reuse of unchanged inputs (D56, D119),
+//! the extraction ledger (D33) and testimony currency (D54).
+
+use super::*;
+use crate::claims::bundle::{ChunkSpan, build_bundle};
+use crate::claims::{
+    ContextBundle, DocumentHeader, Extraction, GateFailure, GroundedClaim, SelectionLabel,
+    claimify, grounding, offline, temporal,
+};
+use std::collections::BTreeSet;
+
+/// Neighbouring chunks (each side, same section) an extraction bundle carries.
+pub const EXTRACT_NEIGHBOURS: usize = 1;
+
+/// Everything the chunks of one version share.
+struct VersionContext {
+    version: VersionRecord,
+    prepared: PreparedVersion,
+    chunks: Vec<ChunkRecord>,
+    spans: Vec<ChunkSpan>,
+}
+
+impl Engine {
+    /// The extractor generation E2 runs with: the offline extractor's version, or the
+    /// prompt generation plus both seats' models.
+    pub fn extractor_version(&self) -> String {
+        match &self.extractor {
+            None => offline::OFFLINE_EXTRACTOR_VERSION.to_string(),
+            Some(m) => format!(
+                "{};selection={};claimify={}",
+                claimify::CLAIMIFY_PROMPT_VERSION,
+                m.selection.model(),
+                m.claimify.model()
+            ),
+        }
+    }
+
+    /// Run D31's two calls for one bundle.
+    async fn model_extraction(
+        &self,
+        models: &ExtractorModels,
+        bundle: &ContextBundle,
+        item: &WorkItem,
+    ) -> Result<Extraction> {
+        let request = claimify::selection_request(bundle);
+        let answer = self.call_model(&models.selection, &request, item).await?;
+        let selections = claimify::parse_selection(bundle, &answer)?;
+        let kept: Vec<String> = selections
+            .iter()
+            .filter(|s| s.label != SelectionLabel::Drop)
+            .map(|s| s.passage.clone())
+            .collect();
+        let claims = if kept.is_empty() {
+            vec![]
+        } else {
+            let request = claimify::claimify_request(bundle, &kept);
+            let answer = self.call_model(&models.claimify, &request, item).await?;
+            claimify::parse_claims(&answer)?
+        };
+        Ok(Extraction { selections, claims })
+    }
+
+    /// One model call, recorded in the cost ledger and the transcript whatever its outcome.
+    async fn call_model(
+        &self,
+        model: &Arc<dyn crate::chat::ChatModel>,
+        request: &crate::chat::ChatRequest,
+        item: &WorkItem,
+    ) -> Result<serde_json::Value> {
+        let result = model.complete_json(request).await;
+        let (verdict, raw, reason, usage, model_name) = match &result {
+            Ok(r) => (
+                "ok",
+                r.value.to_string(),
+                None,
+                r.usage.clone(),
+                r.model.clone(),
+            ),
+            Err(e) => (
+                match e {
+                    ProviderError::Malformed { .. } => "malformed",
+                    _ => "error",
+                },
+                String::new(),
+                Some(e.to_string()),
+                crate::chat::Usage::default(),
+                model.model().to_string(),
+            ),
+        };
+        self.store
+            .record_call(
+                CallRecord {
+                    namespace_id: item.namespace_id,
+                    processing_id: item.id,
+                    attempt: item.attempts,
+                    call_key: request.call_key.clone(),
+                    stage: item.stage,
+                    model: model_name,
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: usage.completion_tokens,
+                    request_hash: request.hash(),
+                    prompt_version: claimify::CLAIMIFY_PROMPT_VERSION.into(),
+                    raw_output: raw,
+                    verdict: verdict.into(),
+                    reason,
+                },
+                self.clock.now(),
+            )
+            .await?;
+        Ok(result?.value)
+    }
+
+    /// Run claimed `e2.extract` items, grouped by version so each version's structure
+    /// is loaded once.
+    pub(super) async fn run_extract_batch(
+        &self,
+        items: Vec<WorkItem>,
+        report: &mut DrainReport,
+    ) -> Result<()> {
+        let mut groups: BTreeMap<(NamespaceId, VersionId), Vec<WorkItem>> = BTreeMap::new();
+        for item in items {
+            groups
+                .entry((item.namespace_id, item.version_id))
+                .or_default()
+                .push(item);
+        }
+        for ((ns, version_id), group) in groups {
+            let ctx = match self.version_context(ns, version_id).await {
+                Ok(ctx) => ctx,
+                Err(e) => {
+                    let err = StageError::from(e);
+                    for item in group {
+                        let failed = match &err {
+                            StageError::LeaseLost => Err(StageError::LeaseLost),
+                            StageError::Failed { message, retryable } => Err(StageError::Failed {
+                                message: message.clone(),
+                                retryable: *retryable,
+                            }),
+                        };
+                        self.settle(&[item], failed, report).await?;
+                    }
+                    continue;
+                }
+            };
+            let mut completed_any = false;
+            for item in group {
+                let result = self.extract_one(&ctx, &item).await;
+                completed_any |= matches!(result, Ok(Outcome::Completed));
+                self.settle(&[item], result, report).await?;
+            }
+            if completed_any {
+                self.after_extraction(ns, &ctx.version).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn version_context(
+        &self,
+        ns: NamespaceId,
+        version_id: VersionId,
+    ) -> Result<VersionContext> {
+        let version = self
+            .store
+            .version(ns, version_id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("version {version_id} not found")))?;
+        let prepared = self.store.prepared(ns, version_id).await?.ok_or_else(|| {
+            Error::internal(format!("version {version_id} has no prepared structure"))
+        })?;
+        let chunks = self.store.version_chunks(ns, version_id).await?;
+        let spans = chunks
+            .iter()
+            .map(|c| ChunkSpan {
+                ordinal: c.ordinal,
+                section_ordinal: c.section_ordinal,
+                block_start: c.block_start,
+                block_end: c.block_end,
+                start: c.start as usize,
+                end: c.end as usize,
+            })
+            .collect();
+        Ok(VersionContext {
+            version,
+            prepared,
+            chunks,
+            spans,
+        })
+    }
+
+    fn bundle_for(&self, ctx: &VersionContext, index: usize) -> ContextBundle {
+        let chunk = &ctx.chunks[index];
+        let header = DocumentHeader {
+            title: ctx.prepared.title.clone(),
+            source_kind: ctx.version.source_kind.clone(),
+            source_time: Some(ctx.version.source_modified_at),
+            file_name: ctx
+                .version
+                .metadata
+                .file_name
+                .as_ref()
+                .map(|f| f.value.clone()),
+        };
+        build_bundle(
+            &ctx.prepared.representation.markdown,
+            &ctx.prepared.blocks,
+            &ctx.spans,
+            index,
+            header,
+            chunk.section_path.clone(),
+            EXTRACT_NEIGHBOURS,
+        )
+    }
+
+    /// The reuse key (D56): only stable inputs — the extractor generation, the target
+    /// chunk's and its neighbours' block hashes, and the stable header facts. The
+    /// source time takes part only when the bundle holds a relative time expression
+    /// that resolves against it, so an edited file's unchanged, time-free chunks reuse
+    /// their claims.
+    fn extraction_input_hash(
+        &self,
+        ctx: &VersionContext,
+        index: usize,
+        bundle: &ContextBundle,
+    ) -> String {
+        let target = &ctx.spans[index];
+        let section = target.section_ordinal;
+        let lo = index.saturating_sub(EXTRACT_NEIGHBOURS);
+        let hi = (index + EXTRACT_NEIGHBOURS + 1).min(ctx.spans.len());
+        let mut parts: Vec<String> = vec![self.extractor_version(), "target".into()];
+        let block_hashes = |c: &ChunkSpan| -> Vec<String> {
+            ctx.prepared
+                .blocks
+                .iter()
+                .filter(|b| b.ordinal >= c.block_start && b.ordinal < c.block_end)
+                .map(|b| b.hash.clone())
+                .collect()
+        };
+        parts.extend(block_hashes(target));
+        // Parts of a split block share block hashes: the span's text tells them apart.
+        parts.push(crate::hash::sha256_hex(bundle.target_text.as_bytes()));
+        for (i, c) in ctx.spans.iter().enumerate().take(hi).skip(lo) {
+            if i == index || c.section_ordinal != section {
+                continue;
+            }
+            parts.push(if i < index {
+                "before".into()
+            } else {
+                "after".into()
+            });
+            parts.extend(block_hashes(c));
+        }
+        let h = &bundle.header;
+        parts.push(format!("title={}", h.title));
+        parts.push(format!("kind={}", h.source_kind));
+        parts.push(format!("file={}", h.file_name.clone().unwrap_or_default()));
+        parts.push(format!("path={}", bundle.section_path.join("\u{1f}")));
+        let mut relative = false;
+        for p in bundle
+            .target
+            .iter()
+            .chain(&bundle.before)
+            .chain(&bundle.after)
+        {
+            let (resolved, _) = temporal::resolve_claim_text(&p.text, h.source_time);
+            if resolved != p.text {
+                relative = true;
+                break;
+            }
+        }
+        if relative && let Some(t) = h.source_time {
+            parts.push(format!("anchor={}", t.format("%Y-%m-%d")));
+        }
+        sha256_parts(parts.iter().map(|s| s.as_bytes()))
+    }
+
+    async fn extract_one(
+        &self,
+        ctx: &VersionContext,
+        item: &WorkItem,
+    ) -> std::result::Result<Outcome, StageError> {
+        let now = self.clock.now();
+        let ns = item.namespace_id;
+        let Some(index) = ctx
+            .chunks
+            .iter()
+            .position(|c| c.chunk_id.uuid() == item.target_id)
+        else {
+            // The chunk was replaced by a re-chunk: nothing to extract for it.
+            self.store.complete(&Lease::of(item), vec![], now).await?;
+            return Ok(Outcome::Completed);
+        };
+        let chunk = &ctx.chunks[index];
+        let bundle = self.bundle_for(ctx, index);
+        let input_hash = self.extraction_input_hash(ctx, index, &bundle);
+        let extractor_version = self.extractor_version();
+        let markdown = &ctx.prepared.representation.markdown;
+        let document_id = ctx.version.document_id;
+
+        let mut commit = ExtractionCommit {
+            document_id,
+            version_id: ctx.version.version_id,
+            chunk_id: chunk.chunk_id,
+            extraction_input_hash: input_hash.clone(),
+            extractor_version: extractor_version.clone(),
+            claims: vec![],
+            occurrences: vec![],
+            decisions: vec![],
+        };
+
+        if let Some(prior) = self
+            .store
+            .prior_extraction(ns, document_id, &input_hash)
+            .await?
+        {
+            // D56/D119: the same input → the same claim ids, spans remapped into this
+            // version through the same bundle positions, each re-verified as an exact slice.
+            for occ in &prior.occurrences {
+                let spans = remap_spans(&bundle, markdown, &occ.passages).ok_or_else(|| {
+                    Error::internal(format!(
+                        "claim {} cannot be remapped into version {}",
+                        occ.claim_id, ctx.version.version_id
+                    ))
+                })?;
+                commit.occurrences.push(Occurrence {
+                    claim_id: occ.claim_id,
+                    chunk_id: chunk.chunk_id,
+                    version_id: ctx.version.version_id,
+                    document_id,
+                    extractor_version: extractor_version.clone(),
+                    extraction_input_hash: input_hash.clone(),
+                    ordinal: occ.ordinal,
+                    spans,
+                    passages: occ.passages.clone(),
+                    event_ids: occ.event_ids.clone(),
+                    reused: true,
+                });
+            }
+            commit.decisions.push(DecisionRow {
+                kind: "reused".into(),
+                passage: None,
+                reason: None,
+                claim_id: None,
+                detail: serde_json::json!({
+                    "from_chunk": prior.chunk_id,
+                    "claims": prior.occurrences.len(),
+                    "prior_decisions": prior.decisions.len(),
+                }),
+            });
+            self.store
+                .commit_extraction(&Lease::of(item), ns, commit, vec![], now)
+                .await?;
+            return Ok(Outcome::Completed);
+        }
+
+        let extraction = match &self.extractor {
+            None => offline::extract(&bundle),
+            Some(models) => self.model_extraction(models, &bundle, item).await?,
+        };
+        let union = grounding::Union::from_bundle(&bundle);
+        let grounded: Vec<std::result::Result<GroundedClaim, GateFailure>> = extraction
+            .claims
+            .iter()
+            .map(|d| grounding::ground_with_union(&bundle, &union, markdown, d))
+            .collect();
+        // The same testimony (extractor, text, evidence text) in the same lineage keeps
+        // its claim id even when a neighbouring edit forced a fresh extraction.
+        let keys: Vec<String> = grounded
+            .iter()
+            .filter_map(|g| g.as_ref().ok())
+            .map(|g| claim_key(&extractor_version, &bundle, g))
+            .collect();
+        let mut existing: HashMap<String, ClaimId> = HashMap::new();
+        for (key, id) in self.store.claims_by_key(ns, document_id, &keys).await? {
+            existing.entry(key).or_insert(id);
+        }
+        let generation = self.component_version(Stage::EmbedClaims);
+        let (claims, occurrences, decisions) = ledger_for(
+            &bundle,
+            &extraction,
+            &grounded,
+            &existing,
+            &commit,
+            ctx.version.source_modified_at,
+        );
+        let keys: Vec<String> = claims.iter().map(|c| c.embedding_key.clone()).collect();
+        let existing: HashSet<String> = self
+            .store
+            .existing_vectors(ns, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        let follow_up = claims
+            .iter()
+            .filter(|c| !existing.contains(&c.embedding_key))
+            .map(|c| {
+                NewWork::now(
+                    ns,
+                    Stage::EmbedClaims,
+                    c.id.uuid(),
+                    ctx.version.version_id,
+                    generation.clone(),
+                    now,
+                )
+            })
+            .collect();
+        commit.claims = claims;
+        commit.occurrences = occurrences;
+        commit.decisions = decisions;
+        self.store
+            .commit_extraction(&Lease::of(item), ns, commit, follow_up, now)
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    /// When every `e2.extract` unit of the version is done, recompute the lineage's
+    /// testimony currency (D54).
+    async fn after_extraction(&self, ns: NamespaceId, version: &VersionRecord) -> Result<()> {
+        let barrier = self
+            .store
+            .barrier(ns, version.version_id, Stage::Extract)
+            .await?;
+        if !barrier.is_complete() {
+            return Ok(());
+        }
+        self.refresh_currency(
+            ns,
+            version.document_id,
+            Some(version.version_id),
+            "extraction_completed",
+        )
+        .await
+    }
+
+    /// Recompute which of a lineage's claims are current testimony once `version`'s
+    /// extraction is complete, and record the transitions.
+    pub async fn refresh_currency(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        version: Option<VersionId>,
+        reason: &str,
+    ) -> Result<()> {
+        let (Some(row), Some(version)) = (self.store.document(ns, doc).await?, version) else {
+            return Ok(());
+        };
+        let versions = self.store.versions(ns, doc).await?;
+        let ordinal = |id: Option<VersionId>| {
+            id.and_then(|id| versions.iter().find(|v| v.version_id == id))
+                .map(|v| v.ordinal)
+        };
+        let extractor = self.extractor_version();
+        let version_claims = self.store.version_claims(ns, version, &extractor).await?;
+        let current = self.store.current_claim_refs(ns, doc).await?;
+        let Some(next) = next_current_claims(
+            row.mode,
+            ordinal(Some(version)),
+            ordinal(row.current_version_id),
+            &version_claims,
+            &current,
+            &extractor,
+        ) else {
+            return Ok(());
+        };
+        let ids: Vec<ClaimId> = next.into_iter().collect();
+        let changed = self
+            .store
+            .apply_currency(ns, doc, &ids, reason, Some(version), self.clock.now())
+            .await?;
+        tracing::debug!(%doc, current = ids.len(), changed, "testimony currency refreshed");
+        Ok(())
+    }
+}
+
+/// The testimony-currency rule (D54), applied when a version's extraction completes:
+/// a claim is current iff it occurs in the current extraction basis (the current
+/// extractor generation) of the lineage's current version (living) or of any version
+/// up to the current one (snapshot). Returns the new current set, or `None` when the
+/// completed version changes nothing (a living lineage's superseded version, or a
+/// version newer than the current one).
+pub fn next_current_claims(
+    mode: VersioningMode,
+    version_ordinal: Option<u32>,
+    current_ordinal: Option<u32>,
+    version_claims: &[ClaimId],
+    current: &[(ClaimId, String)],
+    extractor_version: &str,
+) -> Option<BTreeSet<ClaimId>> {
+    let (v, c) = (version_ordinal?, current_ordinal?);
+    match mode {
+        VersioningMode::Living if v == c => Some(version_claims.iter().copied().collect()),
+        VersioningMode::Snapshot if v <= c => Some(
+            current
+                .iter()
+                .filter(|(_, e)| e == extractor_version)
+                .map(|(id, _)| *id)
+                .chain(version_claims.iter().copied())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn remap_spans(
+    bundle: &ContextBundle,
+    markdown: &str,
+    passages: &[String],
+) -> Option<Vec<crate::claims::EvidenceSpan>> {
+    let draft = crate::claims::ClaimDraft {
+        text: "reused".into(),
+        passages: passages.to_vec(),
+        added_context: vec![],
+        validity: crate::claims::Validity::unknown(crate::claims::ValidityKind::Event),
+        verdict: crate::claims::Verdict::Entailed,
+    };
+    grounding::ground(bundle, markdown, &draft)
+        .ok()
+        .map(|g| g.spans)
+}
+
+/// A claim's identity within its lineage: extractor generation, text and the exact
+/// text of the passages it cites.
+fn claim_key(extractor_version: &str, bundle: &ContextBundle, claim: &GroundedClaim) -> String {
+    let mut parts: Vec<&str> = vec![extractor_version, &claim.text];
+    for label in &claim.passages {
+        parts.push(bundle.passage(label).map(|p| p.text.as_str()).unwrap_or(""));
+    }
+    sha256_parts(parts.iter().map(|s| s.as_bytes()))
+}
+
+/// Turn an extraction into claims, occurrences and the ledger rows that account for
+/// every passage and every returned claim (D33).
+fn ledger_for(
+    bundle: &ContextBundle,
+    extraction: &Extraction,
+    grounded: &[std::result::Result<GroundedClaim, GateFailure>],
+    existing: &HashMap<String, ClaimId>,
+    commit: &ExtractionCommit,
+    asserted_at: Timestamp,
+) -> (Vec<NewClaim>, Vec<Occurrence>, Vec<DecisionRow>) {
+    let mut claims = Vec::new();
+    let mut occurrences = Vec::new();
+    let mut decisions = Vec::new();
+    for sel in &extraction.selections {
+        let kind = match sel.label {
+            SelectionLabel::Keep => "keep",
+            SelectionLabel::KeepFlagged => "keep_flagged",
+            SelectionLabel::Drop => "drop",
+        };
+        decisions.push(DecisionRow {
+            kind: kind.into(),
+            passage: Some(sel.passage.clone()),
+            reason: sel.reason.map(|r| enum_name(&r)),
+            claim_id: None,
+            detail: serde_json::json!({
+                "text": bundle.passage(&sel.passage).map(|p| p.text.clone()),
+            }),
+        });
+    }
+    // Passages cited by a returned claim whose labels all exist ("range-attributable").
+    let mut cited: HashSet<&str> = HashSet::new();
+    let mut seen_texts: HashSet<String> = HashSet::new();
+    for (draft, result) in extraction.claims.iter().zip(grounded) {
+        if !draft.passages.is_empty() && draft.passages.iter().all(|l| bundle.passage(l).is_some())
+        {
+            cited.extend(draft.passages.iter().map(String::as_str));
+        }
+        match result {
+            Ok(grounded) => {
+                if !seen_texts.insert(grounded.text.clone()) {
+                    decisions.push(DecisionRow {
+                        kind: "duplicate".into(),
+                        passage: grounded.passages.first().cloned(),
+                        reason: None,
+                        claim_id: None,
+                        detail: serde_json::json!({ "text": grounded.text }),
+                    });
+                    continue;
+                }
+                let key = claim_key(&commit.extractor_version, bundle, grounded);
+                let known = existing.get(&key).copied();
+                let id = known.unwrap_or_default();
+                let event_ids: Vec<String> = {
+                    let mut ids = Vec::new();
+                    for label in &grounded.passages {
+                        if let Some(ev) = bundle
+                            .passage(label)
+                            .and_then(|p| p.turn.as_ref())
+                            .and_then(|t| t.event_id.clone())
+                            && !ids.contains(&ev)
+                        {
+                            ids.push(ev);
+                        }
+                    }
+                    ids
+                };
+                decisions.push(DecisionRow {
+                    kind: "accepted".into(),
+                    passage: grounded.passages.first().cloned(),
+                    reason: None,
+                    claim_id: Some(id),
+                    detail: serde_json::json!({
+                        "text": grounded.text,
+                        "passages": grounded.passages,
+                        "added_context": grounded.added_context,
+                        "existing_claim": known.is_some(),
+                    }),
+                });
+                occurrences.push(Occurrence {
+                    claim_id: id,
+                    chunk_id: commit.chunk_id,
+                    version_id: commit.version_id,
+                    document_id: commit.document_id,
+                    extractor_version: commit.extractor_version.clone(),
+                    extraction_input_hash: commit.extraction_input_hash.clone(),
+                    ordinal: occurrences.len() as u32,
+                    spans: grounded.spans.clone(),
+                    passages: grounded.passages.clone(),
+                    event_ids,
+                    reused: false,
+                });
+                if known.is_some() {
+                    continue;
+                }
+                claims.push(NewClaim {
+                    id,
+                    document_id: commit.document_id,
+                    embedding_key: embedding_key(&grounded.text),
+                    claim_key: key,
+                    text: grounded.text.clone(),
+                    added_context: grounded.added_context.clone(),
+                    validity: grounded.validity.clone(),
+                    asserted_at,
+                    extractor_version: commit.extractor_version.clone(),
+                    extraction_input_hash: commit.extraction_input_hash.clone(),
+                    origin_version_id: commit.version_id,
+                    origin_chunk_id: commit.chunk_id,
+                });
+            }
+            Err(failure) => decisions.push(DecisionRow {
+                kind: "grounding_rejected".into(),
+                passage: draft.passages.first().cloned(),
+                reason: Some(enum_name(&failure.gate)),
+                claim_id: None,
+                detail: serde_json::json!({
+                    "text": draft.text,
+                    "tokens": failure.tokens,
+                    "message": failure.message,
+                }),
+            }),
+        }
+    }
+    if extraction.selections.is_empty() && extraction.claims.is_empty() {
+        // Nothing to read: still a recorded extraction, so the next version reuses it.
+        decisions.push(DecisionRow {
+            kind: "empty".into(),
+            passage: None,
+            reason: None,
+            claim_id: None,
+            detail: serde_json::json!({ "text": bundle.target_text }),
+        });
+    }
+    for sel in &extraction.selections {
+        if sel.label != SelectionLabel::Drop && !cited.contains(sel.passage.as_str()) {
+            decisions.push(DecisionRow {
+                kind: "claimify_omitted".into(),
+                passage: Some(sel.passage.clone()),
+                reason: None,
+                claim_id: None,
+                detail: serde_json::json!({
+                    "text": bundle.passage(&sel.passage).map(|p| p.text.clone()),
+                }),
+            });
+        }
+    }
+    (claims, occurrences, decisions)
+}
+
+fn enum_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn currency_rule() {
+        let (a, b, old) = (ClaimId::new(), ClaimId::new(), ClaimId::new());
+        let current = vec![(a, "x1".to_string()), (old, "x0".to_string())];
+        // Snapshot: earlier testimony stays, another generation's claims retire.
+        let next = next_current_claims(
+            VersioningMode::Snapshot,
+            Some(2),
+            Some(2),
+            &[b],
+            &current,
+            "x1",
+        )
+        .unwrap();
+        assert_eq!(next, [a, b].into_iter().collect());
+        // Living: only the current version's claims.
+        let next = next_current_claims(
+            VersioningMode::Living,
+            Some(2),
+            Some(2),
+            &[b],
+            &current,
+            "x1",
+        )
+        .unwrap();
+        assert_eq!(next, [b].into_iter().collect());
+        // A superseded living version completing late changes nothing.
+        assert!(
+            next_current_claims(
+                VersioningMode::Living,
+                Some(1),
+                Some(2),
+                &[b],
+                &current,
+                "x1"
+            )
+            .is_none()
+        );
+        // Nothing is current before a version is.
+        assert!(
+            next_current_claims(
+                VersioningMode::Snapshot,
+                Some(1),
+                None,
+                &[b],
+                &current,
+                "x1"
+            )
+            .is_none()
+        );
+    }
+}

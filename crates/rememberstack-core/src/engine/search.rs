@@ -1,0 +1,424 @@
+//! Hybrid search over chunks and claims: independent semantic and lexical lists
+//! over eligible records, fused by reciprocal rank fusion (k = 60), paged with a
+//! continuation cursor bound to the query.
+
+use super::*;
+use std::hash::Hash;
+
+/// Validated paging of one request.
+struct Paging {
+    query: String,
+    digest: String,
+    offset: usize,
+    depth: usize,
+    k: usize,
+}
+
+/// One fused result before hydration.
+struct FusedHit<Id> {
+    id: Id,
+    scores: Scores,
+}
+
+/// The channel lists one search produced.
+struct Channels<Id> {
+    semantic: Vec<(Id, f64)>,
+    lexical: Vec<(Id, f64)>,
+    reports: BTreeMap<String, ChannelReport>,
+}
+
+impl Engine {
+    fn paging(&self, req: &SearchRequest) -> Result<Paging> {
+        validate_namespace(&req.namespace)?;
+        let query = req.query.trim();
+        if query.is_empty() {
+            return Err(Error::new(ErrorCode::EmptyInput, "the query is empty"));
+        }
+        if req.k == 0 || req.k > self.config.max_k {
+            return Err(Error::invalid_input(format!(
+                "k must be between 1 and {}",
+                self.config.max_k
+            )));
+        }
+        let digest = sha256_hex(query.as_bytes())[..16].to_string();
+        let (offset, depth) = match &req.cursor {
+            Some(c) => {
+                let cur = decode_cursor(c)?;
+                if cur.q != digest {
+                    return Err(Error::invalid_input(
+                        "the cursor belongs to another query: repeat the query that produced it",
+                    ));
+                }
+                (cur.o, cur.d)
+            }
+            None => (0, (req.k * 4).max(50)),
+        };
+        Ok(Paging {
+            query: query.to_string(),
+            digest,
+            offset,
+            depth,
+            k: req.k,
+        })
+    }
+
+    /// Embed the query, or say why the semantic channel cannot run.
+    async fn query_vector(&self, query: &str) -> std::result::Result<Vec<f32>, String> {
+        match self
+            .embedder
+            .embed(&[query.to_string()], EmbedPurpose::Query)
+            .await
+        {
+            Ok(mut v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => {
+                Ok(v.remove(0))
+            }
+            Ok(_) => Err("the embedder returned a malformed query vector".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Run both channels. `lexical` and `semantic` are the store calls for the target.
+    async fn channels<Id, LF, SF>(
+        &self,
+        paging: &Paging,
+        coverage: VectorCoverage,
+        what: &str,
+        lexical: impl FnOnce(Vec<String>, usize) -> LF,
+        semantic: impl FnOnce(Vec<f32>, usize) -> SF,
+    ) -> Result<Channels<Id>>
+    where
+        LF: std::future::Future<Output = Result<Vec<(Id, f64)>>>,
+        SF: std::future::Future<Output = Result<Vec<(Id, f64)>>>,
+    {
+        let mut reports = BTreeMap::new();
+        let terms = text::lexical_terms(&paging.query);
+        let lexical = if terms.is_empty() {
+            reports.insert(
+                "lexical".into(),
+                channel("skipped", 0, Some("the query has no words to match".into())),
+            );
+            vec![]
+        } else {
+            let hits = lexical(terms, paging.depth).await?;
+            reports.insert("lexical".into(), channel("ok", hits.len(), None));
+            hits
+        };
+        let semantic = match self.query_vector(&paging.query).await {
+            Ok(qv) => {
+                let hits = semantic(qv, paging.depth).await?;
+                let (status, msg) = if coverage.missing == 0 {
+                    ("ok", None)
+                } else {
+                    (
+                        "partial",
+                        Some(format!(
+                            "{} current {what} have no vector of {} yet",
+                            coverage.missing,
+                            self.embedder.identity().generation()
+                        )),
+                    )
+                };
+                reports.insert("semantic".into(), channel(status, hits.len(), msg));
+                hits
+            }
+            Err(message) => {
+                reports.insert("semantic".into(), channel("error", 0, Some(message)));
+                vec![]
+            }
+        };
+        Ok(Channels {
+            semantic,
+            lexical,
+            reports,
+        })
+    }
+
+    fn make_envelope<R>(
+        &self,
+        operation: &str,
+        namespace: &str,
+        results: Vec<R>,
+        truncation: Truncation,
+        freshness: Freshness,
+        channels: BTreeMap<String, ChannelReport>,
+    ) -> Envelope<R> {
+        Envelope {
+            contract: ENVELOPE_CONTRACT.to_string(),
+            operation: OperationInfo {
+                name: operation.into(),
+                version: 1,
+            },
+            grain: Grain::Evidence,
+            namespace: namespace.to_string(),
+            results,
+            truncation,
+            freshness,
+            channels,
+        }
+    }
+
+    fn empty_envelope<R>(&self, operation: &str, namespace: &str) -> Envelope<R> {
+        let mut channels = BTreeMap::new();
+        channels.insert("lexical".into(), channel("ok", 0, None));
+        channels.insert("semantic".into(), channel("ok", 0, None));
+        self.make_envelope(
+            operation,
+            namespace,
+            vec![],
+            Truncation {
+                returned: 0,
+                more_available: false,
+                continuation: None,
+            },
+            empty_freshness(self.component_version(Stage::Embed)),
+            channels,
+        )
+    }
+
+    /// Hybrid chunk search: semantic and lexical lists computed independently over
+    /// eligible chunks, fused by RRF (k = 60).
+    pub async fn search(&self, req: SearchRequest) -> Result<Envelope<ChunkResult>> {
+        const OP: &str = "search_chunks";
+        let paging = self.paging(&req)?;
+        let Some(namespace) = self.store.namespace(&req.namespace).await? else {
+            return Ok(self.empty_envelope(OP, &req.namespace));
+        };
+        let generation = self.component_version(Stage::Embed);
+        let filter = ChunkFilter {
+            namespace_id: namespace.id,
+            roles: req.roles.clone().unwrap_or_else(|| vec![SectionRole::Body]),
+        };
+        let freshness = self.freshness(namespace.id, &generation).await?;
+        let coverage = VectorCoverage {
+            chunks: freshness.semantic.chunks,
+            missing: freshness.semantic.missing_vectors,
+        };
+        let store = &self.store;
+        let ch = self
+            .channels(
+                &paging,
+                coverage,
+                "chunks",
+                |terms, depth| {
+                    let filter = &filter;
+                    async move {
+                        let hits = store.search_chunks_lexical(filter, &terms, depth).await?;
+                        Ok(hits.into_iter().map(|h| (h.chunk_id, h.score)).collect())
+                    }
+                },
+                |qv, depth| {
+                    let (filter, generation) = (&filter, &generation);
+                    async move {
+                        let hits = store
+                            .search_chunks_semantic(filter, generation, &qv, depth)
+                            .await?;
+                        Ok(hits.into_iter().map(|h| (h.chunk_id, h.score)).collect())
+                    }
+                },
+            )
+            .await?;
+        let (page, truncation) = fuse_page(&ch, &paging);
+        let ids: Vec<ChunkId> = page.iter().map(|f| f.id).collect();
+        let mut records: HashMap<ChunkId, ChunkRecord> = self
+            .store
+            .chunks(namespace.id, &ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.chunk_id, r))
+            .collect();
+        let results: Vec<ChunkResult> = page
+            .into_iter()
+            .filter_map(|f| {
+                let r = records.remove(&f.id)?;
+                Some(ChunkResult {
+                    chunk_id: r.chunk_id,
+                    document_id: r.document_id,
+                    document_title: r.document_title,
+                    version_id: r.version_id,
+                    source_kind: r.source_kind,
+                    source_ref: r.source_ref,
+                    text: r.text,
+                    section_path: r.section_path,
+                    section_role: r.section_role,
+                    char_span: CharSpan {
+                        start: r.char_start,
+                        end: r.char_end,
+                    },
+                    event_ids: r.event_ids,
+                    asserted_at: r.source_modified_at,
+                    scores: f.scores,
+                })
+            })
+            .collect();
+        let truncation = Truncation {
+            returned: results.len(),
+            ..truncation
+        };
+        Ok(self.make_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
+        ))
+    }
+
+    /// Hybrid claim search: current testimony only unless `include_retired` (audit).
+    pub async fn search_claims(&self, req: SearchRequest) -> Result<Envelope<ClaimResult>> {
+        const OP: &str = "search_claims";
+        let paging = self.paging(&req)?;
+        let Some(namespace) = self.store.namespace(&req.namespace).await? else {
+            return Ok(self.empty_envelope(OP, &req.namespace));
+        };
+        let generation = self.component_version(Stage::EmbedClaims);
+        let filter = ClaimFilter {
+            namespace_id: namespace.id,
+            include_retired: req.include_retired,
+            document_id: None,
+        };
+        let mut freshness = self.freshness(namespace.id, &generation).await?;
+        let coverage = self
+            .store
+            .claim_vector_coverage(namespace.id, &generation)
+            .await?;
+        freshness.semantic = SemanticReadiness {
+            generation: generation.clone(),
+            ready: coverage.missing == 0,
+            chunks: coverage.chunks,
+            missing_vectors: coverage.missing,
+        };
+        let store = &self.store;
+        let ch = self
+            .channels(
+                &paging,
+                coverage,
+                "claims",
+                |terms, depth| {
+                    let filter = &filter;
+                    async move {
+                        let hits = store.search_claims_lexical(filter, &terms, depth).await?;
+                        Ok(hits.into_iter().map(|h| (h.claim_id, h.score)).collect())
+                    }
+                },
+                |qv, depth| {
+                    let (filter, generation) = (&filter, &generation);
+                    async move {
+                        let hits = store
+                            .search_claims_semantic(filter, generation, &qv, depth)
+                            .await?;
+                        Ok(hits.into_iter().map(|h| (h.claim_id, h.score)).collect())
+                    }
+                },
+            )
+            .await?;
+        let (page, truncation) = fuse_page(&ch, &paging);
+        let ids: Vec<ClaimId> = page.iter().map(|f| f.id).collect();
+        let mut records: HashMap<ClaimId, ClaimRecord> = self
+            .store
+            .claims(namespace.id, &ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.claim_id, r))
+            .collect();
+        let results: Vec<ClaimResult> = page
+            .into_iter()
+            .filter_map(|f| {
+                let r = records.remove(&f.id)?;
+                let occ = r.occurrences.last()?;
+                Some(ClaimResult {
+                    claim_id: r.claim_id,
+                    document_id: r.document_id,
+                    document_title: r.document_title,
+                    source_kind: r.source_kind,
+                    source_ref: r.source_ref,
+                    version_id: occ.version_id,
+                    chunk_id: occ.chunk_id,
+                    spans: occ
+                        .spans
+                        .iter()
+                        .map(|s| CharSpan {
+                            start: s.char_start as u64,
+                            end: s.char_end as u64,
+                        })
+                        .collect(),
+                    event_ids: occ.event_ids.clone(),
+                    text: r.text,
+                    asserted_at: r.asserted_at,
+                    validity: r.validity,
+                    added_context: r.added_context,
+                    extractor_version: r.extractor_version,
+                    is_current: r.is_current,
+                    scores: f.scores,
+                })
+            })
+            .collect();
+        let truncation = Truncation {
+            returned: results.len(),
+            ..truncation
+        };
+        Ok(self.make_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
+        ))
+    }
+}
+
+/// Fuse both channels, cut the page and build the continuation.
+fn fuse_page<Id: Copy + Eq + Hash + Ord>(
+    ch: &Channels<Id>,
+    paging: &Paging,
+) -> (Vec<FusedHit<Id>>, Truncation) {
+    let sem: HashMap<Id, f64> = ch.semantic.iter().copied().collect();
+    let lex: HashMap<Id, f64> = ch.lexical.iter().copied().collect();
+    let fused = rrf(&[
+        ch.semantic.iter().map(|h| h.0).collect::<Vec<_>>(),
+        ch.lexical.iter().map(|h| h.0).collect::<Vec<_>>(),
+    ]);
+    let saturated = ch.lexical.len() >= paging.depth || ch.semantic.len() >= paging.depth;
+    let page: Vec<FusedHit<Id>> = fused
+        .iter()
+        .skip(paging.offset)
+        .take(paging.k)
+        .map(|f| FusedHit {
+            id: f.id,
+            scores: Scores {
+                semantic: f.ranks[0].map(|rank| ChannelScore {
+                    rank,
+                    score: sem.get(&f.id).copied().unwrap_or_default(),
+                }),
+                lexical: f.ranks[1].map(|rank| ChannelScore {
+                    rank,
+                    score: lex.get(&f.id).copied().unwrap_or_default(),
+                }),
+                fused: f.score,
+            },
+        })
+        .collect();
+    let end = paging.offset + page.len();
+    let continuation = if fused.len() > end {
+        Some(encode_cursor(&Cursor {
+            o: end,
+            d: paging.depth,
+            q: paging.digest.clone(),
+        }))
+    } else if saturated && !page.is_empty() {
+        Some(encode_cursor(&Cursor {
+            o: end,
+            d: paging.depth * 2,
+            q: paging.digest.clone(),
+        }))
+    } else {
+        None
+    };
+    let truncation = Truncation {
+        returned: page.len(),
+        more_available: continuation.is_some(),
+        continuation,
+    };
+    (page, truncation)
+}

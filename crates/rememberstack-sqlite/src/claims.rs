@@ -1,0 +1,710 @@
+//! Claims: storage of extractions, occurrences, the ledgers, currency and claim search.
+
+use crate::rows::*;
+use crate::{SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
+use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
+use rememberstack_core::embed::cosine;
+use rememberstack_core::ids::*;
+use rememberstack_core::ledger::NewWork;
+use rememberstack_core::store::*;
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, Result};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+use std::collections::{HashMap, HashSet};
+
+/// The namespace's claim FTS5 table (`claim_fts_<uuid>`), rowid = claims.seq.
+pub(crate) fn claim_fts_table(ns: &str) -> Result<String> {
+    ns_table("claim_fts_", ns)
+}
+
+fn enum_from<T: serde::de::DeserializeOwned>(s: &str) -> Result<T> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
+}
+
+const CLAIM_SELECT: &str = "
+    SELECT c.id, c.document_id, c.text, c.added_context_json, c.valid_from, c.valid_until,
+           c.valid_precision, c.valid_kind, c.asserted_at, c.extractor_version, c.is_current,
+           c.embedding_key, d.source_kind, d.source_ref,
+           COALESCE((SELECT r.title FROM representations r WHERE r.namespace_id = d.namespace_id
+                         AND r.version_id = COALESCE(d.current_version_id, d.latest_version_id)),
+                    d.source_ref) AS document_title
+    FROM claims c
+    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id";
+
+fn claim_row(r: &SqliteRow) -> Result<ClaimRecord> {
+    let opt_ts = |name: &str| -> Result<Option<Timestamp>> {
+        r.get::<Option<String>, _>(name).map(|s| ts(&s)).transpose()
+    };
+    Ok(ClaimRecord {
+        claim_id: parse_id(&r.get::<String, _>("id"))?,
+        document_id: parse_id(&r.get::<String, _>("document_id"))?,
+        document_title: r.get("document_title"),
+        source_kind: r.get("source_kind"),
+        source_ref: r.get("source_ref"),
+        text: r.get("text"),
+        added_context: from_json(&r.get::<String, _>("added_context_json"))?,
+        validity: Validity {
+            from: opt_ts("valid_from")?,
+            until: opt_ts("valid_until")?,
+            precision: enum_from::<Precision>(&r.get::<String, _>("valid_precision"))?,
+            kind: enum_from::<ValidityKind>(&r.get::<String, _>("valid_kind"))?,
+        },
+        asserted_at: ts(&r.get::<String, _>("asserted_at"))?,
+        extractor_version: r.get("extractor_version"),
+        is_current: r.get::<i64, _>("is_current") != 0,
+        embedding_key: r.get("embedding_key"),
+        occurrences: vec![],
+    })
+}
+
+fn occurrence_row(r: &SqliteRow) -> Result<Occurrence> {
+    Ok(Occurrence {
+        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+        chunk_id: parse_id(&r.get::<String, _>("chunk_id"))?,
+        version_id: parse_id(&r.get::<String, _>("version_id"))?,
+        document_id: parse_id(&r.get::<String, _>("document_id"))?,
+        extractor_version: r.get("extractor_version"),
+        extraction_input_hash: r.get("extraction_input_hash"),
+        ordinal: r.get::<i64, _>("ordinal") as u32,
+        spans: from_json::<Vec<EvidenceSpan>>(&r.get::<String, _>("spans_json"))?,
+        passages: from_json(&r.get::<String, _>("passages_json"))?,
+        event_ids: from_json(&r.get::<String, _>("event_ids_json"))?,
+        reused: r.get::<i64, _>("reused") != 0,
+    })
+}
+
+fn decision_row(r: &SqliteRow) -> Result<DecisionRow> {
+    Ok(DecisionRow {
+        kind: r.get("kind"),
+        passage: r.get("passage"),
+        reason: r.get("reason"),
+        claim_id: r
+            .get::<Option<String>, _>("claim_id")
+            .map(|s| parse_id(&s))
+            .transpose()?,
+        detail: from_json(&r.get::<String, _>("detail_json"))?,
+    })
+}
+
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(",")
+}
+
+impl SqliteStore {
+    pub(crate) async fn commit_extraction_impl(
+        &self,
+        lease: &Lease,
+        ns: NamespaceId,
+        x: ExtractionCommit,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let ns_s = ns.to_string();
+        let at = to_rfc3339(&now);
+        let fts = claim_fts_table(&ns_s)?;
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        sqlx::query(AssertSqlSafe(format!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        // A retried extraction of the same chunk replaces its occurrences (claims are
+        // immutable rows; a re-run writes fresh ones only when it extracted afresh).
+        sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ?")
+            .bind(&ns_s)
+            .bind(x.chunk_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        for c in &x.claims {
+            let r = sqlx::query(
+                "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
+                     valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
+                     extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
+                     is_current, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            )
+            .bind(&ns_s)
+            .bind(c.id.to_string())
+            .bind(c.document_id.to_string())
+            .bind(&c.text)
+            .bind(json(&c.added_context)?)
+            .bind(c.validity.from.as_ref().map(to_rfc3339))
+            .bind(c.validity.until.as_ref().map(to_rfc3339))
+            .bind(enum_str(&c.validity.precision)?)
+            .bind(enum_str(&c.validity.kind)?)
+            .bind(to_rfc3339(&c.asserted_at))
+            .bind(&c.extractor_version)
+            .bind(&c.extraction_input_hash)
+            .bind(c.origin_version_id.to_string())
+            .bind(c.origin_chunk_id.to_string())
+            .bind(&c.embedding_key)
+            .bind(&c.claim_key)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
+            )))
+            .bind(r.last_insert_rowid())
+            .bind(&c.text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for o in &x.occurrences {
+            sqlx::query(
+                "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+                     extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
+                     event_ids_json, reused, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns_s)
+            .bind(o.chunk_id.to_string())
+            .bind(o.claim_id.to_string())
+            .bind(o.version_id.to_string())
+            .bind(o.document_id.to_string())
+            .bind(&o.extractor_version)
+            .bind(&o.extraction_input_hash)
+            .bind(o.ordinal as i64)
+            .bind(json(&o.spans)?)
+            .bind(json(&o.passages)?)
+            .bind(json(&o.event_ids)?)
+            .bind(o.reused as i64)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for d in &x.decisions {
+            sqlx::query(
+                "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
+                     extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns_s)
+            .bind(x.document_id.to_string())
+            .bind(x.version_id.to_string())
+            .bind(x.chunk_id.to_string())
+            .bind(&x.extraction_input_hash)
+            .bind(&x.extractor_version)
+            .bind(&d.kind)
+            .bind(&d.passage)
+            .bind(&d.reason)
+            .bind(d.claim_id.map(|c| c.to_string()))
+            .bind(json(&d.detail)?)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn prior_extraction_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        input_hash: &str,
+    ) -> Result<Option<PriorExtraction>> {
+        let ns_s = ns.to_string();
+        // The newest fresh (non-reuse) extraction of this input in the lineage.
+        let Some(row) = sqlx::query(
+            "SELECT chunk_id FROM claim_extraction_decisions
+             WHERE namespace_id = ? AND document_id = ? AND extraction_input_hash = ? AND kind <> 'reused'
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .bind(input_hash)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let chunk_id: String = row.get("chunk_id");
+        let occurrences = sqlx::query(
+            "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ? ORDER BY ordinal",
+        )
+        .bind(&ns_s)
+        .bind(&chunk_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(occurrence_row)
+        .collect::<Result<Vec<_>>>()?;
+        let decisions = sqlx::query(
+            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = ? AND chunk_id = ? ORDER BY seq",
+        )
+        .bind(&ns_s)
+        .bind(&chunk_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(decision_row)
+        .collect::<Result<Vec<_>>>()?;
+        Ok(Some(PriorExtraction {
+            chunk_id: parse_id(&chunk_id)?,
+            occurrences,
+            decisions,
+        }))
+    }
+
+    pub(crate) async fn claims_by_key_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        keys: &[String],
+    ) -> Result<Vec<(String, ClaimId)>> {
+        let mut out = Vec::new();
+        for batch in keys.chunks(400) {
+            let sql = format!(
+                "SELECT claim_key, id FROM claims WHERE namespace_id = ? AND document_id = ?
+                   AND claim_key IN ({}) ORDER BY seq",
+                placeholders(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql))
+                .bind(ns.to_string())
+                .bind(doc.to_string());
+            for k in batch {
+                q = q.bind(k);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                out.push((r.get("claim_key"), parse_id(&r.get::<String, _>("id"))?));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn version_claims_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        extractor_version: &str,
+    ) -> Result<Vec<ClaimId>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT claim_id FROM chunk_claims
+             WHERE namespace_id = ? AND version_id = ? AND extractor_version = ?",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .bind(extractor_version)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| parse_id(&r.get::<String, _>("claim_id")))
+            .collect()
+    }
+
+    pub(crate) async fn current_claim_refs_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<(ClaimId, String)>> {
+        let rows = sqlx::query(
+            "SELECT id, extractor_version FROM claims
+             WHERE namespace_id = ? AND document_id = ? AND is_current = 1",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&r.get::<String, _>("id"))?,
+                    r.get("extractor_version"),
+                ))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn apply_currency_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        current: &[ClaimId],
+        reason: &str,
+        version: Option<VersionId>,
+        now: Timestamp,
+    ) -> Result<u64> {
+        let ns_s = ns.to_string();
+        let at = to_rfc3339(&now);
+        let want: HashSet<String> = current.iter().map(|c| c.to_string()).collect();
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let rows = sqlx::query(
+            "SELECT id, is_current FROM claims WHERE namespace_id = ? AND document_id = ?",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut changed = 0;
+        for r in rows {
+            let id: String = r.get("id");
+            let is = r.get::<i64, _>("is_current") != 0;
+            let should = want.contains(&id);
+            if is == should {
+                continue;
+            }
+            sqlx::query("UPDATE claims SET is_current = ? WHERE namespace_id = ? AND id = ?")
+                .bind(should as i64)
+                .bind(&ns_s)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query(
+                "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns_s)
+            .bind(&id)
+            .bind(should as i64)
+            .bind(reason)
+            .bind(version.map(|v| v.to_string()))
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            changed += 1;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(changed)
+    }
+
+    async fn attach_occurrences(&self, ns: &str, claims: &mut [ClaimRecord]) -> Result<()> {
+        if claims.is_empty() {
+            return Ok(());
+        }
+        let mut by_claim: HashMap<ClaimId, Vec<(i64, Occurrence)>> = HashMap::new();
+        for batch in claims.chunks(400) {
+            let sql = format!(
+                "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
+                 JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
+                 WHERE cc.namespace_id = ? AND cc.claim_id IN ({})",
+                placeholders(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns);
+            for c in batch.iter() {
+                q = q.bind(c.claim_id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let o = occurrence_row(&r)?;
+                by_claim
+                    .entry(o.claim_id)
+                    .or_default()
+                    .push((r.get::<i64, _>("version_ordinal"), o));
+            }
+        }
+        for c in claims.iter_mut() {
+            let mut occ = by_claim.remove(&c.claim_id).unwrap_or_default();
+            occ.sort_by_key(|(ord, o)| (*ord, o.chunk_id));
+            c.occurrences = occ.into_iter().map(|(_, o)| o).collect();
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn list_claims_impl(
+        &self,
+        filter: &ClaimFilter,
+        limit: u32,
+    ) -> Result<Vec<ClaimRecord>> {
+        let ns_s = filter.namespace_id.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CLAIM_SELECT} WHERE c.namespace_id = ? AND (? IS NULL OR c.document_id = ?)
+               AND (? OR c.is_current = 1)
+             ORDER BY c.seq DESC LIMIT ?"
+        )))
+        .bind(&ns_s)
+        .bind(filter.document_id.map(|d| d.to_string()))
+        .bind(filter.document_id.map(|d| d.to_string()))
+        .bind(filter.include_retired)
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        let mut claims = rows.iter().map(claim_row).collect::<Result<Vec<_>>>()?;
+        self.attach_occurrences(&ns_s, &mut claims).await?;
+        Ok(claims)
+    }
+
+    pub(crate) async fn claims_impl(
+        &self,
+        ns: NamespaceId,
+        ids: &[ClaimId],
+    ) -> Result<Vec<ClaimRecord>> {
+        let ns_s = ns.to_string();
+        let mut by_id: HashMap<ClaimId, ClaimRecord> = HashMap::new();
+        for batch in ids.chunks(400) {
+            let sql = format!(
+                "{CLAIM_SELECT} WHERE c.namespace_id = ? AND c.id IN ({})",
+                placeholders(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for id in batch {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let c = claim_row(&r)?;
+                by_id.insert(c.claim_id, c);
+            }
+        }
+        let mut claims: Vec<ClaimRecord> = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+        self.attach_occurrences(&ns_s, &mut claims).await?;
+        Ok(claims)
+    }
+
+    pub(crate) async fn decisions_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DecisionRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = ? AND document_id = ? ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DecisionRecord {
+                    version_id: parse_id(&r.get::<String, _>("version_id"))?,
+                    chunk_id: parse_id(&r.get::<String, _>("chunk_id"))?,
+                    extractor_version: r.get("extractor_version"),
+                    row: decision_row(r)?,
+                    created_at: ts(&r.get::<String, _>("created_at"))?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn search_claims_lexical_impl(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        let ns_s = filter.namespace_id.to_string();
+        let fts = claim_fts_table(&ns_s)?;
+        if !self.table_exists(&fts).await? {
+            return Ok(vec![]);
+        }
+        let sql = format!(
+            "SELECT c.id, bm25({fts}) AS rank FROM {fts}
+             JOIN claims c ON c.seq = {fts}.rowid
+             WHERE {fts} MATCH ? AND c.namespace_id = ? AND (? OR c.is_current = 1)
+               AND (? IS NULL OR c.document_id = ?)
+             ORDER BY rank, c.id LIMIT ?"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(crate::fts_query(terms))
+            .bind(&ns_s)
+            .bind(filter.include_retired)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ClaimHit {
+                    claim_id: parse_id(&r.get::<String, _>("id"))?,
+                    score: -r.get::<f64, _>("rank"),
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn search_claims_semantic_impl(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let rows = sqlx::query(
+            "SELECT c.id, vv.vector FROM claims c
+             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                            AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)",
+        )
+        .bind(generation)
+        .bind(filter.namespace_id.to_string())
+        .bind(filter.include_retired)
+        .bind(filter.document_id.map(|d| d.to_string()))
+        .bind(filter.document_id.map(|d| d.to_string()))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        let mut hits = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
+            if v.len() != query.len() {
+                continue;
+            }
+            hits.push(ClaimHit {
+                claim_id: parse_id(&r.get::<String, _>("id"))?,
+                score: cosine(query, &v) as f64,
+            });
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.claim_id.cmp(&b.claim_id))
+        });
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    pub(crate) async fn claim_vector_coverage_impl(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+             FROM claims c
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND c.is_current = 1",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("n") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+
+    pub(crate) async fn claims_missing_vectors_impl(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.origin_version_id FROM claims c
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND c.is_current = 1 AND vv.embedding_key IS NULL
+             ORDER BY c.seq",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&r.get::<String, _>("id"))?,
+                    parse_id(&r.get::<String, _>("origin_version_id"))?,
+                ))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn record_call_impl(&self, call: CallRecord, now: Timestamp) -> Result<()> {
+        let at = to_rfc3339(&now);
+        let ns = call.namespace_id.to_string();
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO cost_ledger (namespace_id, processing_id, attempt, call_key, stage, model,
+                 prompt_tokens, completion_tokens, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(&ns)
+        .bind(call.processing_id.to_string())
+        .bind(call.attempt as i64)
+        .bind(&call.call_key)
+        .bind(call.stage.as_str())
+        .bind(&call.model)
+        .bind(call.prompt_tokens as i64)
+        .bind(call.completion_tokens as i64)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO llm_transcripts (namespace_id, processing_id, attempt, call_key, request_hash, model,
+                 prompt_version, raw_output, verdict, reason, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(call.processing_id.to_string())
+        .bind(call.attempt as i64)
+        .bind(&call.call_key)
+        .bind(&call.request_hash)
+        .bind(&call.model)
+        .bind(&call.prompt_version)
+        .bind(&call.raw_output)
+        .bind(&call.verdict)
+        .bind(&call.reason)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn call_costs_impl(
+        &self,
+        ns: NamespaceId,
+    ) -> Result<Vec<(String, String, u64, u64)>> {
+        let rows = sqlx::query(
+            "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
+             WHERE namespace_id = ? ORDER BY created_at, processing_id, attempt, call_key",
+        )
+        .bind(ns.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get("call_key"),
+                    r.get("model"),
+                    r.get::<i64, _>("prompt_tokens") as u64,
+                    r.get::<i64, _>("completion_tokens") as u64,
+                )
+            })
+            .collect())
+    }
+
+    pub(crate) async fn table_exists(&self, name: &str) -> Result<bool> {
+        Ok(
+            sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+                .bind(name)
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?
+                .is_some(),
+        )
+    }
+}
