@@ -420,8 +420,6 @@ pub struct PriorExtraction {
     pub chunk_id: ChunkId,
     /// Its occurrences.
     pub occurrences: Vec<Occurrence>,
-    /// Its ledger rows.
-    pub decisions: Vec<DecisionRow>,
 }
 
 /// A stored ledger row with its coordinates.
@@ -688,23 +686,23 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>>;
 
     // --- claims
-    /// Commit one chunk's extraction (claims, occurrences, ledger rows) and complete
-    /// the work item, atomically.
-    async fn commit_extraction(
+    /// Commit a batch of chunk extractions (claims, occurrences, ledger rows, follow-up
+    /// work) and complete their work items, in one transaction. An item whose lease was
+    /// lost is skipped (`false` in the returned flags); the others commit.
+    async fn commit_extractions(
         &self,
-        lease: &Lease,
         ns: NamespaceId,
-        extraction: ExtractionCommit,
-        follow_up: Vec<NewWork>,
+        extractions: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
         now: Timestamp,
-    ) -> Result<()>;
-    /// The newest earlier extraction of `input_hash` in the lineage, if any.
-    async fn prior_extraction(
+    ) -> Result<Vec<bool>>;
+    /// The newest earlier (fresh, not reused) extraction of each input hash in the
+    /// lineage: (input hash, extraction).
+    async fn prior_extractions(
         &self,
         ns: NamespaceId,
         doc: DocumentId,
-        input_hash: &str,
-    ) -> Result<Option<PriorExtraction>>;
+        input_hashes: &[String],
+    ) -> Result<Vec<(String, PriorExtraction)>>;
     /// Existing claims of the lineage with these claim keys: (key, claim).
     async fn claims_by_key(
         &self,

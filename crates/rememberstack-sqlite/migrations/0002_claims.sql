@@ -66,6 +66,8 @@ CREATE TABLE claim_extraction_decisions (
     created_at            TEXT NOT NULL
 );
 CREATE INDEX decisions_by_version ON claim_extraction_decisions (namespace_id, version_id, seq);
+CREATE INDEX decisions_by_chunk ON claim_extraction_decisions (namespace_id, chunk_id, seq);
+CREATE INDEX decisions_by_document ON claim_extraction_decisions (namespace_id, document_id, seq);
 -- The newest fresh (non-reuse) extraction of an input: the reuse lookup.
 CREATE INDEX decisions_fresh ON claim_extraction_decisions (namespace_id, document_id, extraction_input_hash, seq)
     WHERE kind <> 'reused';

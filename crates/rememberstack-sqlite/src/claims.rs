@@ -93,42 +93,65 @@ fn placeholders(n: usize) -> String {
 }
 
 impl SqliteStore {
-    pub(crate) async fn commit_extraction_impl(
+    pub(crate) async fn commit_extractions_impl(
         &self,
-        lease: &Lease,
         ns: NamespaceId,
-        x: ExtractionCommit,
-        follow_up: Vec<NewWork>,
+        items: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
         now: Timestamp,
-    ) -> Result<()> {
+    ) -> Result<Vec<bool>> {
         let ns_s = ns.to_string();
-        let at = to_rfc3339(&now);
         let fts = claim_fts_table(&ns_s)?;
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        fence(&mut tx, lease, now).await?;
         sqlx::query(AssertSqlSafe(format!(
             "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
         )))
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        // A retried extraction of the same chunk replaces its occurrences (claims are
-        // immutable rows; a re-run writes fresh ones only when it extracted afresh).
-        sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ?")
-            .bind(&ns_s)
-            .bind(x.chunk_id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        for c in &x.claims {
-            let r = sqlx::query(
+        let mut flags = Vec::with_capacity(items.len());
+        for (lease, x, follow_up) in items {
+            match fence(&mut tx, &lease, now).await {
+                Ok(()) => {}
+                Err(e) if e.code() == rememberstack_core::ErrorCode::LeaseLost => {
+                    flags.push(false);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            write_extraction(&mut tx, &ns_s, &fts, &x, now).await?;
+            insert_work(&mut tx, &follow_up, now).await?;
+            flags.push(true);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(flags)
+    }
+}
+
+async fn write_extraction(
+    tx: &mut sqlx::SqliteConnection,
+    ns_s: &str,
+    fts: &str,
+    x: &ExtractionCommit,
+    now: Timestamp,
+) -> Result<()> {
+    let at = to_rfc3339(&now);
+    // A retried extraction of the same chunk replaces its occurrences (claims are
+    // immutable rows; a re-run writes fresh ones only when it extracted afresh).
+    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ?")
+        .bind(ns_s)
+        .bind(x.chunk_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    for c in &x.claims {
+        let r = sqlx::query(
                 "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
                      valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
                      extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
                      is_current, created_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             )
-            .bind(&ns_s)
+            .bind(ns_s)
             .bind(c.id.to_string())
             .bind(c.document_id.to_string())
             .bind(&c.text)
@@ -148,46 +171,46 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
-            )))
-            .bind(r.last_insert_rowid())
-            .bind(&c.text)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        for o in &x.occurrences {
-            sqlx::query(
-                "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
+        )))
+        .bind(r.last_insert_rowid())
+        .bind(&c.text)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    for o in &x.occurrences {
+        sqlx::query(
+            "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
                      extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
                      event_ids_json, reused, created_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&ns_s)
-            .bind(o.chunk_id.to_string())
-            .bind(o.claim_id.to_string())
-            .bind(o.version_id.to_string())
-            .bind(o.document_id.to_string())
-            .bind(&o.extractor_version)
-            .bind(&o.extraction_input_hash)
-            .bind(o.ordinal as i64)
-            .bind(json(&o.spans)?)
-            .bind(json(&o.passages)?)
-            .bind(json(&o.event_ids)?)
-            .bind(o.reused as i64)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        for d in &x.decisions {
-            sqlx::query(
+        )
+        .bind(ns_s)
+        .bind(o.chunk_id.to_string())
+        .bind(o.claim_id.to_string())
+        .bind(o.version_id.to_string())
+        .bind(o.document_id.to_string())
+        .bind(&o.extractor_version)
+        .bind(&o.extraction_input_hash)
+        .bind(o.ordinal as i64)
+        .bind(json(&o.spans)?)
+        .bind(json(&o.passages)?)
+        .bind(json(&o.event_ids)?)
+        .bind(o.reused as i64)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    for d in &x.decisions {
+        sqlx::query(
                 "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
                      extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
-            .bind(&ns_s)
+            .bind(ns_s)
             .bind(x.document_id.to_string())
             .bind(x.version_id.to_string())
             .bind(x.chunk_id.to_string())
@@ -202,61 +225,65 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        }
-        insert_work(&mut tx, &follow_up, now).await?;
-        tx.commit().await.map_err(db_err)
     }
+    Ok(())
+}
 
-    pub(crate) async fn prior_extraction_impl(
+impl SqliteStore {
+    pub(crate) async fn prior_extractions_impl(
         &self,
         ns: NamespaceId,
         doc: DocumentId,
-        input_hash: &str,
-    ) -> Result<Option<PriorExtraction>> {
+        hashes: &[String],
+    ) -> Result<Vec<(String, PriorExtraction)>> {
         let ns_s = ns.to_string();
-        // The newest fresh (non-reuse) extraction of this input in the lineage.
-        let Some(row) = sqlx::query(
-            "SELECT chunk_id FROM claim_extraction_decisions
-             WHERE namespace_id = ? AND document_id = ? AND extraction_input_hash = ? AND kind <> 'reused'
-             ORDER BY seq DESC LIMIT 1",
-        )
-        .bind(&ns_s)
-        .bind(doc.to_string())
-        .bind(input_hash)
-        .fetch_optional(&self.read)
-        .await
-        .map_err(db_err)?
-        else {
-            return Ok(None);
-        };
-        let chunk_id: String = row.get("chunk_id");
-        let occurrences = sqlx::query(
-            "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ? ORDER BY ordinal",
-        )
-        .bind(&ns_s)
-        .bind(&chunk_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(occurrence_row)
-        .collect::<Result<Vec<_>>>()?;
-        let decisions = sqlx::query(
-            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = ? AND chunk_id = ? ORDER BY seq",
-        )
-        .bind(&ns_s)
-        .bind(&chunk_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(decision_row)
-        .collect::<Result<Vec<_>>>()?;
-        Ok(Some(PriorExtraction {
-            chunk_id: parse_id(&chunk_id)?,
-            occurrences,
-            decisions,
-        }))
+        let mut found: Vec<(String, String)> = Vec::new();
+        for batch in hashes.chunks(400) {
+            // The newest fresh (non-reuse) extraction of each input in the lineage.
+            let sql = format!(
+                "SELECT extraction_input_hash, chunk_id, MAX(seq) AS seq FROM claim_extraction_decisions
+                 WHERE namespace_id = ? AND document_id = ? AND kind <> 'reused'
+                   AND extraction_input_hash IN ({})
+                 GROUP BY extraction_input_hash",
+                placeholders(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql))
+                .bind(&ns_s)
+                .bind(doc.to_string());
+            for h in batch {
+                q = q.bind(h);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                found.push((r.get("extraction_input_hash"), r.get("chunk_id")));
+            }
+        }
+        let mut by_chunk: HashMap<String, Vec<Occurrence>> = HashMap::new();
+        for batch in found.chunks(400) {
+            let sql = format!(
+                "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({}) ORDER BY chunk_id, ordinal",
+                placeholders(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for (_, chunk) in batch {
+                q = q.bind(chunk);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let o = occurrence_row(&r)?;
+                by_chunk.entry(o.chunk_id.to_string()).or_default().push(o);
+            }
+        }
+        found
+            .into_iter()
+            .map(|(hash, chunk)| {
+                Ok((
+                    hash,
+                    PriorExtraction {
+                        chunk_id: parse_id(&chunk)?,
+                        occurrences: by_chunk.remove(&chunk).unwrap_or_default(),
+                    },
+                ))
+            })
+            .collect()
     }
 
     pub(crate) async fn claims_by_key_impl(

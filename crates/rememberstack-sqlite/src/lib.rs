@@ -1270,25 +1270,22 @@ impl MemoryStore for SqliteStore {
             .collect()
     }
 
-    async fn commit_extraction(
+    async fn commit_extractions(
         &self,
-        lease: &Lease,
         ns: NamespaceId,
-        extraction: ExtractionCommit,
-        follow_up: Vec<NewWork>,
+        extractions: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
         now: Timestamp,
-    ) -> Result<()> {
-        self.commit_extraction_impl(lease, ns, extraction, follow_up, now)
-            .await
+    ) -> Result<Vec<bool>> {
+        self.commit_extractions_impl(ns, extractions, now).await
     }
 
-    async fn prior_extraction(
+    async fn prior_extractions(
         &self,
         ns: NamespaceId,
         doc: DocumentId,
-        input_hash: &str,
-    ) -> Result<Option<PriorExtraction>> {
-        self.prior_extraction_impl(ns, doc, input_hash).await
+        input_hashes: &[String],
+    ) -> Result<Vec<(String, PriorExtraction)>> {
+        self.prior_extractions_impl(ns, doc, input_hashes).await
     }
 
     async fn claims_by_key(

@@ -18,6 +18,44 @@ struct VersionContext {
     prepared: PreparedVersion,
     chunks: Vec<ChunkRecord>,
     spans: Vec<ChunkSpan>,
+    char_index: CharIndex,
+}
+
+/// Byte → Unicode-scalar offset conversion for one text, with a checkpoint at every
+/// block start so a conversion counts only the characters since the nearest one.
+struct CharIndex {
+    checkpoints: Vec<(usize, usize)>,
+}
+
+impl CharIndex {
+    fn new(text: &str, blocks: &[crate::text::Block]) -> Self {
+        let mut starts: Vec<usize> = blocks
+            .iter()
+            .map(|b| b.start)
+            .filter(|s| *s <= text.len())
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let mut checkpoints = vec![(0, 0)];
+        let (mut byte, mut chars) = (0usize, 0usize);
+        for s in starts {
+            if let Some(seg) = text.get(byte..s) {
+                chars += seg.chars().count();
+                byte = s;
+                checkpoints.push((byte, chars));
+            }
+        }
+        CharIndex { checkpoints }
+    }
+
+    fn chars_at(&self, text: &str, byte: usize) -> Option<usize> {
+        let i = self
+            .checkpoints
+            .partition_point(|(b, _)| *b <= byte)
+            .checked_sub(1)?;
+        let (b, c) = self.checkpoints[i];
+        Some(c + text.get(b..byte)?.chars().count())
+    }
 }
 
 impl Engine {
@@ -142,11 +180,91 @@ impl Engine {
                     continue;
                 }
             };
+            // One look-up of earlier extractions for the whole group (D56 reuse).
+            let mut planned = Vec::with_capacity(group.len());
+            let mut hashes = Vec::new();
+            for item in &group {
+                let index = ctx
+                    .chunks
+                    .iter()
+                    .position(|c| c.chunk_id.uuid() == item.target_id);
+                let plan = index.map(|i| {
+                    let bundle = self.bundle_for(&ctx, i);
+                    let hash = self.extraction_input_hash(&ctx, i, &bundle);
+                    hashes.push(hash.clone());
+                    (i, bundle, hash)
+                });
+                planned.push(plan);
+            }
+            let priors: HashMap<String, PriorExtraction> = match self
+                .store
+                .prior_extractions(ns, ctx.version.document_id, &hashes)
+                .await
+            {
+                Ok(p) => p.into_iter().collect(),
+                Err(e) => {
+                    for item in group {
+                        let err = StageError::from(Error::store(e.to_string()));
+                        self.settle(&[item], Err(err), report).await?;
+                    }
+                    continue;
+                }
+            };
+            let mut commits = Vec::new();
+            let mut committed_items = Vec::new();
+            for (item, plan) in group.into_iter().zip(planned) {
+                let Some((index, bundle, hash)) = plan else {
+                    // The chunk was replaced by a re-chunk: nothing to extract for it.
+                    let done = self
+                        .store
+                        .complete(&Lease::of(&item), vec![], self.clock.now())
+                        .await;
+                    let result = done.map(|_| Outcome::Completed).map_err(StageError::from);
+                    self.settle(&[item], result, report).await?;
+                    continue;
+                };
+                let prior = priors.get(&hash);
+                match self
+                    .extract_one(&ctx, &item, index, &bundle, hash.clone(), prior)
+                    .await
+                {
+                    Ok((commit, follow_up)) => {
+                        commits.push((Lease::of(&item), commit, follow_up));
+                        committed_items.push(item);
+                    }
+                    Err(e) => self.settle(&[item], Err(e), report).await?,
+                }
+            }
+            if commits.is_empty() {
+                continue;
+            }
+            let outcomes = self
+                .store
+                .commit_extractions(ns, commits, self.clock.now())
+                .await;
             let mut completed_any = false;
-            for item in group {
-                let result = self.extract_one(&ctx, &item).await;
-                completed_any |= matches!(result, Ok(Outcome::Completed));
-                self.settle(&[item], result, report).await?;
+            match outcomes {
+                Ok(flags) => {
+                    for (item, ok) in committed_items.into_iter().zip(flags) {
+                        let result = if ok {
+                            completed_any = true;
+                            Ok(Outcome::Completed)
+                        } else {
+                            Err(StageError::LeaseLost)
+                        };
+                        self.settle(&[item], result, report).await?;
+                    }
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    for item in committed_items {
+                        let err = StageError::Failed {
+                            message: message.clone(),
+                            retryable: true,
+                        };
+                        self.settle(&[item], Err(err), report).await?;
+                    }
+                }
             }
             if completed_any {
                 self.after_extraction(ns, &ctx.version).await?;
@@ -180,11 +298,13 @@ impl Engine {
                 end: c.end as usize,
             })
             .collect();
+        let char_index = CharIndex::new(&prepared.representation.markdown, &prepared.blocks);
         Ok(VersionContext {
             version,
             prepared,
             chunks,
             spans,
+            char_index,
         })
     }
 
@@ -274,25 +394,21 @@ impl Engine {
         sha256_parts(parts.iter().map(|s| s.as_bytes()))
     }
 
+    /// Prepare one chunk's extraction: reuse an earlier extraction of the same input,
+    /// or extract afresh (offline, or the two model calls). Nothing is written here;
+    /// the batch commits every prepared extraction in one transaction.
     async fn extract_one(
         &self,
         ctx: &VersionContext,
         item: &WorkItem,
-    ) -> std::result::Result<Outcome, StageError> {
+        index: usize,
+        bundle: &ContextBundle,
+        input_hash: String,
+        prior: Option<&PriorExtraction>,
+    ) -> std::result::Result<(ExtractionCommit, Vec<NewWork>), StageError> {
         let now = self.clock.now();
         let ns = item.namespace_id;
-        let Some(index) = ctx
-            .chunks
-            .iter()
-            .position(|c| c.chunk_id.uuid() == item.target_id)
-        else {
-            // The chunk was replaced by a re-chunk: nothing to extract for it.
-            self.store.complete(&Lease::of(item), vec![], now).await?;
-            return Ok(Outcome::Completed);
-        };
         let chunk = &ctx.chunks[index];
-        let bundle = self.bundle_for(ctx, index);
-        let input_hash = self.extraction_input_hash(ctx, index, &bundle);
         let extractor_version = self.extractor_version();
         let markdown = &ctx.prepared.representation.markdown;
         let document_id = ctx.version.document_id;
@@ -308,20 +424,17 @@ impl Engine {
             decisions: vec![],
         };
 
-        if let Some(prior) = self
-            .store
-            .prior_extraction(ns, document_id, &input_hash)
-            .await?
-        {
+        if let Some(prior) = prior {
             // D56/D119: the same input → the same claim ids, spans remapped into this
             // version through the same bundle positions, each re-verified as an exact slice.
             for occ in &prior.occurrences {
-                let spans = remap_spans(&bundle, markdown, &occ.passages).ok_or_else(|| {
-                    Error::internal(format!(
-                        "claim {} cannot be remapped into version {}",
-                        occ.claim_id, ctx.version.version_id
-                    ))
-                })?;
+                let spans = remap_spans(bundle, &ctx.char_index, markdown, &occ.passages)
+                    .ok_or_else(|| {
+                        Error::internal(format!(
+                            "claim {} cannot be remapped into version {}",
+                            occ.claim_id, ctx.version.version_id
+                        ))
+                    })?;
                 commit.occurrences.push(Occurrence {
                     claim_id: occ.claim_id,
                     chunk_id: chunk.chunk_id,
@@ -344,31 +457,27 @@ impl Engine {
                 detail: serde_json::json!({
                     "from_chunk": prior.chunk_id,
                     "claims": prior.occurrences.len(),
-                    "prior_decisions": prior.decisions.len(),
                 }),
             });
-            self.store
-                .commit_extraction(&Lease::of(item), ns, commit, vec![], now)
-                .await?;
-            return Ok(Outcome::Completed);
+            return Ok((commit, vec![]));
         }
 
         let extraction = match &self.extractor {
-            None => offline::extract(&bundle),
-            Some(models) => self.model_extraction(models, &bundle, item).await?,
+            None => offline::extract(bundle),
+            Some(models) => self.model_extraction(models, bundle, item).await?,
         };
-        let union = grounding::Union::from_bundle(&bundle);
+        let union = grounding::Union::from_bundle(bundle);
         let grounded: Vec<std::result::Result<GroundedClaim, GateFailure>> = extraction
             .claims
             .iter()
-            .map(|d| grounding::ground_with_union(&bundle, &union, markdown, d))
+            .map(|d| grounding::ground_with_union(bundle, &union, markdown, d))
             .collect();
         // The same testimony (extractor, text, evidence text) in the same lineage keeps
         // its claim id even when a neighbouring edit forced a fresh extraction.
         let keys: Vec<String> = grounded
             .iter()
             .filter_map(|g| g.as_ref().ok())
-            .map(|g| claim_key(&extractor_version, &bundle, g))
+            .map(|g| claim_key(&extractor_version, bundle, g))
             .collect();
         let mut existing: HashMap<String, ClaimId> = HashMap::new();
         for (key, id) in self.store.claims_by_key(ns, document_id, &keys).await? {
@@ -376,7 +485,7 @@ impl Engine {
         }
         let generation = self.component_version(Stage::EmbedClaims);
         let (claims, occurrences, decisions) = ledger_for(
-            &bundle,
+            bundle,
             &extraction,
             &grounded,
             &existing,
@@ -407,10 +516,7 @@ impl Engine {
         commit.claims = claims;
         commit.occurrences = occurrences;
         commit.decisions = decisions;
-        self.store
-            .commit_extraction(&Lease::of(item), ns, commit, follow_up, now)
-            .await?;
-        Ok(Outcome::Completed)
+        Ok((commit, follow_up))
     }
 
     /// When every `e2.extract` unit of the version is done, recompute the lineage's
@@ -501,21 +607,42 @@ pub fn next_current_claims(
     }
 }
 
+/// Recompute an earlier occurrence's spans in this version from the passages it cited:
+/// every cited passage must exist in this bundle and be an exact slice of this
+/// version's text (gate layer 1).
 fn remap_spans(
     bundle: &ContextBundle,
+    chars: &CharIndex,
     markdown: &str,
     passages: &[String],
 ) -> Option<Vec<crate::claims::EvidenceSpan>> {
-    let draft = crate::claims::ClaimDraft {
-        text: "reused".into(),
-        passages: passages.to_vec(),
-        added_context: vec![],
-        validity: crate::claims::Validity::unknown(crate::claims::ValidityKind::Event),
-        verdict: crate::claims::Verdict::Entailed,
-    };
-    grounding::ground(bundle, markdown, &draft)
-        .ok()
-        .map(|g| g.spans)
+    let mut ranges = Vec::with_capacity(passages.len());
+    for label in passages {
+        let p = bundle.passage(label)?;
+        if markdown.get(p.start..p.end)? != p.text {
+            return None;
+        }
+        ranges.push((p.start, p.end));
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(start, end)| {
+            Some(crate::claims::EvidenceSpan {
+                start,
+                end,
+                char_start: chars.chars_at(markdown, start)?,
+                char_end: chars.chars_at(markdown, end)?,
+            })
+        })
+        .collect()
 }
 
 /// A claim's identity within its lineage: extractor generation, text and the exact

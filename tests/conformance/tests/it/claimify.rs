@@ -241,3 +241,70 @@ async fn a_malformed_answer_retries_then_dead_letters_readably() {
         assert_eq!(h.store.call_costs(ns).await.unwrap().len(), 3);
     }
 }
+
+#[tokio::test]
+async fn appended_turns_cost_only_what_they_add() {
+    const VERSIONS: usize = 40;
+    for h in stores().await {
+        let model = Arc::new(
+            scripted()
+                .answer_always(
+                    "selection",
+                    ScriptedChatModel::ANY,
+                    json!({"selections": [{"passage": "T1", "label": "keep", "reason": null}]}),
+                )
+                .answer_always(
+                    "claimify",
+                    ScriptedChatModel::ANY,
+                    json!({"claims": [{
+                        "text": "A chapter of the novel was finished.", "passages": ["T1"],
+                        "added_context": [], "valid_from": null, "valid_until": null,
+                        "precision": "unknown", "kind": "event", "verdict": "entailed"
+                    }]}),
+                ),
+        );
+        let memory = memory_with_model(&h, model.clone()).await;
+        let turn = |i: usize| {
+            json!({"event_id": format!("m{i}"), "speaker": "Nate",
+                   "text": format!("I finished chapter {i} of the novel about the lighthouse.")})
+        };
+        let mut messages: Vec<serde_json::Value> = (0..4).map(turn).collect();
+        let mut chunk_extractions = 0usize;
+        for v in 0..VERSIONS {
+            if v > 0 {
+                messages.push(turn(messages.len()));
+            }
+            let before = model.call_count();
+            let conv = json!({"session_time": "2023-01-10T10:00:00Z", "messages": messages});
+            memory
+                .ingest_conversation(
+                    &serde_json::from_value(conv).unwrap(),
+                    IngestOptions::new("novel"),
+                )
+                .await
+                .unwrap();
+            memory.process_until_idle().await.unwrap();
+            let calls = model.call_count() - before;
+            assert_eq!(calls % 2, 0, "every fresh extraction is exactly two calls");
+            chunk_extractions += calls / 2;
+            // An append re-extracts at most the changed last chunk and its neighbour.
+            if v > 0 {
+                assert!(calls <= 4, "version {v} made {calls} calls");
+            }
+        }
+        let doc = memory.documents().await.unwrap()[0].doc_id;
+        let detail = memory.document(doc).await.unwrap();
+        // Later versions have many chunks, yet each append cost at most two extractions.
+        assert!(detail.chunk_count >= 5, "{} chunks", detail.chunk_count);
+        assert!(
+            chunk_extractions <= 2 * VERSIONS,
+            "{chunk_extractions} extractions"
+        );
+        // Each call was metered exactly once.
+        let ns = h.store.namespace("default").await.unwrap().unwrap().id;
+        assert_eq!(
+            h.store.call_costs(ns).await.unwrap().len(),
+            model.call_count()
+        );
+    }
+}

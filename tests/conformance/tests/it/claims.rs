@@ -183,7 +183,7 @@ async fn living_versions_retire_their_claims_snapshot_versions_keep_them() {
 
 #[tokio::test]
 async fn appends_reuse_claims_across_many_versions() {
-    const VERSIONS: usize = 100;
+    const VERSIONS: usize = 500;
     for h in stores().await {
         let memory = h.memory().await;
         let turn = |i: usize| {
