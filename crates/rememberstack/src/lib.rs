@@ -29,7 +29,7 @@ mod config;
 
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
 /// record types, the work ledger, text processing, envelopes and the provider ports.
-pub use rememberstack_core::{chat, embed, envelope, ledger, source, store, text};
+pub use rememberstack_core::{chat, claims, embed, envelope, ledger, source, store, text};
 
 pub use config::{Config, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
