@@ -442,11 +442,12 @@ fn print_results(envelope: &rememberstack::Envelope<rememberstack::ChunkResult>)
         println!("no results in namespace `{}`", envelope.namespace);
     }
     for (i, r) in envelope.results.iter().enumerate() {
-        let path = if r.section_path.is_empty() {
-            String::new()
-        } else {
-            format!(" › {}", r.section_path.join(" › "))
-        };
+        let path: String = r
+            .section_path
+            .iter()
+            .filter(|p| **p != r.document_title)
+            .map(|p| format!(" › {p}"))
+            .collect();
         println!(
             "{}. {}{}  [fused {:.4}]",
             i + 1,
@@ -536,11 +537,14 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
     for q in queries {
         envelopes.push((q, memory.search(q, 2).await?));
     }
+    let claim_query = "who raised the bucket quota?";
+    let claims = memory.search_claims(claim_query, 2).await?;
     if json_mode {
         return print_json(&json!({
             "ingested": [doc, conv],
             "processed": report,
             "searches": envelopes.iter().map(|(q, e)| json!({"query": q, "envelope": e})).collect::<Vec<_>>(),
+            "claim_search": {"query": claim_query, "envelope": claims},
         }));
     }
     println!(
@@ -560,6 +564,9 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
         print_results(e);
         println!();
     }
+    println!("claim search: {claim_query}");
+    print_claim_results(&claims);
+    println!();
     println!("Next: `remember ingest <files> --wait` then `remember search \"<question>\"`.");
     Ok(())
 }

@@ -298,4 +298,6 @@ fn quickstart_runs_offline() {
         "{stdout}"
     );
     assert!(stdout.contains("The nightly backup failed"), "{stdout}");
+    assert!(stdout.contains("claim search:"), "{stdout}");
+    assert!(stdout.contains("Joao raised it to 2 TB"), "{stdout}");
 }
