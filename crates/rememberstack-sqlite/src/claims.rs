@@ -3,7 +3,6 @@
 use crate::rows::*;
 use crate::{SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
-use rememberstack_core::embed::cosine;
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::*;
@@ -585,24 +584,10 @@ impl SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
-        let mut hits = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
-            if v.len() != query.len() {
-                continue;
-            }
-            hits.push(ClaimHit {
-                claim_id: parse_id(&r.get::<String, _>("id"))?,
-                score: cosine(query, &v) as f64,
-            });
-        }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.claim_id.cmp(&b.claim_id))
-        });
-        hits.truncate(limit);
-        Ok(hits)
+        Ok(top_k_cosine(&rows, query, limit)?
+            .into_iter()
+            .map(|(claim_id, score)| ClaimHit { claim_id, score })
+            .collect())
     }
 
     pub(crate) async fn claim_vector_coverage_impl(

@@ -12,7 +12,7 @@ mod rows;
 
 use async_trait::async_trait;
 use blobs::BlobDir;
-use rememberstack_core::embed::{EmbedderIdentity, cosine};
+use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::*;
 use rememberstack_core::source::VersioningMode;
@@ -927,24 +927,10 @@ impl MemoryStore for SqliteStore {
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?;
-        let mut hits = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
-            if v.len() != query.len() {
-                continue;
-            }
-            hits.push(ChunkHit {
-                chunk_id: parse_id(&r.get::<String, _>("id"))?,
-                score: cosine(query, &v) as f64,
-            });
-        }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.chunk_id.cmp(&b.chunk_id))
-        });
-        hits.truncate(limit);
-        Ok(hits)
+        Ok(top_k_cosine(&rows, query, limit)?
+            .into_iter()
+            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
+            .collect())
     }
 
     async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
