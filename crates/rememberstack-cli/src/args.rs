@@ -58,7 +58,7 @@ pub enum Command {
 /// `remember ingest`.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// Files to ingest.
+    /// Files to ingest; a directory ingests every file below it (hidden entries skipped).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// The format (default: detect from the file name).

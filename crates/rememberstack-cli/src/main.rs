@@ -351,8 +351,51 @@ async fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
+/// Expand directories into the files below them (sorted, hidden entries skipped).
+fn expand_paths(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, Error> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), Error> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| {
+                Error::new(
+                    ErrorCode::NotFound,
+                    format!("cannot read {}: {e}", dir.display()),
+                )
+            })?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                !p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'))
+            })
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.is_file() {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
 async fn ingest(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
-    if a.source_ref.is_some() && a.paths.len() != 1 {
+    let paths = expand_paths(&a.paths)?;
+    if paths.is_empty() {
+        return Err(Error::new(ErrorCode::EmptyInput, "no files to ingest"));
+    }
+    if a.source_ref.is_some() && paths.len() != 1 {
         return Err(Error::invalid_input(
             "--source-ref names one lineage: give exactly one PATH with it",
         ));
@@ -376,7 +419,7 @@ async fn ingest(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
     });
     let memory = open(cli).await?;
     let mut receipts = Vec::new();
-    for path in &a.paths {
+    for path in &paths {
         let options = IngestOptions {
             source_ref: a.source_ref.clone(),
             kind,

@@ -281,6 +281,40 @@ fn remembers_db_from_the_environment() {
 }
 
 #[test]
+fn a_directory_ingests_every_file_below_it() {
+    let cli = Cli::new();
+    let root = cli.dir.path().join("corpus");
+    std::fs::create_dir_all(root.join("nested")).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("a.md"), "# A\n\nAlpha notes.").unwrap();
+    std::fs::write(root.join("nested").join("b.txt"), "Beta notes.").unwrap();
+    std::fs::write(root.join(".git").join("config"), "ignored").unwrap();
+    let out = cli.ok_json(&["ingest", root.to_str().unwrap(), "--wait", "--json"]);
+    let names: Vec<&str> = out["ingested"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["source_ref"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(names, vec!["a.md", "b.txt"]);
+    let bad = cli.run(&[
+        "ingest",
+        root.to_str().unwrap(),
+        "--source-ref",
+        "x",
+        "--json",
+    ]);
+    assert!(!bad.status.success());
+}
+
+#[test]
 fn quickstart_runs_offline() {
     let out = Command::new(env!("CARGO_BIN_EXE_remember"))
         .arg("quickstart")
