@@ -129,8 +129,6 @@ pub struct VersionRecord {
     pub created_at: Timestamp,
     /// Whether this is the lineage's current (processed, served) version.
     pub is_current: bool,
-    /// Whether this is the lineage's newest observed version.
-    pub is_latest: bool,
 }
 
 /// A version's prepared structure (E0 output).

@@ -550,14 +550,10 @@ impl SqliteStore {
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(ClaimHit {
-                    claim_id: parse_id(&r.get::<String, _>("id"))?,
-                    score: -r.get::<f64, _>("rank"),
-                })
-            })
-            .collect()
+        Ok(bm25_hits(&rows)?
+            .into_iter()
+            .map(|(claim_id, score)| ClaimHit { claim_id, score })
+            .collect())
     }
 
     pub(crate) async fn search_claims_semantic_impl(

@@ -890,15 +890,10 @@ impl MemoryStore for SqliteStore {
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(ChunkHit {
-                    chunk_id: parse_id(&r.get::<String, _>("id"))?,
-                    // bm25() is lower-is-better; report higher-is-better.
-                    score: -r.get::<f64, _>("rank"),
-                })
-            })
-            .collect()
+        Ok(bm25_hits(&rows)?
+            .into_iter()
+            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
+            .collect())
     }
 
     async fn search_chunks_semantic(

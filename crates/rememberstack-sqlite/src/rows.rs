@@ -15,7 +15,7 @@ use sqlx::sqlite::SqliteRow;
 pub(crate) const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
            v.source_modified_at, v.origin, v.metadata_json, v.created_at,
-           d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id
+           d.source_kind, d.source_ref, d.mode, d.current_version_id
     FROM document_versions v
     JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id";
 
@@ -97,7 +97,6 @@ pub(crate) fn version_row(r: &SqliteRow) -> Result<VersionRecord> {
         created_at: ts(&r.get::<String, _>("created_at"))?,
         is_current: r.get::<Option<String>, _>("current_version_id").as_deref()
             == Some(id.as_str()),
-        is_latest: r.get::<String, _>("latest_version_id") == id,
     })
 }
 
@@ -240,4 +239,19 @@ pub(crate) fn top_k_cosine<Id: std::str::FromStr<Err = Error> + Ord>(
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     hits.truncate(limit);
     Ok(hits)
+}
+
+/// Decode `(id, rank)` rows of a `bm25()` ranking. `bm25()` is lower-is-better; the
+/// channel reports higher-is-better, so the score is the negated rank.
+pub(crate) fn bm25_hits<Id: std::str::FromStr<Err = Error>>(
+    rows: &[SqliteRow],
+) -> Result<Vec<(Id, f64)>> {
+    rows.iter()
+        .map(|r| {
+            Ok((
+                parse_id::<Id>(&r.get::<String, _>("id"))?,
+                -r.get::<f64, _>("rank"),
+            ))
+        })
+        .collect()
 }

@@ -168,14 +168,7 @@ impl Engine {
                 Err(e) => {
                     let err = StageError::from(e);
                     for item in group {
-                        let failed = match &err {
-                            StageError::LeaseLost => Err(StageError::LeaseLost),
-                            StageError::Failed { message, retryable } => Err(StageError::Failed {
-                                message: message.clone(),
-                                retryable: *retryable,
-                            }),
-                        };
-                        self.settle(&[item], failed, report).await?;
+                        self.settle(&[item], Err(err.clone()), report).await?;
                     }
                     continue;
                 }

@@ -349,6 +349,7 @@ pub struct Engine {
     worker_id: String,
 }
 
+#[derive(Clone)]
 enum StageError {
     /// Another worker holds the item now: do nothing.
     LeaseLost,

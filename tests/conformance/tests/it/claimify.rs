@@ -150,9 +150,7 @@ async fn the_two_calls_run_ground_and_are_metered() {
             ]
         );
 
-        // The same bytes again in a new lineage version with one turn appended: the
-        // unchanged chunk would reuse without calls; here the chunk changes, so the
-        // scripted model (which has no more answers) must not be reached for reuse.
+        // The accepted claim is searchable.
         let env = memory.search_claims("third screenplay", 3).await.unwrap();
         assert_eq!(env.results[0].text, c.text);
     }
