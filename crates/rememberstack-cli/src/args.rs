@@ -45,6 +45,26 @@ pub enum Command {
         #[command(subcommand)]
         command: ClaimsCommand,
     },
+    /// List, show, merge and unmerge entities.
+    Entities {
+        /// What to do.
+        #[command(subcommand)]
+        command: EntitiesCommand,
+    },
+    /// List facts (relations and observations).
+    Facts {
+        /// What to do.
+        #[command(subcommand)]
+        command: FactsCommand,
+    },
+    /// Everything behind one fact: evidence claims with spans and source text,
+    /// adjudication transcripts, the resolution decisions of its entities.
+    Trace {
+        /// The fact id.
+        fact_id: String,
+    },
+    /// The namespace's predicate registry, with `other:` values counted for review.
+    Predicates,
     /// Ledger counts by stage and status, dead letters with their errors.
     Status,
     /// Replay dead letters (and make failed items waiting for a backoff due now).
@@ -120,10 +140,11 @@ pub struct SearchArgs {
     /// A continuation cursor from a previous page.
     #[arg(long)]
     pub cursor: Option<String>,
-    /// What to search: source chunks or extracted claims.
+    /// What to search: source chunks, extracted claims or adjudicated facts.
     #[arg(long, value_enum, default_value_t = TargetArg::Chunks)]
     pub target: TargetArg,
-    /// Claims only: include claims that are no longer current testimony (audit).
+    /// Claims: include claims that are no longer current testimony (audit); facts:
+    /// include facts that no longer hold (closed, superseded).
     #[arg(long)]
     pub include_retired: bool,
 }
@@ -135,6 +156,59 @@ pub enum TargetArg {
     Chunks,
     /// Extracted claims.
     Claims,
+    /// Adjudicated facts (relations and observations).
+    Facts,
+}
+
+/// `remember entities …`.
+#[derive(Debug, Subcommand)]
+pub enum EntitiesCommand {
+    /// List entities, oldest first.
+    List {
+        /// Include entities merged into others.
+        #[arg(long)]
+        include_merged: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+    },
+    /// Show one entity (by id or exact name): aliases, profile, facts, mentions, merges.
+    Show {
+        /// An entity id or name.
+        name_or_id: String,
+    },
+    /// Merge entity A into entity B (a reversible redirect).
+    Merge {
+        /// The entity merged away (id).
+        a: String,
+        /// The entity it is merged into (id).
+        b: String,
+    },
+    /// Undo a merge: the exact prior membership comes back.
+    Unmerge {
+        /// The merge id printed by `merge`.
+        merge_id: String,
+    },
+}
+
+/// `remember facts …`.
+#[derive(Debug, Subcommand)]
+pub enum FactsCommand {
+    /// List facts: current ones by default.
+    List {
+        /// Only facts of this entity (id).
+        #[arg(long, value_name = "ENTITY_ID")]
+        entity: Option<String>,
+        /// Facts whose world-time window holds at this instant (RFC 3339).
+        #[arg(long, value_name = "RFC3339", conflicts_with = "history")]
+        at: Option<String>,
+        /// Every fact, closed and superseded ones included.
+        #[arg(long)]
+        history: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 500)]
+        limit: u32,
+    },
 }
 
 /// `remember claims …`.

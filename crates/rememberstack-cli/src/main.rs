@@ -5,8 +5,8 @@ mod args;
 use args::*;
 use clap::Parser;
 use rememberstack::{
-    Config, DeclaredKind, DocumentId, Error, ErrorCode, IngestOptions, Memory, SearchRequest,
-    SectionRole, SourceFormat, Stage, VersioningMode,
+    Config, DeclaredKind, DocumentId, EntityId, Error, ErrorCode, FactId, FactQuery, IngestOptions,
+    Memory, MergeId, SearchRequest, SectionRole, SourceFormat, Stage, VersioningMode,
 };
 use serde_json::json;
 use std::io::Write;
@@ -142,6 +142,28 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 cursor: a.cursor.clone(),
                 include_retired: a.include_retired,
             };
+            if a.target == TargetArg::Facts {
+                let envelope = memory.search_facts_with(request).await?;
+                return if cli.json {
+                    print_json(&envelope)
+                } else {
+                    if envelope.results.is_empty() {
+                        println!("no facts in namespace `{}`", envelope.namespace);
+                    }
+                    for (i, r) in envelope.results.iter().enumerate() {
+                        println!(
+                            "{}. [fused {:.4}] {}",
+                            i + 1,
+                            r.scores.fused,
+                            fact_line(&r.fact)
+                        );
+                    }
+                    if let Some(c) = &envelope.truncation.continuation {
+                        println!("(more results: --cursor {c})");
+                    }
+                    Ok(())
+                };
+            }
             if a.target == TargetArg::Claims {
                 let envelope = memory.search_claims_with(request).await?;
                 return if cli.json {
@@ -282,6 +304,126 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         Ok(())
                     }
                 }
+            }
+        }
+        Command::Entities { command } => entities(&cli, command).await,
+        Command::Facts {
+            command:
+                FactsCommand::List {
+                    entity,
+                    at,
+                    history,
+                    limit,
+                },
+        } => {
+            let memory = open(&cli).await?;
+            let entity: Option<EntityId> = entity.as_deref().map(str::parse).transpose()?;
+            let at = at
+                .as_deref()
+                .map(|t| {
+                    rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
+                        Error::invalid_input(format!(
+                            "`{t}` is not an RFC 3339 instant (e.g. 2025-06-01T00:00:00Z)"
+                        ))
+                    })
+                })
+                .transpose()?;
+            let facts = memory
+                .facts(&FactQuery {
+                    entity,
+                    at,
+                    history: *history,
+                    limit: *limit,
+                })
+                .await?;
+            if cli.json {
+                print_json(&json!({ "facts": facts }))
+            } else {
+                if facts.is_empty() {
+                    println!("no facts");
+                }
+                for f in &facts {
+                    println!("{}  {}", f.fact_id, fact_line(f));
+                }
+                Ok(())
+            }
+        }
+        Command::Trace { fact_id } => {
+            let memory = open(&cli).await?;
+            let id: FactId = fact_id.parse()?;
+            let trace = memory.trace(id).await?;
+            if cli.json {
+                return print_json(&trace);
+            }
+            println!("{}  {}", trace.fact.fact_id, fact_line(&trace.fact));
+            println!("evidence:");
+            for e in &trace.evidence {
+                let (text, doc, spans) = match &e.claim {
+                    Some(c) => (
+                        c.text.as_str(),
+                        c.document_title.as_str(),
+                        c.occurrences
+                            .last()
+                            .map(|o| {
+                                o.spans
+                                    .iter()
+                                    .map(|s| format!("{}..{}", s.char_start, s.char_end))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            })
+                            .unwrap_or_default(),
+                    ),
+                    None => ("(claim gone)", "", String::new()),
+                };
+                println!(
+                    "  {:<10} {}  {}{}  — {} [{}]",
+                    e.evidence.stance.as_str(),
+                    e.evidence.claim_id,
+                    text,
+                    if e.evidence.is_current {
+                        ""
+                    } else {
+                        " (retired)"
+                    },
+                    doc,
+                    spans
+                );
+            }
+            println!("adjudications:");
+            for a in &trace.adjudications {
+                println!(
+                    "  {:<10} {}  {}{}",
+                    a.verdict,
+                    a.created_at.format("%Y-%m-%d %H:%M:%S"),
+                    a.reason,
+                    a.model
+                        .as_deref()
+                        .map(|m| format!("  (model {m})"))
+                        .unwrap_or_default()
+                );
+            }
+            println!("entity resolutions:");
+            for d in &trace.resolutions {
+                println!(
+                    "  {:<13} {:<5} {} → {}  {}",
+                    d.tier, d.verdict, d.name, d.entity_id, d.rationale
+                );
+            }
+            Ok(())
+        }
+        Command::Predicates => {
+            let memory = open(&cli).await?;
+            let rows = memory.predicates().await?;
+            if cli.json {
+                print_json(&json!({ "predicates": rows }))
+            } else {
+                for p in &rows {
+                    println!(
+                        "{:<22} {:<6} {:>5}  {}",
+                        p.name, p.status, p.uses, p.description
+                    );
+                }
+                Ok(())
             }
         }
         Command::Status => {
@@ -517,6 +659,136 @@ fn print_results(envelope: &rememberstack::Envelope<rememberstack::ChunkResult>)
     }
 }
 
+/// One fact on one line: statement, shape, window and counts.
+fn fact_line(f: &rememberstack::facts::FactRecord) -> String {
+    let shape = match (&f.predicate, &f.object_name) {
+        (Some(p), Some(o)) => format!("{} —{p}→ {o}", f.subject_name),
+        _ => format!("about {}", f.subject_name),
+    };
+    let day = |t: &rememberstack::Timestamp| t.format("%Y-%m-%d").to_string();
+    let window = match (&f.window.valid_from, &f.window.valid_until) {
+        (None, None) => "time unknown".to_string(),
+        (Some(a), None) => format!("from {}", day(a)),
+        (None, Some(b)) => format!("until {}", day(b)),
+        (Some(a), Some(b)) => format!("{} .. {}", day(a), day(b)),
+    };
+    let mut flags = String::new();
+    if f.superseded_by.is_some() {
+        flags.push_str(" superseded");
+    }
+    if f.contradiction_group.is_some() {
+        flags.push_str(" contradicted");
+    }
+    format!(
+        "{}  ({shape}; {window}; evidence {}, contradict {}{flags})",
+        f.statement, f.evidence_count, f.contradict_count
+    )
+}
+
+async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {
+    let memory = open(cli).await?;
+    match command {
+        EntitiesCommand::List {
+            include_merged,
+            limit,
+        } => {
+            let list = memory.entities(*include_merged, *limit).await?;
+            if cli.json {
+                return print_json(&json!({ "entities": list }));
+            }
+            if list.is_empty() {
+                println!("no entities in namespace `{}`", cli.namespace);
+            }
+            for e in &list {
+                println!(
+                    "{}  {}  ({} mentions{}){}",
+                    e.entity_id,
+                    e.canonical_name,
+                    e.mention_count,
+                    if e.aliases.len() > 1 {
+                        format!("; aka {}", e.aliases.join(", "))
+                    } else {
+                        String::new()
+                    },
+                    e.merged_into
+                        .map(|m| format!("  merged into {m}"))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        EntitiesCommand::Show { name_or_id } => {
+            let detail = memory.entity(name_or_id).await?;
+            if cli.json {
+                return print_json(&detail);
+            }
+            let e = &detail.entity;
+            if let Some(from) = detail.redirected_from {
+                println!("({from} is merged into {}: showing it)", e.entity_id);
+            }
+            println!("{}  {}", e.entity_id, e.canonical_name);
+            println!("  aliases: {}", e.aliases.join(", "));
+            if !detail.merged_members.is_empty() {
+                let m: Vec<String> = detail
+                    .merged_members
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect();
+                println!("  merged members: {}", m.join(", "));
+            }
+            println!(
+                "  profile: {}",
+                e.profile_summary.as_deref().unwrap_or("(none yet)")
+            );
+            println!("  facts:");
+            for f in &detail.facts {
+                println!("    {}  {}", f.fact_id, fact_line(f));
+            }
+            println!("  mentions: {}", detail.mentions.len());
+            for m in &detail.merges {
+                println!(
+                    "  merge {}: {} into {}{}",
+                    m.merge_id,
+                    m.from,
+                    m.into,
+                    if m.reverted_at.is_some() {
+                        " (undone)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(())
+        }
+        EntitiesCommand::Merge { a, b } => {
+            let (a, b): (EntityId, EntityId) = (a.parse()?, b.parse()?);
+            let event = memory.merge_entities(a, b).await?;
+            if cli.json {
+                print_json(&event)
+            } else {
+                println!(
+                    "merged {} into {} (merge id {})",
+                    event.from, event.into, event.merge_id
+                );
+                Ok(())
+            }
+        }
+        EntitiesCommand::Unmerge { merge_id } => {
+            let id: MergeId = merge_id.parse()?;
+            let event = memory.unmerge_entities(id).await?;
+            if cli.json {
+                print_json(&event)
+            } else {
+                println!(
+                    "unmerged {} from {} (merge {})",
+                    event.from, event.into, event.merge_id
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
 fn print_claim_results(envelope: &rememberstack::Envelope<rememberstack::ClaimResult>) {
     if envelope.results.is_empty() {
         println!("no claims in namespace `{}`", envelope.namespace);
@@ -582,12 +854,17 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
     }
     let claim_query = "who raised the bucket quota?";
     let claims = memory.search_claims(claim_query, 2).await?;
+    let fact_query = "bucket quota";
+    let facts = memory.search_facts(fact_query, 3).await?;
+    let entities = memory.entities(false, 1000).await?.len();
     if json_mode {
         return print_json(&json!({
             "ingested": [doc, conv],
             "processed": report,
             "searches": envelopes.iter().map(|(q, e)| json!({"query": q, "envelope": e})).collect::<Vec<_>>(),
             "claim_search": {"query": claim_query, "envelope": claims},
+            "fact_search": {"query": fact_query, "envelope": facts},
+            "entities": entities,
         }));
     }
     println!(
@@ -609,6 +886,14 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
     }
     println!("claim search: {claim_query}");
     print_claim_results(&claims);
+    println!();
+    println!("fact search: {fact_query}  ({entities} entities resolved)");
+    if facts.results.is_empty() {
+        println!("no facts");
+    }
+    for (i, r) in facts.results.iter().enumerate() {
+        println!("{}. {}", i + 1, fact_line(&r.fact));
+    }
     println!();
     println!("Next: `remember ingest <files> --wait` then `remember search \"<question>\"`.");
     Ok(())

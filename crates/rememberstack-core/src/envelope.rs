@@ -160,6 +160,16 @@ pub struct ChunkResult {
     pub scores: Scores,
 }
 
+/// One fact result of a fact search (grain `fact`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactResult {
+    /// The fact, as adjudicated (redirects followed: subject and object are active entities).
+    #[serde(flatten)]
+    pub fact: crate::facts::FactRecord,
+    /// Scores.
+    pub scores: Scores,
+}
+
 /// One claim result of an evidence search.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimResult {

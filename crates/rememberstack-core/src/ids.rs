@@ -78,6 +78,30 @@ id_type!(
     /// An immutable claim.
     ClaimId
 );
+id_type!(
+    /// An entity: one real-world referent (D95).
+    EntityId
+);
+id_type!(
+    /// A fact: a relation or an observation.
+    FactId
+);
+id_type!(
+    /// An append-only entity-resolution decision.
+    DecisionId
+);
+id_type!(
+    /// A staged fact assertion (one relation or observation a claim asserts).
+    AssertionId
+);
+id_type!(
+    /// A merge event (reversible, D21).
+    MergeId
+);
+id_type!(
+    /// An append-only adjudication transcript row.
+    AdjudicationId
+);
 
 #[cfg(test)]
 mod tests {

@@ -30,16 +30,30 @@ pub enum Stage {
     /// E2: embed one claim with the configured embedder. Target: a claim.
     #[serde(rename = "e2.embed")]
     EmbedClaims,
+    /// E3: normalize one claim into entity references, relations and observations,
+    /// resolve its entities and stage its fact assertions (D88). Target: a claim.
+    #[serde(rename = "e3.normalize")]
+    Normalize,
+    /// E3: apply one entity's staged assertions in order once its version's
+    /// normalization barrier is complete (D90). Target: a version-scoped entity unit.
+    #[serde(rename = "e3.adjudicate")]
+    Adjudicate,
+    /// E3: embed one fact's label. Target: a fact.
+    #[serde(rename = "e3.embed")]
+    EmbedFacts,
 }
 
 impl Stage {
     /// Every stage, in pipeline order.
-    pub const ALL: [Stage; 5] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Prepare,
         Stage::Chunk,
         Stage::Embed,
         Stage::Extract,
         Stage::EmbedClaims,
+        Stage::Normalize,
+        Stage::Adjudicate,
+        Stage::EmbedFacts,
     ];
 
     /// The stable name.
@@ -50,6 +64,9 @@ impl Stage {
             Stage::Embed => "e1.embed",
             Stage::Extract => "e2.extract",
             Stage::EmbedClaims => "e2.embed",
+            Stage::Normalize => "e3.normalize",
+            Stage::Adjudicate => "e3.adjudicate",
+            Stage::EmbedFacts => "e3.embed",
         }
     }
     /// Parse the stable name.
@@ -59,7 +76,7 @@ impl Stage {
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
                 Error::invalid_input(format!(
-                    "unknown stage `{s}`: use one of e0.prepare, e1.chunk, e1.embed, e2.extract, e2.embed"
+                    "unknown stage `{s}`: use one of e0.prepare, e1.chunk, e1.embed, e2.extract, e2.embed, e3.normalize, e3.adjudicate, e3.embed"
                 ))
             })
     }
@@ -68,7 +85,9 @@ impl Stage {
         match self {
             Stage::Prepare | Stage::Chunk => TargetKind::Version,
             Stage::Embed | Stage::Extract => TargetKind::Chunk,
-            Stage::EmbedClaims => TargetKind::Claim,
+            Stage::EmbedClaims | Stage::Normalize => TargetKind::Claim,
+            Stage::Adjudicate => TargetKind::Unit,
+            Stage::EmbedFacts => TargetKind::Fact,
         }
     }
 }
@@ -83,6 +102,10 @@ pub enum TargetKind {
     Chunk,
     /// A claim.
     Claim,
+    /// A version-scoped entity unit (D90): the id derives from (version, entity).
+    Unit,
+    /// A fact.
+    Fact,
 }
 
 impl TargetKind {
@@ -92,6 +115,8 @@ impl TargetKind {
             TargetKind::Version => "version",
             TargetKind::Chunk => "chunk",
             TargetKind::Claim => "claim",
+            TargetKind::Unit => "unit",
+            TargetKind::Fact => "fact",
         }
     }
     /// Parse the stable name.
@@ -100,6 +125,8 @@ impl TargetKind {
             "version" => Ok(TargetKind::Version),
             "chunk" => Ok(TargetKind::Chunk),
             "claim" => Ok(TargetKind::Claim),
+            "unit" => Ok(TargetKind::Unit),
+            "fact" => Ok(TargetKind::Fact),
             other => Err(Error::store(format!("unknown target kind `{other}`"))),
         }
     }
@@ -165,6 +192,8 @@ pub enum DeferReason {
     Budget,
     /// No conversion route exists for the stored original; parked, never failed.
     NoRoute,
+    /// Waits for its version's barrier (every extraction and normalization done).
+    Barrier,
 }
 
 impl DeferReason {
@@ -175,6 +204,7 @@ impl DeferReason {
             DeferReason::RetryBackoff => "retry_backoff",
             DeferReason::Budget => "budget",
             DeferReason::NoRoute => "no_route",
+            DeferReason::Barrier => "barrier",
         }
     }
     /// Parse the stable name.
@@ -184,6 +214,7 @@ impl DeferReason {
             "retry_backoff" => Ok(DeferReason::RetryBackoff),
             "budget" => Ok(DeferReason::Budget),
             "no_route" => Ok(DeferReason::NoRoute),
+            "barrier" => Ok(DeferReason::Barrier),
             other => Err(Error::store(format!("unknown defer reason `{other}`"))),
         }
     }

@@ -8,6 +8,14 @@
 use crate::Result;
 use crate::claims::{EvidenceSpan, Validity};
 use crate::embed::EmbedderIdentity;
+use crate::entities::{
+    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, MergeEvent,
+    ResolutionCommit, ResolutionDecision,
+};
+use crate::facts::{
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactRecord,
+    PredicateRow,
+};
 use crate::ids::*;
 use crate::ledger::{
     BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
@@ -773,6 +781,183 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()>;
     /// Cost-ledger rows of a namespace: (call key, model, prompt tokens, completion tokens).
     async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>>;
+
+    // --- E3: normalization and the predicate registry
+    /// Seed the namespace's predicate registry with the core predicates
+    /// (name, description, synonyms); idempotent.
+    async fn bootstrap_predicates(
+        &self,
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
+    ) -> Result<()>;
+    /// The namespace's predicate registry: core rows, then `other:` values by use count.
+    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>>;
+    /// Commit one claim's normalization and complete its work item, atomically: the
+    /// normalizer output (JSON, kept for audit), the staged assertions (idempotent on
+    /// claim, normalizer version and ordinal), predicate use counts (`other:` values
+    /// counted for review), and follow-up work. Fails with `lease_lost` when the lease
+    /// is gone.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_normalization(
+        &self,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// A claim's normalizer output under `normalizer_version`, if committed.
+    async fn normalization(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
+    ) -> Result<Option<serde_json::Value>>;
+
+    // --- E3: entities
+    /// Aliases matching the query's keys: every exact-lemma (T0) alias, aliases sharing
+    /// trigrams (T1, the entities with most shared trigrams first) and aliases sharing a
+    /// phonetic code (T2), each tier limited to `limit` distinct entities (with
+    /// `truncated` set when a tier had more). Merged entities are included: the caller
+    /// follows redirects.
+    async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult>;
+    /// Entities by id (any state), in the order asked; missing ids are skipped.
+    async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>>;
+    /// Entities of a namespace, oldest first.
+    async fn list_entities(&self, filter: &EntityFilter, limit: u32) -> Result<Vec<EntityRecord>>;
+    /// The resolution decision already committed for (claim, ordinal) under
+    /// `resolver_version`, if any (a re-run after a crash reuses it).
+    async fn resolution_for(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        resolver_version: &str,
+    ) -> Result<Option<ResolutionDecision>>;
+    /// Commit one resolution atomically: mint (when `mint` is set, with the decision's
+    /// `entity_id`), aliases, mention, decision row, exclusions and binding.
+    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp) -> Result<()>;
+    /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.
+    async fn exclusions(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<Vec<(EntityId, EntityId)>>;
+    /// D102 binding rows of (document, lemma).
+    async fn document_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        lemma: &str,
+    ) -> Result<Vec<DocumentBinding>>;
+    /// A decision by id.
+    async fn resolution_decision(
+        &self,
+        ns: NamespaceId,
+        id: DecisionId,
+    ) -> Result<Option<ResolutionDecision>>;
+    /// Decisions that resolved to any of `entities`, oldest first.
+    async fn resolution_decisions(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<ResolutionDecision>>;
+    /// Mentions of an entity: (claim, start, end, surface), oldest first.
+    async fn mentions(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        limit: u32,
+    ) -> Result<Vec<crate::entities::Mention>>;
+    /// Set an entity's profile summary and its embedding key.
+    async fn set_profile(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        summary: &str,
+        profile_key: &str,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// Redirect `from` into `into` and record the event with `snapshot`. Refused
+    /// (`invalid_input`) when either is already merged, they are the same entity, or
+    /// either is missing.
+    async fn merge_entities(&self, event: MergeEvent) -> Result<()>;
+    /// Undo a merge: clear the redirect and mark the event reverted. Refused
+    /// (`invalid_input`) when the event is unknown or already reverted; `not_found`
+    /// style errors use `invalid_input` too.
+    async fn unmerge_entities(
+        &self,
+        ns: NamespaceId,
+        merge: MergeId,
+        now: Timestamp,
+    ) -> Result<MergeEvent>;
+    /// Merge events of a namespace touching any of `entities` (all when empty), oldest first.
+    async fn merge_events(&self, ns: NamespaceId, entities: &[EntityId])
+    -> Result<Vec<MergeEvent>>;
+
+    // --- E3: facts
+    /// Staged, unapplied assertions whose subject is one of `subjects`, in apply order
+    /// `(asserted_at, claim_id, statement, ordinal)`.
+    async fn unapplied_assertions(
+        &self,
+        ns: NamespaceId,
+        subjects: &[EntityId],
+    ) -> Result<Vec<Assertion>>;
+    /// Distinct subjects of a version's unapplied assertions.
+    async fn pending_subjects(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<EntityId>>;
+    /// Apply one assertion atomically (new fact, evidence, windows, contradiction group,
+    /// supersession, transcript) and mark it applied. A second apply of the same
+    /// assertion is a no-op returning `false`.
+    async fn apply_assertion(
+        &self,
+        ns: NamespaceId,
+        commit: ApplyCommit,
+        now: Timestamp,
+    ) -> Result<bool>;
+    /// Facts matching the filter, subject name then recorded order.
+    async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>>;
+    /// Facts by id, in the order asked; missing ids are skipped.
+    async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>>;
+    /// Evidence rows of a fact, oldest first.
+    async fn fact_evidence(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<EvidenceRecord>>;
+    /// Adjudication transcripts naming a fact (as target or result), oldest first.
+    async fn adjudications(&self, ns: NamespaceId, fact: FactId)
+    -> Result<Vec<AdjudicationRecord>>;
+    /// Lexical ranking over eligible facts' statements.
+    async fn search_facts_lexical(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>>;
+    /// Exact cosine ranking over eligible facts' label vectors of `generation`.
+    async fn search_facts_semantic(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>>;
+
+    // --- ledger extras
+    /// Put a claimed item back to pending until `not_before`, without counting the
+    /// attempt (a barrier wait).
+    async fn defer(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// Vectors by embedding key of `generation` (missing keys are skipped).
+    async fn vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>>;
 
     // --- settings
     /// A store-wide setting.

@@ -8,11 +8,21 @@
 
 mod blobs;
 mod claims;
+mod entities;
+mod facts;
 mod rows;
 
 use async_trait::async_trait;
 use blobs::BlobDir;
 use rememberstack_core::embed::EmbedderIdentity;
+use rememberstack_core::entities::{
+    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, Mention,
+    MergeEvent, ResolutionCommit, ResolutionDecision,
+};
+use rememberstack_core::facts::{
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactRecord,
+    PredicateRow,
+};
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::*;
 use rememberstack_core::source::VersioningMode;
@@ -1379,6 +1389,249 @@ impl MemoryStore for SqliteStore {
 
     async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
         self.call_costs_impl(ns).await
+    }
+
+    async fn bootstrap_predicates(
+        &self,
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
+    ) -> Result<()> {
+        self.bootstrap_predicates_impl(ns, core).await
+    }
+
+    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
+        self.predicates_impl(ns).await
+    }
+
+    async fn commit_normalization(
+        &self,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.commit_normalization_impl(
+            lease,
+            claim,
+            normalizer_version,
+            output,
+            assertions,
+            follow_up,
+            now,
+        )
+        .await
+    }
+
+    async fn normalization(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        self.normalization_impl(ns, claim, normalizer_version).await
+    }
+
+    async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult> {
+        self.block_entities_impl(query).await
+    }
+
+    async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>> {
+        self.entities_impl(ns, ids).await
+    }
+
+    async fn list_entities(&self, filter: &EntityFilter, limit: u32) -> Result<Vec<EntityRecord>> {
+        self.list_entities_impl(filter, limit).await
+    }
+
+    async fn resolution_for(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        resolver_version: &str,
+    ) -> Result<Option<ResolutionDecision>> {
+        self.resolution_for_impl(ns, claim, ordinal, resolver_version)
+            .await
+    }
+
+    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp) -> Result<()> {
+        self.commit_resolution_impl(commit, now).await
+    }
+
+    async fn exclusions(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<Vec<(EntityId, EntityId)>> {
+        self.exclusions_impl(ns, ids).await
+    }
+
+    async fn document_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        lemma: &str,
+    ) -> Result<Vec<DocumentBinding>> {
+        self.document_bindings_impl(ns, doc, lemma).await
+    }
+
+    async fn resolution_decision(
+        &self,
+        ns: NamespaceId,
+        id: DecisionId,
+    ) -> Result<Option<ResolutionDecision>> {
+        self.resolution_decision_impl(ns, id).await
+    }
+
+    async fn resolution_decisions(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<ResolutionDecision>> {
+        self.resolution_decisions_impl(ns, entities).await
+    }
+
+    async fn mentions(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        limit: u32,
+    ) -> Result<Vec<Mention>> {
+        self.mentions_impl(ns, entity, limit).await
+    }
+
+    async fn set_profile(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        summary: &str,
+        profile_key: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.set_profile_impl(ns, entity, summary, profile_key, now)
+            .await
+    }
+
+    async fn merge_entities(&self, event: MergeEvent) -> Result<()> {
+        self.merge_entities_impl(event).await
+    }
+
+    async fn unmerge_entities(
+        &self,
+        ns: NamespaceId,
+        merge: MergeId,
+        now: Timestamp,
+    ) -> Result<MergeEvent> {
+        self.unmerge_entities_impl(ns, merge, now).await
+    }
+
+    async fn merge_events(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<MergeEvent>> {
+        self.merge_events_impl(ns, entities).await
+    }
+
+    async fn unapplied_assertions(
+        &self,
+        ns: NamespaceId,
+        subjects: &[EntityId],
+    ) -> Result<Vec<Assertion>> {
+        self.unapplied_assertions_impl(ns, subjects).await
+    }
+
+    async fn pending_subjects(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<EntityId>> {
+        self.pending_subjects_impl(ns, version).await
+    }
+
+    async fn apply_assertion(
+        &self,
+        ns: NamespaceId,
+        commit: ApplyCommit,
+        now: Timestamp,
+    ) -> Result<bool> {
+        self.apply_assertion_impl(ns, commit, now).await
+    }
+
+    async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>> {
+        self.list_facts_impl(filter, limit).await
+    }
+
+    async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>> {
+        self.facts_impl(ns, ids).await
+    }
+
+    async fn fact_evidence(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<EvidenceRecord>> {
+        self.fact_evidence_impl(ns, fact).await
+    }
+
+    async fn adjudications(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+    ) -> Result<Vec<AdjudicationRecord>> {
+        self.adjudications_impl(ns, fact).await
+    }
+
+    async fn search_facts_lexical(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_facts_semantic(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn defer(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()> {
+        // Fenced like a completion, then back to pending: the attempt the claim
+        // counted is given back (never below zero), and the row waits like any other
+        // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        sqlx::query(
+            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0),
+                 not_before = ?, defer_reason = ?, lease_owner = NULL, lease_expires_at = NULL,
+                 updated_at = ?
+             WHERE id = ?",
+        )
+        .bind(ms(not_before))
+        .bind(reason.as_str())
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>> {
+        self.vectors_impl(ns, generation, keys).await
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>> {

@@ -49,9 +49,14 @@ pub(crate) fn enum_str<T: Serialize>(v: &T) -> Result<String> {
     }
 }
 
-fn enum_from<T: DeserializeOwned>(s: &str) -> Result<T> {
+pub(crate) fn enum_from<T: DeserializeOwned>(s: &str) -> Result<T> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
         .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
+}
+
+/// `n` bound placeholders for an `IN (…)` list: `?,?,?`.
+pub(crate) fn in_list(n: usize) -> String {
+    vec!["?"; n].join(",")
 }
 
 pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {

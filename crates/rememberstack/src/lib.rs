@@ -29,20 +29,24 @@ mod config;
 
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
 /// record types, the work ledger, text processing, envelopes and the provider ports.
-pub use rememberstack_core::{chat, claims, embed, envelope, ledger, source, store, text};
+pub use rememberstack_core::{
+    chat, claims, embed, entities, envelope, facts, ledger, source, store, text, time,
+};
 
 pub use config::{Config, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     DeadLetter, DoctorReport, DocumentDetail, DocumentSummary, DrainReport, Engine, EngineConfig,
-    ExtractorModels, IngestReceipt, ProviderCheck, Providers, SearchRequest, StatusReport,
-    VersionSummary,
+    EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig, IngestReceipt,
+    ProviderCheck, Providers, SearchRequest, StatusReport, TracedEvidence, VersionSummary,
 };
+pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
-    ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, Envelope, Freshness, Grain,
-    OperationInfo, Scores, SemanticReadiness, Truncation,
+    ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, Envelope, FactResult,
+    Freshness, Grain, OperationInfo, Scores, SemanticReadiness, Truncation,
 };
+pub use rememberstack_core::facts::{AdjudicationRecord, FactKind, FactRecord, PredicateRow};
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
@@ -122,6 +126,7 @@ pub struct MemoryBuilder {
     path: Option<PathBuf>,
     embedder: Option<Arc<dyn Embedder>>,
     extractor: Option<ExtractorModels>,
+    fact_models: Option<FactModels>,
     clock: Option<Arc<dyn Clock>>,
     config: Option<Config>,
     namespace: Option<String>,
@@ -143,7 +148,16 @@ impl MemoryBuilder {
         self.embedder = Some(embedder);
         self
     }
-    /// Run claim extraction with these chat models (default: the offline extractor).
+    /// Run E3 (normalization, T4 resolution, fact adjudication) with these chat models;
+    /// a seat left empty runs its offline path (default: from the configuration's
+    /// `normalize`, `resolve` and `adjudicate` seats, else offline).
+    pub fn fact_models(mut self, models: FactModels) -> Self {
+        self.fact_models = Some(models);
+        self
+    }
+
+    /// Use these chat models for model-backed claim extraction (default: from the
+    /// configuration, else the offline extractor).
     pub fn extractor(mut self, models: ExtractorModels) -> Self {
         self.extractor = Some(models);
         self
@@ -192,9 +206,21 @@ impl MemoryBuilder {
                 })
             }
         };
+        let facts = match self.fact_models {
+            Some(m) => m,
+            None => match rememberstack_llm::build_chat_models(&config.chat)? {
+                Some(seats) => FactModels {
+                    normalizer: Some(seats.seat("normalize")),
+                    resolver: Some(seats.seat("resolve")),
+                    adjudicator: Some(seats.seat("adjudicate")),
+                },
+                None => FactModels::default(),
+            },
+        };
         let providers = Providers {
             embedder,
             extractor,
+            facts,
         };
         let engine = Engine::open(store, providers, clock, config.engine).await?;
         Ok(Memory {
@@ -433,6 +459,64 @@ impl Memory {
     /// Ledger status of this namespace.
     pub async fn status(&self) -> Result<StatusReport> {
         self.engine.status(&self.namespace).await
+    }
+
+    /// Hybrid fact search (live facts; `include_retired` adds closed and superseded ones).
+    pub async fn search_facts(&self, query: &str, k: usize) -> Result<Envelope<FactResult>> {
+        self.engine
+            .search_facts(SearchRequest::new(&self.namespace, query, k))
+            .await
+    }
+
+    /// Hybrid fact search with every option.
+    pub async fn search_facts_with(
+        &self,
+        mut request: SearchRequest,
+    ) -> Result<Envelope<FactResult>> {
+        request.namespace = self.namespace.clone();
+        self.engine.search_facts(request).await
+    }
+
+    /// Entities in this namespace, oldest first (merged ones only with `include_merged`).
+    pub async fn entities(&self, include_merged: bool, limit: u32) -> Result<Vec<EntityRecord>> {
+        self.engine
+            .entities(&self.namespace, include_merged, limit)
+            .await
+    }
+
+    /// One entity by id or exact name, with its facts, mentions and merges; a merged
+    /// id redirects (and says so).
+    pub async fn entity(&self, name_or_id: &str) -> Result<EntityDetail> {
+        self.engine.entity(&self.namespace, name_or_id).await
+    }
+
+    /// Merge entity `from` into `into` (a reversible redirect).
+    pub async fn merge_entities(&self, from: EntityId, into: EntityId) -> Result<MergeEvent> {
+        self.engine
+            .merge_entities(&self.namespace, from, into)
+            .await
+    }
+
+    /// Undo a merge, restoring the exact prior membership.
+    pub async fn unmerge_entities(&self, merge: MergeId) -> Result<MergeEvent> {
+        self.engine.unmerge_entities(&self.namespace, merge).await
+    }
+
+    /// Facts in this namespace: current ones, those holding `at` an instant, or the
+    /// whole history.
+    pub async fn facts(&self, query: &FactQuery) -> Result<Vec<FactRecord>> {
+        self.engine.facts(&self.namespace, query).await
+    }
+
+    /// A fact with its evidence claims, adjudication transcripts and the resolution
+    /// decisions of its entities.
+    pub async fn trace(&self, fact: FactId) -> Result<FactTrace> {
+        self.engine.trace(&self.namespace, fact).await
+    }
+
+    /// The predicate registry of this namespace.
+    pub async fn predicates(&self) -> Result<Vec<PredicateRow>> {
+        self.engine.predicates(&self.namespace).await
     }
 
     /// Replay dead letters in this namespace (optionally of one stage); unless

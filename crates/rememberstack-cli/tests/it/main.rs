@@ -335,3 +335,91 @@ fn quickstart_runs_offline() {
     assert!(stdout.contains("claim search:"), "{stdout}");
     assert!(stdout.contains("Joao raised it to 2 TB"), "{stdout}");
 }
+
+#[test]
+fn entities_facts_trace_and_merge_from_the_command_line() {
+    let cli = Cli::new();
+    for (name, body) in [
+        (
+            "a.md",
+            "# HR\n\nAlice has worked for Acme since March 2024.\n",
+        ),
+        ("b.md", "# Travel\n\nAlicia Keyes lives in Lisbon.\n"),
+    ] {
+        let path = cli.write(name, body);
+        cli.ok_json(&[
+            "ingest",
+            path.to_str().unwrap(),
+            "--source-time",
+            "2024-04-01T00:00:00Z",
+            "--wait",
+            "--json",
+        ]);
+    }
+    let entities = cli.ok_json(&["entities", "list", "--json"]);
+    let list = entities["entities"].as_array().unwrap();
+    let id_of = |name: &str| {
+        list.iter()
+            .find(|e| e["canonical_name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {list:?}"))["entity_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (alice, alicia) = (id_of("Alice"), id_of("Alicia Keyes"));
+
+    let facts = cli.ok_json(&["facts", "list", "--entity", &alice, "--json"]);
+    let facts = facts["facts"].as_array().unwrap();
+    let works = facts
+        .iter()
+        .find(|f| f["predicate"] == "works_for")
+        .expect("works_for fact");
+    assert_eq!(works["object_name"], "Acme");
+    assert_eq!(works["evidence_count"], 1);
+    let fact_id = works["fact_id"].as_str().unwrap();
+
+    let trace = cli.ok_json(&["trace", fact_id, "--json"]);
+    assert_eq!(trace["fact"]["fact_id"], fact_id);
+    assert!(
+        trace["evidence"][0]["claim"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Acme")
+    );
+    assert_eq!(trace["adjudications"][0]["verdict"], "new");
+    assert!(!trace["resolutions"].as_array().unwrap().is_empty());
+
+    let found = cli.ok_json(&["search", "Alice Acme", "--target", "facts", "--json"]);
+    assert_eq!(found["results"][0]["fact_id"], fact_id);
+
+    // As of 2023 nothing held yet; the history has it.
+    let then = cli.ok_json(&["facts", "list", "--at", "2023-01-01T00:00:00Z", "--json"]);
+    assert!(
+        then["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["fact_id"] != fact_id)
+    );
+
+    // Merge, read through the redirect, unmerge.
+    let merge = cli.ok_json(&["entities", "merge", &alicia, &alice, "--json"]);
+    let shown = cli.ok_json(&["entities", "show", &alicia, "--json"]);
+    assert_eq!(shown["entity"]["entity_id"], alice.as_str());
+    assert_eq!(shown["redirected_from"], alicia.as_str());
+    let merge_id = merge["merge_id"].as_str().unwrap();
+    cli.ok_json(&["entities", "unmerge", merge_id, "--json"]);
+    let shown = cli.ok_json(&["entities", "show", &alicia, "--json"]);
+    assert_eq!(shown["entity"]["entity_id"], alicia.as_str());
+
+    // Bad input: a clear error, nothing changed.
+    let out = cli.run(&["trace", "not-a-uuid", "--json"]);
+    assert!(!out.status.success());
+    let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "invalid_input");
+    let out = cli.run(&["facts", "list", "--at", "yesterday"]);
+    assert!(!out.status.success());
+
+    let preds = cli.ok_json(&["predicates", "--json"]);
+    assert!(preds["predicates"].as_array().unwrap().len() >= 16);
+}

@@ -858,6 +858,17 @@ fn speaker_of(p: &Passage) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// Whether `mention` follows "since" (or "ever since"): the window it opens has no
+/// known end.
+fn opens_window(body: &str, mention: &TimeMention) -> bool {
+    let before = body.get(..mention.start).unwrap_or("").trim_end();
+    let word = before
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    word.eq_ignore_ascii_case("since")
+}
+
 /// The claim for one kept passage.
 fn passage_claim(union: &Union, p: &Passage, anchor: Option<Timestamp>) -> ClaimDraft {
     let speaker = speaker_of(p);
@@ -870,6 +881,13 @@ fn passage_claim(union: &Union, p: &Passage, anchor: Option<Timestamp>) -> Claim
     let body = if in_turn { strip_lead(source) } else { source };
     let mentions = find_time_mentions(body, anchor);
     let mut validity = combined_validity(&mentions);
+    if let Some(first) = mentions.first()
+        && opens_window(body, first)
+    {
+        // "since March 2024": the state starts then and has no known end.
+        validity.until = None;
+        validity.precision = super::Precision::Open;
+    }
     let analysis = Analysis::new(body);
     validity.kind = analysis.kind();
     let picked = chosen(&mentions, &validity);

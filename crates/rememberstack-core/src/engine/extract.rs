@@ -492,6 +492,7 @@ impl Engine {
             .await?
             .into_iter()
             .collect();
+        let normalizer = self.component_version(Stage::Normalize);
         let follow_up = claims
             .iter()
             .filter(|c| !existing.contains(&c.embedding_key))
@@ -505,6 +506,17 @@ impl Engine {
                     now,
                 )
             })
+            .chain(claims.iter().map(|c| {
+                // E3: every new claim is normalized on its own (D88).
+                NewWork::now(
+                    ns,
+                    Stage::Normalize,
+                    c.id.uuid(),
+                    ctx.version.version_id,
+                    normalizer.clone(),
+                    now,
+                )
+            }))
             .collect();
         commit.claims = claims;
         commit.occurrences = occurrences;

@@ -20,9 +20,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod extract;
+mod facts;
 mod search;
 
 pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
+pub use facts::{
+    EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, PROFILE_VERSION, TracedEvidence,
+    profile_summary, unit_id,
+};
 
 /// The version of the deterministic embedding-input policy (D80).
 pub const EMBED_INPUT_POLICY_VERSION: &str = "embed-input-v1";
@@ -51,6 +56,8 @@ pub struct EngineConfig {
     pub claim_limit: u32,
     /// Largest `k` a search accepts.
     pub max_k: usize,
+    /// Entity resolution and fact adjudication (E3).
+    pub facts: FactsConfig,
 }
 
 mod secs {
@@ -78,6 +85,7 @@ impl Default for EngineConfig {
             backoff_max: Duration::from_secs(300),
             claim_limit: 32,
             max_k: 100,
+            facts: FactsConfig::default(),
         }
     }
 }
@@ -309,6 +317,8 @@ pub struct Providers {
     pub embedder: Arc<dyn Embedder>,
     /// Model-backed extraction; `None` runs the deterministic offline extractor.
     pub extractor: Option<ExtractorModels>,
+    /// E3 chat models; each empty seat runs its offline path.
+    pub facts: FactModels,
 }
 
 /// One provider (or store) check of `doctor`.
@@ -344,9 +354,12 @@ pub struct Engine {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
     extractor: Option<ExtractorModels>,
+    fact_models: FactModels,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     worker_id: String,
+    locks: Arc<facts::Locks>,
+    bootstrapped: Arc<std::sync::Mutex<HashSet<NamespaceId>>>,
 }
 
 #[derive(Clone)]
@@ -406,9 +419,12 @@ impl Engine {
             store,
             embedder: providers.embedder,
             extractor: providers.extractor,
+            fact_models: providers.facts,
             clock,
             config,
             worker_id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
+            locks: Arc::default(),
+            bootstrapped: Arc::default(),
         };
         engine.reconcile().await?;
         Ok(engine)
@@ -445,6 +461,9 @@ impl Engine {
             ),
             Stage::Embed | Stage::EmbedClaims => self.embedder.identity().generation(),
             Stage::Extract => self.extractor_version(),
+            Stage::Normalize => self.normalizer_version(),
+            Stage::Adjudicate => self.adjudicator_version(),
+            Stage::EmbedFacts => self.embedder.identity().generation(),
         }
     }
 
@@ -516,9 +535,77 @@ impl Engine {
             let n = self.store.enqueue(work, now).await?;
             tracing::info!(extractor = %extractor, enqueued = n, "extractor changed: re-extracting");
         }
+        if rerun.is_none() && !changed(Stage::Extract) && changed(Stage::Normalize) {
+            // A new normalizer generation (or a store from before E3) normalizes every
+            // current claim again; re-extraction enqueues its own normalization.
+            let normalizer = self.component_version(Stage::Normalize);
+            let mut total = 0;
+            for ns in self.store.namespaces().await? {
+                let filter = ClaimFilter {
+                    namespace_id: ns.id,
+                    include_retired: false,
+                    document_id: None,
+                };
+                let work = self
+                    .store
+                    .list_claims(&filter, u32::MAX)
+                    .await?
+                    .into_iter()
+                    .filter_map(|c| {
+                        let version = c.occurrences.first()?.version_id;
+                        Some(NewWork::now(
+                            ns.id,
+                            Stage::Normalize,
+                            c.claim_id.uuid(),
+                            version,
+                            normalizer.clone(),
+                            now,
+                        ))
+                    })
+                    .collect();
+                total += self.store.enqueue(work, now).await?;
+            }
+            tracing::info!(normalizer = %normalizer, enqueued = total, "normalizer changed: normalizing current claims");
+        }
         if changed(Stage::Embed) {
             let generation = self.component_version(Stage::Embed);
             let mut total = 0;
+            for ns in self.store.namespaces().await? {
+                let filter = crate::facts::FactFilter {
+                    namespace_id: ns.id,
+                    entities: vec![],
+                    at: None,
+                    history: true,
+                };
+                let facts = self.store.list_facts(&filter, u32::MAX).await?;
+                let keys: Vec<String> = facts.iter().map(|f| f.embedding_key.clone()).collect();
+                let have: HashSet<String> = self
+                    .store
+                    .existing_vectors(ns.id, &generation, &keys)
+                    .await?
+                    .into_iter()
+                    .collect();
+                let mut queued = HashSet::new();
+                let work: Vec<NewWork> = facts
+                    .into_iter()
+                    .filter(|f| {
+                        !have.contains(&f.embedding_key) && queued.insert(f.embedding_key.clone())
+                    })
+                    .map(|f| {
+                        // A fact's embedding belongs to no version barrier; the fact id
+                        // keeps the row well-formed.
+                        NewWork::now(
+                            ns.id,
+                            Stage::EmbedFacts,
+                            f.fact_id.uuid(),
+                            VersionId(f.fact_id.uuid()),
+                            generation.clone(),
+                            now,
+                        )
+                    })
+                    .collect();
+                total += self.store.enqueue(work, now).await?;
+            }
             for ns in self.store.namespaces().await? {
                 let claims = self
                     .store
@@ -732,7 +819,17 @@ impl Engine {
                 }
             }
             Stage::Extract => self.run_extract_batch(items, &mut report).await?,
-            Stage::Embed | Stage::EmbedClaims => {
+            Stage::Normalize | Stage::Adjudicate => {
+                for item in items {
+                    let result = if stage == Stage::Normalize {
+                        self.run_normalize(&item).await
+                    } else {
+                        self.run_adjudicate(&item).await
+                    };
+                    self.settle(&[item], result, &mut report).await?;
+                }
+            }
+            Stage::Embed | Stage::EmbedClaims | Stage::EmbedFacts => {
                 let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
                 for item in items {
                     by_ns.entry(item.namespace_id).or_default().push(item);
@@ -756,6 +853,7 @@ impl Engine {
         match result {
             Ok(Outcome::Completed) => report.completed += items.len() as u64,
             Ok(Outcome::Parked) => report.parked += items.len() as u64,
+            Ok(Outcome::Deferred) => {}
             Err(StageError::LeaseLost) => {
                 tracing::warn!(
                     count = items.len(),
@@ -959,6 +1057,18 @@ impl Engine {
             for c in self.store.claims(ns, &claim_ids).await? {
                 if seen.insert(c.embedding_key.clone()) {
                     texts.push((c.embedding_key.clone(), c.text.clone()));
+                }
+            }
+        }
+        let fact_ids: Vec<FactId> = items
+            .iter()
+            .filter(|i| i.target_kind == TargetKind::Fact)
+            .map(|i| FactId(i.target_id))
+            .collect();
+        if !fact_ids.is_empty() {
+            for f in self.store.facts(ns, &fact_ids).await? {
+                if seen.insert(f.embedding_key.clone()) {
+                    texts.push((f.embedding_key.clone(), f.statement.clone()));
                 }
             }
         }
@@ -1366,6 +1476,8 @@ impl Engine {
 enum Outcome {
     Completed,
     Parked,
+    /// Put back to wait for a barrier; the attempt does not count.
+    Deferred,
 }
 
 fn channel(status: &str, candidates: usize, message: Option<String>) -> ChannelReport {

@@ -3,6 +3,7 @@
 //! continuation cursor bound to the query.
 
 use super::*;
+use crate::facts::{FactFilter, FactRecord};
 use std::hash::Hash;
 
 /// Validated paging of one request.
@@ -349,6 +350,97 @@ impl Engine {
                     added_context: r.added_context,
                     extractor_version: r.extractor_version,
                     is_current: r.is_current,
+                    scores: f.scores,
+                })
+            })
+            .collect();
+        let truncation = Truncation {
+            returned: results.len(),
+            ..truncation
+        };
+        Ok(self.make_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
+        ))
+    }
+}
+
+impl Engine {
+    /// Hybrid fact search: the fact labels and statements of live facts (all facts
+    /// with `include_retired`), semantic and lexical channels fused.
+    pub async fn search_facts(&self, req: SearchRequest) -> Result<Envelope<FactResult>> {
+        const OP: &str = "search_facts";
+        let paging = self.paging(&req)?;
+        let Some(namespace) = self.store.namespace(&req.namespace).await? else {
+            return Ok(self.empty_envelope(OP, &req.namespace));
+        };
+        let generation = self.component_version(Stage::EmbedFacts);
+        let filter = FactFilter {
+            namespace_id: namespace.id,
+            entities: vec![],
+            at: None,
+            history: req.include_retired,
+        };
+        let mut freshness = self.freshness(namespace.id, &generation).await?;
+        let live = self.store.list_facts(&filter, 100_000).await?;
+        let keys: Vec<String> = live.iter().map(|f| f.embedding_key.clone()).collect();
+        let have: HashSet<String> = self
+            .store
+            .existing_vectors(namespace.id, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        let coverage = VectorCoverage {
+            chunks: live.len() as u64,
+            missing: live
+                .iter()
+                .filter(|f| !have.contains(&f.embedding_key))
+                .count() as u64,
+        };
+        freshness.semantic = SemanticReadiness {
+            generation: generation.clone(),
+            ready: coverage.missing == 0,
+            chunks: coverage.chunks,
+            missing_vectors: coverage.missing,
+        };
+        let store = &self.store;
+        let ch = self
+            .channels(
+                &paging,
+                coverage,
+                "facts",
+                |terms, depth| {
+                    let filter = &filter;
+                    async move { store.search_facts_lexical(filter, &terms, depth).await }
+                },
+                |qv, depth| {
+                    let (filter, generation) = (&filter, &generation);
+                    async move {
+                        store
+                            .search_facts_semantic(filter, generation, &qv, depth)
+                            .await
+                    }
+                },
+            )
+            .await?;
+        let (page, truncation) = fuse_page(&ch, &paging);
+        let ids: Vec<FactId> = page.iter().map(|f| f.id).collect();
+        let records = self.store.facts(namespace.id, &ids).await?;
+        let mut records: HashMap<FactId, FactRecord> = self
+            .present_facts(namespace.id, records)
+            .await?
+            .into_iter()
+            .map(|r| (r.fact_id, r))
+            .collect();
+        let results: Vec<FactResult> = page
+            .into_iter()
+            .filter_map(|f| {
+                Some(FactResult {
+                    fact: records.remove(&f.id)?,
                     scores: f.scores,
                 })
             })

@@ -1,5 +1,256 @@
-//! Entities (E3): untyped real-world referents (D95, D96). This module holds the
-//! pure pieces of resolution: name normalization, trigram and phonetic keys, and
-//! the D103 candidate ordering.
+//! Entities (E3): untyped real-world referents (D95, D96), the records the
+//! resolution cascade reads and writes, and the pure pieces of resolution: name
+//! normalization, trigram and phonetic keys, and the D103 candidate ordering.
 
 pub mod normalize;
+pub mod t4;
+
+use crate::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// The resolver generation stamped on every decision made with a chat model (T4).
+pub const RESOLVER_VERSION: &str = "resolver-2026.11a";
+/// The labelled deterministic resolver used without a chat model: it accepts the
+/// first exact-lemma candidate in D103 order, which departs from D95's rule that an
+/// exact name never decides alone.
+pub const OFFLINE_RESOLVER_VERSION: &str = "resolver-offline-exact-2026.11a";
+
+/// An entity as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntityRecord {
+    /// Its id.
+    pub entity_id: EntityId,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The canonical name (the first name it was minted with).
+    pub canonical_name: String,
+    /// The canonical name's [`normalize::lemma`].
+    pub lemma: String,
+    /// Distinct source surfaces and canonical names it was referred to by, oldest first.
+    pub aliases: Vec<String>,
+    /// Set while the entity is merged into another (a redirect).
+    pub merged_into: Option<EntityId>,
+    /// Summary prose from salient observations and relations (D96); `None` until built.
+    pub profile_summary: Option<String>,
+    /// The embedding key of the profile text (content-keyed vector store).
+    pub profile_key: Option<String>,
+    /// When it was minted.
+    pub created_at: Timestamp,
+    /// How many mentions resolved to it.
+    pub mention_count: u64,
+}
+
+/// A name an entity is known by, with its blocking keys (computed in core so
+/// every store blocks identically).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewAlias {
+    /// The surface as written.
+    pub surface: String,
+    /// Its lemma (T0 key).
+    pub lemma: String,
+    /// Padded trigrams of the lemma (T1 keys).
+    pub trigrams: Vec<String>,
+    /// Daitch–Mokotoff codes (T2 keys).
+    pub phonetic: Vec<String>,
+}
+
+impl NewAlias {
+    /// The alias of `surface` with its keys.
+    pub fn of(surface: &str) -> Self {
+        let lemma = normalize::lemma(surface);
+        let mut trigrams = normalize::trigrams(&lemma);
+        trigrams.sort();
+        trigrams.dedup();
+        NewAlias {
+            surface: surface.trim().to_string(),
+            trigrams,
+            phonetic: normalize::daitch_mokotoff(surface),
+            lemma,
+        }
+    }
+}
+
+/// Which blocking tier surfaced a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum BlockingTier {
+    /// Exact lemma.
+    T0,
+    /// Trigram similarity.
+    T1,
+    /// Daitch–Mokotoff code.
+    T2,
+}
+
+/// What the resolver asks the store for: aliases matching any key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockingQuery {
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The incoming name's lemma (T0).
+    pub lemma: String,
+    /// Its trigrams (T1).
+    pub trigrams: Vec<String>,
+    /// Its phonetic codes (T2).
+    pub phonetic: Vec<String>,
+    /// At most this many distinct entities per tier (the store reports truncation).
+    pub limit: usize,
+}
+
+/// One alias that matched a blocking key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AliasHit {
+    /// The entity the alias belongs to (possibly merged: the resolver follows redirects).
+    pub entity_id: EntityId,
+    /// The alias lemma.
+    pub alias_lemma: String,
+    /// The tier that found it.
+    pub via: BlockingTier,
+}
+
+/// The blocking result.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct BlockingResult {
+    /// Hits, any order.
+    pub hits: Vec<AliasHit>,
+    /// Whether some tier hit its limit (candidate completeness is then `false`).
+    pub truncated: bool,
+}
+
+/// A candidate as the resolver saw it, in D103 order (audit row of a decision).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateAudit {
+    /// The candidate.
+    pub entity_id: EntityId,
+    /// Its canonical name.
+    pub canonical_name: String,
+    /// The best blocking score (exact lemma 1.0, else trigram similarity, phonetic 0.5).
+    pub score: f32,
+    /// The tiers that surfaced it.
+    pub via: Vec<BlockingTier>,
+    /// Its T3 similarity, when computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t3_score: Option<f32>,
+}
+
+/// One append-only resolution decision (D21, D99, D100).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResolutionDecision {
+    /// Its id.
+    pub decision_id: DecisionId,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The claim whose reference was resolved.
+    pub claim_id: ClaimId,
+    /// The claim's lineage (D102 bindings are per document).
+    pub document_id: DocumentId,
+    /// The reference's position in the claim's normalization.
+    pub ordinal: u32,
+    /// The canonical name the normalizer emitted.
+    pub name: String,
+    /// Its lemma.
+    pub lemma: String,
+    /// `mint` (no candidate), `T0` (document-local replay, D102), `T3`, `T4`, or
+    /// `offline_exact` (the labelled offline resolver).
+    pub tier: String,
+    /// Candidates in the order they were considered.
+    pub candidates: Vec<CandidateAudit>,
+    /// Whether blocking was not truncated.
+    pub complete: bool,
+    /// The best T3 score.
+    pub t3_score: Option<f32>,
+    /// Why T3 accepted or not: `accepted`, `below_threshold`, `multiple_candidates`,
+    /// `profile_missing`, `no_candidates`, `not_run`.
+    pub t3_outcome: String,
+    /// `match` or `new`.
+    pub verdict: String,
+    /// The entity the reference resolved to.
+    pub entity_id: EntityId,
+    /// Why.
+    pub rationale: String,
+    /// The model that decided (T4), if any.
+    pub model: Option<String>,
+    /// The resolver generation.
+    pub resolver_version: String,
+    /// Extra features (D102 coordinates, offline-policy disclosure).
+    pub features: serde_json::Value,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A mention: where a claim names an entity (a naming transcript, D96).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mention {
+    /// The claim.
+    pub claim_id: ClaimId,
+    /// Byte offset of the surface in the claim text (`None` when the name is not
+    /// written in the claim verbatim).
+    pub start: Option<usize>,
+    /// Byte offset one past the end.
+    pub end: Option<usize>,
+    /// The surface as the claim writes it (or the canonical name).
+    pub surface: String,
+}
+
+/// Everything one resolution writes, atomically.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolutionCommit {
+    /// The decision (its `entity_id` is the resolved entity).
+    pub decision: ResolutionDecision,
+    /// A newly minted entity (`canonical_name`, `lemma`), when the verdict is `new`.
+    pub mint: Option<(String, String)>,
+    /// Aliases to add to the entity (idempotent on surface).
+    pub aliases: Vec<NewAlias>,
+    /// The mention.
+    pub mention: Mention,
+    /// Cannot-link exclusions between the resolved entity and these candidates.
+    pub exclusions: Vec<EntityId>,
+    /// The D102 binding row to upsert: (document, lemma, entity, anchor decision).
+    pub binding: Option<DocumentBinding>,
+}
+
+/// A D102 document-local binding row: within one lineage, a lemma was resolved to
+/// an entity. Replay needs exactly one row for (document, lemma), anchored by a T4
+/// match; a second entity for the same key is the conflict that disables replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentBinding {
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// The canonical lemma.
+    pub lemma: String,
+    /// The entity.
+    pub entity_id: EntityId,
+    /// The T4 match decision that anchors replay, if any.
+    pub anchor: Option<DecisionId>,
+}
+
+/// A merge or unmerge event (D21): append-only, with the membership snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergeEvent {
+    /// Its id.
+    pub merge_id: MergeId,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The entity redirected.
+    pub from: EntityId,
+    /// The entity it was redirected into.
+    pub into: EntityId,
+    /// Membership before the merge: every entity id whose redirect chain ended at
+    /// `from` and at `into` (themselves included).
+    pub snapshot: serde_json::Value,
+    /// When.
+    pub created_at: Timestamp,
+    /// When it was undone, if it was.
+    pub reverted_at: Option<Timestamp>,
+}
+
+/// Listing filter for entities.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntityFilter {
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// Include entities merged into others.
+    pub include_merged: bool,
+    /// Only entities whose lemma or an alias lemma equals this.
+    pub lemma: Option<String>,
+}

@@ -2,6 +2,7 @@
 
 mod claimify;
 mod claims;
+mod facts;
 mod ingest;
 mod ledger;
 mod search;

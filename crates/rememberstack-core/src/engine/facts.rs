@@ -1,0 +1,1657 @@
+//! E3 stages: normalize a claim and resolve its entities (D88, D95–D103), apply an
+//! entity's staged assertions in order (D90, D43, D118), refresh profiles, and the
+//! reads over entities and facts.
+
+use super::*;
+use crate::chat::{ChatModel, ChatRequest};
+use crate::claims::ValidityKind;
+use crate::embed::cosine;
+use crate::entities::normalize::{
+    Candidate, daitch_mokotoff, lemma, rank_candidates, trigram_similarity, trigrams,
+};
+use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request};
+use crate::entities::*;
+use crate::facts::adjudicate::{
+    AdjudicationInput, ChatVerdict, adjudication_request, merged_window, offline_verdict,
+    parse_adjudication, supersede_close,
+};
+use crate::facts::normalization::{
+    NormalizeInput, NormalizedClaim, normalization_request, parse_normalization,
+};
+use crate::facts::offline::normalize_offline;
+use crate::facts::predicates::{CORE_PREDICATES, render_for_prompt};
+use crate::facts::*;
+use std::collections::BTreeSet;
+use tokio::sync::Mutex as AsyncMutex;
+
+/// The profile builder's version.
+pub const PROFILE_VERSION: &str = "profile-2026.11a";
+
+/// Trigram similarity below which a T1 hit is not a candidate (recall-first floor).
+const T1_FLOOR: f32 = 0.3;
+
+/// The chat models that run E3; each seat left empty runs its offline path.
+#[derive(Debug, Clone, Default)]
+pub struct FactModels {
+    /// Normalization (claim → references, relations, observations).
+    pub normalizer: Option<Arc<dyn ChatModel>>,
+    /// T4: the joint resolution call.
+    pub resolver: Option<Arc<dyn ChatModel>>,
+    /// Fact adjudication verdicts.
+    pub adjudicator: Option<Arc<dyn ChatModel>>,
+}
+
+/// Resolver and adjudicator settings (versioned with the resolver).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FactsConfig {
+    /// T3: the profile-embedding similarity at or above which exactly one candidate
+    /// is accepted without T4.
+    pub t3_threshold: f32,
+    /// Distinct entities each blocking tier returns at most.
+    pub blocking_limit: usize,
+    /// Candidates shown to T4 at most.
+    pub t4_candidates: usize,
+    /// Snapshot → call → revalidate attempts before a contention failure.
+    pub resolve_retries: u32,
+    /// Candidate facts shown to the adjudicator for a hub entity.
+    pub hub_top_k: usize,
+}
+
+impl Default for FactsConfig {
+    fn default() -> Self {
+        FactsConfig {
+            t3_threshold: 0.85,
+            blocking_limit: 20,
+            t4_candidates: 8,
+            resolve_retries: 3,
+            hub_top_k: 20,
+        }
+    }
+}
+
+impl FactsConfig {
+    /// The part of the resolver version the thresholds contribute.
+    fn fingerprint(&self) -> String {
+        format!(
+            "t3={:.3},block={},t4={}",
+            self.t3_threshold, self.blocking_limit, self.t4_candidates
+        )
+    }
+}
+
+/// In-process locks: per-lemma (identity writes) and per-entity (fact application).
+#[derive(Debug, Default)]
+pub(super) struct Locks {
+    map: std::sync::Mutex<HashMap<String, Arc<AsyncMutex<()>>>>,
+}
+
+impl Locks {
+    fn get(&self, key: String) -> Arc<AsyncMutex<()>> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() > 10_000 {
+            map.retain(|_, v| Arc::strong_count(v) > 1);
+        }
+        Arc::clone(map.entry(key).or_default())
+    }
+}
+
+/// The id of the version-scoped entity unit (D90).
+pub fn unit_id(version: VersionId, entity: EntityId) -> uuid::Uuid {
+    let digest =
+        crate::hash::sha256_hex(format!("rememberstack:unit:{version}:{entity}").as_bytes());
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(digest.get(2 * i..2 * i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    }
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+/// A ranked resolution candidate.
+#[derive(Clone, Debug)]
+struct Cand {
+    record: EntityRecord,
+    score: f32,
+    via: Vec<BlockingTier>,
+}
+
+impl Candidate for Cand {
+    fn score(&self) -> f32 {
+        self.score
+    }
+    fn canonical_name(&self) -> &str {
+        &self.record.canonical_name
+    }
+    fn created_at(&self) -> Timestamp {
+        self.record.created_at
+    }
+    fn id(&self) -> uuid::Uuid {
+        self.record.entity_id.uuid()
+    }
+}
+
+/// What the resolver saw, and its fingerprint for revalidation (D99).
+#[derive(Clone, Debug)]
+struct Snapshot {
+    candidates: Vec<Cand>,
+    complete: bool,
+    bindings: Vec<DocumentBinding>,
+    excluded: HashSet<(EntityId, EntityId)>,
+    fingerprint: String,
+}
+
+/// How a reference was decided, before commit.
+struct Verdict {
+    tier: &'static str,
+    entity: Option<EntityId>,
+    t3_score: Option<f32>,
+    t3_outcome: String,
+    t3_scores: HashMap<EntityId, f32>,
+    rationale: String,
+    model: Option<String>,
+    exclusions: Vec<EntityId>,
+    features: serde_json::Value,
+    shown: usize,
+}
+
+/// An entity with its facts, evidence and decisions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntityDetail {
+    /// The entity asked for.
+    pub entity: EntityRecord,
+    /// Set when the id asked for was merged: the entity it redirects to (shown as `entity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirected_from: Option<EntityId>,
+    /// Entities merged into it.
+    pub merged_members: Vec<EntityId>,
+    /// Its current facts.
+    pub facts: Vec<FactRecord>,
+    /// Its mentions (most recent 50).
+    pub mentions: Vec<Mention>,
+    /// Merge events touching it.
+    pub merges: Vec<MergeEvent>,
+}
+
+/// Everything behind one fact (`remember trace`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactTrace {
+    /// The fact.
+    pub fact: FactRecord,
+    /// Its evidence claims, with spans and source text.
+    pub evidence: Vec<TracedEvidence>,
+    /// Its adjudication transcripts.
+    pub adjudications: Vec<AdjudicationRecord>,
+    /// The resolution decisions of its entities.
+    pub resolutions: Vec<ResolutionDecision>,
+}
+
+/// One evidence row with its claim.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracedEvidence {
+    /// The evidence row.
+    #[serde(flatten)]
+    pub evidence: EvidenceRecord,
+    /// The claim.
+    pub claim: Option<ClaimRecord>,
+}
+
+/// Options of a fact listing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FactQuery {
+    /// Only facts of this entity (merges are followed).
+    pub entity: Option<EntityId>,
+    /// Facts holding at this instant.
+    pub at: Option<Timestamp>,
+    /// Every fact, closed and superseded ones included.
+    pub history: bool,
+    /// At most this many.
+    pub limit: u32,
+}
+
+type StageResult<T> = std::result::Result<T, StageError>;
+
+impl Engine {
+    fn fact_models(&self) -> &FactModels {
+        &self.fact_models
+    }
+
+    pub(super) fn normalizer_version(&self) -> String {
+        match &self.fact_models().normalizer {
+            Some(m) => format!(
+                "{}+{}",
+                crate::facts::normalization::NORMALIZE_PROMPT_VERSION,
+                m.model()
+            ),
+            None => OFFLINE_NORMALIZER_VERSION.to_string(),
+        }
+    }
+
+    /// The resolver generation stamped on decisions.
+    pub fn resolver_version(&self) -> String {
+        match &self.fact_models().resolver {
+            Some(m) => format!(
+                "{RESOLVER_VERSION}+{}+{}+{}",
+                crate::entities::t4::T4_PROMPT_VERSION,
+                m.model(),
+                self.config.facts.fingerprint()
+            ),
+            None => OFFLINE_RESOLVER_VERSION.to_string(),
+        }
+    }
+
+    pub(super) fn adjudicator_version(&self) -> String {
+        match &self.fact_models().adjudicator {
+            Some(m) => format!(
+                "{ADJUDICATOR_VERSION}+{}+{}",
+                crate::facts::adjudicate::ADJUDICATE_PROMPT_VERSION,
+                m.model()
+            ),
+            None => OFFLINE_ADJUDICATOR_VERSION.to_string(),
+        }
+    }
+
+    /// One E3 model call, recorded in the cost ledger and the transcript whatever its
+    /// outcome. `record_key` distinguishes several calls of one work attempt.
+    async fn call_e3(
+        &self,
+        model: &Arc<dyn ChatModel>,
+        request: &ChatRequest,
+        item: &WorkItem,
+        record_key: String,
+        prompt_version: &str,
+    ) -> Result<(serde_json::Value, String)> {
+        let result = model.complete_json(request).await;
+        let (verdict, raw, reason, usage, model_name) = match &result {
+            Ok(r) => (
+                "ok",
+                r.value.to_string(),
+                None,
+                r.usage.clone(),
+                r.model.clone(),
+            ),
+            Err(e) => (
+                match e {
+                    ProviderError::Malformed { .. } => "malformed",
+                    _ => "error",
+                },
+                String::new(),
+                Some(e.to_string()),
+                crate::chat::Usage::default(),
+                model.model().to_string(),
+            ),
+        };
+        self.store
+            .record_call(
+                CallRecord {
+                    namespace_id: item.namespace_id,
+                    processing_id: item.id,
+                    attempt: item.attempts,
+                    call_key: record_key,
+                    stage: item.stage,
+                    model: model_name.clone(),
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: usage.completion_tokens,
+                    request_hash: request.hash(),
+                    prompt_version: prompt_version.into(),
+                    raw_output: raw,
+                    verdict: verdict.into(),
+                    reason,
+                },
+                self.clock.now(),
+            )
+            .await?;
+        Ok((result?.value, model_name))
+    }
+
+    async fn ensure_predicates(&self, ns: NamespaceId) -> Result<()> {
+        {
+            let seen = self.bootstrapped.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.contains(&ns) {
+                return Ok(());
+            }
+        }
+        let core: Vec<(String, String, Vec<String>)> = CORE_PREDICATES
+            .iter()
+            .map(|p| {
+                (
+                    p.name.to_string(),
+                    p.description.to_string(),
+                    p.synonyms.iter().map(|s| s.to_string()).collect(),
+                )
+            })
+            .collect();
+        self.store.bootstrap_predicates(ns, &core).await?;
+        self.bootstrapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ns);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ e3.normalize
+
+    pub(super) async fn run_normalize(&self, item: &WorkItem) -> StageResult<Outcome> {
+        let ns = item.namespace_id;
+        let now = self.clock.now();
+        let version = self.normalizer_version();
+        if item.component_version != version {
+            // Work of a former normalizer generation; reconcile enqueued the new one.
+            self.store.complete(&Lease::of(item), vec![], now).await?;
+            return Ok(Outcome::Completed);
+        }
+        let claim_id = ClaimId(item.target_id);
+        let Some(claim) = self.store.claims(ns, &[claim_id]).await?.into_iter().next() else {
+            self.store.complete(&Lease::of(item), vec![], now).await?;
+            return Ok(Outcome::Completed);
+        };
+        self.ensure_predicates(ns).await?;
+        let input = NormalizeInput {
+            claim_text: claim.text.clone(),
+            added_context: claim.added_context.clone(),
+            document_title: claim.document_title.clone(),
+            validity: claim.validity.clone(),
+        };
+        let normalized: NormalizedClaim = match &self.fact_models().normalizer {
+            None => normalize_offline(&input),
+            Some(model) => {
+                let request = normalization_request(&input, &render_for_prompt());
+                let (value, _) = self
+                    .call_e3(
+                        model,
+                        &request,
+                        item,
+                        "normalize".into(),
+                        crate::facts::normalization::NORMALIZE_PROMPT_VERSION,
+                    )
+                    .await?;
+                parse_normalization(&value, &input).map_err(|message| StageError::Failed {
+                    message: format!("unusable normalization: {message}"),
+                    retryable: true,
+                })?
+            }
+        };
+        let mut ids: Vec<Option<EntityId>> = Vec::with_capacity(normalized.entities.len());
+        for (ordinal, reference) in normalized.entities.iter().enumerate() {
+            ids.push(
+                self.resolve_reference(item, &claim, ordinal as u32, reference)
+                    .await?,
+            );
+        }
+        let assertions = assertions_for(item, &claim, &normalized, &ids);
+        let adjudicator = self.adjudicator_version();
+        let subjects: BTreeSet<EntityId> = assertions.iter().map(|a| a.subject).collect();
+        let follow_up = subjects
+            .into_iter()
+            .map(|s| {
+                NewWork::now(
+                    ns,
+                    Stage::Adjudicate,
+                    unit_id(item.version_id, s),
+                    item.version_id,
+                    adjudicator.clone(),
+                    now,
+                )
+            })
+            .collect();
+        let output = serde_json::json!({
+            "normalized": normalized,
+            "entity_ids": ids,
+        });
+        self.store
+            .commit_normalization(
+                &Lease::of(item),
+                claim_id,
+                &version,
+                output,
+                assertions,
+                follow_up,
+                self.clock.now(),
+            )
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    /// Follow merge redirects to the active root.
+    pub(super) async fn root_of(&self, ns: NamespaceId, id: EntityId) -> Result<EntityRecord> {
+        let mut current = id;
+        for _ in 0..32 {
+            let Some(e) = self
+                .store
+                .entities(ns, &[current])
+                .await?
+                .into_iter()
+                .next()
+            else {
+                return Err(Error::new(
+                    ErrorCode::InvalidInput,
+                    format!("entity {current} does not exist in this namespace"),
+                ));
+            };
+            match e.merged_into {
+                Some(next) => current = next,
+                None => return Ok(e),
+            }
+        }
+        Err(Error::store(format!(
+            "merge redirect chain of {id} is too long"
+        )))
+    }
+
+    async fn snapshot(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        name: &str,
+        name_lemma: &str,
+    ) -> Result<Snapshot> {
+        let cfg = &self.config.facts;
+        let mut grams = trigrams(name_lemma);
+        grams.sort();
+        grams.dedup();
+        let blocking = self
+            .store
+            .block_entities(&BlockingQuery {
+                namespace_id: ns,
+                lemma: name_lemma.to_string(),
+                trigrams: grams,
+                phonetic: daitch_mokotoff(name),
+                limit: cfg.blocking_limit,
+            })
+            .await?;
+        let mut by_root: BTreeMap<EntityId, Cand> = BTreeMap::new();
+        let mut roots: HashMap<EntityId, EntityRecord> = HashMap::new();
+        for hit in &blocking.hits {
+            let score = match hit.via {
+                BlockingTier::T0 => 1.0,
+                BlockingTier::T1 => trigram_similarity(name_lemma, &hit.alias_lemma),
+                BlockingTier::T2 => 0.5_f32.max(trigram_similarity(name_lemma, &hit.alias_lemma)),
+            };
+            if hit.via == BlockingTier::T1 && score < T1_FLOOR {
+                continue;
+            }
+            let root = match roots.get(&hit.entity_id) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = self.root_of(ns, hit.entity_id).await?;
+                    roots.insert(hit.entity_id, r.clone());
+                    r
+                }
+            };
+            let entry = by_root.entry(root.entity_id).or_insert_with(|| Cand {
+                record: root.clone(),
+                score: 0.0,
+                via: vec![],
+            });
+            entry.score = entry.score.max(score);
+            if !entry.via.contains(&hit.via) {
+                entry.via.push(hit.via);
+                entry.via.sort();
+            }
+        }
+        let mut candidates: Vec<Cand> = by_root.into_values().collect();
+        rank_candidates(name_lemma, &mut candidates);
+        let mut complete = !blocking.truncated;
+        if candidates.len() > cfg.t4_candidates {
+            candidates.truncate(cfg.t4_candidates);
+            complete = false;
+        }
+        let bindings = self.store.document_bindings(ns, doc, name_lemma).await?;
+        let ids: Vec<EntityId> = candidates
+            .iter()
+            .map(|c| c.record.entity_id)
+            .chain(bindings.iter().map(|b| b.entity_id))
+            .collect();
+        let excluded: HashSet<(EntityId, EntityId)> =
+            self.store.exclusions(ns, &ids).await?.into_iter().collect();
+        let mut fp = String::new();
+        for c in &candidates {
+            fp.push_str(&format!(
+                "{}:{:?}:{:?};",
+                c.record.entity_id, c.record.merged_into, c.record.profile_key
+            ));
+        }
+        for b in &bindings {
+            fp.push_str(&format!("b{}:{:?};", b.entity_id, b.anchor));
+        }
+        let mut ex: Vec<_> = excluded.iter().collect();
+        ex.sort();
+        fp.push_str(&format!("x{ex:?}"));
+        Ok(Snapshot {
+            candidates,
+            complete,
+            bindings,
+            excluded,
+            fingerprint: crate::hash::sha256_hex(fp.as_bytes()),
+        })
+    }
+
+    /// D102: replay a same-document T4 match, if exactly one anchored binding exists
+    /// and its anchor decision is still a T4 match to an active entity.
+    async fn replay(
+        &self,
+        ns: NamespaceId,
+        snap: &Snapshot,
+    ) -> Result<Option<(EntityId, DecisionId)>> {
+        let [binding] = snap.bindings.as_slice() else {
+            return Ok(None);
+        };
+        let Some(anchor) = binding.anchor else {
+            return Ok(None);
+        };
+        let Some(decision) = self.store.resolution_decision(ns, anchor).await? else {
+            return Ok(None);
+        };
+        if decision.tier != "T4" || decision.verdict != "match" {
+            return Ok(None);
+        }
+        let root = self.root_of(ns, binding.entity_id).await?;
+        Ok(Some((root.entity_id, anchor)))
+    }
+
+    async fn decide(
+        &self,
+        item: &WorkItem,
+        claim: &ClaimRecord,
+        (ordinal, attempt): (u32, u32),
+        (name, name_lemma): (&str, &str),
+        snap: &Snapshot,
+    ) -> StageResult<Verdict> {
+        let ns = item.namespace_id;
+        let mut verdict = Verdict {
+            tier: "mint",
+            entity: None,
+            t3_score: None,
+            t3_outcome: "no_candidates".into(),
+            t3_scores: HashMap::new(),
+            rationale: String::new(),
+            model: None,
+            exclusions: vec![],
+            features: serde_json::json!({}),
+            shown: snap.candidates.len(),
+        };
+        if let Some((entity, anchor)) = self.replay(ns, snap).await? {
+            verdict.tier = "T0";
+            verdict.entity = Some(entity);
+            verdict.t3_outcome = "not_run".into();
+            verdict.rationale = "document-local replay of an earlier T4 match (D102)".into();
+            verdict.features = serde_json::json!({
+                "contract": "document-t0-v1",
+                "document_id": claim.document_id,
+                "lemma": name_lemma,
+                "anchor_decision": anchor,
+            });
+            return Ok(verdict);
+        }
+        if snap.candidates.is_empty() {
+            verdict.rationale = if snap.complete {
+                "no candidate in a complete block: minted".into()
+            } else {
+                "no candidate surfaced: minted".into()
+            };
+            return Ok(verdict);
+        }
+        let Some(resolver) = self.fact_models().resolver.clone() else {
+            // The labelled offline policy: first exact-lemma candidate in D103 order,
+            // never across a cannot-link with an entity this document already bound
+            // to the same name.
+            verdict.t3_outcome = "not_run".into();
+            verdict.features = serde_json::json!({
+                "policy": "offline-exact",
+                "departs_from": "D95: an exact name never decides alone; without a chat model the offline resolver accepts the first exact-lemma candidate in D103 order",
+            });
+            let bound: Vec<EntityId> = snap.bindings.iter().map(|b| b.entity_id).collect();
+            let pick = snap.candidates.iter().find(|c| {
+                c.via.contains(&BlockingTier::T0)
+                    && !bound.iter().any(|b| {
+                        let id = c.record.entity_id;
+                        snap.excluded.contains(&(id.min(*b), id.max(*b)))
+                    })
+            });
+            match pick {
+                Some(c) => {
+                    verdict.tier = "offline_exact";
+                    verdict.entity = Some(c.record.entity_id);
+                    verdict.rationale =
+                        "offline resolver: first exact-lemma candidate in D103 order".into();
+                }
+                None => {
+                    verdict.tier = "mint";
+                    verdict.rationale = "offline resolver: no exact-lemma candidate; minted".into();
+                }
+            }
+            return Ok(verdict);
+        };
+        // T3: profile-embedding similarity may accept exactly one strong candidate.
+        let with_profile: Vec<&Cand> = snap
+            .candidates
+            .iter()
+            .filter(|c| c.record.profile_key.is_some())
+            .collect();
+        if with_profile.is_empty() {
+            verdict.t3_outcome = "profile_missing".into();
+        } else {
+            let generation = self.embedder.identity().generation();
+            let keys: Vec<String> = with_profile
+                .iter()
+                .filter_map(|c| c.record.profile_key.clone())
+                .collect();
+            let vectors: HashMap<String, Vec<f32>> = self
+                .store
+                .vectors(ns, &generation, &keys)
+                .await?
+                .into_iter()
+                .collect();
+            if vectors.is_empty() {
+                verdict.t3_outcome = "embedding_missing_or_wrong_generation".into();
+            } else {
+                let query = format!("{name}: {}", claim.text);
+                let q = self
+                    .embedder
+                    .embed(&[query], EmbedPurpose::Query)
+                    .await
+                    .map_err(Error::from)?
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default();
+                let mut strong = Vec::new();
+                for c in &with_profile {
+                    let Some(v) = c.record.profile_key.as_ref().and_then(|k| vectors.get(k)) else {
+                        continue;
+                    };
+                    let s = cosine(&q, v);
+                    verdict.t3_scores.insert(c.record.entity_id, s);
+                    verdict.t3_score = Some(verdict.t3_score.map_or(s, |b: f32| b.max(s)));
+                    if s >= self.config.facts.t3_threshold {
+                        strong.push(c.record.entity_id);
+                    }
+                }
+                match strong.as_slice() {
+                    [one] => {
+                        verdict.tier = "T3";
+                        verdict.t3_outcome = "accepted".into();
+                        verdict.entity = Some(*one);
+                        verdict.rationale =
+                            "exactly one candidate profile above the T3 threshold".into();
+                        return Ok(verdict);
+                    }
+                    [] => verdict.t3_outcome = "below_threshold".into(),
+                    _ => verdict.t3_outcome = "multiple_candidates".into(),
+                }
+            }
+        }
+        // T4: one joint, match-biased call over the bounded candidate set.
+        let mut shown = Vec::with_capacity(snap.candidates.len());
+        for c in &snap.candidates {
+            let facts = self
+                .store
+                .list_facts(
+                    &FactFilter {
+                        namespace_id: ns,
+                        entities: vec![c.record.entity_id],
+                        at: None,
+                        history: false,
+                    },
+                    8,
+                )
+                .await?;
+            shown.push(T4Candidate {
+                entity_id: c.record.entity_id,
+                canonical_name: c.record.canonical_name.clone(),
+                aliases: c.record.aliases.clone(),
+                profile: c.record.profile_summary.clone(),
+                facts: facts.into_iter().map(|f| f.statement).collect(),
+                t3_score: verdict.t3_scores.get(&c.record.entity_id).copied(),
+            });
+        }
+        let input = T4Input {
+            name: name.to_string(),
+            claim_text: claim.text.clone(),
+            document_title: claim.document_title.clone(),
+            candidates: shown,
+        };
+        let request = t4_request(&input);
+        let (value, model) = self
+            .call_e3(
+                &resolver,
+                &request,
+                item,
+                format!("resolve_t4#{ordinal}.{attempt}"),
+                crate::entities::t4::T4_PROMPT_VERSION,
+            )
+            .await?;
+        let (choice, rationale) = parse_t4(&value, &input).map_err(|m| StageError::Failed {
+            message: format!("unusable T4 answer: {m}"),
+            retryable: true,
+        })?;
+        verdict.tier = "T4";
+        verdict.model = Some(model);
+        verdict.rationale = rationale;
+        match choice {
+            T4Verdict::Match(id) => verdict.entity = Some(id),
+            T4Verdict::New => {
+                verdict.exclusions = snap.candidates.iter().map(|c| c.record.entity_id).collect();
+            }
+        }
+        Ok(verdict)
+    }
+
+    /// Resolve one entity reference of a claim (snapshot → decide → revalidate under
+    /// the lemma lock → commit; bounded retries on a changed snapshot).
+    async fn resolve_reference(
+        &self,
+        item: &WorkItem,
+        claim: &ClaimRecord,
+        ordinal: u32,
+        reference: &crate::facts::normalization::EntityRef,
+    ) -> StageResult<Option<EntityId>> {
+        let ns = item.namespace_id;
+        let resolver_version = self.resolver_version();
+        if let Some(done) = self
+            .store
+            .resolution_for(ns, claim.claim_id, ordinal, &resolver_version)
+            .await?
+        {
+            return Ok(Some(self.root_of(ns, done.entity_id).await?.entity_id));
+        }
+        let name = reference.name.trim();
+        let name_lemma = lemma(name);
+        if name_lemma.is_empty() {
+            return Ok(None);
+        }
+        let doc = claim.document_id;
+        let lock = self.locks.get(format!("lemma:{ns}:{name_lemma}"));
+        for attempt in 0..self.config.facts.resolve_retries.max(1) {
+            let snap = self.snapshot(ns, doc, name, &name_lemma).await?;
+            let verdict = self
+                .decide(item, claim, (ordinal, attempt), (name, &name_lemma), &snap)
+                .await?;
+            let _guard = lock.lock().await;
+            let fresh = self.snapshot(ns, doc, name, &name_lemma).await?;
+            if fresh.fingerprint != snap.fingerprint {
+                tracing::info!(claim = %claim.claim_id, ordinal, attempt, "resolution snapshot changed during the decision: discarded and retried");
+                continue;
+            }
+            let (entity_id, mint) = match verdict.entity {
+                Some(id) => (id, None),
+                None => (
+                    EntityId::new(),
+                    Some((name.to_string(), name_lemma.clone())),
+                ),
+            };
+            let decision_id = DecisionId::new();
+            let candidates = snap
+                .candidates
+                .iter()
+                .map(|c| CandidateAudit {
+                    entity_id: c.record.entity_id,
+                    canonical_name: c.record.canonical_name.clone(),
+                    score: c.score,
+                    via: c.via.clone(),
+                    t3_score: verdict.t3_scores.get(&c.record.entity_id).copied(),
+                })
+                .collect();
+            let mut features = verdict.features.clone();
+            if let Some(obj) = features.as_object_mut() {
+                obj.insert("candidates_shown".into(), verdict.shown.into());
+                obj.insert("attempt".into(), attempt.into());
+            }
+            let decision = ResolutionDecision {
+                decision_id,
+                namespace_id: ns,
+                claim_id: claim.claim_id,
+                document_id: doc,
+                ordinal,
+                name: name.to_string(),
+                lemma: name_lemma.clone(),
+                tier: verdict.tier.to_string(),
+                candidates,
+                complete: snap.complete,
+                t3_score: verdict.t3_score,
+                t3_outcome: verdict.t3_outcome.clone(),
+                verdict: if mint.is_some() { "new" } else { "match" }.to_string(),
+                entity_id,
+                rationale: verdict.rationale.clone(),
+                model: verdict.model.clone(),
+                resolver_version: resolver_version.clone(),
+                features,
+                created_at: self.clock.now(),
+            };
+            let mut aliases = vec![NewAlias::of(name)];
+            let surface = reference.surface.trim();
+            if !surface.is_empty() && surface != name {
+                aliases.push(NewAlias::of(surface));
+            }
+            aliases.retain(|a| !a.lemma.is_empty());
+            let anchor = (verdict.tier == "T4" && mint.is_none()).then_some(decision_id);
+            let anchor = if verdict.tier == "T0" {
+                snap.bindings.first().and_then(|b| b.anchor)
+            } else {
+                anchor
+            };
+            let commit = ResolutionCommit {
+                decision,
+                mint,
+                aliases,
+                mention: Mention {
+                    claim_id: claim.claim_id,
+                    start: reference.start,
+                    end: reference.end,
+                    surface: if surface.is_empty() { name } else { surface }.to_string(),
+                },
+                exclusions: verdict.exclusions.clone(),
+                binding: Some(DocumentBinding {
+                    document_id: doc,
+                    lemma: name_lemma.clone(),
+                    entity_id,
+                    anchor,
+                }),
+            };
+            self.store
+                .commit_resolution(commit, self.clock.now())
+                .await?;
+            // A concurrent run of the same work may have committed first: its decision stands.
+            let committed = self
+                .store
+                .resolution_for(ns, claim.claim_id, ordinal, &resolver_version)
+                .await?
+                .map_or(entity_id, |d| d.entity_id);
+            return Ok(Some(committed));
+        }
+        Err(StageError::Failed {
+            message: format!(
+                "entity resolution of `{name}` kept changing under concurrent writers ({} attempts); retried later",
+                self.config.facts.resolve_retries.max(1)
+            ),
+            retryable: true,
+        })
+    }
+
+    // ---------------------------------------------------------- e3.adjudicate
+
+    async fn barrier_done(&self, ns: NamespaceId, version: VersionId) -> Result<bool> {
+        for stage in [Stage::Extract, Stage::Normalize] {
+            let b = self.store.barrier(ns, version, stage).await?;
+            if b.done + b.dead_letter < b.total {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    pub(super) async fn run_adjudicate(&self, item: &WorkItem) -> StageResult<Outcome> {
+        let ns = item.namespace_id;
+        let now = self.clock.now();
+        // A unit enqueued under a former adjudicator generation still names pending
+        // assertions: the current adjudicator applies them.
+        if !self.barrier_done(ns, item.version_id).await? {
+            let later = now + chrono::Duration::milliseconds(500);
+            self.store
+                .defer(&Lease::of(item), DeferReason::Barrier, later, now)
+                .await?;
+            return Ok(Outcome::Deferred);
+        }
+        let subjects = self.store.pending_subjects(ns, item.version_id).await?;
+        let Some(entity) = subjects
+            .into_iter()
+            .find(|s| unit_id(item.version_id, *s) == item.target_id)
+        else {
+            // Another unit of the same entity already drained its assertions.
+            self.store.complete(&Lease::of(item), vec![], now).await?;
+            return Ok(Outcome::Completed);
+        };
+        let root = self.root_of(ns, entity).await?;
+        let lock = self.locks.get(format!("entity:{ns}:{}", root.entity_id));
+        let _guard = lock.lock().await;
+        let assertions = self.store.unapplied_assertions(ns, &[entity]).await?;
+        let mut touched: BTreeSet<EntityId> = BTreeSet::new();
+        touched.insert(root.entity_id);
+        for (i, a) in assertions.iter().enumerate() {
+            let mut a = a.clone();
+            a.subject = root.entity_id;
+            if let Some(o) = a.object {
+                let o = self.root_of(ns, o).await?.entity_id;
+                touched.insert(o);
+                a.object = Some(o);
+            }
+            self.apply_one(item, &a, i).await?;
+        }
+        // Profiles refresh when an entity's facts change.
+        for e in &touched {
+            self.refresh_profile(ns, *e).await?;
+        }
+        self.store
+            .complete(&Lease::of(item), vec![], self.clock.now())
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    /// Live facts nominated for an assertion: the entity block (every live fact of the
+    /// subject) plus, for a relation, the live facts of its object with the same
+    /// predicate (shared context, D123).
+    async fn nominate(&self, ns: NamespaceId, a: &Assertion) -> Result<Vec<FactRecord>> {
+        let mut facts = self
+            .store
+            .list_facts(
+                &FactFilter {
+                    namespace_id: ns,
+                    entities: vec![a.subject],
+                    at: None,
+                    history: false,
+                },
+                10_000,
+            )
+            .await?;
+        facts.retain(|f| f.subject == a.subject || f.kind == FactKind::Relation);
+        let mut seen: HashSet<FactId> = facts.iter().map(|f| f.fact_id).collect();
+        if let Some(object) = a.object {
+            for f in self
+                .store
+                .list_facts(
+                    &FactFilter {
+                        namespace_id: ns,
+                        entities: vec![object],
+                        at: None,
+                        history: false,
+                    },
+                    10_000,
+                )
+                .await?
+            {
+                if f.predicate == a.predicate && seen.insert(f.fact_id) {
+                    facts.push(f);
+                }
+            }
+        }
+        Ok(crate::facts::adjudicate::rank_candidates(
+            a,
+            facts,
+            self.config.facts.hub_top_k,
+        ))
+    }
+
+    async fn apply_one(&self, item: &WorkItem, a: &Assertion, index: usize) -> StageResult<()> {
+        let ns = item.namespace_id;
+        let candidates = self.nominate(ns, a).await?;
+        let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
+        let generation = self.component_version(Stage::EmbedFacts);
+        let labels_with_vectors: HashSet<String> = self
+            .store
+            .existing_vectors(ns, &generation, &[embedding_key(&a.statement)])
+            .await?
+            .into_iter()
+            .collect();
+        // One commit: either evidence for `target`, or a new fact (the assertion's own
+        // window) with the claim's support; the verdict-specific parts are added after.
+        let commit = |verdict: &str,
+                      target: Option<FactId>,
+                      evidence_for: Option<FactId>,
+                      reason: String,
+                      input: serde_json::Value,
+                      model: Option<String>,
+                      version: String| {
+            let new_fact = match evidence_for {
+                Some(_) => None,
+                None => Some(NewFact {
+                    fact_id: FactId::new(),
+                    kind: a.kind,
+                    subject: a.subject,
+                    predicate: a.predicate.clone(),
+                    object: a.object,
+                    statement: a.statement.clone(),
+                    window: a.window.clone(),
+                    validity_kind: a.validity_kind,
+                    embedding_key: embedding_key(&a.statement),
+                }),
+            };
+            let result = evidence_for
+                .or(new_fact.as_ref().map(|f| f.fact_id))
+                .unwrap_or_default();
+            // A new label without a vector of this generation is embedded by e3.embed,
+            // enqueued in the same transaction as the fact.
+            let follow_up = match &new_fact {
+                Some(f) if !labels_with_vectors.contains(&f.embedding_key) => vec![NewWork::now(
+                    ns,
+                    Stage::EmbedFacts,
+                    f.fact_id.uuid(),
+                    item.version_id,
+                    generation.clone(),
+                    self.clock.now(),
+                )],
+                _ => vec![],
+            };
+            ApplyCommit {
+                follow_up,
+                assertion_id: a.assertion_id,
+                new_fact,
+                evidence: vec![(result, a.claim_id, Stance::Support)],
+                windows: vec![],
+                contradiction: None,
+                superseded: None,
+                transcript: AdjudicationRecord {
+                    adjudication_id: AdjudicationId::new(),
+                    namespace_id: ns,
+                    assertion_id: a.assertion_id,
+                    claim_id: a.claim_id,
+                    verdict: verdict.to_string(),
+                    target_fact: target,
+                    result_fact: result,
+                    candidates: candidate_ids.clone(),
+                    reason,
+                    input,
+                    model,
+                    adjudicator_version: version,
+                    created_at: self.clock.now(),
+                },
+            }
+        };
+        let rule_input = |extra: serde_json::Value| serde_json::json!({"assertion": a, "candidates": candidate_ids, "rule": extra});
+        // The cheap rung: an identical statement with a compatible window is evidence.
+        let commit = if let Some(target) = offline_verdict(a, &candidates) {
+            let revised = candidates
+                .iter()
+                .find(|f| f.fact_id == target)
+                .and_then(|f| merged_window(&f.window, &a.window));
+            let mut c = commit(
+                "evidence",
+                Some(target),
+                Some(target),
+                "identical statement with a compatible window".into(),
+                rule_input(serde_json::json!({"identical": true, "window_revision": revised})),
+                None,
+                OFFLINE_ADJUDICATOR_VERSION.to_string(),
+            );
+            c.windows = revised.map(|w| vec![(target, w)]).unwrap_or_default();
+            c
+        } else if let (Some(model), false) = (
+            self.fact_models().adjudicator.clone(),
+            candidates.is_empty(),
+        ) {
+            let claim_text = self
+                .store
+                .claims(ns, &[a.claim_id])
+                .await?
+                .into_iter()
+                .next()
+                .map(|c| c.text)
+                .unwrap_or_else(|| a.statement.clone());
+            let subject_name = self.root_of(ns, a.subject).await?.canonical_name;
+            let object_name = match a.object {
+                Some(o) => Some(self.root_of(ns, o).await?.canonical_name),
+                None => None,
+            };
+            let input = AdjudicationInput {
+                assertion: a.clone(),
+                claim_text,
+                subject_name,
+                object_name,
+                candidates: candidates.clone(),
+            };
+            let request = adjudication_request(&input);
+            let (value, model_name) = self
+                .call_e3(
+                    &model,
+                    &request,
+                    item,
+                    format!("adjudicate#{index}"),
+                    crate::facts::adjudicate::ADJUDICATE_PROMPT_VERSION,
+                )
+                .await?;
+            let recorded = serde_json::json!({
+                "system": request.system,
+                "user": request.user,
+                "answer": value,
+            });
+            let version = self.adjudicator_version();
+            let judged = |verdict: &str, target, evidence_for, reason| {
+                commit(
+                    verdict,
+                    target,
+                    evidence_for,
+                    reason,
+                    recorded.clone(),
+                    Some(model_name.clone()),
+                    version.clone(),
+                )
+            };
+            match parse_adjudication(&value, &input) {
+                Err(message) => judged(
+                    "new",
+                    None,
+                    None,
+                    format!("fail-safe to new: unusable verdict ({message})"),
+                ),
+                Ok((ChatVerdict::Evidence { fact, revised }, reason)) => {
+                    let mut c = judged("evidence", Some(fact), Some(fact), reason);
+                    c.windows = revised.map(|w| vec![(fact, w)]).unwrap_or_default();
+                    c
+                }
+                Ok((ChatVerdict::Supersede { fact }, reason)) => {
+                    let capped = candidates.iter().find(|c| c.fact_id == fact).and_then(|p| {
+                        supersede_close(&p.window, p.validity_kind, a.window.valid_from)
+                    });
+                    let reason = match &capped {
+                        Some(_) => reason,
+                        None => format!(
+                            "{reason} (the successor's start does not lie inside the predecessor's window: nothing capped, both stand)"
+                        ),
+                    };
+                    let mut c = judged("supersede", Some(fact), None, reason);
+                    let id = c.transcript.result_fact;
+                    c.superseded = capped.as_ref().map(|_| (fact, id));
+                    c.windows = capped.map(|w| vec![(fact, w)]).unwrap_or_default();
+                    c
+                }
+                Ok((ChatVerdict::Contradict { fact }, reason)) => {
+                    let mut c = judged("contradict", Some(fact), None, reason);
+                    let id = c.transcript.result_fact;
+                    let group = candidates
+                        .iter()
+                        .find(|f| f.fact_id == fact)
+                        .and_then(|f| f.contradiction_group)
+                        .unwrap_or_else(uuid::Uuid::new_v4);
+                    // Symmetric stances: the new claim contradicts the old fact, the old
+                    // fact's support contradicts the new one.
+                    c.evidence.push((fact, a.claim_id, Stance::Contradict));
+                    for e in self.store.fact_evidence(ns, fact).await? {
+                        if e.stance == Stance::Support {
+                            c.evidence.push((id, e.claim_id, Stance::Contradict));
+                        }
+                    }
+                    c.contradiction = Some((group, vec![fact, id]));
+                    c
+                }
+                Ok((ChatVerdict::New, reason)) => judged("new", None, None, reason),
+            }
+        } else {
+            let reason = if candidates.is_empty() {
+                "no live fact of the entity to compare with"
+            } else {
+                "offline adjudicator: no identical statement with a compatible window"
+            };
+            commit(
+                "new",
+                None,
+                None,
+                reason.into(),
+                rule_input(serde_json::json!({"identical": false})),
+                None,
+                self.adjudicator_version(),
+            )
+        };
+        self.store
+            .apply_assertion(ns, commit, self.clock.now())
+            .await?;
+        Ok(())
+    }
+
+    /// Rebuild an entity's profile (summary prose from its salient facts) and embed it.
+    async fn refresh_profile(&self, ns: NamespaceId, entity: EntityId) -> Result<()> {
+        let Some(e) = self.store.entities(ns, &[entity]).await?.into_iter().next() else {
+            return Ok(());
+        };
+        let mut facts = self
+            .store
+            .list_facts(
+                &FactFilter {
+                    namespace_id: ns,
+                    entities: vec![entity],
+                    at: None,
+                    history: false,
+                },
+                10_000,
+            )
+            .await?;
+        facts.sort_by(|a, b| {
+            b.evidence_count
+                .cmp(&a.evidence_count)
+                .then(b.recorded_at.cmp(&a.recorded_at))
+                .then(a.fact_id.cmp(&b.fact_id))
+        });
+        let summary = profile_summary(&e, &facts);
+        let key = embedding_key(&summary);
+        if e.profile_key.as_deref() == Some(key.as_str()) {
+            return Ok(());
+        }
+        let identity = self.embedder.identity().clone();
+        let generation = identity.generation();
+        if self
+            .store
+            .existing_vectors(ns, &generation, std::slice::from_ref(&key))
+            .await?
+            .is_empty()
+        {
+            let v = self
+                .embedder
+                .embed(std::slice::from_ref(&summary), EmbedPurpose::Document)
+                .await
+                .map_err(Error::from)?;
+            let Some(v) = v.into_iter().next() else {
+                return Err(Error::from(ProviderError::Malformed {
+                    message: "the embedder returned no vector for a profile".into(),
+                }));
+            };
+            self.store
+                .commit_vectors(&[], ns, &identity, vec![(key.clone(), v)], self.clock.now())
+                .await?;
+        }
+        self.store
+            .set_profile(ns, entity, &summary, &key, self.clock.now())
+            .await
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /// Entities of a namespace (active ones unless `include_merged`), oldest first.
+    pub async fn entities(
+        &self,
+        namespace: &str,
+        include_merged: bool,
+        limit: u32,
+    ) -> Result<Vec<EntityRecord>> {
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        self.store
+            .list_entities(
+                &EntityFilter {
+                    namespace_id: ns.id,
+                    include_merged,
+                    lemma: None,
+                },
+                limit,
+            )
+            .await
+    }
+
+    /// Look an entity up by id or name (exact lemma; ambiguity is an error listing
+    /// the candidates). Redirects are followed and disclosed.
+    pub async fn entity(&self, namespace: &str, name_or_id: &str) -> Result<EntityDetail> {
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let asked = match name_or_id.parse::<EntityId>() {
+            Ok(id) => id,
+            Err(_) => {
+                let l = lemma(name_or_id);
+                let found = self
+                    .store
+                    .list_entities(
+                        &EntityFilter {
+                            namespace_id: ns,
+                            include_merged: false,
+                            lemma: Some(l),
+                        },
+                        50,
+                    )
+                    .await?;
+                match found.as_slice() {
+                    [] => {
+                        return Err(Error::new(
+                            ErrorCode::NotFound,
+                            format!("no entity named `{name_or_id}`"),
+                        ));
+                    }
+                    [one] => one.entity_id,
+                    many => {
+                        let ids: Vec<String> = many
+                            .iter()
+                            .map(|e| format!("{} ({})", e.entity_id, e.canonical_name))
+                            .collect();
+                        return Err(Error::new(
+                            ErrorCode::InvalidInput,
+                            format!(
+                                "`{name_or_id}` names {} entities; use an id: {}",
+                                many.len(),
+                                ids.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        };
+        let entity = self.root_of(ns, asked).await.map_err(|_| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("no entity {asked} in `{namespace}`"),
+            )
+        })?;
+        let redirected_from = (entity.entity_id != asked).then_some(asked);
+        let members = self.members(ns, entity.entity_id).await?;
+        let facts = self
+            .store
+            .list_facts(
+                &FactFilter {
+                    namespace_id: ns,
+                    entities: members.clone(),
+                    at: None,
+                    history: false,
+                },
+                1_000,
+            )
+            .await?;
+        let mut mentions = Vec::new();
+        for m in &members {
+            mentions.extend(self.store.mentions(ns, *m, 50).await?);
+        }
+        let merges = self.store.merge_events(ns, &members).await?;
+        Ok(EntityDetail {
+            merged_members: members
+                .iter()
+                .copied()
+                .filter(|m| *m != entity.entity_id)
+                .collect(),
+            entity,
+            redirected_from,
+            facts: self.present_facts(ns, facts).await?,
+            mentions,
+            merges,
+        })
+    }
+
+    /// The entity and every entity whose redirect chain ends at it.
+    async fn members(&self, ns: NamespaceId, root: EntityId) -> Result<Vec<EntityId>> {
+        let mut out = vec![root];
+        let mut frontier = vec![root];
+        let events = self.store.merge_events(ns, &[]).await?;
+        while let Some(next) = frontier.pop() {
+            for e in &events {
+                if e.into == next && e.reverted_at.is_none() && !out.contains(&e.from) {
+                    out.push(e.from);
+                    frontier.push(e.from);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Facts shown through redirects: subject and object names are the active roots'.
+    pub(super) async fn present_facts(
+        &self,
+        ns: NamespaceId,
+        facts: Vec<FactRecord>,
+    ) -> Result<Vec<FactRecord>> {
+        let mut cache: HashMap<EntityId, EntityRecord> = HashMap::new();
+        let mut out = Vec::with_capacity(facts.len());
+        for mut f in facts {
+            for (id, name) in [
+                (Some(f.subject), &mut f.subject_name),
+                (f.object, f.object_name.get_or_insert_with(String::new)),
+            ] {
+                let Some(id) = id else { continue };
+                if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(id) {
+                    slot.insert(self.root_of(ns, id).await?);
+                }
+                if let Some(r) = cache.get(&id) {
+                    *name = r.canonical_name.clone();
+                }
+            }
+            if f.object.is_none() {
+                f.object_name = None;
+            }
+            if let Some(r) = cache.get(&f.subject) {
+                f.subject = r.entity_id;
+            }
+            if let Some(o) = f.object
+                && let Some(r) = cache.get(&o)
+            {
+                f.object = Some(r.entity_id);
+            }
+            out.push(f);
+        }
+        Ok(out)
+    }
+
+    async fn namespace_or_not_found(&self, namespace: &str) -> Result<NamespaceId> {
+        self.store
+            .namespace(namespace)
+            .await?
+            .map(|n| n.id)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::NotFound,
+                    format!("namespace `{namespace}` does not exist"),
+                )
+            })
+    }
+
+    /// Merge entity `from` into `into` (a reversible redirect, D21).
+    pub async fn merge_entities(
+        &self,
+        namespace: &str,
+        from: EntityId,
+        into: EntityId,
+    ) -> Result<MergeEvent> {
+        let ns = self.namespace_or_not_found(namespace).await?;
+        if from == into {
+            return Err(Error::invalid_input(
+                "an entity cannot be merged into itself",
+            ));
+        }
+        let a = self.store.entities(ns, &[from]).await?;
+        let b = self.store.entities(ns, &[into]).await?;
+        let (Some(a), Some(b)) = (a.first(), b.first()) else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                "both entities must exist in this namespace",
+            ));
+        };
+        let from_members = self.members(ns, a.entity_id).await?;
+        let into_members = self.members(ns, b.entity_id).await?;
+        let lock_a = self.locks.get(format!("entity:{ns}:{from}"));
+        let lock_b = self.locks.get(format!("entity:{ns}:{into}"));
+        let (first, second) = if from < into {
+            (lock_a, lock_b)
+        } else {
+            (lock_b, lock_a)
+        };
+        let _g1 = first.lock().await;
+        let _g2 = second.lock().await;
+        let event = MergeEvent {
+            merge_id: MergeId::new(),
+            namespace_id: ns,
+            from,
+            into,
+            snapshot: serde_json::json!({
+                "from": {"entity": from, "canonical_name": a.canonical_name, "members": from_members},
+                "into": {"entity": into, "canonical_name": b.canonical_name, "members": into_members},
+            }),
+            created_at: self.clock.now(),
+            reverted_at: None,
+        };
+        self.store.merge_entities(event.clone()).await?;
+        Ok(event)
+    }
+
+    /// Undo a merge: the exact prior membership comes back.
+    pub async fn unmerge_entities(&self, namespace: &str, merge: MergeId) -> Result<MergeEvent> {
+        let ns = self.namespace_or_not_found(namespace).await?;
+        self.store
+            .unmerge_entities(ns, merge, self.clock.now())
+            .await
+    }
+
+    /// Facts of a namespace.
+    pub async fn facts(&self, namespace: &str, query: &FactQuery) -> Result<Vec<FactRecord>> {
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        let entities = match query.entity {
+            Some(e) => {
+                let root = self.root_of(ns.id, e).await.map_err(|_| {
+                    Error::new(
+                        ErrorCode::NotFound,
+                        format!("no entity {e} in `{namespace}`"),
+                    )
+                })?;
+                self.members(ns.id, root.entity_id).await?
+            }
+            None => vec![],
+        };
+        let facts = self
+            .store
+            .list_facts(
+                &FactFilter {
+                    namespace_id: ns.id,
+                    entities,
+                    at: query.at,
+                    history: query.history,
+                },
+                if query.limit == 0 { 1_000 } else { query.limit },
+            )
+            .await?;
+        self.present_facts(ns.id, facts).await
+    }
+
+    /// The fact, its evidence claims with spans and source text, its adjudication
+    /// transcripts and the resolution decisions of its entities.
+    pub async fn trace(&self, namespace: &str, fact: FactId) -> Result<FactTrace> {
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let Some(record) = self.store.facts(ns, &[fact]).await?.into_iter().next() else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no fact {fact} in `{namespace}`"),
+            ));
+        };
+        let mut evidence = Vec::new();
+        for e in self.store.fact_evidence(ns, fact).await? {
+            let claim = self
+                .store
+                .claims(ns, &[e.claim_id])
+                .await?
+                .into_iter()
+                .next();
+            evidence.push(TracedEvidence { evidence: e, claim });
+        }
+        let adjudications = self.store.adjudications(ns, fact).await?;
+        let mut ids = vec![record.subject];
+        ids.extend(record.object);
+        let resolutions = self.store.resolution_decisions(ns, &ids).await?;
+        let fact = self
+            .present_facts(ns, vec![record])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::store("fact vanished"))?;
+        Ok(FactTrace {
+            fact,
+            evidence,
+            adjudications,
+            resolutions,
+        })
+    }
+
+    /// The namespace's predicate registry.
+    pub async fn predicates(&self, namespace: &str) -> Result<Vec<PredicateRow>> {
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        self.ensure_predicates(ns.id).await?;
+        self.store.predicates(ns.id).await
+    }
+}
+
+/// The deterministic profile text: canonical name, aliases, salient facts.
+pub fn profile_summary(e: &EntityRecord, salient: &[FactRecord]) -> String {
+    let mut out = e.canonical_name.clone();
+    let aliases: Vec<&String> = e
+        .aliases
+        .iter()
+        .filter(|a| lemma(a) != e.lemma)
+        .take(8)
+        .collect();
+    if !aliases.is_empty() {
+        out.push_str(&format!(
+            " (also: {})",
+            aliases
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out.push('.');
+    for f in salient.iter().take(8) {
+        out.push(' ');
+        out.push_str(f.statement.trim());
+        if !f.statement.trim_end().ends_with(['.', '!', '?']) {
+            out.push('.');
+        }
+    }
+    out
+}
+
+/// The staged assertions of one normalized claim. A relation whose ends resolved to
+/// the same entity, or whose ends were not resolved, is skipped.
+fn assertions_for(
+    item: &WorkItem,
+    claim: &ClaimRecord,
+    n: &NormalizedClaim,
+    ids: &[Option<EntityId>],
+) -> Vec<Assertion> {
+    let validity = &claim.validity;
+    let claim_window = Window {
+        valid_from: validity.from,
+        valid_until: validity.until,
+        precision: validity.precision,
+    };
+    let mut out = Vec::new();
+    let mut ordinal = 0u32;
+    let mut push = |kind, subject, predicate: Option<String>, object, statement: String, window| {
+        out.push(Assertion {
+            assertion_id: AssertionId::new(),
+            namespace_id: item.namespace_id,
+            claim_id: claim.claim_id,
+            document_id: claim.document_id,
+            version_id: item.version_id,
+            kind,
+            subject,
+            predicate,
+            object,
+            statement,
+            window,
+            validity_kind: validity.kind,
+            asserted_at: claim.asserted_at,
+            ordinal,
+        });
+        ordinal += 1;
+    };
+    for r in &n.relations {
+        let (Some(Some(s)), Some(Some(o))) = (ids.get(r.subject), ids.get(r.object)) else {
+            continue;
+        };
+        if s == o {
+            continue;
+        }
+        // A relation is a state: an event claim ("joined in February 2026") starts it;
+        // the event's own end is not the state's end.
+        let window = if validity.kind == ValidityKind::Event && validity.from.is_some() {
+            Window {
+                valid_from: validity.from,
+                valid_until: None,
+                precision: validity.precision,
+            }
+        } else {
+            claim_window.clone()
+        };
+        push(
+            FactKind::Relation,
+            *s,
+            Some(r.predicate.as_str().into_owned()),
+            Some(*o),
+            r.label.clone(),
+            window,
+        );
+    }
+    for obs in &n.observations {
+        let Some(Some(e)) = ids.get(obs.entity) else {
+            continue;
+        };
+        push(
+            FactKind::Observation,
+            *e,
+            None,
+            None,
+            obs.statement.clone(),
+            claim_window.clone(),
+        );
+    }
+    out
+}

@@ -1,0 +1,1153 @@
+//! Entities (E3): resolution commits, blocking keys, aliases, mentions, D102
+//! bindings and reversible merges.
+
+use crate::rows::*;
+use crate::{SqliteStore, db_err, parse_id, ts};
+use rememberstack_core::entities::{
+    AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
+    EntityFilter, EntityRecord, Mention, MergeEvent, ResolutionCommit, ResolutionDecision,
+};
+use rememberstack_core::ids::*;
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, Result};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// IN-lists are bound in batches of this many values.
+const BATCH: usize = 400;
+
+const ENTITY_SELECT: &str = "
+    SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
+           e.profile_key, e.created_at,
+           (SELECT COUNT(*) FROM entity_mentions m
+             WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
+    FROM entities e";
+
+fn opt_id<T: std::str::FromStr<Err = Error>>(r: &SqliteRow, col: &str) -> Result<Option<T>> {
+    r.get::<Option<String>, _>(col)
+        .map(|s| parse_id(&s))
+        .transpose()
+}
+
+fn opt_ts(r: &SqliteRow, col: &str) -> Result<Option<Timestamp>> {
+    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
+}
+
+fn entity_row(r: &SqliteRow) -> Result<EntityRecord> {
+    Ok(EntityRecord {
+        entity_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        canonical_name: r.get("canonical_name"),
+        lemma: r.get("lemma"),
+        aliases: vec![],
+        merged_into: opt_id(r, "merged_into")?,
+        profile_summary: r.get("profile_summary"),
+        profile_key: r.get("profile_key"),
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+        mention_count: r.get::<i64, _>("mention_count") as u64,
+    })
+}
+
+fn decision_row(r: &SqliteRow) -> Result<ResolutionDecision> {
+    Ok(ResolutionDecision {
+        decision_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+        document_id: parse_id(&r.get::<String, _>("document_id"))?,
+        ordinal: r.get::<i64, _>("ordinal") as u32,
+        name: r.get("name"),
+        lemma: r.get("lemma"),
+        tier: r.get("tier"),
+        candidates: from_json::<Vec<CandidateAudit>>(&r.get::<String, _>("candidates_json"))?,
+        complete: r.get::<i64, _>("complete") != 0,
+        t3_score: r.get::<Option<f64>, _>("t3_score").map(|s| s as f32),
+        t3_outcome: r.get("t3_outcome"),
+        verdict: r.get("verdict"),
+        entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
+        rationale: r.get("rationale"),
+        model: r.get("model"),
+        resolver_version: r.get("resolver_version"),
+        features: from_json(&r.get::<String, _>("features_json"))?,
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+    })
+}
+
+fn merge_row(r: &SqliteRow) -> Result<MergeEvent> {
+    Ok(MergeEvent {
+        merge_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        from: parse_id(&r.get::<String, _>("from_id"))?,
+        into: parse_id(&r.get::<String, _>("into_id"))?,
+        snapshot: from_json(&r.get::<String, _>("snapshot_json"))?,
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+        reverted_at: opt_ts(r, "reverted_at")?,
+    })
+}
+
+/// Sorted, deduplicated, non-empty keys.
+fn distinct_keys(keys: &[String]) -> Vec<String> {
+    keys.iter()
+        .filter(|k| !k.is_empty())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+async fn insert_key(
+    tx: &mut sqlx::SqliteConnection,
+    ns: &str,
+    kind: &str,
+    key: &str,
+    entity: &str,
+    alias_lemma: &str,
+) -> Result<()> {
+    if key.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .bind(ns)
+    .bind(kind)
+    .bind(key)
+    .bind(entity)
+    .bind(alias_lemma)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+impl SqliteStore {
+    /// One blocking tier: the entities sharing most keys of `kind` with `keys` (ties
+    /// by id), at most `limit`, and whether there were more; then their matching
+    /// (entity, alias lemma) pairs.
+    async fn block_tier(
+        &self,
+        ns: &str,
+        kind: &str,
+        keys: &[String],
+        limit: usize,
+        via: BlockingTier,
+    ) -> Result<(Vec<AliasHit>, bool)> {
+        let keys = distinct_keys(keys);
+        if keys.is_empty() {
+            return Ok((vec![], false));
+        }
+        let sql = format!(
+            "SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
+             WHERE namespace_id = ? AND kind = ? AND key IN ({})
+             GROUP BY entity_id ORDER BY shared DESC, entity_id LIMIT ?",
+            in_list(keys.len())
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let rows = q
+            .bind(limit.saturating_add(1) as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        let mut entities: Vec<String> = rows.iter().map(|r| r.get("entity_id")).collect();
+        let truncated = entities.len() > limit;
+        entities.truncate(limit);
+        if entities.is_empty() {
+            return Ok((vec![], truncated));
+        }
+        let sql = format!(
+            "SELECT DISTINCT entity_id, alias_lemma FROM entity_keys
+             WHERE namespace_id = ? AND kind = ? AND key IN ({}) AND entity_id IN ({})
+             ORDER BY entity_id, alias_lemma",
+            in_list(keys.len()),
+            in_list(entities.len())
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        for e in &entities {
+            q = q.bind(e);
+        }
+        let hits = q
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| {
+                Ok(AliasHit {
+                    entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
+                    alias_lemma: r.get("alias_lemma"),
+                    via,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((hits, truncated))
+    }
+
+    pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
+        let ns = q.namespace_id.to_string();
+        let mut result = BlockingResult::default();
+        let tiers: [(&str, &[String], BlockingTier); 3] = [
+            ("lemma", std::slice::from_ref(&q.lemma), BlockingTier::T0),
+            ("tri", &q.trigrams, BlockingTier::T1),
+            ("dm", &q.phonetic, BlockingTier::T2),
+        ];
+        for (kind, keys, via) in tiers {
+            let (hits, truncated) = self.block_tier(&ns, kind, keys, q.limit, via).await?;
+            result.hits.extend(hits);
+            result.truncated |= truncated;
+        }
+        Ok(result)
+    }
+
+    async fn attach_aliases(&self, ns: &str, entities: &mut [EntityRecord]) -> Result<()> {
+        let mut by_entity: HashMap<EntityId, Vec<String>> = HashMap::new();
+        for batch in entities.chunks(BATCH) {
+            let sql = format!(
+                "SELECT entity_id, surface FROM entity_aliases
+                 WHERE namespace_id = ? AND entity_id IN ({}) ORDER BY created_at, rowid",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns);
+            for e in batch {
+                q = q.bind(e.entity_id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                by_entity
+                    .entry(parse_id(&r.get::<String, _>("entity_id"))?)
+                    .or_default()
+                    .push(r.get("surface"));
+            }
+        }
+        for e in entities.iter_mut() {
+            e.aliases = by_entity.remove(&e.entity_id).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn entities_impl(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<Vec<EntityRecord>> {
+        let ns_s = ns.to_string();
+        let mut by_id: HashMap<EntityId, EntityRecord> = HashMap::new();
+        for batch in ids.chunks(BATCH) {
+            let sql = format!(
+                "{ENTITY_SELECT} WHERE e.namespace_id = ? AND e.id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for id in batch {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let e = entity_row(&r)?;
+                by_id.insert(e.entity_id, e);
+            }
+        }
+        let mut out: Vec<EntityRecord> = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+        self.attach_aliases(&ns_s, &mut out).await?;
+        Ok(out)
+    }
+
+    pub(crate) async fn list_entities_impl(
+        &self,
+        filter: &EntityFilter,
+        limit: u32,
+    ) -> Result<Vec<EntityRecord>> {
+        let ns_s = filter.namespace_id.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{ENTITY_SELECT} WHERE e.namespace_id = ? AND (? OR e.merged_into IS NULL)
+               AND (? IS NULL OR e.lemma = ? OR EXISTS (
+                   SELECT 1 FROM entity_aliases a WHERE a.namespace_id = e.namespace_id
+                      AND a.entity_id = e.id AND a.lemma = ?))
+             ORDER BY e.created_at, e.seq LIMIT ?"
+        )))
+        .bind(&ns_s)
+        .bind(filter.include_merged)
+        .bind(filter.lemma.as_deref())
+        .bind(filter.lemma.as_deref())
+        .bind(filter.lemma.as_deref())
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        let mut out = rows.iter().map(entity_row).collect::<Result<Vec<_>>>()?;
+        self.attach_aliases(&ns_s, &mut out).await?;
+        Ok(out)
+    }
+
+    pub(crate) async fn resolution_for_impl(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        resolver_version: &str,
+    ) -> Result<Option<ResolutionDecision>> {
+        let row = sqlx::query(
+            "SELECT * FROM resolution_decisions
+             WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?",
+        )
+        .bind(ns.to_string())
+        .bind(claim.to_string())
+        .bind(ordinal as i64)
+        .bind(resolver_version)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| decision_row(&r)).transpose()
+    }
+
+    pub(crate) async fn commit_resolution_impl(
+        &self,
+        commit: ResolutionCommit,
+        now: Timestamp,
+    ) -> Result<()> {
+        let d = &commit.decision;
+        let ns = d.namespace_id.to_string();
+        let entity = d.entity_id.to_string();
+        let decision = d.decision_id.to_string();
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        // A decision already committed for (claim, ordinal, resolver) makes the whole
+        // commit a no-op: a re-run after a crash writes nothing twice.
+        let existing = sqlx::query(
+            "SELECT 1 FROM resolution_decisions
+             WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?",
+        )
+        .bind(&ns)
+        .bind(d.claim_id.to_string())
+        .bind(d.ordinal as i64)
+        .bind(&d.resolver_version)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if existing.is_some() {
+            return Ok(());
+        }
+        if let Some((canonical_name, lemma)) = &commit.mint {
+            sqlx::query(
+                "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(&entity)
+            .bind(canonical_name)
+            .bind(lemma)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for a in &commit.aliases {
+            sqlx::query(
+                "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(&entity)
+            .bind(&a.surface)
+            .bind(&a.lemma)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            insert_key(&mut tx, &ns, "lemma", &a.lemma, &entity, &a.lemma).await?;
+            for t in &a.trigrams {
+                insert_key(&mut tx, &ns, "tri", t, &entity, &a.lemma).await?;
+            }
+            for p in &a.phonetic {
+                insert_key(&mut tx, &ns, "dm", p, &entity, &a.lemma).await?;
+            }
+        }
+        let m = &commit.mention;
+        sqlx::query(
+            "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+                 surface, decision_id, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(&entity)
+        .bind(m.claim_id.to_string())
+        .bind(m.start.map(|s| s as i64))
+        .bind(m.end.map(|e| e as i64))
+        .bind(&m.surface)
+        .bind(&decision)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+                 lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
+                 rationale, model, resolver_version, features_json, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(&decision)
+        .bind(d.claim_id.to_string())
+        .bind(d.document_id.to_string())
+        .bind(d.ordinal as i64)
+        .bind(&d.name)
+        .bind(&d.lemma)
+        .bind(&d.tier)
+        .bind(json(&d.candidates)?)
+        .bind(d.complete)
+        .bind(d.t3_score.map(|s| s as f64))
+        .bind(&d.t3_outcome)
+        .bind(&d.verdict)
+        .bind(&entity)
+        .bind(&d.rationale)
+        .bind(&d.model)
+        .bind(&d.resolver_version)
+        .bind(json(&d.features)?)
+        .bind(to_rfc3339(&d.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for other in &commit.exclusions {
+            let other = other.to_string();
+            if other == entity {
+                continue;
+            }
+            let (a, b) = if entity < other {
+                (&entity, &other)
+            } else {
+                (&other, &entity)
+            };
+            sqlx::query(
+                "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+                 VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(a)
+            .bind(b)
+            .bind(&decision)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        if let Some(b) = &commit.binding {
+            // An existing anchor is kept: the first T4 match anchors replay.
+            sqlx::query(
+                "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
+                     anchor_decision_id)
+                 VALUES (?, ?, ?, ?, ?)
+                 ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
+                     anchor_decision_id = COALESCE(document_entity_bindings.anchor_decision_id,
+                                                   excluded.anchor_decision_id)",
+            )
+            .bind(&ns)
+            .bind(b.document_id.to_string())
+            .bind(&b.lemma)
+            .bind(b.entity_id.to_string())
+            .bind(b.anchor.map(|a| a.to_string()))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn exclusions_impl(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<Vec<(EntityId, EntityId)>> {
+        let ns_s = ns.to_string();
+        let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
+        for batch in ids.chunks(BATCH) {
+            let list = in_list(batch.len());
+            let sql = format!(
+                "SELECT a, b FROM resolution_exclusions
+                 WHERE namespace_id = ? AND (a IN ({list}) OR b IN ({list}))"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for _ in 0..2 {
+                for id in batch {
+                    q = q.bind(id.to_string());
+                }
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                pairs.insert((r.get("a"), r.get("b")));
+            }
+        }
+        pairs
+            .into_iter()
+            .map(|(a, b)| Ok((parse_id(&a)?, parse_id(&b)?)))
+            .collect()
+    }
+
+    pub(crate) async fn document_bindings_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        lemma: &str,
+    ) -> Result<Vec<DocumentBinding>> {
+        let rows = sqlx::query(
+            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+             WHERE namespace_id = ? AND document_id = ? AND lemma = ? ORDER BY rowid",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .bind(lemma)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DocumentBinding {
+                    document_id: parse_id(&r.get::<String, _>("document_id"))?,
+                    lemma: r.get("lemma"),
+                    entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
+                    anchor: opt_id(r, "anchor_decision_id")?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn resolution_decision_impl(
+        &self,
+        ns: NamespaceId,
+        id: DecisionId,
+    ) -> Result<Option<ResolutionDecision>> {
+        let row =
+            sqlx::query("SELECT * FROM resolution_decisions WHERE namespace_id = ? AND id = ?")
+                .bind(ns.to_string())
+                .bind(id.to_string())
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?;
+        row.map(|r| decision_row(&r)).transpose()
+    }
+
+    pub(crate) async fn resolution_decisions_impl(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<ResolutionDecision>> {
+        let ns_s = ns.to_string();
+        let mut by_seq: BTreeMap<i64, ResolutionDecision> = BTreeMap::new();
+        for batch in entities.chunks(BATCH) {
+            let sql = format!(
+                "SELECT * FROM resolution_decisions WHERE namespace_id = ? AND entity_id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for id in batch {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                by_seq.insert(r.get("seq"), decision_row(&r)?);
+            }
+        }
+        Ok(by_seq.into_values().collect())
+    }
+
+    pub(crate) async fn mentions_impl(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        limit: u32,
+    ) -> Result<Vec<Mention>> {
+        let rows = sqlx::query(
+            "SELECT claim_id, start_byte, end_byte, surface FROM entity_mentions
+             WHERE namespace_id = ? AND entity_id = ? ORDER BY seq LIMIT ?",
+        )
+        .bind(ns.to_string())
+        .bind(entity.to_string())
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Mention {
+                    claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+                    start: r.get::<Option<i64>, _>("start_byte").map(|s| s as usize),
+                    end: r.get::<Option<i64>, _>("end_byte").map(|e| e as usize),
+                    surface: r.get("surface"),
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn set_profile_impl(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        summary: &str,
+        profile_key: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        let r = sqlx::query(
+            "UPDATE entities SET profile_summary = ?, profile_key = ?, profile_updated_at = ?
+             WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(summary)
+        .bind(profile_key)
+        .bind(to_rfc3339(&now))
+        .bind(ns.to_string())
+        .bind(entity.to_string())
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(Error::not_found(format!("entity {entity} not found")));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn merge_entities_impl(&self, event: MergeEvent) -> Result<()> {
+        let ns = event.namespace_id.to_string();
+        if event.from == event.into {
+            return Err(Error::invalid_input(format!(
+                "cannot merge entity {} into itself",
+                event.from
+            )));
+        }
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        for id in [event.from, event.into] {
+            let row =
+                sqlx::query("SELECT merged_into FROM entities WHERE namespace_id = ? AND id = ?")
+                    .bind(&ns)
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            let Some(row) = row else {
+                return Err(Error::invalid_input(format!(
+                    "entity {id} does not exist in this namespace"
+                )));
+            };
+            if let Some(target) = row.get::<Option<String>, _>("merged_into") {
+                return Err(Error::invalid_input(format!(
+                    "entity {id} is already merged into {target}; unmerge it first"
+                )));
+            }
+        }
+        sqlx::query(
+            "UPDATE entities SET merged_into = ? WHERE namespace_id = ? AND id = ? AND merged_into IS NULL",
+        )
+        .bind(event.into.to_string())
+        .bind(&ns)
+        .bind(event.from.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO merge_events (namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns)
+        .bind(event.merge_id.to_string())
+        .bind(event.from.to_string())
+        .bind(event.into.to_string())
+        .bind(json(&event.snapshot)?)
+        .bind(to_rfc3339(&event.created_at))
+        .bind(event.reverted_at.as_ref().map(to_rfc3339))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn unmerge_entities_impl(
+        &self,
+        ns: NamespaceId,
+        merge: MergeId,
+        now: Timestamp,
+    ) -> Result<MergeEvent> {
+        let ns_s = ns.to_string();
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let row = sqlx::query("SELECT * FROM merge_events WHERE namespace_id = ? AND id = ?")
+            .bind(&ns_s)
+            .bind(merge.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            return Err(Error::invalid_input(format!(
+                "merge event {merge} does not exist in this namespace"
+            )));
+        };
+        let mut event = merge_row(&row)?;
+        if let Some(at) = event.reverted_at {
+            return Err(Error::invalid_input(format!(
+                "merge event {merge} was already reverted at {}",
+                to_rfc3339(&at)
+            )));
+        }
+        let cleared = sqlx::query(
+            "UPDATE entities SET merged_into = NULL
+             WHERE namespace_id = ? AND id = ? AND merged_into = ?",
+        )
+        .bind(&ns_s)
+        .bind(event.from.to_string())
+        .bind(event.into.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if cleared.rows_affected() == 0 {
+            return Err(Error::invalid_input(format!(
+                "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",
+                event.from, event.into
+            )));
+        }
+        let at = to_rfc3339(&now);
+        sqlx::query("UPDATE merge_events SET reverted_at = ? WHERE namespace_id = ? AND id = ?")
+            .bind(&at)
+            .bind(&ns_s)
+            .bind(merge.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        // The stored text, so the returned event equals what a later read returns.
+        event.reverted_at = Some(ts(&at)?);
+        Ok(event)
+    }
+
+    pub(crate) async fn merge_events_impl(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<MergeEvent>> {
+        let ns_s = ns.to_string();
+        if entities.is_empty() {
+            let rows =
+                sqlx::query("SELECT * FROM merge_events WHERE namespace_id = ? ORDER BY seq")
+                    .bind(&ns_s)
+                    .fetch_all(&self.read)
+                    .await
+                    .map_err(db_err)?;
+            return rows.iter().map(merge_row).collect();
+        }
+        let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
+        for batch in entities.chunks(BATCH) {
+            let list = in_list(batch.len());
+            let sql = format!(
+                "SELECT * FROM merge_events
+                 WHERE namespace_id = ? AND (from_id IN ({list}) OR into_id IN ({list}))"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for _ in 0..2 {
+                for id in batch {
+                    q = q.bind(id.to_string());
+                }
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                by_seq.insert(r.get("seq"), merge_row(&r)?);
+            }
+        }
+        Ok(by_seq.into_values().collect())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use rememberstack_core::ErrorCode;
+    use rememberstack_core::entities::{NewAlias, RESOLVER_VERSION};
+    use rememberstack_core::store::MemoryStore;
+
+    pub(crate) fn t(s: &str) -> Timestamp {
+        rememberstack_core::time::parse_rfc3339(s).expect("timestamp")
+    }
+
+    /// A fresh store in a temp dir with one namespace.
+    pub(crate) async fn open() -> (tempfile::TempDir, SqliteStore, NamespaceId) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::open(dir.path().join("store").join("memory.db"))
+            .await
+            .expect("open");
+        let ns = store
+            .ensure_namespace("test", t("2024-01-01T00:00:00Z"))
+            .await
+            .expect("namespace")
+            .id;
+        (dir, store, ns)
+    }
+
+    fn decision(
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        entity: EntityId,
+        name: &str,
+    ) -> ResolutionDecision {
+        ResolutionDecision {
+            decision_id: DecisionId::new(),
+            namespace_id: ns,
+            claim_id: claim,
+            document_id: DocumentId::new(),
+            ordinal,
+            name: name.to_string(),
+            lemma: NewAlias::of(name).lemma,
+            tier: "mint".into(),
+            candidates: vec![],
+            complete: true,
+            t3_score: Some(0.25),
+            t3_outcome: "no_candidates".into(),
+            verdict: "new".into(),
+            entity_id: entity,
+            rationale: "no candidate".into(),
+            model: None,
+            resolver_version: RESOLVER_VERSION.into(),
+            features: serde_json::json!({"k": 1}),
+            created_at: t("2024-01-02T00:00:00Z"),
+        }
+    }
+
+    fn mint_commit(ns: NamespaceId, claim: ClaimId, ordinal: u32, name: &str) -> ResolutionCommit {
+        let d = decision(ns, claim, ordinal, EntityId::new(), name);
+        let alias = NewAlias::of(name);
+        ResolutionCommit {
+            mint: Some((name.to_string(), alias.lemma.clone())),
+            mention: Mention {
+                claim_id: claim,
+                start: Some(0),
+                end: Some(name.len()),
+                surface: name.to_string(),
+            },
+            aliases: vec![alias],
+            exclusions: vec![],
+            binding: None,
+            decision: d,
+        }
+    }
+
+    /// Mint an entity named `name` (with its alias and keys); returns its id.
+    pub(crate) async fn mint(store: &SqliteStore, ns: NamespaceId, name: &str) -> EntityId {
+        let c = mint_commit(ns, ClaimId::new(), 0, name);
+        let id = c.decision.entity_id;
+        store
+            .commit_resolution(c, t("2024-01-02T00:00:00Z"))
+            .await
+            .expect("commit resolution");
+        id
+    }
+
+    fn query(
+        ns: NamespaceId,
+        lemma: &str,
+        trigrams: Vec<String>,
+        phonetic: Vec<String>,
+        limit: usize,
+    ) -> BlockingQuery {
+        BlockingQuery {
+            namespace_id: ns,
+            lemma: lemma.to_string(),
+            trigrams,
+            phonetic,
+            limit,
+        }
+    }
+
+    #[tokio::test]
+    async fn minted_entity_is_found_by_every_blocking_tier() {
+        let (_dir, store, ns) = open().await;
+        let id = mint(&store, ns, "Jonathan Smith").await;
+        let other = mint(&store, ns, "Grace Hopper").await;
+
+        let rec = store.entities(ns, &[other, id]).await.unwrap();
+        assert_eq!(rec.len(), 2);
+        assert_eq!(rec[1].entity_id, id);
+        assert_eq!(rec[1].canonical_name, "Jonathan Smith");
+        assert_eq!(rec[1].aliases, vec!["Jonathan Smith".to_string()]);
+        assert_eq!(rec[1].mention_count, 1);
+
+        let exact = NewAlias::of("Jonathan Smith");
+        let t0 = store
+            .block_entities(&query(ns, &exact.lemma, vec![], vec![], 10))
+            .await
+            .unwrap();
+        assert_eq!(t0.hits.len(), 1);
+        assert_eq!(
+            (t0.hits[0].entity_id, t0.hits[0].via),
+            (id, BlockingTier::T0)
+        );
+        assert_eq!(t0.hits[0].alias_lemma, exact.lemma);
+        assert!(!t0.truncated);
+
+        let near = NewAlias::of("Jonathon Smith");
+        let t1 = store
+            .block_entities(&query(ns, "", near.trigrams.clone(), vec![], 10))
+            .await
+            .unwrap();
+        assert_eq!(t1.hits[0].entity_id, id, "most shared trigrams first");
+        assert!(t1.hits.iter().all(|h| h.via == BlockingTier::T1));
+
+        assert!(!exact.phonetic.is_empty());
+        let t2 = store
+            .block_entities(&query(ns, "", vec![], exact.phonetic.clone(), 10))
+            .await
+            .unwrap();
+        assert_eq!(t2.hits.len(), 1);
+        assert_eq!(
+            (t2.hits[0].entity_id, t2.hits[0].via),
+            (id, BlockingTier::T2)
+        );
+
+        // Nothing asked, nothing found.
+        let none = store
+            .block_entities(&query(ns, "", vec![], vec![], 10))
+            .await
+            .unwrap();
+        assert!(none.hits.is_empty() && !none.truncated);
+
+        // Three entities share the lemma `acme`: a limit of two reports truncation.
+        for _ in 0..2 {
+            mint(&store, ns, "Acme").await;
+        }
+        mint(&store, ns, "ACME").await;
+        let acme = NewAlias::of("Acme");
+        let limited = store
+            .block_entities(&query(ns, &acme.lemma, vec![], vec![], 2))
+            .await
+            .unwrap();
+        let distinct: BTreeSet<EntityId> = limited.hits.iter().map(|h| h.entity_id).collect();
+        assert_eq!(distinct.len(), 2);
+        assert!(limited.truncated);
+        let all = store
+            .block_entities(&query(ns, &acme.lemma, vec![], vec![], 3))
+            .await
+            .unwrap();
+        assert_eq!(all.hits.len(), 3);
+        assert!(!all.truncated);
+    }
+
+    #[tokio::test]
+    async fn duplicate_decision_key_is_a_no_op() {
+        let (_dir, store, ns) = open().await;
+        let claim = ClaimId::new();
+        let first = mint_commit(ns, claim, 3, "Ada Lovelace");
+        let first_decision = first.decision.clone();
+        store
+            .commit_resolution(first, t("2024-01-02T00:00:00Z"))
+            .await
+            .unwrap();
+        // Same (claim, ordinal, resolver): another id and entity, nothing written.
+        let second = mint_commit(ns, claim, 3, "Ada Byron");
+        let second_entity = second.decision.entity_id;
+        store
+            .commit_resolution(second, t("2024-01-03T00:00:00Z"))
+            .await
+            .unwrap();
+
+        let found = store
+            .resolution_for(ns, claim, 3, RESOLVER_VERSION)
+            .await
+            .unwrap();
+        assert_eq!(found.as_ref(), Some(&first_decision));
+        assert_eq!(
+            store
+                .resolution_decision(ns, first_decision.decision_id)
+                .await
+                .unwrap(),
+            Some(first_decision.clone())
+        );
+        assert!(
+            store
+                .entities(ns, &[second_entity])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let filter = EntityFilter {
+            namespace_id: ns,
+            include_merged: true,
+            lemma: None,
+        };
+        assert_eq!(store.list_entities(&filter, 10).await.unwrap().len(), 1);
+        let mentions = store
+            .mentions(ns, first_decision.entity_id, 10)
+            .await
+            .unwrap();
+        assert_eq!(mentions.len(), 1);
+        assert_eq!(mentions[0].end, Some("Ada Lovelace".len()));
+        assert_eq!(
+            store
+                .resolution_decisions(ns, &[first_decision.entity_id])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn exclusions_aliases_and_bindings() {
+        let (_dir, store, ns) = open().await;
+        let a = mint(&store, ns, "Mercury").await;
+        let b = mint(&store, ns, "Freddie Mercury").await;
+        let doc = DocumentId::new();
+        let anchor = DecisionId::new();
+        let claim = ClaimId::new();
+        let mut d = decision(ns, claim, 0, b, "Mercury");
+        d.tier = "T4".into();
+        d.verdict = "match".into();
+        store
+            .commit_resolution(
+                ResolutionCommit {
+                    decision: d,
+                    mint: None,
+                    aliases: vec![NewAlias::of("Mercury"), NewAlias::of("Freddie Mercury")],
+                    mention: Mention {
+                        claim_id: claim,
+                        start: None,
+                        end: None,
+                        surface: "Mercury".into(),
+                    },
+                    exclusions: vec![a, b],
+                    binding: Some(DocumentBinding {
+                        document_id: doc,
+                        lemma: "mercury".into(),
+                        entity_id: b,
+                        anchor: Some(anchor),
+                    }),
+                },
+                t("2024-01-03T00:00:00Z"),
+            )
+            .await
+            .unwrap();
+        // A later binding without an anchor keeps the first anchor.
+        let claim2 = ClaimId::new();
+        store
+            .commit_resolution(
+                ResolutionCommit {
+                    decision: decision(ns, claim2, 0, b, "Mercury"),
+                    mint: None,
+                    aliases: vec![],
+                    mention: Mention {
+                        claim_id: claim2,
+                        start: None,
+                        end: None,
+                        surface: "Mercury".into(),
+                    },
+                    exclusions: vec![a],
+                    binding: Some(DocumentBinding {
+                        document_id: doc,
+                        lemma: "mercury".into(),
+                        entity_id: b,
+                        anchor: None,
+                    }),
+                },
+                t("2024-01-04T00:00:00Z"),
+            )
+            .await
+            .unwrap();
+        let (lo, hi) = if a.to_string() < b.to_string() {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        assert_eq!(store.exclusions(ns, &[a]).await.unwrap(), vec![(lo, hi)]);
+        assert_eq!(store.exclusions(ns, &[b]).await.unwrap(), vec![(lo, hi)]);
+        let bindings = store.document_bindings(ns, doc, "mercury").await.unwrap();
+        assert_eq!(bindings.len(), 1);
+        assert_eq!(bindings[0].anchor, Some(anchor));
+        let rec = &store.entities(ns, &[b]).await.unwrap()[0];
+        assert_eq!(
+            rec.aliases,
+            vec!["Freddie Mercury".to_string(), "Mercury".to_string()]
+        );
+        assert_eq!(rec.mention_count, 3);
+        let by_alias = store
+            .list_entities(
+                &EntityFilter {
+                    namespace_id: ns,
+                    include_merged: false,
+                    lemma: Some("mercury".into()),
+                },
+                10,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            by_alias.iter().map(|e| e.entity_id).collect::<Vec<_>>(),
+            vec![a, b]
+        );
+        store
+            .set_profile(ns, b, "A singer.", "profile-key", t("2024-01-05T00:00:00Z"))
+            .await
+            .unwrap();
+        let rec = &store.entities(ns, &[b]).await.unwrap()[0];
+        assert_eq!(rec.profile_summary.as_deref(), Some("A singer."));
+        assert_eq!(rec.profile_key.as_deref(), Some("profile-key"));
+    }
+
+    #[tokio::test]
+    async fn merge_then_unmerge_restores_the_redirect() {
+        let (_dir, store, ns) = open().await;
+        let a = mint(&store, ns, "Alan Turing").await;
+        let b = mint(&store, ns, "A. M. Turing").await;
+        let c = mint(&store, ns, "Turing").await;
+        let event = |from: EntityId, into: EntityId| MergeEvent {
+            merge_id: MergeId::new(),
+            namespace_id: ns,
+            from,
+            into,
+            snapshot: serde_json::json!({"from": [from], "into": [into]}),
+            created_at: t("2024-02-01T00:00:00Z"),
+            reverted_at: None,
+        };
+        let first = event(a, b);
+        store.merge_entities(first.clone()).await.unwrap();
+        assert_eq!(
+            store.entities(ns, &[a]).await.unwrap()[0].merged_into,
+            Some(b)
+        );
+
+        for refused in [
+            event(a, c),
+            event(c, a),
+            event(c, c),
+            event(EntityId::new(), c),
+        ] {
+            let err = store.merge_entities(refused).await.unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidInput, "{err}");
+        }
+        let current = EntityFilter {
+            namespace_id: ns,
+            include_merged: false,
+            lemma: None,
+        };
+        assert_eq!(store.list_entities(&current, 10).await.unwrap().len(), 2);
+
+        let undone = store
+            .unmerge_entities(ns, first.merge_id, t("2024-02-02T00:00:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(undone.reverted_at, Some(t("2024-02-02T00:00:00Z")));
+        assert_eq!(undone.snapshot, first.snapshot);
+        assert_eq!(store.entities(ns, &[a]).await.unwrap()[0].merged_into, None);
+        let again = store
+            .unmerge_entities(ns, first.merge_id, t("2024-02-03T00:00:00Z"))
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), ErrorCode::InvalidInput);
+        let unknown = store
+            .unmerge_entities(ns, MergeId::new(), t("2024-02-03T00:00:00Z"))
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.code(), ErrorCode::InvalidInput);
+
+        let second = event(b, c);
+        store.merge_entities(second.clone()).await.unwrap();
+        let all = store.merge_events(ns, &[]).await.unwrap();
+        assert_eq!(
+            all.iter().map(|e| e.merge_id).collect::<Vec<_>>(),
+            vec![first.merge_id, second.merge_id]
+        );
+        assert_eq!(all[0], undone);
+        let touching_a = store.merge_events(ns, &[a]).await.unwrap();
+        assert_eq!(touching_a.len(), 1);
+        assert_eq!(touching_a[0].merge_id, first.merge_id);
+    }
+}

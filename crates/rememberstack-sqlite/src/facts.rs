@@ -1,0 +1,1416 @@
+//! Facts (E3): normalization commits, the predicate registry, staged assertions,
+//! facts with their evidence and adjudication transcripts, and fact search.
+
+use crate::rows::*;
+use crate::{SqliteStore, db_err, fence, fts_query, insert_work, ns_table, parse_id, ts};
+use rememberstack_core::claims::{Precision, ValidityKind};
+use rememberstack_core::facts::{
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKind, FactRecord,
+    PredicateRow, Stance, Window,
+};
+use rememberstack_core::ids::*;
+use rememberstack_core::ledger::NewWork;
+use rememberstack_core::store::Lease;
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, Result};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+use std::collections::{BTreeMap, HashMap};
+
+/// IN-lists are bound in batches of this many values.
+const BATCH: usize = 400;
+
+/// The namespace's fact FTS5 table (`fact_fts_<uuid>`), rowid = facts.seq.
+pub(crate) fn fact_fts_table(ns: &str) -> Result<String> {
+    ns_table("fact_fts_", ns)
+}
+
+const ASSERTION_SELECT: &str = "
+    SELECT seq, id, namespace_id, claim_id, document_id, version_id, kind, subject_id, predicate,
+           object_id, statement, valid_from, valid_until, valid_precision, validity_kind,
+           asserted_at, ordinal
+    FROM staged_assertions";
+
+/// Facts with their entity names and the D54 counts: distinct lineages with current
+/// testimony per stance.
+const FACT_SELECT: &str = "
+    SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
+           f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
+           f.invalidated_at, f.contradiction_group, f.superseded_by, f.embedding_key, f.updated_at,
+           COALESCE(s.canonical_name, '') AS subject_name,
+           o.canonical_name AS object_name,
+           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
+              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+               AND e.stance = 'support' AND c.is_current = 1) AS evidence_count,
+           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
+              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+               AND e.stance = 'contradict' AND c.is_current = 1) AS contradict_count
+    FROM facts f
+    LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
+    LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
+
+fn opt_id<T: std::str::FromStr<Err = Error>>(r: &SqliteRow, col: &str) -> Result<Option<T>> {
+    r.get::<Option<String>, _>(col)
+        .map(|s| parse_id(&s))
+        .transpose()
+}
+
+fn opt_ts(r: &SqliteRow, col: &str) -> Result<Option<Timestamp>> {
+    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
+}
+
+fn window_row(r: &SqliteRow) -> Result<Window> {
+    Ok(Window {
+        valid_from: opt_ts(r, "valid_from")?,
+        valid_until: opt_ts(r, "valid_until")?,
+        precision: enum_from::<Precision>(&r.get::<String, _>("valid_precision"))?,
+    })
+}
+
+fn assertion_row(r: &SqliteRow) -> Result<Assertion> {
+    Ok(Assertion {
+        assertion_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+        document_id: parse_id(&r.get::<String, _>("document_id"))?,
+        version_id: parse_id(&r.get::<String, _>("version_id"))?,
+        kind: FactKind::parse(&r.get::<String, _>("kind"))?,
+        subject: parse_id(&r.get::<String, _>("subject_id"))?,
+        predicate: r.get("predicate"),
+        object: opt_id(r, "object_id")?,
+        statement: r.get("statement"),
+        window: window_row(r)?,
+        validity_kind: enum_from::<ValidityKind>(&r.get::<String, _>("validity_kind"))?,
+        asserted_at: ts(&r.get::<String, _>("asserted_at"))?,
+        ordinal: r.get::<i64, _>("ordinal") as u32,
+    })
+}
+
+fn fact_row(r: &SqliteRow) -> Result<FactRecord> {
+    Ok(FactRecord {
+        fact_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        kind: FactKind::parse(&r.get::<String, _>("kind"))?,
+        subject: parse_id(&r.get::<String, _>("subject_id"))?,
+        subject_name: r.get("subject_name"),
+        predicate: r.get("predicate"),
+        object: opt_id(r, "object_id")?,
+        object_name: r.get("object_name"),
+        statement: r.get("statement"),
+        window: window_row(r)?,
+        validity_kind: enum_from::<ValidityKind>(&r.get::<String, _>("validity_kind"))?,
+        recorded_at: ts(&r.get::<String, _>("recorded_at"))?,
+        invalidated_at: opt_ts(r, "invalidated_at")?,
+        contradiction_group: r
+            .get::<Option<String>, _>("contradiction_group")
+            .map(|s| {
+                uuid::Uuid::parse_str(&s)
+                    .map_err(|_| Error::store(format!("corrupt contradiction group `{s}`")))
+            })
+            .transpose()?,
+        superseded_by: opt_id(r, "superseded_by")?,
+        evidence_count: r.get::<i64, _>("evidence_count") as u64,
+        contradict_count: r.get::<i64, _>("contradict_count") as u64,
+        embedding_key: r.get("embedding_key"),
+        updated_at: ts(&r.get::<String, _>("updated_at"))?,
+    })
+}
+
+fn adjudication_row(r: &SqliteRow) -> Result<AdjudicationRecord> {
+    Ok(AdjudicationRecord {
+        adjudication_id: parse_id(&r.get::<String, _>("id"))?,
+        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
+        assertion_id: parse_id(&r.get::<String, _>("assertion_id"))?,
+        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+        verdict: r.get("verdict"),
+        target_fact: opt_id(r, "target_fact")?,
+        result_fact: parse_id(&r.get::<String, _>("result_fact"))?,
+        candidates: from_json(&r.get::<String, _>("candidates_json"))?,
+        reason: r.get("reason"),
+        input: from_json(&r.get::<String, _>("input_json"))?,
+        model: r.get("model"),
+        adjudicator_version: r.get("adjudicator_version"),
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+    })
+}
+
+/// Eligibility of facts (alias `f`) under a filter: an SQL condition and its bound
+/// values, in order. Only placeholders are generated; every value is bound.
+fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
+    let mut sql = String::from("f.namespace_id = ?");
+    let mut binds = vec![filter.namespace_id.to_string()];
+    if !filter.entities.is_empty() {
+        let list = in_list(filter.entities.len());
+        sql.push_str(&format!(
+            " AND (f.subject_id IN ({list}) OR f.object_id IN ({list}))"
+        ));
+        for _ in 0..2 {
+            binds.extend(filter.entities.iter().map(|e| e.to_string()));
+        }
+    }
+    if !filter.history {
+        sql.push_str(" AND f.invalidated_at IS NULL");
+        if filter.at.is_none() {
+            // Current view: a superseded fact no longer holds. As of an instant, its
+            // (capped) window decides.
+            sql.push_str(" AND f.superseded_by IS NULL");
+        }
+        if let Some(at) = filter.at {
+            // RFC 3339 in one fixed format (milliseconds, `Z`) compares as text.
+            sql.push_str(
+                " AND (f.valid_from IS NULL OR f.valid_from <= ?)
+                  AND (f.valid_until IS NULL OR ? < f.valid_until)",
+            );
+            let at = to_rfc3339(&at);
+            binds.push(at.clone());
+            binds.push(at);
+        }
+    }
+    (sql, binds)
+}
+
+impl SqliteStore {
+    pub(crate) async fn bootstrap_predicates_impl(
+        &self,
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
+    ) -> Result<()> {
+        let ns_s = ns.to_string();
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        for (i, (name, description, synonyms)) in core.iter().enumerate() {
+            // Idempotent; a name first seen as an uncounted value becomes core, and its
+            // use count is kept.
+            sqlx::query(
+                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status,
+                     core_ordinal, uses)
+                 VALUES (?, ?, ?, ?, 'core', ?, 0)
+                 ON CONFLICT (namespace_id, name) DO UPDATE SET status = 'core',
+                     description = excluded.description, synonyms_json = excluded.synonyms_json,
+                     core_ordinal = excluded.core_ordinal",
+            )
+            .bind(&ns_s)
+            .bind(name)
+            .bind(description)
+            .bind(json(synonyms)?)
+            .bind(i as i64)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn predicates_impl(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
+        let rows = sqlx::query(
+            "SELECT name, description, synonyms_json, status, uses FROM predicates
+             WHERE namespace_id = ?
+             ORDER BY status <> 'core', COALESCE(core_ordinal, 0),
+                      CASE WHEN status = 'core' THEN 0 ELSE uses END DESC, name",
+        )
+        .bind(ns.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(PredicateRow {
+                    name: r.get("name"),
+                    description: r.get("description"),
+                    synonyms: from_json(&r.get::<String, _>("synonyms_json"))?,
+                    status: r.get("status"),
+                    uses: r.get::<i64, _>("uses") as u64,
+                })
+            })
+            .collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn commit_normalization_impl(
+        &self,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        let (ns,): (String,) =
+            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+                .bind(lease.work_id.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
+             VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
+                 output_json = excluded.output_json, created_at = excluded.created_at",
+        )
+        .bind(&ns)
+        .bind(claim.to_string())
+        .bind(normalizer_version)
+        .bind(json(&output)?)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for a in &assertions {
+            let a_ns = a.namespace_id.to_string();
+            let inserted = sqlx::query(
+                "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
+                     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
+                     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&a_ns)
+            .bind(a.assertion_id.to_string())
+            .bind(a.claim_id.to_string())
+            .bind(a.document_id.to_string())
+            .bind(a.version_id.to_string())
+            .bind(normalizer_version)
+            .bind(a.kind.as_str())
+            .bind(a.subject.to_string())
+            .bind(&a.predicate)
+            .bind(a.object.map(|o| o.to_string()))
+            .bind(&a.statement)
+            .bind(a.window.valid_from.as_ref().map(to_rfc3339))
+            .bind(a.window.valid_until.as_ref().map(to_rfc3339))
+            .bind(enum_str(&a.window.precision)?)
+            .bind(enum_str(&a.validity_kind)?)
+            .bind(to_rfc3339(&a.asserted_at))
+            .bind(a.ordinal as i64)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            // Uses are counted once per staged assertion: a replayed row counts nothing.
+            if inserted == 0 || a.kind != FactKind::Relation {
+                continue;
+            }
+            let Some(predicate) = &a.predicate else {
+                continue;
+            };
+            sqlx::query(
+                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
+                 VALUES (?, ?, '', '[]', 'other', 1)
+                 ON CONFLICT (namespace_id, name) DO UPDATE SET uses = uses + 1",
+            )
+            .bind(&a_ns)
+            .bind(predicate)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn normalization_impl(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        let row = sqlx::query(
+            "SELECT output_json FROM normalizations
+             WHERE namespace_id = ? AND claim_id = ? AND normalizer_version = ?",
+        )
+        .bind(ns.to_string())
+        .bind(claim.to_string())
+        .bind(normalizer_version)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| from_json(&r.get::<String, _>("output_json")))
+            .transpose()
+    }
+
+    pub(crate) async fn unapplied_assertions_impl(
+        &self,
+        ns: NamespaceId,
+        subjects: &[EntityId],
+    ) -> Result<Vec<Assertion>> {
+        let ns_s = ns.to_string();
+        let mut found: Vec<(String, String, String, u32, i64, Assertion)> = Vec::new();
+        for batch in subjects.chunks(BATCH) {
+            let sql = format!(
+                "{ASSERTION_SELECT} WHERE namespace_id = ? AND applied_at IS NULL
+                   AND subject_id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for s in batch {
+                q = q.bind(s.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let a = assertion_row(&r)?;
+                found.push((
+                    r.get("asserted_at"),
+                    r.get("claim_id"),
+                    a.statement.clone(),
+                    a.ordinal,
+                    r.get("seq"),
+                    a,
+                ));
+            }
+        }
+        // Apply order (asserted_at, claim_id, statement, ordinal) over the stored text,
+        // as SQLite's binary collation orders it; staging order breaks any tie.
+        found.sort_by(|x, y| (&x.0, &x.1, &x.2, x.3, x.4).cmp(&(&y.0, &y.1, &y.2, y.3, y.4)));
+        let mut seen = std::collections::HashSet::new();
+        Ok(found
+            .into_iter()
+            .filter(|f| seen.insert(f.4))
+            .map(|f| f.5)
+            .collect())
+    }
+
+    pub(crate) async fn pending_subjects_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<Vec<EntityId>> {
+        let rows = sqlx::query(
+            "SELECT subject_id, MIN(seq) AS first FROM staged_assertions
+             WHERE namespace_id = ? AND version_id = ? AND applied_at IS NULL
+             GROUP BY subject_id ORDER BY first",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| parse_id(&r.get::<String, _>("subject_id")))
+            .collect()
+    }
+
+    pub(crate) async fn apply_assertion_impl(
+        &self,
+        ns: NamespaceId,
+        commit: ApplyCommit,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let ns_s = ns.to_string();
+        let at = to_rfc3339(&now);
+        let fts = fact_fts_table(&ns_s)?;
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let staged = sqlx::query(
+            "SELECT applied_at FROM staged_assertions WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&ns_s)
+        .bind(commit.assertion_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(staged) = staged else {
+            return Err(Error::not_found(format!(
+                "assertion {} is not staged in this namespace",
+                commit.assertion_id
+            )));
+        };
+        if staged.get::<Option<String>, _>("applied_at").is_some() {
+            return Ok(false);
+        }
+        crate::insert_work(&mut tx, &commit.follow_up, now).await?;
+        if let Some(f) = &commit.new_fact {
+            sqlx::query(AssertSqlSafe(format!(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let r = sqlx::query(
+                "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
+                     valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
+                     updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&ns_s)
+            .bind(f.fact_id.to_string())
+            .bind(f.kind.as_str())
+            .bind(f.subject.to_string())
+            .bind(&f.predicate)
+            .bind(f.object.map(|o| o.to_string()))
+            .bind(&f.statement)
+            .bind(f.window.valid_from.as_ref().map(to_rfc3339))
+            .bind(f.window.valid_until.as_ref().map(to_rfc3339))
+            .bind(enum_str(&f.window.precision)?)
+            .bind(enum_str(&f.validity_kind)?)
+            .bind(&at)
+            .bind(&f.embedding_key)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
+            )))
+            .bind(r.last_insert_rowid())
+            .bind(&f.statement)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for (fact, claim, stance) in &commit.evidence {
+            sqlx::query(
+                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns_s)
+            .bind(fact.to_string())
+            .bind(claim.to_string())
+            .bind(stance.as_str())
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for (fact, w) in &commit.windows {
+            sqlx::query(
+                "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, updated_at = ?
+                 WHERE namespace_id = ? AND id = ?",
+            )
+            .bind(w.valid_from.as_ref().map(to_rfc3339))
+            .bind(w.valid_until.as_ref().map(to_rfc3339))
+            .bind(enum_str(&w.precision)?)
+            .bind(&at)
+            .bind(&ns_s)
+            .bind(fact.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        if let Some((group, members)) = &commit.contradiction {
+            for fact in members {
+                sqlx::query(
+                    "UPDATE facts SET contradiction_group = ?, updated_at = ?
+                     WHERE namespace_id = ? AND id = ?",
+                )
+                .bind(group.to_string())
+                .bind(&at)
+                .bind(&ns_s)
+                .bind(fact.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        if let Some((predecessor, successor)) = &commit.superseded {
+            sqlx::query(
+                "UPDATE facts SET superseded_by = ?, updated_at = ? WHERE namespace_id = ? AND id = ?",
+            )
+            .bind(successor.to_string())
+            .bind(&at)
+            .bind(&ns_s)
+            .bind(predecessor.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        let t = &commit.transcript;
+        sqlx::query(
+            "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
+                 result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&ns_s)
+        .bind(t.adjudication_id.to_string())
+        .bind(t.assertion_id.to_string())
+        .bind(t.claim_id.to_string())
+        .bind(&t.verdict)
+        .bind(t.target_fact.map(|f| f.to_string()))
+        .bind(t.result_fact.to_string())
+        .bind(json(&t.candidates)?)
+        .bind(&t.reason)
+        .bind(json(&t.input)?)
+        .bind(&t.model)
+        .bind(&t.adjudicator_version)
+        .bind(to_rfc3339(&t.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "UPDATE staged_assertions SET applied_at = ?, fact_id = ?, verdict = ?
+             WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&at)
+        .bind(t.result_fact.to_string())
+        .bind(&t.verdict)
+        .bind(&ns_s)
+        .bind(commit.assertion_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn list_facts_impl(
+        &self,
+        filter: &FactFilter,
+        limit: u32,
+    ) -> Result<Vec<FactRecord>> {
+        let (cond, binds) = eligibility(filter);
+        let sql = format!("{FACT_SELECT} WHERE {cond} ORDER BY subject_name, f.seq LIMIT ?");
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            q = q.bind(b);
+        }
+        let rows = q
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(fact_row).collect()
+    }
+
+    pub(crate) async fn facts_impl(
+        &self,
+        ns: NamespaceId,
+        ids: &[FactId],
+    ) -> Result<Vec<FactRecord>> {
+        let ns_s = ns.to_string();
+        let mut by_id: HashMap<FactId, FactRecord> = HashMap::new();
+        for batch in ids.chunks(BATCH) {
+            let sql = format!(
+                "{FACT_SELECT} WHERE f.namespace_id = ? AND f.id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for id in batch {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                let f = fact_row(&r)?;
+                by_id.insert(f.fact_id, f);
+            }
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    pub(crate) async fn fact_evidence_impl(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+    ) -> Result<Vec<EvidenceRecord>> {
+        let rows = sqlx::query(
+            "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
+             FROM fact_evidence e
+             JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = ? AND e.fact_id = ?
+             ORDER BY e.added_at, e.rowid",
+        )
+        .bind(ns.to_string())
+        .bind(fact.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(EvidenceRecord {
+                    fact_id: parse_id(&r.get::<String, _>("fact_id"))?,
+                    claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
+                    stance: Stance::parse(&r.get::<String, _>("stance"))?,
+                    document_id: parse_id(&r.get::<String, _>("document_id"))?,
+                    is_current: r.get::<i64, _>("is_current") != 0,
+                    added_at: ts(&r.get::<String, _>("added_at"))?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn adjudications_impl(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+    ) -> Result<Vec<AdjudicationRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM adjudications
+             WHERE namespace_id = ? AND (target_fact = ? OR result_fact = ?) ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(fact.to_string())
+        .bind(fact.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(adjudication_row).collect()
+    }
+
+    pub(crate) async fn search_facts_lexical_impl(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        let fts = fact_fts_table(&filter.namespace_id.to_string())?;
+        if !self.table_exists(&fts).await? {
+            return Ok(vec![]);
+        }
+        // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
+        let (cond, binds) = eligibility(filter);
+        let sql = format!(
+            "SELECT f.id, bm25({fts}) AS rank FROM {fts}
+             JOIN facts f ON f.seq = {fts}.rowid
+             WHERE {fts} MATCH ? AND {cond}
+             ORDER BY rank, f.id LIMIT ?"
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(fts_query(terms));
+        for b in binds {
+            q = q.bind(b);
+        }
+        let rows = q
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        bm25_hits(&rows)
+    }
+
+    pub(crate) async fn search_facts_semantic_impl(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let (cond, binds) = eligibility(filter);
+        let sql = format!(
+            "SELECT f.id, vv.vector FROM facts f
+             JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
+                            AND vv.embedding_key = f.embedding_key
+             WHERE {cond}"
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(generation);
+        for b in binds {
+            q = q.bind(b);
+        }
+        let rows = q.fetch_all(&self.read).await.map_err(db_err)?;
+        top_k_cosine(&rows, query, limit)
+    }
+
+    pub(crate) async fn vectors_impl(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>> {
+        let mut by_key: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+        for batch in keys.chunks(BATCH) {
+            let sql = format!(
+                "SELECT embedding_key, vector FROM vectors
+                 WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql))
+                .bind(ns.to_string())
+                .bind(generation);
+            for k in batch {
+                q = q.bind(k);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                by_key.insert(
+                    r.get("embedding_key"),
+                    decode_vector(&r.get::<Vec<u8>, _>("vector"))?,
+                );
+            }
+        }
+        // In the order asked (each key once); missing keys are skipped.
+        Ok(keys.iter().filter_map(|k| by_key.remove_entry(k)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entities::tests::{mint, open, t};
+    use rememberstack_core::ErrorCode;
+    use rememberstack_core::facts::NewFact;
+    use rememberstack_core::ledger::{ClaimRequest, DeferReason, Stage, WorkStatus};
+    use rememberstack_core::store::MemoryStore;
+
+    /// Enqueue and claim one work item of `stage`; its lease.
+    async fn lease(store: &SqliteStore, ns: NamespaceId, stage: Stage) -> Lease {
+        let now = t("2024-03-01T00:00:00Z");
+        let work = NewWork::now(ns, stage, uuid::Uuid::new_v4(), VersionId::new(), "v1", now);
+        store.enqueue(vec![work], now).await.unwrap();
+        let items = store
+            .claim(&ClaimRequest {
+                owner: "worker".into(),
+                stages: vec![stage],
+                limit: 1,
+                lease_until: t("2024-03-01T00:10:00Z"),
+                now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(items.len(), 1);
+        Lease::of(&items[0])
+    }
+
+    /// A minimal claim row of lineage `doc`.
+    async fn insert_claim(
+        store: &SqliteStore,
+        ns: NamespaceId,
+        doc: DocumentId,
+        current: bool,
+    ) -> ClaimId {
+        let id = ClaimId::new();
+        sqlx::query(
+            "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json,
+                 valid_precision, valid_kind, asserted_at, extractor_version, extraction_input_hash,
+                 origin_version_id, origin_chunk_id, embedding_key, claim_key, is_current, created_at)
+             VALUES (?, ?, ?, 'a claim', '[]', 'unknown', 'state', '2024-01-01T00:00:00.000Z', 'x', 'h',
+                     ?, ?, 'k', ?, ?, '2024-01-01T00:00:00.000Z')",
+        )
+        .bind(ns.to_string())
+        .bind(id.to_string())
+        .bind(doc.to_string())
+        .bind(VersionId::new().to_string())
+        .bind(ChunkId::new().to_string())
+        .bind(id.to_string())
+        .bind(current as i64)
+        .execute(&store.write)
+        .await
+        .unwrap();
+        id
+    }
+
+    async fn set_current(store: &SqliteStore, claim: ClaimId, current: bool) {
+        sqlx::query("UPDATE claims SET is_current = ? WHERE id = ?")
+            .bind(current as i64)
+            .bind(claim.to_string())
+            .execute(&store.write)
+            .await
+            .unwrap();
+    }
+
+    fn window(from: Option<&str>, until: Option<&str>) -> Window {
+        Window {
+            valid_from: from.map(t),
+            valid_until: until.map(t),
+            precision: if from.is_some() || until.is_some() {
+                Precision::Day
+            } else {
+                Precision::Unknown
+            },
+        }
+    }
+
+    fn observation(
+        ns: NamespaceId,
+        claim: ClaimId,
+        version: VersionId,
+        subject: EntityId,
+        statement: &str,
+        ordinal: u32,
+    ) -> Assertion {
+        Assertion {
+            assertion_id: AssertionId::new(),
+            namespace_id: ns,
+            claim_id: claim,
+            document_id: DocumentId::new(),
+            version_id: version,
+            kind: FactKind::Observation,
+            subject,
+            predicate: None,
+            object: None,
+            statement: statement.to_string(),
+            window: Window::unknown(),
+            validity_kind: ValidityKind::State,
+            asserted_at: t("2024-01-01T00:00:00Z"),
+            ordinal,
+        }
+    }
+
+    /// Stage `assertions` through a fresh normalize lease.
+    async fn stage(
+        store: &SqliteStore,
+        ns: NamespaceId,
+        claim: ClaimId,
+        assertions: Vec<Assertion>,
+    ) {
+        let l = lease(store, ns, Stage::Normalize).await;
+        store
+            .commit_normalization(
+                &l,
+                claim,
+                "normalizer-test",
+                serde_json::json!({"entities": []}),
+                assertions,
+                vec![],
+                t("2024-03-01T00:01:00Z"),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// The commit creating a new fact from `a`, with `evidence` claims supporting it.
+    fn new_fact_commit(
+        ns: NamespaceId,
+        a: &Assertion,
+        w: Window,
+        evidence: &[(ClaimId, Stance)],
+    ) -> (FactId, ApplyCommit) {
+        let fact = FactId::new();
+        let commit = ApplyCommit {
+            follow_up: vec![],
+            assertion_id: a.assertion_id,
+            new_fact: Some(NewFact {
+                fact_id: fact,
+                kind: a.kind,
+                subject: a.subject,
+                predicate: a.predicate.clone(),
+                object: a.object,
+                statement: a.statement.clone(),
+                window: w,
+                validity_kind: a.validity_kind,
+                embedding_key: format!("key-{fact}"),
+            }),
+            evidence: evidence.iter().map(|(c, s)| (fact, *c, *s)).collect(),
+            windows: vec![],
+            contradiction: None,
+            superseded: None,
+            transcript: AdjudicationRecord {
+                adjudication_id: AdjudicationId::new(),
+                namespace_id: ns,
+                assertion_id: a.assertion_id,
+                claim_id: a.claim_id,
+                verdict: "new".into(),
+                target_fact: None,
+                result_fact: fact,
+                candidates: vec![],
+                reason: "no candidate".into(),
+                input: serde_json::json!({"rule": "new"}),
+                model: None,
+                adjudicator_version: "adjudicator-test".into(),
+                created_at: t("2024-03-02T00:00:00Z"),
+            },
+        };
+        (fact, commit)
+    }
+
+    /// Stage and apply one observation as a new fact.
+    async fn fact(
+        store: &SqliteStore,
+        ns: NamespaceId,
+        subject: EntityId,
+        statement: &str,
+        w: Window,
+        evidence: &[(ClaimId, Stance)],
+    ) -> FactId {
+        let claim = evidence.first().map(|e| e.0).unwrap_or_default();
+        let a = observation(ns, claim, VersionId::new(), subject, statement, 0);
+        stage(store, ns, claim, vec![a.clone()]).await;
+        let (id, commit) = new_fact_commit(ns, &a, w, evidence);
+        assert!(
+            store
+                .apply_assertion(ns, commit, t("2024-03-02T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        id
+    }
+
+    #[tokio::test]
+    async fn normalization_stages_assertions_and_counts_predicates() {
+        let (_dir, store, ns) = open().await;
+        let ada = mint(&store, ns, "Ada Lovelace").await;
+        let engine = mint(&store, ns, "Analytical Engine").await;
+        let core = vec![
+            (
+                "works_on".to_string(),
+                "Works on.".to_string(),
+                vec!["builds".to_string()],
+            ),
+            ("knows".to_string(), "Knows.".to_string(), vec![]),
+        ];
+        store.bootstrap_predicates(ns, &core).await.unwrap();
+        store.bootstrap_predicates(ns, &core).await.unwrap();
+
+        let claim = ClaimId::new();
+        let version = VersionId::new();
+        let mut works = observation(
+            ns,
+            claim,
+            version,
+            ada,
+            "Ada Lovelace works on the Analytical Engine.",
+            0,
+        );
+        works.kind = FactKind::Relation;
+        works.predicate = Some("works_on".into());
+        works.object = Some(engine);
+        let mut admires = works.clone();
+        admires.assertion_id = AssertionId::new();
+        admires.predicate = Some("other:admires".into());
+        admires.statement = "Ada Lovelace admires the Analytical Engine.".into();
+        admires.ordinal = 1;
+        let obs = observation(
+            ns,
+            claim,
+            version,
+            engine,
+            "The Analytical Engine is mechanical.",
+            2,
+        );
+        let assertions = vec![works.clone(), admires.clone(), obs.clone()];
+
+        let l = lease(&store, ns, Stage::Normalize).await;
+        let output = serde_json::json!({"relations": 2});
+        store
+            .commit_normalization(
+                &l,
+                claim,
+                "normalizer-test",
+                output.clone(),
+                assertions.clone(),
+                vec![],
+                t("2024-03-01T00:01:00Z"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store.work_item(l.work_id).await.unwrap().unwrap().status,
+            WorkStatus::Done
+        );
+        assert_eq!(
+            store
+                .normalization(ns, claim, "normalizer-test")
+                .await
+                .unwrap(),
+            Some(output.clone())
+        );
+        assert_eq!(store.normalization(ns, claim, "other").await.unwrap(), None);
+        // The lease is gone now.
+        let lost = store
+            .commit_normalization(
+                &l,
+                claim,
+                "normalizer-test",
+                output.clone(),
+                assertions.clone(),
+                vec![],
+                t("2024-03-01T00:02:00Z"),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(lost.code(), ErrorCode::LeaseLost);
+        // A replay under a new lease stages nothing twice and counts nothing twice.
+        stage(&store, ns, claim, assertions).await;
+
+        let preds = store.predicates(ns).await.unwrap();
+        let summary: Vec<(&str, &str, u64)> = preds
+            .iter()
+            .map(|p| (p.name.as_str(), p.status.as_str(), p.uses))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("works_on", "core", 1),
+                ("knows", "core", 0),
+                ("other:admires", "other", 1)
+            ]
+        );
+        assert_eq!(preds[0].synonyms, vec!["builds".to_string()]);
+
+        let pending = store
+            .unapplied_assertions(ns, &[ada, engine])
+            .await
+            .unwrap();
+        assert_eq!(
+            pending,
+            vec![admires.clone(), works.clone(), obs.clone()],
+            "asserted_at, claim, statement, ordinal"
+        );
+        let mut subjects = store.pending_subjects(ns, version).await.unwrap();
+        subjects.sort();
+        let mut want = vec![ada, engine];
+        want.sort();
+        assert_eq!(subjects, want);
+    }
+
+    #[tokio::test]
+    async fn apply_assertion_creates_a_fact_once() {
+        let (_dir, store, ns) = open().await;
+        let ada = mint(&store, ns, "Ada Lovelace").await;
+        let doc = DocumentId::new();
+        let claim = insert_claim(&store, ns, doc, true).await;
+        let a = observation(
+            ns,
+            claim,
+            VersionId::new(),
+            ada,
+            "Ada Lovelace wrote the first program.",
+            0,
+        );
+        stage(&store, ns, claim, vec![a.clone()]).await;
+        let (id, commit) = new_fact_commit(
+            ns,
+            &a,
+            window(Some("1843-01-01T00:00:00Z"), None),
+            &[(claim, Stance::Support)],
+        );
+        assert!(
+            store
+                .apply_assertion(ns, commit.clone(), t("2024-03-02T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .apply_assertion(ns, commit, t("2024-03-03T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .unapplied_assertions(ns, &[ada])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        let facts = store.facts(ns, &[FactId::new(), id]).await.unwrap();
+        assert_eq!(facts.len(), 1);
+        let f = &facts[0];
+        assert_eq!(f.subject_name, "Ada Lovelace");
+        assert_eq!(f.statement, a.statement);
+        assert_eq!(f.window.valid_from, Some(t("1843-01-01T00:00:00Z")));
+        assert_eq!(f.recorded_at, t("2024-03-02T00:00:00Z"));
+        assert_eq!((f.evidence_count, f.contradict_count), (1, 0));
+        let evidence = store.fact_evidence(ns, id).await.unwrap();
+        assert_eq!(evidence.len(), 1);
+        assert_eq!(
+            (evidence[0].document_id, evidence[0].is_current),
+            (doc, true)
+        );
+        let transcripts = store.adjudications(ns, id).await.unwrap();
+        assert_eq!(transcripts.len(), 1);
+        assert_eq!(transcripts[0].verdict, "new");
+
+        // Supersession, a window revision and a contradiction group in one apply.
+        let b = observation(
+            ns,
+            claim,
+            VersionId::new(),
+            ada,
+            "Ada Lovelace wrote notes on the engine.",
+            1,
+        );
+        stage(&store, ns, claim, vec![b.clone()]).await;
+        let (successor, mut commit) = new_fact_commit(ns, &b, Window::unknown(), &[]);
+        let group = uuid::Uuid::new_v4();
+        commit.windows = vec![(
+            id,
+            window(Some("1843-01-01T00:00:00Z"), Some("1844-01-01T00:00:00Z")),
+        )];
+        commit.contradiction = Some((group, vec![id, successor]));
+        commit.superseded = Some((id, successor));
+        commit.transcript.verdict = "supersede".into();
+        commit.transcript.target_fact = Some(id);
+        assert!(
+            store
+                .apply_assertion(ns, commit, t("2024-03-04T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        let old = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!(old.superseded_by, Some(successor));
+        assert_eq!(old.window.valid_until, Some(t("1844-01-01T00:00:00Z")));
+        assert_eq!(old.contradiction_group, Some(group));
+        assert_eq!(old.updated_at, t("2024-03-04T00:00:00Z"));
+        assert_eq!(store.adjudications(ns, id).await.unwrap().len(), 2);
+
+        let missing = observation(ns, claim, VersionId::new(), ada, "never staged", 0);
+        let (_, commit) = new_fact_commit(ns, &missing, Window::unknown(), &[]);
+        assert_eq!(
+            store
+                .apply_assertion(ns, commit, t("2024-03-05T00:00:00Z"))
+                .await
+                .unwrap_err()
+                .code(),
+            ErrorCode::NotFound
+        );
+    }
+
+    #[tokio::test]
+    async fn evidence_counts_distinct_current_lineages() {
+        let (_dir, store, ns) = open().await;
+        let ada = mint(&store, ns, "Ada Lovelace").await;
+        let (doc1, doc2, doc3) = (DocumentId::new(), DocumentId::new(), DocumentId::new());
+        let c1 = insert_claim(&store, ns, doc1, true).await;
+        let c2 = insert_claim(&store, ns, doc1, true).await;
+        let c3 = insert_claim(&store, ns, doc2, false).await;
+        let c4 = insert_claim(&store, ns, doc3, true).await;
+        let id = fact(
+            &store,
+            ns,
+            ada,
+            "Ada Lovelace was a mathematician.",
+            Window::unknown(),
+            &[
+                (c1, Stance::Support),
+                (c2, Stance::Support),
+                (c3, Stance::Support),
+                (c4, Stance::Contradict),
+            ],
+        )
+        .await;
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!(
+            (f.evidence_count, f.contradict_count),
+            (1, 1),
+            "two claims of one lineage count once; retired testimony not at all"
+        );
+        set_current(&store, c3, true).await;
+        set_current(&store, c4, false).await;
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (2, 0));
+        assert_eq!(store.fact_evidence(ns, id).await.unwrap().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn list_facts_honours_at_history_and_entities() {
+        let (_dir, store, ns) = open().await;
+        let beta = mint(&store, ns, "Beta").await;
+        let alpha = mint(&store, ns, "Alpha").await;
+        let b1 = fact(
+            &store,
+            ns,
+            beta,
+            "Beta held office.",
+            window(Some("2020-01-01T00:00:00Z"), Some("2022-01-01T00:00:00Z")),
+            &[],
+        )
+        .await;
+        let b2 = fact(
+            &store,
+            ns,
+            beta,
+            "Beta leads.",
+            window(Some("2022-01-01T00:00:00Z"), None),
+            &[],
+        )
+        .await;
+        let b3 = fact(&store, ns, beta, "Beta is tall.", Window::unknown(), &[]).await;
+        let a1 = fact(&store, ns, alpha, "Alpha exists.", Window::unknown(), &[]).await;
+        // b4 is superseded by b2.
+        let claim = ClaimId::new();
+        let s = observation(ns, claim, VersionId::new(), beta, "Beta led once.", 0);
+        stage(&store, ns, claim, vec![s.clone()]).await;
+        let (b4, mut commit) = new_fact_commit(ns, &s, Window::unknown(), &[]);
+        commit.superseded = Some((b4, b2));
+        store
+            .apply_assertion(ns, commit, t("2024-03-02T00:00:00Z"))
+            .await
+            .unwrap();
+
+        let ids = |v: Vec<FactRecord>| v.into_iter().map(|f| f.fact_id).collect::<Vec<_>>();
+        let filter = |entities: Vec<EntityId>, at: Option<&str>, history: bool| FactFilter {
+            namespace_id: ns,
+            entities,
+            at: at.map(t),
+            history,
+        };
+        assert_eq!(
+            ids(store
+                .list_facts(&filter(vec![], None, false), 100)
+                .await
+                .unwrap()),
+            vec![a1, b1, b2, b3]
+        );
+        assert_eq!(
+            ids(store
+                .list_facts(
+                    &filter(vec![beta], Some("2021-06-01T00:00:00Z"), false),
+                    100
+                )
+                .await
+                .unwrap()),
+            // As of an instant, a superseded fact counts when its window holds (b4's
+            // window is unknown, so it is not excluded).
+            vec![b1, b3, b4]
+        );
+        // `until` is exclusive, `from` inclusive.
+        assert_eq!(
+            ids(store
+                .list_facts(
+                    &filter(vec![beta], Some("2022-01-01T00:00:00Z"), false),
+                    100
+                )
+                .await
+                .unwrap()),
+            vec![b2, b3, b4]
+        );
+        assert_eq!(
+            ids(store
+                .list_facts(&filter(vec![beta], Some("2021-06-01T00:00:00Z"), true), 100)
+                .await
+                .unwrap()),
+            vec![b1, b2, b3, b4]
+        );
+        assert_eq!(
+            ids(store
+                .list_facts(&filter(vec![], None, true), 2)
+                .await
+                .unwrap()),
+            vec![a1, b1]
+        );
+    }
+
+    #[tokio::test]
+    async fn fact_search_ranks_eligible_facts() {
+        let (_dir, store, ns) = open().await;
+        let filter = FactFilter {
+            namespace_id: ns,
+            entities: vec![],
+            at: None,
+            history: false,
+        };
+        assert!(
+            store
+                .search_facts_lexical(&filter, &["engine".into()], 5)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let ada = mint(&store, ns, "Ada Lovelace").await;
+        let f1 = fact(
+            &store,
+            ns,
+            ada,
+            "Ada designed the engine program.",
+            Window::unknown(),
+            &[],
+        )
+        .await;
+        let f2 = fact(&store, ns, ada, "Ada liked poetry.", Window::unknown(), &[]).await;
+        let hits = store
+            .search_facts_lexical(&filter, &["engine".into(), "\"quoted".into()], 5)
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].0, f1);
+        assert!(hits[0].1 > 0.0);
+
+        for (fact, v) in [(f1, vec![1.0f32, 0.0]), (f2, vec![0.6f32, 0.8])] {
+            sqlx::query(
+                "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at)
+                 VALUES (?, 'gen', ?, 2, ?, '2024-01-01T00:00:00.000Z')",
+            )
+            .bind(ns.to_string())
+            .bind(format!("key-{fact}"))
+            .bind(encode_vector(&v))
+            .execute(&store.write)
+            .await
+            .unwrap();
+        }
+        let hits = store
+            .search_facts_semantic(&filter, "gen", &[0.0, 1.0], 5)
+            .await
+            .unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![f2, f1]);
+        let only_other = FactFilter {
+            entities: vec![EntityId::new()],
+            ..filter.clone()
+        };
+        assert!(
+            store
+                .search_facts_semantic(&only_other, "gen", &[0.0, 1.0], 5)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .search_facts_lexical(&only_other, &["engine".into()], 5)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        let keys = vec![
+            format!("key-{f2}"),
+            "missing".to_string(),
+            format!("key-{f1}"),
+        ];
+        let vectors = store.vectors(ns, "gen", &keys).await.unwrap();
+        assert_eq!(
+            vectors,
+            vec![
+                (keys[0].clone(), vec![0.6f32, 0.8]),
+                (keys[2].clone(), vec![1.0f32, 0.0])
+            ]
+        );
+        assert!(
+            store
+                .vectors(ns, "other-gen", &keys)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn defer_puts_an_item_back_without_consuming_an_attempt() {
+        let (_dir, store, ns) = open().await;
+        let l = lease(&store, ns, Stage::Adjudicate).await;
+        assert_eq!(
+            store.work_item(l.work_id).await.unwrap().unwrap().attempts,
+            1
+        );
+        let later = t("2024-03-01T00:05:00Z");
+        store
+            .defer(&l, DeferReason::Barrier, later, t("2024-03-01T00:00:30Z"))
+            .await
+            .unwrap();
+        let item = store.work_item(l.work_id).await.unwrap().unwrap();
+        assert_eq!(item.status, WorkStatus::Pending);
+        assert_eq!(item.attempts, 0);
+        assert_eq!(item.defer_reason, Some(DeferReason::Barrier));
+        assert_eq!(item.not_before, later);
+        assert_eq!(item.lease_owner, None);
+        assert_eq!(store.next_wakeup().await.unwrap(), Some(later));
+        // The lease is gone.
+        let lost = store
+            .defer(&l, DeferReason::Barrier, later, later)
+            .await
+            .unwrap_err();
+        assert_eq!(lost.code(), ErrorCode::LeaseLost);
+
+        let request = |now: Timestamp| ClaimRequest {
+            owner: "worker-2".into(),
+            stages: vec![Stage::Adjudicate],
+            limit: 1,
+            lease_until: t("2024-03-01T01:00:00Z"),
+            now,
+        };
+        assert!(
+            store
+                .claim(&request(t("2024-03-01T00:01:00Z")))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let again = store.claim(&request(later)).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempts, 1);
+        assert_eq!(again[0].defer_reason, None);
+    }
+}

@@ -1,0 +1,811 @@
+//! E3 end to end: normalization, entity resolution (offline policy, T4 with a
+//! scripted judge, document-local replay, stale answers), fact adjudication
+//! (evidence, supersession, contradiction, recurring events), evidence counting,
+//! merge and unmerge.
+
+use async_trait::async_trait;
+use rememberstack::chat::{ChatModel, ChatRequest, ChatResponse, StructuredMode, Usage};
+use rememberstack::embed::ProviderError;
+use rememberstack::entities::{
+    DocumentBinding, Mention, NewAlias, ResolutionCommit, ResolutionDecision,
+};
+use rememberstack::{
+    DecisionId, EntityId, FactKind, FactModels, FactQuery, FactRecord, IngestOptions, Memory,
+    MemoryStore, Timestamp,
+};
+use rememberstack_conformance::{Harness, stores, test_config};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+type Judge = dyn Fn(&ChatRequest, usize) -> Value + Send + Sync;
+
+/// A chat model whose answers are computed from the request (call key, prompt
+/// text and how many calls of that key came before).
+struct JudgeModel {
+    judge: Box<Judge>,
+    calls: Mutex<Vec<ChatRequest>>,
+    /// Runs (once) before the first `resolve_t4` answer: lets a test change the
+    /// store while the call is in flight.
+    during_t4: Mutex<Option<Box<dyn FnOnce() -> BoxFuture + Send>>>,
+}
+
+type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+impl std::fmt::Debug for JudgeModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JudgeModel")
+    }
+}
+
+impl JudgeModel {
+    fn new(judge: impl Fn(&ChatRequest, usize) -> Value + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(JudgeModel {
+            judge: Box::new(judge),
+            calls: Mutex::new(vec![]),
+            during_t4: Mutex::new(None),
+        })
+    }
+    fn calls(&self, key: &str) -> Vec<ChatRequest> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.call_key == key)
+            .cloned()
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ChatModel for JudgeModel {
+    fn model(&self) -> &str {
+        "judge-model"
+    }
+    async fn complete_json(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        if request.call_key == "resolve_t4" {
+            let hook = self.during_t4.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook().await;
+            }
+        }
+        let n = {
+            let mut calls = self.calls.lock().unwrap();
+            let n = calls
+                .iter()
+                .filter(|c| c.call_key == request.call_key)
+                .count();
+            calls.push(request.clone());
+            n
+        };
+        let value = (self.judge)(request, n);
+        rememberstack::chat::validate_json(&request.schema, &value).map_err(|e| {
+            ProviderError::Malformed {
+                message: e.to_string(),
+            }
+        })?;
+        Ok(ChatResponse {
+            value,
+            model: "judge-model".into(),
+            usage: Usage::default(),
+            provider_request_id: None,
+            mode: StructuredMode::Scripted,
+        })
+    }
+}
+
+async fn memory_with(h: &Harness, models: FactModels) -> Memory {
+    Memory::builder()
+        .store(h.store.clone())
+        .config(test_config())
+        .fact_models(models)
+        .open()
+        .await
+        .unwrap()
+}
+
+fn at(s: &str) -> Timestamp {
+    rememberstack::time::parse_rfc3339(s).unwrap()
+}
+
+async fn ingest(memory: &Memory, source_ref: &str, text: &str, source_time: &str) {
+    memory
+        .ingest_text(
+            text,
+            IngestOptions::new(source_ref).source_time(at(source_time)),
+        )
+        .await
+        .unwrap();
+    memory.process_until_idle().await.unwrap();
+}
+
+async fn all_facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
+    memory
+        .facts(&FactQuery {
+            history,
+            ..FactQuery::default()
+        })
+        .await
+        .unwrap()
+}
+
+fn named<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
+    facts
+        .iter()
+        .filter(|f| f.statement.contains(needle))
+        .collect()
+}
+
+async fn entity_ids_named(memory: &Memory, name: &str) -> Vec<EntityId> {
+    memory
+        .entities(false, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.canonical_name == name)
+        .map(|e| e.entity_id)
+        .collect()
+}
+
+#[tokio::test]
+async fn offline_pipeline_builds_entities_relations_and_a_trace() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "notes/alice",
+            "# Team notes\n\nAlice has worked for Acme since March 2024.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        let names: Vec<String> = memory
+            .entities(false, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.canonical_name)
+            .collect();
+        assert!(
+            names.contains(&"Alice".to_string()),
+            "{}: {names:?}",
+            h.kind
+        );
+        assert!(names.contains(&"Acme".to_string()), "{}: {names:?}", h.kind);
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("Team notes") || n == "March"),
+            "{}: the title and month names are not entities: {names:?}",
+            h.kind
+        );
+        let facts = all_facts(&memory, false).await;
+        let works: Vec<&FactRecord> = facts
+            .iter()
+            .filter(|f| f.predicate.as_deref() == Some("works_for"))
+            .collect();
+        assert_eq!(works.len(), 1, "{}: {facts:#?}", h.kind);
+        let fact = works[0];
+        assert_eq!(fact.kind, FactKind::Relation);
+        assert_eq!(fact.subject_name, "Alice");
+        assert_eq!(fact.object_name.as_deref(), Some("Acme"));
+        assert_eq!(fact.evidence_count, 1);
+        assert_eq!(fact.window.valid_from, Some(at("2024-03-01T00:00:00Z")));
+        assert_eq!(
+            fact.window.valid_until, None,
+            "since March 2024 is open-ended"
+        );
+
+        // The trace: evidence with spans, the transcript, the resolution decisions.
+        let trace = memory.trace(fact.fact_id).await.unwrap();
+        assert_eq!(trace.evidence.len(), 1);
+        let claim = trace.evidence[0].claim.as_ref().expect("claim");
+        assert!(claim.text.contains("Alice has worked for Acme"));
+        assert!(!claim.occurrences[0].spans.is_empty());
+        assert_eq!(trace.adjudications.len(), 1);
+        assert_eq!(trace.adjudications[0].verdict, "new");
+        assert!(trace.resolutions.iter().any(|d| d.name == "Alice"));
+        assert!(trace.resolutions.iter().all(|d| d.tier == "mint"));
+
+        // The registry is bootstrapped and counts uses.
+        let preds = memory.predicates().await.unwrap();
+        assert!(preds.len() >= 16);
+        let wf = preds.iter().find(|p| p.name == "works_for").unwrap();
+        assert_eq!(wf.status, "core");
+        assert_eq!(wf.uses, 1);
+
+        // A second document naming Alice joins the same entity (offline exact policy),
+        // and its decision says that this departs from D95.
+        ingest(
+            &memory,
+            "notes/alice-2",
+            "# More notes\n\nAlice lives in Lisbon.\n",
+            "2024-05-01T00:00:00Z",
+        )
+        .await;
+        let alices = entity_ids_named(&memory, "Alice").await;
+        assert_eq!(alices.len(), 1, "{}", h.kind);
+        let detail = memory.entity("Alice").await.unwrap();
+        assert_eq!(detail.entity.mention_count, 2);
+        assert!(
+            detail
+                .facts
+                .iter()
+                .any(|f| f.predicate.as_deref() == Some("located_in"))
+        );
+        assert!(
+            detail
+                .entity
+                .profile_summary
+                .as_deref()
+                .unwrap_or("")
+                .contains("Acme")
+        );
+
+        // Facts are searchable.
+        let envelope = memory.search_facts("Alice employer Acme", 5).await.unwrap();
+        assert!(
+            envelope
+                .results
+                .iter()
+                .any(|r| r.fact.fact_id == fact.fact_id),
+            "{}: {:#?}",
+            h.kind,
+            envelope.results
+        );
+    }
+}
+
+/// T4: "Jan Novak" the cardiologist is not "Jan Novak" the chess player.
+fn t4_judge(request: &ChatRequest, _n: usize) -> Value {
+    match request.call_key.as_str() {
+        "resolve_t4" => {
+            let incoming = request
+                .user
+                .lines()
+                .find(|l| l.starts_with("Claim:"))
+                .unwrap_or("");
+            if incoming.contains("cardiologist") {
+                json!({"choice": "new", "rationale": "a cardiologist in Brno, not the chess player"})
+            } else {
+                json!({"choice": "C1", "rationale": "the same chess player"})
+            }
+        }
+        other => panic!("unexpected call {other}"),
+    }
+}
+
+#[tokio::test]
+async fn same_name_canary_stays_two_entities_and_a_continuation_joins() {
+    for h in stores().await {
+        let judge = JudgeModel::new(t4_judge);
+        let memory = memory_with(
+            &h,
+            FactModels {
+                resolver: Some(judge.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "chess",
+            "# Chess\n\nJan Novak won the Prague Open chess tournament in May 2023.\n",
+            "2023-06-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "hospital",
+            "# Hospital\n\nJan Novak is a cardiologist at the Brno University Hospital.\n",
+            "2023-07-01T00:00:00Z",
+        )
+        .await;
+        let jans = entity_ids_named(&memory, "Jan Novak").await;
+        assert_eq!(jans.len(), 2, "{}: T4 said new: two entities", h.kind);
+        let t4 = judge.calls("resolve_t4");
+        assert_eq!(t4.len(), 1, "{}: only the clash reaches T4", h.kind);
+
+        // A third document continues the chess player: it joins the first entity,
+        // and its second sentence replays that match without another T4 call (D102).
+        ingest(
+            &memory,
+            "chess-2024",
+            "# Chess again\n\nJan Novak defended his Prague Open chess title in May 2024.\n\nJan Novak plans to play in Vienna next year.\n",
+            "2024-06-01T00:00:00Z",
+        )
+        .await;
+        assert_eq!(entity_ids_named(&memory, "Jan Novak").await.len(), 2);
+        let chess = memory.entity(&jans[0].to_string()).await.unwrap();
+        let doctor = memory.entity(&jans[1].to_string()).await.unwrap();
+        assert_eq!(chess.entity.mention_count, 3, "{}: {chess:#?}", h.kind);
+        assert_eq!(doctor.entity.mention_count, 1);
+        let decisions = h
+            .store
+            .resolution_decisions(chess.entity.namespace_id, &[jans[0]])
+            .await
+            .unwrap();
+        let tiers: Vec<&str> = decisions.iter().map(|d| d.tier.as_str()).collect();
+        assert_eq!(tiers, vec!["mint", "T4", "T0"], "{}", h.kind);
+        assert_eq!(decisions[2].features["contract"], "document-t0-v1");
+        // The new-verdict decision wrote a cannot-link for the candidate it was shown.
+        let ex = h
+            .store
+            .exclusions(chess.entity.namespace_id, &[jans[0]])
+            .await
+            .unwrap();
+        assert_eq!(ex.len(), 1);
+        // Candidates shown to T4 carry no UUIDs.
+        assert!(!t4[0].user.contains(&jans[0].to_string()));
+    }
+}
+
+#[tokio::test]
+async fn a_stale_t4_answer_is_discarded_and_retried() {
+    for h in stores().await {
+        let judge = JudgeModel::new(|_, _| json!({"choice": "C1", "rationale": "same"}));
+        let memory = memory_with(
+            &h,
+            FactModels {
+                resolver: Some(judge.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "a",
+            "# A\n\nMaria Silva founded Lumen.\n",
+            "2023-01-01T00:00:00Z",
+        )
+        .await;
+        let ns = memory.entities(false, 10).await.unwrap()[0].namespace_id;
+        let first = entity_ids_named(&memory, "Maria Silva").await[0];
+        // While the next T4 call is in flight, another writer mints a second Maria Silva.
+        let store: Arc<dyn MemoryStore> = h.store.clone();
+        let injected = EntityId::new();
+        *judge.during_t4.lock().unwrap() = Some(Box::new(move || {
+            Box::pin(async move {
+                let now = chrono::Utc::now();
+                store
+                    .commit_resolution(
+                        ResolutionCommit {
+                            decision: ResolutionDecision {
+                                decision_id: DecisionId::new(),
+                                namespace_id: ns,
+                                claim_id: rememberstack::ClaimId::new(),
+                                document_id: rememberstack::DocumentId::new(),
+                                ordinal: 0,
+                                name: "Maria Silva".into(),
+                                lemma: "maria silva".into(),
+                                tier: "mint".into(),
+                                candidates: vec![],
+                                complete: true,
+                                t3_score: None,
+                                t3_outcome: "no_candidates".into(),
+                                verdict: "new".into(),
+                                entity_id: injected,
+                                rationale: "a concurrent writer".into(),
+                                model: None,
+                                resolver_version: "test".into(),
+                                features: json!({}),
+                                created_at: now,
+                            },
+                            mint: Some(("Maria Silva".into(), "maria silva".into())),
+                            aliases: vec![NewAlias::of("Maria Silva")],
+                            mention: Mention {
+                                claim_id: rememberstack::ClaimId::new(),
+                                start: None,
+                                end: None,
+                                surface: "Maria Silva".into(),
+                            },
+                            exclusions: vec![],
+                            binding: None::<DocumentBinding>,
+                        },
+                        now,
+                    )
+                    .await
+                    .unwrap();
+            }) as BoxFuture
+        }));
+        ingest(
+            &memory,
+            "b",
+            "# B\n\nMaria Silva moved to Porto.\n",
+            "2023-02-01T00:00:00Z",
+        )
+        .await;
+        let t4 = judge.calls("resolve_t4");
+        assert_eq!(t4.len(), 2, "{}: the stale answer was retried", h.kind);
+        let decisions = h
+            .store
+            .resolution_decisions(ns, &[first, injected])
+            .await
+            .unwrap();
+        let t4_decisions: Vec<&ResolutionDecision> =
+            decisions.iter().filter(|d| d.tier == "T4").collect();
+        assert_eq!(
+            t4_decisions.len(),
+            1,
+            "{}: only the fresh answer commits",
+            h.kind
+        );
+        let d = t4_decisions[0];
+        assert_eq!(d.candidates.len(), 2, "the retry saw the new candidate");
+        assert_eq!(d.features["attempt"], 1);
+    }
+}
+
+/// An adjudicator scripted by call order.
+fn verdicts(list: Vec<Value>) -> impl Fn(&ChatRequest, usize) -> Value + Send + Sync {
+    move |request, n| {
+        assert_eq!(request.call_key, "adjudicate", "unexpected call");
+        list.get(n)
+            .cloned()
+            .unwrap_or_else(|| json!({"verdict": "new", "fact": "", "valid_from": "", "valid_until": "", "reason": "nothing matches"}))
+    }
+}
+
+#[tokio::test]
+async fn supersession_closes_the_old_employer_at_the_new_start() {
+    for h in stores().await {
+        let judge = JudgeModel::new(verdicts(vec![json!({
+            "verdict": "supersede", "fact": "F1", "valid_from": "", "valid_until": "",
+            "reason": "Alice changed employer"
+        })]));
+        let memory = memory_with(
+            &h,
+            FactModels {
+                adjudicator: Some(judge.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "hr-2024",
+            "# HR\n\nAlice has worked for Acme since March 2024.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "hr-2026",
+            "# HR update\n\nIn February 2026 Alice left Acme and joined Globex.\n",
+            "2026-03-01T00:00:00Z",
+        )
+        .await;
+        let history = all_facts(&memory, true).await;
+        let acme = named(&history, "works for Acme");
+        let globex = named(&history, "works for Globex");
+        assert_eq!(
+            (acme.len(), globex.len()),
+            (1, 1),
+            "{}: {history:#?}",
+            h.kind
+        );
+        assert_eq!(acme[0].window.valid_until, Some(at("2026-02-01T00:00:00Z")));
+        assert_eq!(acme[0].superseded_by, Some(globex[0].fact_id));
+        assert_eq!(
+            globex[0].window.valid_from,
+            Some(at("2026-02-01T00:00:00Z"))
+        );
+        assert_eq!(globex[0].window.valid_until, None);
+        let current = all_facts(&memory, false).await;
+        assert!(named(&current, "works for Acme").is_empty(), "{}", h.kind);
+        assert_eq!(named(&current, "works for Globex").len(), 1);
+        // As of mid-2025, Alice worked for Acme.
+        let then = memory
+            .facts(&FactQuery {
+                at: Some(at("2025-06-01T00:00:00Z")),
+                ..FactQuery::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            named(&then, "works for Acme").len(),
+            1,
+            "{}: {then:#?}",
+            h.kind
+        );
+        assert!(named(&then, "works for Globex").is_empty());
+        // The transcript records the verdict and the model.
+        let trace = memory.trace(globex[0].fact_id).await.unwrap();
+        let sup = trace
+            .adjudications
+            .iter()
+            .find(|a| a.verdict == "supersede")
+            .expect("supersede transcript");
+        assert_eq!(sup.model.as_deref(), Some("judge-model"));
+        assert_eq!(sup.target_fact, Some(acme[0].fact_id));
+    }
+}
+
+#[tokio::test]
+async fn supersession_with_an_unknown_start_caps_nothing() {
+    for h in stores().await {
+        let judge = JudgeModel::new(verdicts(vec![json!({
+            "verdict": "supersede", "fact": "F1", "valid_from": "", "valid_until": "",
+            "reason": "a new employer"
+        })]));
+        let memory = memory_with(
+            &h,
+            FactModels {
+                adjudicator: Some(judge.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "a",
+            "# A\n\nAlice has worked for Acme since March 2024.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "b",
+            "# B\n\nAlice works for Globex.\n",
+            "2026-03-01T00:00:00Z",
+        )
+        .await;
+        assert_eq!(judge.calls("adjudicate").len(), 1, "{}", h.kind);
+        let current = all_facts(&memory, false).await;
+        let acme = named(&current, "works for Acme");
+        assert_eq!(acme.len(), 1, "{}: both stand: {current:#?}", h.kind);
+        assert_eq!(acme[0].window.valid_until, None);
+        assert_eq!(acme[0].superseded_by, None);
+        assert_eq!(named(&current, "works for Globex").len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn contradicting_figures_stand_together_in_one_group() {
+    for h in stores().await {
+        let judge = JudgeModel::new(verdicts(vec![json!({
+            "verdict": "contradict", "fact": "F1", "valid_from": "", "valid_until": "",
+            "reason": "same period, different revenue"
+        })]));
+        let memory = memory_with(
+            &h,
+            FactModels {
+                adjudicator: Some(judge.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "report-a",
+            "# Report A\n\nAcme's FY2023 revenue was $5M.\n",
+            "2024-02-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "report-b",
+            "# Report B\n\nAcme's FY2023 revenue was $7M.\n",
+            "2024-03-01T00:00:00Z",
+        )
+        .await;
+        let facts = all_facts(&memory, false).await;
+        let five = named(&facts, "$5M");
+        let seven = named(&facts, "$7M");
+        assert_eq!((five.len(), seven.len()), (1, 1), "{}: {facts:#?}", h.kind);
+        assert!(five[0].contradiction_group.is_some());
+        assert_eq!(five[0].contradiction_group, seven[0].contradiction_group);
+        for f in [five[0], seven[0]] {
+            assert_eq!(
+                (f.evidence_count, f.contradict_count),
+                (1, 1),
+                "{}: {f:#?}",
+                h.kind
+            );
+            assert_eq!(f.window.valid_until, None, "a measurement is never capped");
+        }
+    }
+}
+
+#[tokio::test]
+async fn recurring_dated_events_stay_distinct_facts() {
+    for h in stores().await {
+        // A normalizer that words both wins identically; the claims' dates differ.
+        let normalizer = JudgeModel::new(|request, _| {
+            assert_eq!(request.call_key, "normalize");
+            json!({
+                "entities": [{"name": "Jan", "surface": "Jan"}],
+                "relations": [],
+                "observations": [{"entity": 0, "statement": "Jan won the Oslo chess tournament."}]
+            })
+        });
+        let memory = memory_with(
+            &h,
+            FactModels {
+                normalizer: Some(normalizer.clone()),
+                ..FactModels::default()
+            },
+        )
+        .await;
+        ingest(
+            &memory,
+            "march",
+            "# March\n\nJan won the Oslo chess tournament in March 2023.\n",
+            "2023-04-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "november",
+            "# November\n\nJan won the Oslo chess tournament in November 2023.\n",
+            "2023-12-01T00:00:00Z",
+        )
+        .await;
+        let facts = all_facts(&memory, false).await;
+        let wins = named(&facts, "Oslo chess tournament");
+        assert_eq!(wins.len(), 2, "{}: {facts:#?}", h.kind);
+        assert!(wins.iter().all(|f| f.evidence_count == 1));
+    }
+}
+
+#[tokio::test]
+async fn evidence_counts_distinct_lineages_with_current_testimony() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        let v1 = "# Notes\n\nAlice lives in Lisbon.\n";
+        ingest(&memory, "notes", v1, "2024-01-01T00:00:00Z").await;
+        let count = |facts: &[FactRecord]| {
+            named(facts, "Lisbon")
+                .iter()
+                .map(|f| f.evidence_count)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            count(&all_facts(&memory, false).await),
+            vec![1],
+            "{}",
+            h.kind
+        );
+        // A second version of the same lineage repeating the sentence: still one.
+        let v2 = "# Notes\n\nAlice lives in Lisbon.\n\nAlice likes the ocean.\n";
+        ingest(&memory, "notes", v2, "2024-02-01T00:00:00Z").await;
+        assert_eq!(
+            count(&all_facts(&memory, false).await),
+            vec![1],
+            "{}",
+            h.kind
+        );
+        // Re-extraction under a new extractor generation: still one.
+        // The label of the target passage saying it, e.g. `[T2] Alice lives in Lisbon.`
+        fn label_of(user: &str) -> Option<String> {
+            user.lines()
+                .find(|l| l.starts_with("[T") && l.contains("Alice lives in Lisbon."))
+                .and_then(|l| l.get(1..l.find(']')?))
+                .map(str::to_string)
+        }
+        let extractor = JudgeModel::new(|request, _| {
+            let label = label_of(&request.user);
+            match (request.call_key.as_str(), label) {
+                ("selection", Some(l)) => {
+                    json!({"selections": [{"passage": l, "label": "keep", "reason": null}]})
+                }
+                ("selection", None) => json!({"selections": []}),
+                ("claimify", Some(l)) => json!({"claims": [{
+                    "text": "Alice lives in Lisbon.", "passages": [l], "added_context": [],
+                    "valid_from": null, "valid_until": null, "precision": "unknown",
+                    "kind": "state", "verdict": "entailed"
+                }]}),
+                ("claimify", None) => json!({"claims": []}),
+                (other, _) => panic!("unexpected call {other}"),
+            }
+        });
+        let reextracting = Memory::builder()
+            .store(h.store.clone())
+            .config(test_config())
+            .extractor(rememberstack::ExtractorModels {
+                selection: extractor.clone(),
+                claimify: extractor.clone(),
+            })
+            .open()
+            .await
+            .unwrap();
+        reextracting.process_until_idle().await.unwrap();
+        assert!(
+            !extractor.calls("claimify").is_empty(),
+            "{}: re-extraction ran",
+            h.kind
+        );
+        let facts = all_facts(&reextracting, false).await;
+        let lisbon = named(&facts, "Lisbon");
+        assert_eq!(count(&facts), vec![1], "{}: {lisbon:#?}", h.kind);
+        let trace = reextracting.trace(lisbon[0].fact_id).await.unwrap();
+        assert!(
+            trace.evidence.len() >= 2,
+            "{}: both generations are evidence rows",
+            h.kind
+        );
+        // A second independent document: two.
+        ingest(
+            &reextracting,
+            "other",
+            "# Other\n\nAlice lives in Lisbon.\n",
+            "2024-03-01T00:00:00Z",
+        )
+        .await;
+        assert_eq!(
+            count(&all_facts(&reextracting, false).await),
+            vec![2],
+            "{}",
+            h.kind
+        );
+    }
+}
+
+#[tokio::test]
+async fn merge_then_unmerge_restores_membership_and_reads_follow_redirects() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "a",
+            "# A\n\nRobert Smith lives in Leeds.\n",
+            "2024-01-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "b",
+            "# B\n\nBob Smith works for Initech.\n",
+            "2024-01-02T00:00:00Z",
+        )
+        .await;
+        let robert = entity_ids_named(&memory, "Robert Smith").await[0];
+        let bob = entity_ids_named(&memory, "Bob Smith").await[0];
+        let before = memory.entities(true, 100).await.unwrap();
+
+        let merge = memory.merge_entities(bob, robert).await.unwrap();
+        // Reads follow the redirect and disclose it.
+        let shown = memory.entity(&bob.to_string()).await.unwrap();
+        assert_eq!(shown.entity.entity_id, robert);
+        assert_eq!(shown.redirected_from, Some(bob));
+        assert_eq!(shown.merged_members, vec![bob]);
+        assert!(
+            shown.facts.iter().any(|f| f.statement.contains("Initech")),
+            "{}",
+            h.kind
+        );
+        assert!(shown.facts.iter().all(|f| f.subject == robert));
+        let active = memory.entities(false, 100).await.unwrap();
+        assert!(!active.iter().any(|e| e.entity_id == bob));
+        let of_robert = memory
+            .facts(&FactQuery {
+                entity: Some(robert),
+                ..FactQuery::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(of_robert.len(), 2, "{}: {of_robert:#?}", h.kind);
+        // A merged entity cannot be merged again, nor into itself.
+        assert!(memory.merge_entities(bob, robert).await.is_err());
+        assert!(memory.merge_entities(robert, robert).await.is_err());
+
+        let undone = memory.unmerge_entities(merge.merge_id).await.unwrap();
+        assert!(undone.reverted_at.is_some());
+        let after = memory.entities(true, 100).await.unwrap();
+        let key = |list: &[rememberstack::EntityRecord]| {
+            let mut v: Vec<(EntityId, Option<EntityId>)> =
+                list.iter().map(|e| (e.entity_id, e.merged_into)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            key(&before),
+            key(&after),
+            "{}: exact prior membership",
+            h.kind
+        );
+        let shown = memory.entity(&bob.to_string()).await.unwrap();
+        assert_eq!(shown.entity.entity_id, bob);
+        assert_eq!(shown.redirected_from, None);
+        // A second unmerge of the same event is refused.
+        assert!(memory.unmerge_entities(merge.merge_id).await.is_err());
+    }
+}
