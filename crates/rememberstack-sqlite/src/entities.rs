@@ -14,9 +14,6 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// IN-lists are bound in batches of this many values.
-const BATCH: usize = 400;
-
 const ENTITY_SELECT: &str = "
     SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
            e.profile_key, e.created_at,
@@ -206,22 +203,20 @@ impl SqliteStore {
 
     async fn attach_aliases(&self, ns: &str, entities: &mut [EntityRecord]) -> Result<()> {
         let mut by_entity: HashMap<EntityId, Vec<String>> = HashMap::new();
-        for batch in entities.chunks(BATCH) {
-            let sql = format!(
-                "SELECT entity_id, surface FROM entity_aliases
-                 WHERE namespace_id = ? AND entity_id IN ({}) ORDER BY created_at, rowid",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns);
-            for e in batch {
-                q = q.bind(e.entity_id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                by_entity
-                    .entry(parse_id(&r.get::<String, _>("entity_id"))?)
-                    .or_default()
-                    .push(r.get("surface"));
-            }
+        let ids: Vec<String> = entities.iter().map(|e| e.entity_id.to_string()).collect();
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT entity_id, surface FROM entity_aliases
+             WHERE namespace_id = ? AND entity_id IN ({list}) ORDER BY created_at, rowid",
+            &[ns],
+            &ids,
+        )
+        .await?;
+        for r in rows {
+            by_entity
+                .entry(parse_id(&r.get::<String, _>("entity_id"))?)
+                .or_default()
+                .push(r.get("surface"));
         }
         for e in entities.iter_mut() {
             e.aliases = by_entity.remove(&e.entity_id).unwrap_or_default();
@@ -236,19 +231,10 @@ impl SqliteStore {
     ) -> Result<Vec<EntityRecord>> {
         let ns_s = ns.to_string();
         let mut by_id: HashMap<EntityId, EntityRecord> = HashMap::new();
-        for batch in ids.chunks(BATCH) {
-            let sql = format!(
-                "{ENTITY_SELECT} WHERE e.namespace_id = ? AND e.id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for id in batch {
-                q = q.bind(id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let e = entity_row(&r)?;
-                by_id.insert(e.entity_id, e);
-            }
+        let sql = format!("{ENTITY_SELECT} WHERE e.namespace_id = ? AND e.id IN ({{list}})");
+        for r in fetch_in_batches(&self.read, &sql, &[&ns_s], &id_strings(ids)).await? {
+            let e = entity_row(&r)?;
+            by_id.insert(e.entity_id, e);
         }
         let mut out: Vec<EntityRecord> = ids.iter().filter_map(|id| by_id.remove(id)).collect();
         self.attach_aliases(&ns_s, &mut out).await?;
@@ -461,21 +447,16 @@ impl SqliteStore {
     ) -> Result<Vec<(EntityId, EntityId)>> {
         let ns_s = ns.to_string();
         let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
-        for batch in ids.chunks(BATCH) {
-            let list = in_list(batch.len());
-            let sql = format!(
-                "SELECT a, b FROM resolution_exclusions
-                 WHERE namespace_id = ? AND (a IN ({list}) OR b IN ({list}))"
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for _ in 0..2 {
-                for id in batch {
-                    q = q.bind(id.to_string());
-                }
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                pairs.insert((r.get("a"), r.get("b")));
-            }
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT a, b FROM resolution_exclusions
+             WHERE namespace_id = ? AND (a IN ({list}) OR b IN ({list}))",
+            &[&ns_s],
+            &id_strings(ids),
+        )
+        .await?;
+        for r in rows {
+            pairs.insert((r.get("a"), r.get("b")));
         }
         pairs
             .into_iter()
@@ -533,18 +514,15 @@ impl SqliteStore {
     ) -> Result<Vec<ResolutionDecision>> {
         let ns_s = ns.to_string();
         let mut by_seq: BTreeMap<i64, ResolutionDecision> = BTreeMap::new();
-        for batch in entities.chunks(BATCH) {
-            let sql = format!(
-                "SELECT * FROM resolution_decisions WHERE namespace_id = ? AND entity_id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for id in batch {
-                q = q.bind(id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                by_seq.insert(r.get("seq"), decision_row(&r)?);
-            }
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT * FROM resolution_decisions WHERE namespace_id = ? AND entity_id IN ({list})",
+            &[&ns_s],
+            &id_strings(entities),
+        )
+        .await?;
+        for r in rows {
+            by_seq.insert(r.get("seq"), decision_row(&r)?);
         }
         Ok(by_seq.into_values().collect())
     }
@@ -729,21 +707,16 @@ impl SqliteStore {
             return rows.iter().map(merge_row).collect();
         }
         let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
-        for batch in entities.chunks(BATCH) {
-            let list = in_list(batch.len());
-            let sql = format!(
-                "SELECT * FROM merge_events
-                 WHERE namespace_id = ? AND (from_id IN ({list}) OR into_id IN ({list}))"
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for _ in 0..2 {
-                for id in batch {
-                    q = q.bind(id.to_string());
-                }
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                by_seq.insert(r.get("seq"), merge_row(&r)?);
-            }
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT * FROM merge_events
+             WHERE namespace_id = ? AND (from_id IN ({list}) OR into_id IN ({list}))",
+            &[&ns_s],
+            &id_strings(entities),
+        )
+        .await?;
+        for r in rows {
+            by_seq.insert(r.get("seq"), merge_row(&r)?);
         }
         Ok(by_seq.into_values().collect())
     }

@@ -17,9 +17,6 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, HashMap};
 
-/// IN-lists are bound in batches of this many values.
-const BATCH: usize = 400;
-
 /// The namespace's fact FTS5 table (`fact_fts_<uuid>`), rowid = facts.seq.
 pub(crate) fn fact_fts_table(ns: &str) -> Result<String> {
     ns_table("fact_fts_", ns)
@@ -340,27 +337,20 @@ impl SqliteStore {
     ) -> Result<Vec<Assertion>> {
         let ns_s = ns.to_string();
         let mut found: Vec<(String, String, String, u32, i64, Assertion)> = Vec::new();
-        for batch in subjects.chunks(BATCH) {
-            let sql = format!(
-                "{ASSERTION_SELECT} WHERE namespace_id = ? AND applied_at IS NULL
-                   AND subject_id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for s in batch {
-                q = q.bind(s.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let a = assertion_row(&r)?;
-                found.push((
-                    r.get("asserted_at"),
-                    r.get("claim_id"),
-                    a.statement.clone(),
-                    a.ordinal,
-                    r.get("seq"),
-                    a,
-                ));
-            }
+        let sql = format!(
+            "{ASSERTION_SELECT} WHERE namespace_id = ? AND applied_at IS NULL
+               AND subject_id IN ({{list}})"
+        );
+        for r in fetch_in_batches(&self.read, &sql, &[&ns_s], &id_strings(subjects)).await? {
+            let a = assertion_row(&r)?;
+            found.push((
+                r.get("asserted_at"),
+                r.get("claim_id"),
+                a.statement.clone(),
+                a.ordinal,
+                r.get("seq"),
+                a,
+            ));
         }
         // Apply order (asserted_at, claim_id, statement, ordinal) over the stored text,
         // as SQLite's binary collation orders it; staging order breaks any tie.
@@ -580,19 +570,10 @@ impl SqliteStore {
     ) -> Result<Vec<FactRecord>> {
         let ns_s = ns.to_string();
         let mut by_id: HashMap<FactId, FactRecord> = HashMap::new();
-        for batch in ids.chunks(BATCH) {
-            let sql = format!(
-                "{FACT_SELECT} WHERE f.namespace_id = ? AND f.id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for id in batch {
-                q = q.bind(id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let f = fact_row(&r)?;
-                by_id.insert(f.fact_id, f);
-            }
+        let sql = format!("{FACT_SELECT} WHERE f.namespace_id = ? AND f.id IN ({{list}})");
+        for r in fetch_in_batches(&self.read, &sql, &[&ns_s], &id_strings(ids)).await? {
+            let f = fact_row(&r)?;
+            by_id.insert(f.fact_id, f);
         }
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
@@ -711,24 +692,19 @@ impl SqliteStore {
         keys: &[String],
     ) -> Result<Vec<(String, Vec<f32>)>> {
         let mut by_key: BTreeMap<String, Vec<f32>> = BTreeMap::new();
-        for batch in keys.chunks(BATCH) {
-            let sql = format!(
-                "SELECT embedding_key, vector FROM vectors
-                 WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({})",
-                in_list(batch.len())
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT embedding_key, vector FROM vectors
+             WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({list})",
+            &[&ns.to_string(), generation],
+            keys,
+        )
+        .await?;
+        for r in rows {
+            by_key.insert(
+                r.get("embedding_key"),
+                decode_vector(&r.get::<Vec<u8>, _>("vector"))?,
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql))
-                .bind(ns.to_string())
-                .bind(generation);
-            for k in batch {
-                q = q.bind(k);
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                by_key.insert(
-                    r.get("embedding_key"),
-                    decode_vector(&r.get::<Vec<u8>, _>("vector"))?,
-                );
-            }
         }
         // In the order asked (each key once); missing keys are skipped.
         Ok(keys.iter().filter_map(|k| by_key.remove_entry(k)).collect())

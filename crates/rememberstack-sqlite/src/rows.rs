@@ -59,6 +59,38 @@ pub(crate) fn in_list(n: usize) -> String {
     vec!["?"; n].join(",")
 }
 
+/// Run `sql` once per batch of `list` (at most 400 values) and return every row.
+/// `sql` writes `{list}` where the IN-list goes (each occurrence gets the batch); the
+/// `leading` values bind first, in order. Only placeholders are generated.
+pub(crate) async fn fetch_in_batches(
+    pool: &sqlx::SqlitePool,
+    sql: &str,
+    leading: &[&str],
+    list: &[String],
+) -> Result<Vec<SqliteRow>> {
+    let occurrences = sql.matches("{list}").count();
+    let mut out = Vec::new();
+    for batch in list.chunks(400) {
+        let text = sql.replace("{list}", &in_list(batch.len()));
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(text));
+        for v in leading {
+            q = q.bind(*v);
+        }
+        for _ in 0..occurrences {
+            for v in batch {
+                q = q.bind(v.as_str());
+            }
+        }
+        out.extend(q.fetch_all(pool).await.map_err(crate::db_err)?);
+    }
+    Ok(out)
+}
+
+/// Ids as their stored strings.
+pub(crate) fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
+    ids.iter().map(ToString::to_string).collect()
+}
+
 pub(crate) fn encode_vector(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
