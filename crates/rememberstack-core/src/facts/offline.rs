@@ -468,9 +468,84 @@ fn is_period_token(word: &str) -> bool {
     })
 }
 
+/// Conversational words that start sentences capitalized but never name anything.
+const CHAT_WORDS: &[&str] = &[
+    "absolutely",
+    "actually",
+    "almost",
+    "anyway",
+    "appreciate",
+    "awesome",
+    "btw",
+    "check",
+    "congrats",
+    "cool",
+    "definitely",
+    "did",
+    "does",
+    "everybody",
+    "everyone",
+    "exactly",
+    "got",
+    "gotta",
+    "gonna",
+    "hey",
+    "hi",
+    "honestly",
+    "lol",
+    "made",
+    "make",
+    "makes",
+    "maybe",
+    "nope",
+    "oh",
+    "ok",
+    "okay",
+    "omg",
+    "perfect",
+    "plus",
+    "really",
+    "reminds",
+    "show",
+    "someone",
+    "started",
+    "sure",
+    "thanks",
+    "totally",
+    "wanna",
+    "well",
+    "wish",
+    "wow",
+    "yay",
+    "yeah",
+    "yep",
+    "yes",
+];
+
+/// A contraction (`You've`, `They're`, `It'll`, `Don't`) never names anything.
+fn is_contraction(word: &str) -> bool {
+    let l = lower(word).replace('\u{2019}', "'");
+    ["'ve", "'re", "'ll", "'d", "'m", "n't"]
+        .iter()
+        .any(|suffix| l.ends_with(suffix))
+        || l == "it's"
+        || l == "that's"
+        || l == "there's"
+        || l == "here's"
+}
+
 fn is_stop_word(word: &str) -> bool {
+    let l = lower(word);
     let all_caps_acronym = word.chars().count() > 1 && is_all_upper(word);
-    !all_caps_acronym && STOP_WORDS.contains(&lower(word).as_str())
+    (!all_caps_acronym && STOP_WORDS.contains(&l.as_str()))
+        || CHAT_WORDS.contains(&l.as_str())
+        || is_contraction(word)
+}
+
+/// A gerund leading a longer run (`Seeing Melanie`) is a verb, not part of the name.
+fn is_leading_gerund(word: &str) -> bool {
+    let l = lower(word);
+    l.chars().count() >= 5 && l.ends_with("ing")
 }
 
 fn is_full_calendar_word(word: &str) -> bool {
@@ -582,7 +657,9 @@ fn name_runs(text: &str, tokens: &[Token]) -> Vec<(usize, usize)> {
         let mut k = 0;
         while k < words.len() && {
             let w = word(words[k]);
-            is_stop_word(w) || is_full_calendar_word(w)
+            is_stop_word(w)
+                || is_full_calendar_word(w)
+                || (k + 1 < words.len() && is_leading_gerund(w))
         } {
             k += 1;
         }
@@ -1840,5 +1917,32 @@ mod tests {
             let n = run(&s);
             assert_invariants(&s, &n);
         }
+    }
+
+    #[test]
+    fn conversational_openers_are_not_names() {
+        let names = |text: &str| -> Vec<String> {
+            normalize_offline(&NormalizeInput {
+                claim_text: text.into(),
+                added_context: vec![],
+                document_title: "Chat".into(),
+                validity: crate::claims::Validity::unknown(crate::claims::ValidityKind::State),
+            })
+            .entities
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+        };
+        assert_eq!(
+            names("Seeing Melanie with her kids made Caroline happy."),
+            vec!["Melanie", "Caroline"]
+        );
+        assert_eq!(
+            names("You've been to Sweden, Caroline said."),
+            vec!["Sweden", "Caroline"]
+        );
+        assert_eq!(names("Yeah, Melanie paints."), vec!["Melanie"]);
+        assert_eq!(names("Beijing is large."), vec!["Beijing"]);
+        assert_eq!(names("Great Britain voted."), vec!["Great Britain"]);
     }
 }
