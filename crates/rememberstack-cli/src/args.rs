@@ -65,6 +65,15 @@ pub enum Command {
     },
     /// The namespace's predicate registry, with `other:` values counted for review.
     Predicates,
+    /// The assured read operations: list them, or run one with a JSON input.
+    Operations {
+        /// What to do.
+        #[command(subcommand)]
+        command: OperationsCommand,
+    },
+    /// Ask a question: resolve the named entities, run combined_context and print an
+    /// answer sheet (facts with windows and evidence, then claims with sources).
+    Ask(AskArgs),
     /// Ledger counts by stage and status, dead letters with their errors.
     Status,
     /// Replay dead letters (and make failed items waiting for a backoff due now).
@@ -158,6 +167,37 @@ pub enum TargetArg {
     Claims,
     /// Adjudicated facts (relations and observations).
     Facts,
+}
+
+/// `remember operations …`.
+#[derive(Debug, Subcommand)]
+pub enum OperationsCommand {
+    /// The operation registry: names, descriptions, input schemas, grains, versions.
+    List,
+    /// Run one operation with its JSON input; prints the envelope (or ContextBundle/v2).
+    Run {
+        /// The operation name.
+        name: String,
+        /// The input as JSON (e.g. '{"query": "where does Alice work"}').
+        #[arg(long, value_name = "JSON")]
+        input: String,
+    },
+}
+
+/// `remember ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// An entity the question is about (a name or an id); repeatable.
+    #[arg(long = "entity", value_name = "NAME_OR_ID")]
+    pub entities: Vec<String>,
+    /// Facts as of this instant (RFC 3339) instead of now.
+    #[arg(long, value_name = "RFC3339", conflicts_with = "history")]
+    pub at: Option<String>,
+    /// Every fact, closed and superseded ones included.
+    #[arg(long)]
+    pub history: bool,
 }
 
 /// `remember entities …`.

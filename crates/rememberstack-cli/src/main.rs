@@ -141,6 +141,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 roles,
                 cursor: a.cursor.clone(),
                 include_retired: a.include_retired,
+                entities: vec![],
             };
             if a.target == TargetArg::Facts {
                 let envelope = memory.search_facts_with(request).await?;
@@ -411,6 +412,34 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
             Ok(())
         }
+        Command::Operations { command } => {
+            let memory = open(&cli).await?;
+            match command {
+                OperationsCommand::List => {
+                    let ops = memory.operations();
+                    if cli.json {
+                        print_json(&json!({ "operations": ops }))
+                    } else {
+                        for op in &ops {
+                            println!("{} (v{}, grain {})", op.name, op.version, op.grain);
+                            println!("  {}", op.description);
+                        }
+                        Ok(())
+                    }
+                }
+                OperationsCommand::Run { name, input } => {
+                    let input: serde_json::Value = serde_json::from_str(input).map_err(|e| {
+                        Error::new(
+                            ErrorCode::InvalidParameter,
+                            format!("--input is not JSON: {e}"),
+                        )
+                    })?;
+                    let out = memory.run_operation(name, input).await?;
+                    print_json(&out)
+                }
+            }
+        }
+        Command::Ask(a) => ask(&cli, a).await,
         Command::Predicates => {
             let memory = open(&cli).await?;
             let rows = memory.predicates().await?;
@@ -683,6 +712,130 @@ fn fact_line(f: &rememberstack::facts::FactRecord) -> String {
         "{}  ({shape}; {window}; evidence {}, contradict {}{flags})",
         f.statement, f.evidence_count, f.contradict_count
     )
+}
+
+/// `remember ask`: resolve names, run combined_context, print an answer sheet.
+async fn ask(cli: &Cli, a: &AskArgs) -> Result<(), Error> {
+    let memory = open(cli).await?;
+    let mut ids = Vec::new();
+    for name in &a.entities {
+        if let Ok(id) = name.parse::<EntityId>() {
+            ids.push(id.to_string());
+            continue;
+        }
+        let found = memory.resolve_entity(name, Some(5)).await?;
+        let exact: Vec<&rememberstack::EntityResult> = found
+            .results
+            .iter()
+            .filter(|r| {
+                r.matched_by
+                    .contains(&rememberstack::entities::BlockingTier::T0)
+            })
+            .collect();
+        match exact.as_slice() {
+            [one] => ids.push(one.entity_id.to_string()),
+            [] => {
+                return Err(Error::new(
+                    ErrorCode::NotFound,
+                    format!(
+                        "no entity is named `{name}`{}",
+                        if found.results.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "; similar: {}",
+                                found
+                                    .results
+                                    .iter()
+                                    .map(|r| format!("{} ({})", r.canonical_name, r.entity_id))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }
+                    ),
+                ));
+            }
+            many => {
+                return Err(Error::invalid_input(format!(
+                    "`{name}` names {} entities; pass one id with --entity: {}",
+                    many.len(),
+                    many.iter()
+                        .map(|r| format!(
+                            "{} ({})",
+                            r.entity_id,
+                            r.profile.as_deref().unwrap_or(&r.canonical_name)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )));
+            }
+        }
+    }
+    let scope = match (&a.at, a.history) {
+        (Some(t), _) => Some(rememberstack::TemporalScope {
+            mode: "at".into(),
+            at: Some(t.clone()),
+            from: None,
+            to: None,
+        }),
+        (None, true) => Some(rememberstack::TemporalScope {
+            mode: "history".into(),
+            at: None,
+            from: None,
+            to: None,
+        }),
+        (None, false) => None,
+    };
+    let bundle = memory
+        .combined_context(rememberstack::CombinedContextInput {
+            query: a.question.clone(),
+            entity_ids: (!ids.is_empty()).then_some(ids),
+            temporal_scope: scope,
+        })
+        .await?;
+    if cli.json {
+        return print_json(&bundle);
+    }
+    println!("Q: {}", a.question);
+    println!();
+    println!("Facts:");
+    if let Some(n) = &bundle.facts.negative {
+        println!("  ({}: {})", n.kind, n.message);
+    }
+    for r in &bundle.facts.results {
+        println!("  - {}", fact_line(&r.fact));
+        if let Some(c) = &r.contradiction {
+            for m in &c.members {
+                println!("      contradicted by: {}", fact_line(m));
+            }
+        }
+    }
+    println!();
+    println!("Evidence:");
+    if let Some(n) = &bundle.claims_and_sources.negative {
+        println!("  ({}: {})", n.kind, n.message);
+    }
+    for r in &bundle.claims_and_sources.results {
+        match r {
+            rememberstack::EvidenceResult::Claim(c) => println!(
+                "  - {}  [{}, said {}]",
+                c.text,
+                c.document_title,
+                c.asserted_at.format("%Y-%m-%d")
+            ),
+            rememberstack::EvidenceResult::Chunk(c) => println!(
+                "  - \"{}\"  [{}, {}]",
+                c.text
+                    .replace('\n', " ")
+                    .chars()
+                    .take(200)
+                    .collect::<String>(),
+                c.document_title,
+                c.asserted_at.format("%Y-%m-%d")
+            ),
+        }
+    }
+    Ok(())
 }
 
 async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {

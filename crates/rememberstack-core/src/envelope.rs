@@ -28,6 +28,8 @@ pub enum Grain {
     Evidence,
     /// What is believed: relations and observations.
     Fact,
+    /// Who or what: entities.
+    Entity,
 }
 
 /// A result envelope.
@@ -49,6 +51,68 @@ pub struct Envelope<R> {
     pub freshness: Freshness,
     /// Per-channel status.
     pub channels: BTreeMap<String, ChannelReport>,
+    /// A typed negative when there is nothing (or nothing trustworthy) to return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative: Option<Negative>,
+    /// The time scope facts were evaluated in, echoed with the evaluation instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporal_scope: Option<ScopeEcho>,
+    /// The parameters as applied (defaults filled in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<serde_json::Value>,
+    /// How results were fitted to a character budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetReport>,
+    /// Candidates dropped at confirmation (the record changed or vanished after
+    /// ranking), by reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hydration_drops: BTreeMap<String, u64>,
+    /// Why a name is ambiguous (`resolve_entity`): several entities match it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ambiguity: Option<String>,
+}
+
+/// A typed negative (D49).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Negative {
+    /// `unknown_entity` (an anchor is not a current entity of the namespace),
+    /// `known_empty` (everything was searched and nothing matches) or `boundary`
+    /// (nothing found, but the search was limited: the named limitation).
+    pub kind: String,
+    /// What it means.
+    pub message: String,
+    /// The limitation of a `boundary` (e.g. `semantic_channel_unready`, `pending_work`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limitation: Option<String>,
+}
+
+/// The time scope an operation applied, with the instant it was evaluated at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeEcho {
+    /// `current`, `at`, `overlap` or `history`.
+    pub mode: String,
+    /// The instant of `at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Timestamp>,
+    /// The start of `overlap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Timestamp>,
+    /// The end of `overlap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Timestamp>,
+    /// When the scope was evaluated.
+    pub evaluated_at: Timestamp,
+}
+
+/// How results were fitted to a character budget: whole items, in rank order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetReport {
+    /// The budget, in characters.
+    pub chars: usize,
+    /// Characters of the returned results' texts.
+    pub used: usize,
+    /// Ids of ranked results left out because they did not fit.
+    pub omitted: Vec<String>,
 }
 
 /// Truncation markers: every cap is disclosed with a continuation.
@@ -168,7 +232,93 @@ pub struct FactResult {
     pub fact: crate::facts::FactRecord,
     /// Scores.
     pub scores: Scores,
+    /// How many of the operation's anchored entities the fact touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchors: Option<usize>,
+    /// The fact's contradiction group, with its co-members inline (never one-sided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contradiction: Option<Contradiction>,
 }
+
+/// A contradiction group shown with a fact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contradiction {
+    /// The group.
+    pub group_id: uuid::Uuid,
+    /// The other members, up to [`CONTRADICTION_CAP`].
+    pub members: Vec<crate::facts::FactRecord>,
+    /// Members returned here (the fact itself included).
+    pub returned: usize,
+    /// Members in the group.
+    pub total: usize,
+}
+
+/// Co-members of a contradiction group always shown inline.
+pub const CONTRADICTION_CAP: usize = 8;
+
+/// One entity result (`resolve_entity`, grain `entity`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntityResult {
+    /// The entity (an active one: redirects are followed).
+    pub entity_id: crate::ids::EntityId,
+    /// Its canonical name.
+    pub canonical_name: String,
+    /// Names it is known by.
+    pub aliases: Vec<String>,
+    /// Its profile summary, if built.
+    pub profile: Option<String>,
+    /// The blocking score (exact name 1.0, trigram similarity, phonetic 0.5).
+    pub score: f32,
+    /// How it matched: `T0` exact name, `T1` trigrams, `T2` phonetic.
+    pub matched_by: Vec<crate::entities::BlockingTier>,
+    /// Cosine of the name's embedding and the profile's, when both exist (T3 signal).
+    pub profile_similarity: Option<f32>,
+    /// Entities merged into it that matched the name (redirects disclosed).
+    pub merged_from: Vec<crate::ids::EntityId>,
+    /// Mentions resolved to it.
+    pub mention_count: u64,
+}
+
+/// One evidence result of `claims_and_sources_context`: a claim or a source chunk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EvidenceResult {
+    /// A claim with its evidence spans.
+    Claim(ClaimResult),
+    /// A source chunk.
+    Chunk(ChunkResult),
+}
+
+impl EvidenceResult {
+    /// The result's id as a string.
+    pub fn id(&self) -> String {
+        match self {
+            EvidenceResult::Claim(c) => c.claim_id.to_string(),
+            EvidenceResult::Chunk(c) => c.chunk_id.to_string(),
+        }
+    }
+    /// The result's text.
+    pub fn text(&self) -> &str {
+        match self {
+            EvidenceResult::Claim(c) => &c.text,
+            EvidenceResult::Chunk(c) => &c.text,
+        }
+    }
+}
+
+/// The combined operation's answer (D87): exactly the two child envelopes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextBundle {
+    /// Always [`CONTEXT_BUNDLE_CONTRACT`].
+    pub contract: String,
+    /// The `claims_and_sources_context` envelope.
+    pub claims_and_sources: Envelope<EvidenceResult>,
+    /// The `facts_context` envelope.
+    pub facts: Envelope<FactResult>,
+}
+
+/// The combined bundle's contract identifier.
+pub const CONTEXT_BUNDLE_CONTRACT: &str = "ContextBundle/v2";
 
 /// One claim result of an evidence search.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

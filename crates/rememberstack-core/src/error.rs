@@ -10,6 +10,9 @@ use serde::Serialize;
 pub enum ErrorCode {
     /// The caller's input is malformed (a bad id, a bad flag value, bad JSON).
     InvalidInput,
+    /// An operation's input does not satisfy its schema (a missing or extra field,
+    /// a value out of range).
+    InvalidParameter,
     /// The input is empty.
     EmptyInput,
     /// The input exceeds the configured maximum source size.
@@ -39,6 +42,7 @@ impl ErrorCode {
     pub fn as_str(&self) -> &'static str {
         match self {
             ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::InvalidParameter => "invalid_parameter",
             ErrorCode::EmptyInput => "empty_input",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidUtf8 => "invalid_utf8",

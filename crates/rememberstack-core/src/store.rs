@@ -195,6 +195,8 @@ pub struct ChunkFilter {
     pub namespace_id: NamespaceId,
     /// Section roles allowed.
     pub roles: Vec<SectionRole>,
+    /// When not empty: only chunks with a claim that mentions one of these entities.
+    pub entities: Vec<EntityId>,
 }
 
 /// One ranked candidate.
@@ -484,6 +486,8 @@ pub struct ClaimFilter {
     pub include_retired: bool,
     /// Only these lineages.
     pub document_id: Option<DocumentId>,
+    /// When not empty: only claims that mention one of these entities.
+    pub entities: Vec<EntityId>,
 }
 
 /// One ranked claim.

@@ -1,5 +1,6 @@
 //! Claims: storage of extractions, occurrences, the ledgers, currency and claim search.
 
+use crate::CLAIM_ENTITIES;
 use crate::rows::*;
 use crate::{SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
@@ -537,15 +538,18 @@ impl SqliteStore {
             "SELECT c.id, bm25({fts}) AS rank FROM {fts}
              JOIN claims c ON c.seq = {fts}.rowid
              WHERE {fts} MATCH ? AND c.namespace_id = ? AND (? OR c.is_current = 1)
-               AND (? IS NULL OR c.document_id = ?)
+               AND (? IS NULL OR c.document_id = ?) AND {CLAIM_ENTITIES}
              ORDER BY rank, c.id LIMIT ?"
         );
+        let (any, list) = crate::entity_json(&filter.entities);
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(crate::fts_query(terms))
             .bind(&ns_s)
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
             .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(any)
+            .bind(list)
             .bind(limit as i64)
             .fetch_all(&self.read)
             .await
@@ -566,17 +570,21 @@ impl SqliteStore {
         if limit == 0 {
             return Ok(vec![]);
         }
-        let rows = sqlx::query(
+        let (any, list) = crate::entity_json(&filter.entities);
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT c.id, vv.vector FROM claims c
              JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)",
-        )
+             WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
+               AND {CLAIM_ENTITIES}"
+        )))
         .bind(generation)
         .bind(filter.namespace_id.to_string())
         .bind(filter.include_retired)
         .bind(filter.document_id.map(|d| d.to_string()))
         .bind(filter.document_id.map(|d| d.to_string()))
+        .bind(any)
+        .bind(list)
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;

@@ -149,7 +149,7 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
     }
     if !filter.history {
         sql.push_str(" AND f.invalidated_at IS NULL");
-        if filter.at.is_none() {
+        if filter.at.is_none() && filter.overlap.is_none() {
             // Current view: a superseded fact no longer holds. As of an instant, its
             // (capped) window decides.
             sql.push_str(" AND f.superseded_by IS NULL");
@@ -163,6 +163,17 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
             let at = to_rfc3339(&at);
             binds.push(at.clone());
             binds.push(at);
+        }
+        if let Some((from, until)) = filter.overlap {
+            // Half-open windows overlap when each starts before the other ends.
+            if let Some(until) = until {
+                sql.push_str(" AND (f.valid_from IS NULL OR f.valid_from < ?)");
+                binds.push(to_rfc3339(&until));
+            }
+            if let Some(from) = from {
+                sql.push_str(" AND (f.valid_until IS NULL OR ? < f.valid_until)");
+                binds.push(to_rfc3339(&from));
+            }
         }
     }
     (sql, binds)
@@ -1203,6 +1214,7 @@ mod tests {
             entities,
             at: at.map(t),
             history,
+            overlap: None,
         };
         assert_eq!(
             ids(store
@@ -1258,6 +1270,7 @@ mod tests {
             entities: vec![],
             at: None,
             history: false,
+            overlap: None,
         };
         assert!(
             store

@@ -117,6 +117,27 @@ fn ts(s: &str) -> Result<Timestamp> {
         .ok_or_else(|| Error::store(format!("corrupt timestamp `{s}`")))
 }
 
+/// Entity anchoring of chunk search (binds: "any" flag, JSON array of entity ids): a
+/// chunk qualifies when one of its claims mentions an anchored entity.
+const CHUNK_ENTITIES: &str = "(? = 0 OR c.id IN (
+    SELECT cc.chunk_id FROM chunk_claims cc
+    JOIN entity_mentions m ON m.namespace_id = cc.namespace_id AND m.claim_id = cc.claim_id
+    WHERE cc.namespace_id = c.namespace_id AND m.entity_id IN (SELECT value FROM json_each(?))))";
+
+/// Entity anchoring of claim search (binds: "any" flag, JSON array of entity ids).
+pub(crate) const CLAIM_ENTITIES: &str = "(? = 0 OR c.id IN (
+    SELECT m.claim_id FROM entity_mentions m
+    WHERE m.namespace_id = c.namespace_id AND m.entity_id IN (SELECT value FROM json_each(?))))";
+
+/// The binds of an entity anchor: whether it applies, and the ids as a JSON array.
+pub(crate) fn entity_json(entities: &[EntityId]) -> (bool, String) {
+    let ids: Vec<String> = entities.iter().map(|e| e.to_string()).collect();
+    (
+        !ids.is_empty(),
+        serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
+    )
+}
+
 fn role_list(roles: &[SectionRole]) -> String {
     // Roles come from a closed enum: their names are safe to inline.
     if roles.is_empty() {
@@ -889,13 +910,16 @@ impl MemoryStore for SqliteStore {
              JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
              JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
                             AND s.ordinal = c.section_ordinal
-             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles})
+             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles}) AND {CHUNK_ENTITIES}
              ORDER BY rank, c.id LIMIT ?",
             roles = role_list(&filter.roles)
         );
+        let (any, list) = entity_json(&filter.entities);
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(fts_query(terms))
             .bind(filter.namespace_id.to_string())
+            .bind(any)
+            .bind(list)
             .bind(limit as i64)
             .fetch_all(&self.read)
             .await
@@ -923,12 +947,15 @@ impl MemoryStore for SqliteStore {
                             AND s.ordinal = c.section_ordinal
              JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND s.role IN ({})",
+             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_ENTITIES}",
             role_list(&filter.roles)
         );
+        let (any, list) = entity_json(&filter.entities);
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(generation)
             .bind(filter.namespace_id.to_string())
+            .bind(any)
+            .bind(list)
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?;

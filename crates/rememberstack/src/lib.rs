@@ -37,14 +37,17 @@ pub use config::{Config, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
-    DeadLetter, DoctorReport, DocumentDetail, DocumentSummary, DrainReport, Engine, EngineConfig,
-    EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig, IngestReceipt,
-    ProviderCheck, Providers, SearchRequest, StatusReport, TracedEvidence, VersionSummary,
+    ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
+    DocumentSummary, DrainReport, Engine, EngineConfig, EntityDetail, ExtractorModels, FactModels,
+    FactQuery, FactTrace, FactsConfig, FactsContextInput, IngestReceipt, OperationDescriptor,
+    ProviderCheck, Providers, ResolveEntityInput, SearchRequest, StatusReport, TemporalScope,
+    TracedEvidence, VersionSummary, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
-    ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, Envelope, FactResult,
-    Freshness, Grain, OperationInfo, Scores, SemanticReadiness, Truncation,
+    BudgetReport, ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, ContextBundle,
+    Contradiction, EntityResult, Envelope, EvidenceResult, FactResult, Freshness, Grain, Negative,
+    OperationInfo, ScopeEcho, Scores, SemanticReadiness, Truncation,
 };
 pub use rememberstack_core::facts::{AdjudicationRecord, FactKind, FactRecord, PredicateRow};
 pub use rememberstack_core::ids::*;
@@ -459,6 +462,61 @@ impl Memory {
     /// Ledger status of this namespace.
     pub async fn status(&self) -> Result<StatusReport> {
         self.engine.status(&self.namespace).await
+    }
+
+    /// The operation registry: the four assured operations with their input schemas.
+    pub fn operations(&self) -> Vec<OperationDescriptor> {
+        operations()
+    }
+
+    /// Run an operation of the registry by name with its JSON input (the same JSON the
+    /// CLI's `operations run --input` and the server take); returns the envelope or
+    /// `ContextBundle/v2` as JSON.
+    pub async fn run_operation(
+        &self,
+        name: &str,
+        input: serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        self.engine
+            .run_operation(&self.namespace, name, input)
+            .await
+    }
+
+    /// `resolve_entity`: the entities a name may refer to, ranked; ambiguity explicit.
+    pub async fn resolve_entity(
+        &self,
+        name: &str,
+        k: Option<usize>,
+    ) -> Result<Envelope<EntityResult>> {
+        self.engine
+            .resolve_entity(
+                &self.namespace,
+                ResolveEntityInput {
+                    name: name.to_string(),
+                    k,
+                },
+            )
+            .await
+    }
+
+    /// `claims_and_sources_context`: claims and source chunks for a question.
+    pub async fn claims_and_sources_context(
+        &self,
+        input: ClaimsAndSourcesInput,
+    ) -> Result<Envelope<EvidenceResult>> {
+        self.engine
+            .claims_and_sources_context(&self.namespace, input)
+            .await
+    }
+
+    /// `facts_context`: relations and observations for a question in a time scope.
+    pub async fn facts_context(&self, input: FactsContextInput) -> Result<Envelope<FactResult>> {
+        self.engine.facts_context(&self.namespace, input).await
+    }
+
+    /// `combined_context`: both context operations as one `ContextBundle/v2`.
+    pub async fn combined_context(&self, input: CombinedContextInput) -> Result<ContextBundle> {
+        self.engine.combined_context(&self.namespace, input).await
     }
 
     /// Hybrid fact search (live facts; `include_retired` adds closed and superseded ones).

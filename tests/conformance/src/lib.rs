@@ -17,6 +17,10 @@ impl ManualClock {
     pub fn new() -> Arc<Self> {
         Arc::new(ManualClock(Mutex::new(chrono::Utc::now())))
     }
+    /// A clock frozen at `t` until moved.
+    pub fn at(t: Timestamp) -> Arc<Self> {
+        Arc::new(ManualClock(Mutex::new(t)))
+    }
     /// Move time forward.
     pub fn advance(&self, d: Duration) {
         let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -423,3 +423,82 @@ fn entities_facts_trace_and_merge_from_the_command_line() {
     let preds = cli.ok_json(&["predicates", "--json"]);
     assert!(preds["predicates"].as_array().unwrap().len() >= 16);
 }
+
+#[test]
+fn operations_and_ask_from_the_command_line() {
+    let cli = Cli::new();
+    let path = cli.write(
+        "hr.md",
+        "# HR\n\nAlice has worked for Acme since March 2024.\n",
+    );
+    cli.ok_json(&["ingest", path.to_str().unwrap(), "--wait", "--json"]);
+
+    let ops = cli.ok_json(&["operations", "list", "--json"]);
+    let names: Vec<&str> = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "resolve_entity",
+            "claims_and_sources_context",
+            "facts_context",
+            "combined_context"
+        ]
+    );
+    assert!(ops["operations"][2]["input_schema"]["properties"]["temporal_scope"].is_object());
+
+    let resolved = cli.ok_json(&[
+        "operations",
+        "run",
+        "resolve_entity",
+        "--input",
+        r#"{"name": "Alice"}"#,
+    ]);
+    let alice = resolved["results"][0]["entity_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let input = format!(r#"{{"query": "Alice employer", "entity_ids": ["{alice}"]}}"#);
+    let facts = cli.ok_json(&["operations", "run", "facts_context", "--input", &input]);
+    assert_eq!(facts["grain"], "fact");
+    assert_eq!(facts["temporal_scope"]["mode"], "current");
+    assert_eq!(facts["results"][0]["object_name"], "Acme");
+    let bundle = cli.ok_json(&["operations", "run", "combined_context", "--input", &input]);
+    assert_eq!(bundle["contract"], "ContextBundle/v2");
+
+    // Bad input: typed errors.
+    let out = cli.run(&[
+        "operations",
+        "run",
+        "facts_context",
+        "--input",
+        "{not json",
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "invalid_parameter");
+
+    // The answer sheet.
+    let out = cli.run(&["ask", "where does Alice work?", "--entity", "Alice"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sheet = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        sheet.contains("Facts:") && sheet.contains("Alice works for Acme"),
+        "{sheet}"
+    );
+    assert!(
+        sheet.contains("Evidence:") && sheet.contains("[HR, said"),
+        "{sheet}"
+    );
+    let out = cli.run(&["ask", "who?", "--entity", "Nobody Atall"]);
+    assert!(!out.status.success());
+}

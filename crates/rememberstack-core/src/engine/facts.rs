@@ -690,6 +690,7 @@ impl Engine {
                         entities: vec![c.record.entity_id],
                         at: None,
                         history: false,
+                        overlap: None,
                     },
                     8,
                 )
@@ -937,6 +938,7 @@ impl Engine {
                     entities: vec![a.subject],
                     at: None,
                     history: false,
+                    overlap: None,
                 },
                 10_000,
             )
@@ -952,6 +954,7 @@ impl Engine {
                         entities: vec![object],
                         at: None,
                         history: false,
+                        overlap: None,
                     },
                     10_000,
                 )
@@ -1197,6 +1200,7 @@ impl Engine {
                     entities: vec![entity],
                     at: None,
                     history: false,
+                    overlap: None,
                 },
                 10_000,
             )
@@ -1205,6 +1209,7 @@ impl Engine {
             b.evidence_count
                 .cmp(&a.evidence_count)
                 .then(b.recorded_at.cmp(&a.recorded_at))
+                .then(a.statement.cmp(&b.statement))
                 .then(a.fact_id.cmp(&b.fact_id))
         });
         let summary = profile_summary(&e, &facts);
@@ -1323,6 +1328,7 @@ impl Engine {
                     entities: members.clone(),
                     at: None,
                     history: false,
+                    overlap: None,
                 },
                 1_000,
             )
@@ -1347,7 +1353,7 @@ impl Engine {
     }
 
     /// The entity and every entity whose redirect chain ends at it.
-    async fn members(&self, ns: NamespaceId, root: EntityId) -> Result<Vec<EntityId>> {
+    pub(super) async fn members(&self, ns: NamespaceId, root: EntityId) -> Result<Vec<EntityId>> {
         let mut out = vec![root];
         let mut frontier = vec![root];
         let events = self.store.merge_events(ns, &[]).await?;
@@ -1493,6 +1499,7 @@ impl Engine {
                     entities,
                     at: query.at,
                     history: query.history,
+                    overlap: None,
                 },
                 if query.limit == 0 { 1_000 } else { query.limit },
             )

@@ -19,10 +19,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod context;
 mod extract;
 mod facts;
 mod search;
 
+pub use context::{
+    ClaimsAndSourcesInput, CombinedContextInput, FactsContextInput, OperationDescriptor,
+    ResolveEntityInput, TemporalScope, operations,
+};
 pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
 pub use facts::{
     EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, PROFILE_VERSION, TracedEvidence,
@@ -161,6 +166,8 @@ pub struct SearchRequest {
     pub cursor: Option<String>,
     /// Claims only: include claims that are no longer current testimony (audit).
     pub include_retired: bool,
+    /// When not empty: only records about these entities (merges are followed).
+    pub entities: Vec<EntityId>,
 }
 
 impl SearchRequest {
@@ -173,6 +180,7 @@ impl SearchRequest {
             roles: None,
             cursor: None,
             include_retired: false,
+            entities: vec![],
         }
     }
 }
@@ -545,6 +553,7 @@ impl Engine {
                     namespace_id: ns.id,
                     include_retired: false,
                     document_id: None,
+                    entities: vec![],
                 };
                 let work = self
                     .store
@@ -576,6 +585,7 @@ impl Engine {
                     entities: vec![],
                     at: None,
                     history: true,
+                    overlap: None,
                 };
                 let facts = self.store.list_facts(&filter, u32::MAX).await?;
                 let keys: Vec<String> = facts.iter().map(|f| f.embedding_key.clone()).collect();
@@ -1376,6 +1386,7 @@ impl Engine {
             namespace_id: ns.id,
             include_retired,
             document_id: document,
+            entities: vec![],
         };
         self.store
             .list_claims(&filter, limit.clamp(1, 10_000))

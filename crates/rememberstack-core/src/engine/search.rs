@@ -64,7 +64,7 @@ impl Engine {
     }
 
     /// Embed the query, or say why the semantic channel cannot run.
-    async fn query_vector(&self, query: &str) -> std::result::Result<Vec<f32>, String> {
+    pub(super) async fn query_vector(&self, query: &str) -> std::result::Result<Vec<f32>, String> {
         match self
             .embedder
             .embed(&[query.to_string()], EmbedPurpose::Query)
@@ -134,7 +134,7 @@ impl Engine {
         })
     }
 
-    fn make_envelope<R>(
+    pub(super) fn make_envelope<R>(
         &self,
         operation: &str,
         namespace: &str,
@@ -155,10 +155,16 @@ impl Engine {
             truncation,
             freshness,
             channels,
+            negative: None,
+            temporal_scope: None,
+            applied: None,
+            budget: None,
+            hydration_drops: BTreeMap::new(),
+            ambiguity: None,
         }
     }
 
-    fn empty_envelope<R>(&self, operation: &str, namespace: &str) -> Envelope<R> {
+    pub(super) fn empty_envelope<R>(&self, operation: &str, namespace: &str) -> Envelope<R> {
         let mut channels = BTreeMap::new();
         channels.insert("lexical".into(), channel("ok", 0, None));
         channels.insert("semantic".into(), channel("ok", 0, None));
@@ -188,6 +194,7 @@ impl Engine {
         let filter = ChunkFilter {
             namespace_id: namespace.id,
             roles: req.roles.clone().unwrap_or_else(|| vec![SectionRole::Body]),
+            entities: req.entities.clone(),
         };
         let freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = VectorCoverage {
@@ -277,6 +284,7 @@ impl Engine {
             namespace_id: namespace.id,
             include_retired: req.include_retired,
             document_id: None,
+            entities: req.entities.clone(),
         };
         let mut freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = self
@@ -373,18 +381,35 @@ impl Engine {
     /// Hybrid fact search: the fact labels and statements of live facts (all facts
     /// with `include_retired`), semantic and lexical channels fused.
     pub async fn search_facts(&self, req: SearchRequest) -> Result<Envelope<FactResult>> {
-        const OP: &str = "search_facts";
-        let paging = self.paging(&req)?;
         let Some(namespace) = self.store.namespace(&req.namespace).await? else {
-            return Ok(self.empty_envelope(OP, &req.namespace));
+            self.paging(&req)?;
+            return Ok(self.empty_envelope("search_facts", &req.namespace));
         };
-        let generation = self.component_version(Stage::EmbedFacts);
         let filter = FactFilter {
             namespace_id: namespace.id,
-            entities: vec![],
+            entities: req.entities.clone(),
             at: None,
             history: req.include_retired,
+            overlap: None,
         };
+        self.search_facts_in(&req, filter).await
+    }
+
+    /// Hybrid fact search over the facts `filter` admits (eligibility applies before
+    /// the top-k cut).
+    pub(super) async fn search_facts_in(
+        &self,
+        req: &SearchRequest,
+        filter: FactFilter,
+    ) -> Result<Envelope<FactResult>> {
+        const OP: &str = "search_facts";
+        let paging = self.paging(req)?;
+        let namespace = crate::store::Namespace {
+            id: filter.namespace_id,
+            slug: req.namespace.clone(),
+            created_at: self.clock.now(),
+        };
+        let generation = self.component_version(Stage::EmbedFacts);
         let mut freshness = self.freshness(namespace.id, &generation).await?;
         let live = self.store.list_facts(&filter, 100_000).await?;
         let keys: Vec<String> = live.iter().map(|f| f.embedding_key.clone()).collect();
@@ -442,6 +467,8 @@ impl Engine {
                 Some(FactResult {
                     fact: records.remove(&f.id)?,
                     scores: f.scores,
+                    anchors: None,
+                    contradiction: None,
                 })
             })
             .collect();

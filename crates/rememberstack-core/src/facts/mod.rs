@@ -308,6 +308,9 @@ pub struct FactFilter {
     pub at: Option<Timestamp>,
     /// Include facts that no longer hold (closed windows, invalidated, superseded).
     pub history: bool,
+    /// Only facts whose window overlaps `[from, until)` (either bound open); like `at`,
+    /// superseded facts count when their window overlaps. Ignored with `history`.
+    pub overlap: Option<(Option<Timestamp>, Option<Timestamp>)>,
 }
 
 /// A predicate registry row of a namespace (D5).

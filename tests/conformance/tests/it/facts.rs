@@ -17,11 +17,11 @@ use rememberstack_conformance::{Harness, stores, test_config};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
-type Judge = dyn Fn(&ChatRequest, usize) -> Value + Send + Sync;
+pub(crate) type Judge = dyn Fn(&ChatRequest, usize) -> Value + Send + Sync;
 
 /// A chat model whose answers are computed from the request (call key, prompt
 /// text and how many calls of that key came before).
-struct JudgeModel {
+pub(crate) struct JudgeModel {
     judge: Box<Judge>,
     calls: Mutex<Vec<ChatRequest>>,
     /// Runs (once) before the first `resolve_t4` answer: lets a test change the
@@ -29,7 +29,7 @@ struct JudgeModel {
     during_t4: Mutex<Option<Box<dyn FnOnce() -> BoxFuture + Send>>>,
 }
 
-type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+pub(crate) type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 impl std::fmt::Debug for JudgeModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -38,14 +38,16 @@ impl std::fmt::Debug for JudgeModel {
 }
 
 impl JudgeModel {
-    fn new(judge: impl Fn(&ChatRequest, usize) -> Value + Send + Sync + 'static) -> Arc<Self> {
+    pub(crate) fn new(
+        judge: impl Fn(&ChatRequest, usize) -> Value + Send + Sync + 'static,
+    ) -> Arc<Self> {
         Arc::new(JudgeModel {
             judge: Box::new(judge),
             calls: Mutex::new(vec![]),
             during_t4: Mutex::new(None),
         })
     }
-    fn calls(&self, key: &str) -> Vec<ChatRequest> {
+    pub(crate) fn calls(&self, key: &str) -> Vec<ChatRequest> {
         self.calls
             .lock()
             .unwrap()
@@ -103,11 +105,11 @@ async fn memory_with(h: &Harness, models: FactModels) -> Memory {
         .unwrap()
 }
 
-fn at(s: &str) -> Timestamp {
+pub(crate) fn at(s: &str) -> Timestamp {
     rememberstack::time::parse_rfc3339(s).unwrap()
 }
 
-async fn ingest(memory: &Memory, source_ref: &str, text: &str, source_time: &str) {
+pub(crate) async fn ingest(memory: &Memory, source_ref: &str, text: &str, source_time: &str) {
     memory
         .ingest_text(
             text,
@@ -435,7 +437,7 @@ async fn a_stale_t4_answer_is_discarded_and_retried() {
 }
 
 /// An adjudicator scripted by call order.
-fn verdicts(list: Vec<Value>) -> impl Fn(&ChatRequest, usize) -> Value + Send + Sync {
+pub(crate) fn verdicts(list: Vec<Value>) -> impl Fn(&ChatRequest, usize) -> Value + Send + Sync {
     move |request, n| {
         assert_eq!(request.call_key, "adjudicate", "unexpected call");
         list.get(n)

@@ -2,6 +2,7 @@
 
 mod claimify;
 mod claims;
+mod context;
 mod facts;
 mod ingest;
 mod ledger;

@@ -1,0 +1,919 @@
+//! The assured operations (D87, D97, D114): `resolve_entity`,
+//! `claims_and_sources_context`, `facts_context` and `combined_context`, their
+//! registry (D50) and their inputs. Zero LLM: reads embed the query at most.
+
+use super::*;
+use crate::entities::normalize::{daitch_mokotoff, lemma, rank_candidates, trigrams};
+use crate::entities::{BlockingQuery, BlockingTier, EntityRecord};
+use crate::facts::{FactFilter, FactRecord};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// Most anchored entities an operation accepts.
+pub const MAX_ANCHORS: usize = 20;
+/// Default `k` of the context operations.
+pub const DEFAULT_CONTEXT_K: usize = 10;
+/// Default `k` of `resolve_entity`.
+pub const DEFAULT_RESOLVE_K: usize = 5;
+
+/// The time scope of a facts read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemporalScope {
+    /// `current` (default), `at`, `overlap` or `history`.
+    pub mode: String,
+    /// The instant of `at` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The start of `overlap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The end of `overlap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// A validated scope.
+#[derive(Clone, Debug, PartialEq)]
+enum Scope {
+    Current,
+    At(Timestamp),
+    Overlap(Option<Timestamp>, Option<Timestamp>),
+    History,
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidParameter, message)
+}
+
+impl TemporalScope {
+    fn validate(&self) -> Result<Scope> {
+        let instant = |name: &str, v: &Option<String>| -> Result<Option<Timestamp>> {
+            v.as_deref()
+                .map(|s| {
+                    crate::time::parse_rfc3339(s).ok_or_else(|| {
+                        invalid(format!(
+                            "temporal_scope.{name} `{s}` is not an RFC 3339 instant"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let (at, from, to) = (
+            instant("at", &self.at)?,
+            instant("from", &self.from)?,
+            instant("to", &self.to)?,
+        );
+        match self.mode.as_str() {
+            "current" | "history" if at.is_some() || from.is_some() || to.is_some() => {
+                Err(invalid(format!(
+                    "temporal_scope mode `{}` takes no instants",
+                    self.mode
+                )))
+            }
+            "current" => Ok(Scope::Current),
+            "history" => Ok(Scope::History),
+            "at" => match (at, from, to) {
+                (Some(t), None, None) => Ok(Scope::At(t)),
+                _ => Err(invalid(
+                    "temporal_scope mode `at` needs `at` (and nothing else)",
+                )),
+            },
+            "overlap" => match (at, from, to) {
+                (None, None, None) => Err(invalid(
+                    "temporal_scope mode `overlap` needs `from`, `to` or both",
+                )),
+                (None, Some(f), Some(t)) if f >= t => {
+                    Err(invalid("temporal_scope `from` must be before `to`"))
+                }
+                (None, f, t) => Ok(Scope::Overlap(f, t)),
+                _ => Err(invalid(
+                    "temporal_scope mode `overlap` takes `from` and `to`, not `at`",
+                )),
+            },
+            other => Err(invalid(format!(
+                "temporal_scope mode `{other}` is not one of current, at, overlap, history"
+            ))),
+        }
+    }
+}
+
+impl Scope {
+    fn echo(&self, evaluated_at: Timestamp) -> ScopeEcho {
+        let (mode, at, from, to) = match self {
+            Scope::Current => ("current", None, None, None),
+            Scope::At(t) => ("at", Some(*t), None, None),
+            Scope::Overlap(f, t) => ("overlap", None, *f, *t),
+            Scope::History => ("history", None, None, None),
+        };
+        ScopeEcho {
+            mode: mode.into(),
+            at,
+            from,
+            to,
+            evaluated_at,
+        }
+    }
+    fn filter(&self, ns: NamespaceId, entities: Vec<EntityId>) -> FactFilter {
+        FactFilter {
+            namespace_id: ns,
+            entities,
+            at: match self {
+                Scope::At(t) => Some(*t),
+                _ => None,
+            },
+            history: *self == Scope::History,
+            overlap: match self {
+                Scope::Overlap(f, t) => Some((*f, *t)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// `resolve_entity` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveEntityInput {
+    /// The name to resolve.
+    pub name: String,
+    /// At most this many candidates (1–20, default 5).
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+/// `claims_and_sources_context` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimsAndSourcesInput {
+    /// The question.
+    pub query: String,
+    /// Anchor entities (1–20 unique ids): only evidence about them.
+    #[serde(default)]
+    pub entity_ids: Option<Vec<String>>,
+    /// Results (1–100, default 10).
+    #[serde(default)]
+    pub k: Option<usize>,
+    /// A character budget: results are fitted by whole items.
+    #[serde(default)]
+    pub budget: Option<usize>,
+}
+
+/// `facts_context` input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactsContextInput {
+    /// The question.
+    pub query: String,
+    /// Anchor entities (1–20 unique ids): their neighbourhood plus fact-text search.
+    #[serde(default)]
+    pub entity_ids: Option<Vec<String>>,
+    /// The time scope (default `current`).
+    #[serde(default)]
+    pub temporal_scope: Option<TemporalScope>,
+    /// Results (1–100, default 10).
+    #[serde(default)]
+    pub k: Option<usize>,
+    /// A character budget: results are fitted by whole items.
+    #[serde(default)]
+    pub budget: Option<usize>,
+}
+
+/// `combined_context` input: exactly these parameters (D87).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CombinedContextInput {
+    /// The question.
+    pub query: String,
+    /// Anchor entities.
+    #[serde(default)]
+    pub entity_ids: Option<Vec<String>>,
+    /// The time scope of the facts child.
+    #[serde(default)]
+    pub temporal_scope: Option<TemporalScope>,
+}
+
+/// One operation of the registry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperationDescriptor {
+    /// The name.
+    pub name: String,
+    /// When an agent should use it.
+    pub description: String,
+    /// JSON schema of the input.
+    pub input_schema: Value,
+    /// The grain of its results.
+    pub grain: String,
+    /// Its version.
+    pub version: u32,
+}
+
+fn entity_ids_schema() -> Value {
+    json!({"type": "array", "items": {"type": "string", "format": "uuid"},
+           "minItems": 1, "maxItems": MAX_ANCHORS, "uniqueItems": true,
+           "description": "Anchor entities (ids from resolve_entity)."})
+}
+
+fn scope_schema() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["mode"],
+           "properties": {
+               "mode": {"type": "string", "enum": ["current", "at", "overlap", "history"]},
+               "at": {"type": "string", "format": "date-time"},
+               "from": {"type": "string", "format": "date-time"},
+               "to": {"type": "string", "format": "date-time"}},
+           "description": "current (default): what holds now; at: what held at an instant; overlap: what held at some point in [from, to); history: everything, closed and superseded included."})
+}
+
+/// The operation registry: exactly the four assured operations (D50, D87).
+pub fn operations() -> Vec<OperationDescriptor> {
+    let query =
+        json!({"type": "string", "minLength": 1, "description": "The question, in plain words."});
+    let k = json!({"type": "integer", "minimum": 1, "maximum": 100});
+    let budget = json!({"type": "integer", "minimum": 1, "description": "Fit results to this many characters, whole items only."});
+    vec![
+        OperationDescriptor {
+            name: "resolve_entity".into(),
+            description: "Find the entities a name may refer to, ranked, with aliases and profiles. Use it to turn a person, organisation or thing named in a question into entity ids for the other operations. Several candidates mean the name is ambiguous: choose by profile; nothing is guessed.".into(),
+            input_schema: json!({"type": "object", "additionalProperties": false, "required": ["name"],
+                "properties": {"name": {"type": "string", "minLength": 1}, "k": {"type": "integer", "minimum": 1, "maximum": 20}}}),
+            grain: "entity".into(),
+            version: 1,
+        },
+        OperationDescriptor {
+            name: "claims_and_sources_context".into(),
+            description: "What sources said: claims with their exact spans and the source passages, ranked for the question (semantic and lexical search, fused). Use it for quotes, details, dates and anything a fact summary may miss; anchor it with entity_ids to keep to one person or thing.".into(),
+            input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "k": k, "budget": budget}}),
+            grain: "evidence".into(),
+            version: 1,
+        },
+        OperationDescriptor {
+            name: "facts_context".into(),
+            description: "What is believed: relations and observations with their world-time windows, evidence counts and contradictions, for the question and the anchored entities' neighbourhood. Use temporal_scope for 'now', 'as of' and 'history' questions.".into(),
+            input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema(), "k": k, "budget": budget}}),
+            grain: "fact".into(),
+            version: 1,
+        },
+        OperationDescriptor {
+            name: "combined_context".into(),
+            description: "Both at once: the claims_and_sources_context and facts_context answers for one question, as a ContextBundle/v2. Use it when unsure which one you need.".into(),
+            input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema()}}),
+            grain: "bundle".into(),
+            version: 1,
+        },
+    ]
+}
+
+/// Parse an operation input, refusing anything off-schema with `invalid_parameter`.
+fn parse_input<T: serde::de::DeserializeOwned>(name: &str, input: Value) -> Result<T> {
+    serde_json::from_value(input).map_err(|e| invalid(format!("{name}: {e}")))
+}
+
+fn check_k(k: Option<usize>, default: usize, max: usize) -> Result<usize> {
+    match k {
+        None => Ok(default),
+        Some(k) if (1..=max).contains(&k) => Ok(k),
+        Some(k) => Err(invalid(format!("k = {k} is out of range 1..={max}"))),
+    }
+}
+
+fn check_query(q: &str) -> Result<()> {
+    if q.trim().is_empty() {
+        return Err(invalid("query is empty"));
+    }
+    Ok(())
+}
+
+fn check_budget(b: Option<usize>) -> Result<Option<usize>> {
+    match b {
+        Some(0) => Err(invalid("budget must be at least 1 character")),
+        other => Ok(other),
+    }
+}
+
+/// Parse anchor ids: 1–20 unique UUIDs.
+fn parse_anchors(ids: &Option<Vec<String>>) -> Result<Vec<EntityId>> {
+    let Some(ids) = ids else { return Ok(vec![]) };
+    if ids.is_empty() || ids.len() > MAX_ANCHORS {
+        return Err(invalid(format!(
+            "entity_ids takes 1 to {MAX_ANCHORS} ids, got {}",
+            ids.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for s in ids {
+        let id: EntityId = s
+            .parse()
+            .map_err(|_| invalid(format!("entity_ids: `{s}` is not a UUID")))?;
+        if out.contains(&id) {
+            return Err(invalid(format!("entity_ids: `{s}` is listed twice")));
+        }
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// Anchors confirmed as current survivors, with every entity merged into them.
+enum Anchors {
+    None,
+    Unknown(Vec<EntityId>),
+    Confirmed {
+        roots: Vec<EntityId>,
+        members: Vec<EntityId>,
+    },
+}
+
+impl Engine {
+    async fn confirm_anchors(&self, ns: Option<NamespaceId>, ids: &[EntityId]) -> Result<Anchors> {
+        if ids.is_empty() {
+            return Ok(Anchors::None);
+        }
+        let Some(ns) = ns else {
+            return Ok(Anchors::Unknown(ids.to_vec()));
+        };
+        let found = self.store.entities(ns, ids).await?;
+        let unknown: Vec<EntityId> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                !found
+                    .iter()
+                    .any(|e| e.entity_id == *id && e.merged_into.is_none())
+            })
+            .collect();
+        if !unknown.is_empty() {
+            return Ok(Anchors::Unknown(unknown));
+        }
+        let mut members = Vec::new();
+        for id in ids {
+            for m in self.members(ns, *id).await? {
+                if !members.contains(&m) {
+                    members.push(m);
+                }
+            }
+        }
+        Ok(Anchors::Confirmed {
+            roots: ids.to_vec(),
+            members,
+        })
+    }
+
+    fn unknown_entity<R>(&self, op: &str, namespace: &str, unknown: &[EntityId]) -> Envelope<R> {
+        let mut env = self.empty_envelope(op, namespace);
+        env.negative = Some(Negative {
+            kind: "unknown_entity".into(),
+            message: format!(
+                "{} of the entity_ids {} not a current entity of this namespace (unknown, merged away or forgotten); nothing was searched",
+                unknown.len(),
+                if unknown.len() == 1 { "is" } else { "are" }
+            ),
+            limitation: None,
+        });
+        env
+    }
+
+    /// `known_empty` or `boundary` for an envelope without results.
+    fn negative_for<R>(&self, env: &mut Envelope<R>) {
+        if !env.results.is_empty() {
+            return;
+        }
+        let pending: u64 = env.freshness.pending_work.values().sum();
+        env.negative = Some(if !env.freshness.semantic.ready {
+            Negative {
+                kind: "boundary".into(),
+                message: "nothing found, but the semantic channel does not cover every record yet"
+                    .into(),
+                limitation: Some("semantic_channel_unready".into()),
+            }
+        } else if pending > 0 {
+            Negative {
+                kind: "boundary".into(),
+                message: format!(
+                    "nothing found, but {pending} work items are still pending: sources may not be processed yet"
+                ),
+                limitation: Some("pending_work".into()),
+            }
+        } else {
+            Negative {
+                kind: "known_empty".into(),
+                message: "everything eligible was searched and nothing matches".into(),
+                limitation: None,
+            }
+        });
+    }
+
+    /// Run an operation of the registry by name with its JSON input.
+    pub async fn run_operation(&self, namespace: &str, name: &str, input: Value) -> Result<Value> {
+        let to_value = |v: std::result::Result<Value, serde_json::Error>| {
+            v.map_err(|e| Error::internal(e.to_string()))
+        };
+        match name {
+            "resolve_entity" => {
+                let env = self
+                    .resolve_entity(namespace, parse_input(name, input)?)
+                    .await?;
+                to_value(serde_json::to_value(env))
+            }
+            "claims_and_sources_context" => {
+                let env = self
+                    .claims_and_sources_context(namespace, parse_input(name, input)?)
+                    .await?;
+                to_value(serde_json::to_value(env))
+            }
+            "facts_context" => {
+                let env = self
+                    .facts_context(namespace, parse_input(name, input)?)
+                    .await?;
+                to_value(serde_json::to_value(env))
+            }
+            "combined_context" => {
+                let bundle = self
+                    .combined_context(namespace, parse_input(name, input)?)
+                    .await?;
+                to_value(serde_json::to_value(bundle))
+            }
+            other => Err(Error::new(
+                ErrorCode::NotFound,
+                format!(
+                    "no operation `{other}`: use resolve_entity, claims_and_sources_context, facts_context or combined_context"
+                ),
+            )),
+        }
+    }
+
+    /// `resolve_entity`: ranked current entities for a name (T0–T2 blocking, D103
+    /// order, the profile similarity as a T3 signal); ambiguity is explicit.
+    pub async fn resolve_entity(
+        &self,
+        namespace: &str,
+        input: ResolveEntityInput,
+    ) -> Result<Envelope<EntityResult>> {
+        const OP: &str = "resolve_entity";
+        validate_namespace(namespace)?;
+        let k = check_k(input.k, DEFAULT_RESOLVE_K, 20)?;
+        let name = input.name.trim();
+        let name_lemma = lemma(name);
+        if name_lemma.is_empty() {
+            return Err(invalid("name is empty"));
+        }
+        let applied = json!({"name": name, "k": k});
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            let mut env = self.empty_envelope(OP, namespace);
+            env.grain = Grain::Entity;
+            env.applied = Some(applied);
+            self.negative_for(&mut env);
+            return Ok(env);
+        };
+        let mut grams = trigrams(&name_lemma);
+        grams.sort();
+        grams.dedup();
+        let blocking = self
+            .store
+            .block_entities(&BlockingQuery {
+                namespace_id: ns.id,
+                lemma: name_lemma.clone(),
+                trigrams: grams,
+                phonetic: daitch_mokotoff(name),
+                limit: self.config.facts.blocking_limit,
+            })
+            .await?;
+        // Group by active root; the redirect is disclosed.
+        struct Hit {
+            record: EntityRecord,
+            score: f32,
+            via: Vec<BlockingTier>,
+            merged_from: Vec<EntityId>,
+        }
+        impl crate::entities::normalize::Candidate for Hit {
+            fn score(&self) -> f32 {
+                self.score
+            }
+            fn canonical_name(&self) -> &str {
+                &self.record.canonical_name
+            }
+            fn created_at(&self) -> Timestamp {
+                self.record.created_at
+            }
+            fn id(&self) -> uuid::Uuid {
+                self.record.entity_id.uuid()
+            }
+        }
+        let mut by_root: BTreeMap<EntityId, Hit> = BTreeMap::new();
+        for hit in &blocking.hits {
+            let score = match hit.via {
+                BlockingTier::T0 => 1.0,
+                BlockingTier::T1 => {
+                    crate::entities::normalize::trigram_similarity(&name_lemma, &hit.alias_lemma)
+                }
+                BlockingTier::T2 => 0.5,
+            };
+            if hit.via == BlockingTier::T1 && score < 0.3 {
+                continue;
+            }
+            let root = self.root_of(ns.id, hit.entity_id).await?;
+            let entry = by_root.entry(root.entity_id).or_insert_with(|| Hit {
+                record: root.clone(),
+                score: 0.0,
+                via: vec![],
+                merged_from: vec![],
+            });
+            entry.score = entry.score.max(score);
+            if !entry.via.contains(&hit.via) {
+                entry.via.push(hit.via);
+                entry.via.sort();
+            }
+            if hit.entity_id != root.entity_id && !entry.merged_from.contains(&hit.entity_id) {
+                entry.merged_from.push(hit.entity_id);
+            }
+        }
+        let mut hits: Vec<Hit> = by_root.into_values().collect();
+        rank_candidates(&name_lemma, &mut hits);
+        let total = hits.len();
+        let more = total > k || blocking.truncated;
+        hits.truncate(k);
+        // The T3 signal: the name's embedding against each profile's.
+        let generation = self.embedder.identity().generation();
+        let keys: Vec<String> = hits
+            .iter()
+            .filter_map(|h| h.record.profile_key.clone())
+            .collect();
+        let vectors: HashMap<String, Vec<f32>> = self
+            .store
+            .vectors(ns.id, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        let query = if vectors.is_empty() {
+            None
+        } else {
+            self.query_vector(name).await.ok()
+        };
+        let exact = hits
+            .iter()
+            .filter(|h| h.via.contains(&BlockingTier::T0))
+            .count();
+        let results: Vec<EntityResult> = hits
+            .into_iter()
+            .map(|h| EntityResult {
+                profile_similarity: match (&query, h.record.profile_key.as_ref()) {
+                    (Some(q), Some(key)) => vectors.get(key).map(|v| crate::embed::cosine(q, v)),
+                    _ => None,
+                },
+                entity_id: h.record.entity_id,
+                canonical_name: h.record.canonical_name,
+                aliases: h.record.aliases,
+                profile: h.record.profile_summary,
+                score: h.score,
+                matched_by: h.via,
+                merged_from: h.merged_from,
+                mention_count: h.record.mention_count,
+            })
+            .collect();
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: total.min(k),
+                more_available: more,
+                continuation: None,
+            },
+            self.freshness(ns.id, &self.component_version(Stage::Embed))
+                .await?,
+            BTreeMap::new(),
+        );
+        env.grain = Grain::Entity;
+        env.applied = Some(applied);
+        if exact > 1 {
+            env.ambiguity = Some(format!(
+                "{exact} different entities are named exactly `{name}`: choose by profile and aliases; nothing was guessed"
+            ));
+        } else if exact == 0 && !env.results.is_empty() {
+            env.ambiguity = Some(format!(
+                "no entity is named exactly `{name}`: these are similar names"
+            ));
+        }
+        self.negative_for(&mut env);
+        Ok(env)
+    }
+
+    /// `claims_and_sources_context`: claims and source chunks for the question, each
+    /// list searched semantically and lexically and fused, then the two fused.
+    pub async fn claims_and_sources_context(
+        &self,
+        namespace: &str,
+        input: ClaimsAndSourcesInput,
+    ) -> Result<Envelope<EvidenceResult>> {
+        const OP: &str = "claims_and_sources_context";
+        validate_namespace(namespace)?;
+        check_query(&input.query)?;
+        let k = check_k(input.k, DEFAULT_CONTEXT_K, self.config.max_k.min(100))?;
+        let budget = check_budget(input.budget)?;
+        let anchors = parse_anchors(&input.entity_ids)?;
+        let applied =
+            json!({"query": input.query.trim(), "entity_ids": anchors, "k": k, "budget": budget});
+        let ns = self.store.namespace(namespace).await?.map(|n| n.id);
+        let members = match self.confirm_anchors(ns, &anchors).await? {
+            Anchors::Unknown(unknown) => {
+                let mut env = self.unknown_entity(OP, namespace, &unknown);
+                env.applied = Some(applied);
+                return Ok(env);
+            }
+            Anchors::Confirmed { members, .. } => members,
+            Anchors::None => vec![],
+        };
+        let depth = (k * 3).max(30).min(self.config.max_k);
+        let mut req = SearchRequest::new(namespace, input.query.trim(), depth);
+        req.entities = members;
+        let claims = self.search_claims(req.clone()).await?;
+        let chunks = self.search(req).await?;
+        // Fuse the two fused lists (RRF, k = 60), ties by id.
+        let mut items: BTreeMap<String, (EvidenceResult, [Option<usize>; 2])> = BTreeMap::new();
+        for (i, c) in claims.results.iter().enumerate() {
+            let r = EvidenceResult::Claim(c.clone());
+            items.insert(r.id(), (r, [Some(i + 1), None]));
+        }
+        for (i, c) in chunks.results.iter().enumerate() {
+            let r = EvidenceResult::Chunk(c.clone());
+            items.insert(r.id(), (r, [None, Some(i + 1)]));
+        }
+        // (fused score, best rank, list: claims before chunks, id) — ties never fall to
+        // random ids while content can decide.
+        let mut ranked: Vec<(f64, usize, usize, String, EvidenceResult)> = items
+            .into_iter()
+            .map(|(id, (r, ranks))| {
+                let score: f64 = ranks
+                    .iter()
+                    .flatten()
+                    .map(|rank| 1.0 / (crate::fuse::RRF_K + *rank as f64))
+                    .sum();
+                let best = ranks.iter().flatten().min().copied().unwrap_or(usize::MAX);
+                let list = usize::from(ranks[0].is_none());
+                (score, best, list, id, r)
+            })
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+                .then_with(|| a.3.cmp(&b.3))
+        });
+        let available = ranked.len();
+        let saturated = claims.truncation.more_available || chunks.truncation.more_available;
+        let mut results: Vec<EvidenceResult> =
+            ranked.into_iter().take(k).map(|(.., r)| r).collect();
+        let mut channels = BTreeMap::new();
+        for (prefix, env_channels) in [("claims", &claims.channels), ("chunks", &chunks.channels)] {
+            for (name, report) in env_channels {
+                channels.insert(format!("{prefix}.{name}"), report.clone());
+            }
+        }
+        let mut freshness = chunks.freshness.clone();
+        if !claims.freshness.semantic.ready {
+            freshness.semantic = claims.freshness.semantic.clone();
+        }
+        let budget_report = budget.map(|b| {
+            fit_budget(
+                &mut results,
+                b,
+                |r| r.text().chars().count(),
+                EvidenceResult::id,
+            )
+        });
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: 0,
+                more_available: available > k || saturated,
+                continuation: None,
+            },
+            freshness,
+            channels,
+        );
+        env.truncation.returned = env.results.len();
+        env.applied = Some(applied);
+        env.budget = budget_report;
+        self.negative_for(&mut env);
+        Ok(env)
+    }
+
+    /// `facts_context`: relations and observations for the question within a time
+    /// scope: the anchored entities' neighbourhood plus fact-text search; candidates
+    /// touching more anchors first; contradictions always shown with their co-members.
+    pub async fn facts_context(
+        &self,
+        namespace: &str,
+        input: FactsContextInput,
+    ) -> Result<Envelope<FactResult>> {
+        const OP: &str = "facts_context";
+        validate_namespace(namespace)?;
+        check_query(&input.query)?;
+        let k = check_k(input.k, DEFAULT_CONTEXT_K, self.config.max_k.min(100))?;
+        let budget = check_budget(input.budget)?;
+        let anchors = parse_anchors(&input.entity_ids)?;
+        let scope = match &input.temporal_scope {
+            Some(s) => s.validate()?,
+            None => Scope::Current,
+        };
+        let now = self.clock.now();
+        let echo = scope.echo(now);
+        let applied = json!({"query": input.query.trim(), "entity_ids": anchors,
+            "temporal_scope": input.temporal_scope.clone().unwrap_or(TemporalScope { mode: "current".into(), at: None, from: None, to: None }),
+            "k": k, "budget": budget});
+        let ns = self.store.namespace(namespace).await?.map(|n| n.id);
+        let (roots, members) = match self.confirm_anchors(ns, &anchors).await? {
+            Anchors::Unknown(unknown) => {
+                let mut env = self.unknown_entity(OP, namespace, &unknown);
+                env.grain = Grain::Fact;
+                env.applied = Some(applied);
+                env.temporal_scope = Some(echo);
+                return Ok(env);
+            }
+            Anchors::Confirmed { roots, members } => (roots, members),
+            Anchors::None => (vec![], vec![]),
+        };
+        let Some(ns) = ns else {
+            let mut env = self.empty_envelope(OP, namespace);
+            env.grain = Grain::Fact;
+            env.applied = Some(applied);
+            env.temporal_scope = Some(echo);
+            self.negative_for(&mut env);
+            return Ok(env);
+        };
+        let depth = (k * 3).max(30).min(self.config.max_k);
+        let req = SearchRequest::new(namespace, input.query.trim(), depth);
+        let filter = scope.filter(ns, members.clone());
+        let searched = self.search_facts_in(&req, filter.clone()).await?;
+        let mut candidates: Vec<FactResult> = searched.results.clone();
+        // The neighbourhood: every fact touching an anchor in scope, after the
+        // text matches (it has no text score).
+        if !members.is_empty() {
+            let seen: BTreeSet<FactId> = candidates.iter().map(|c| c.fact.fact_id).collect();
+            let around = self.store.list_facts(&filter, 1_000).await?;
+            for f in self.present_facts(ns, around).await? {
+                if !seen.contains(&f.fact_id) {
+                    candidates.push(FactResult {
+                        fact: f,
+                        scores: Scores {
+                            semantic: None,
+                            lexical: None,
+                            fused: 0.0,
+                        },
+                        anchors: None,
+                        contradiction: None,
+                    });
+                }
+            }
+            // Candidates touching more anchors first; then the text ranking.
+            let anchors_of = |f: &FactRecord| {
+                roots
+                    .iter()
+                    .filter(|r| f.subject == **r || f.object == Some(**r))
+                    .count()
+            };
+            for c in &mut candidates {
+                c.anchors = Some(anchors_of(&c.fact));
+            }
+            candidates.sort_by(|a, b| {
+                b.anchors
+                    .cmp(&a.anchors)
+                    .then_with(|| b.scores.fused.total_cmp(&a.scores.fused))
+                    .then_with(|| a.fact.statement.cmp(&b.fact.statement))
+                    .then_with(|| a.fact.fact_id.cmp(&b.fact.fact_id))
+            });
+        }
+        let available = candidates.len();
+        candidates.truncate(k);
+        // Contradictions are never one-sided: co-members come inline.
+        for c in &mut candidates {
+            let Some(group) = c.fact.contradiction_group else {
+                continue;
+            };
+            let mut members_of_group: Vec<FactRecord> = self
+                .store
+                .list_facts(
+                    &FactFilter {
+                        namespace_id: ns,
+                        entities: vec![c.fact.subject],
+                        at: None,
+                        history: true,
+                        overlap: None,
+                    },
+                    10_000,
+                )
+                .await?
+                .into_iter()
+                .filter(|f| f.contradiction_group == Some(group) && f.fact_id != c.fact.fact_id)
+                .collect();
+            let total = members_of_group.len() + 1;
+            members_of_group.truncate(CONTRADICTION_CAP);
+            let members_of_group = self.present_facts(ns, members_of_group).await?;
+            c.contradiction = Some(Contradiction {
+                group_id: group,
+                returned: members_of_group.len() + 1,
+                total,
+                members: members_of_group,
+            });
+        }
+        let mut results = candidates;
+        let budget_report = budget.map(|b| {
+            fit_budget(
+                &mut results,
+                b,
+                |r| {
+                    r.fact.statement.chars().count()
+                        + r.contradiction.as_ref().map_or(0, |c| {
+                            c.members.iter().map(|m| m.statement.chars().count()).sum()
+                        })
+                },
+                |r| r.fact.fact_id.to_string(),
+            )
+        });
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: 0,
+                more_available: available > k || searched.truncation.more_available,
+                continuation: None,
+            },
+            searched.freshness.clone(),
+            searched.channels.clone(),
+        );
+        env.truncation.returned = env.results.len();
+        env.grain = Grain::Fact;
+        env.applied = Some(applied);
+        env.temporal_scope = Some(echo);
+        env.budget = budget_report;
+        self.negative_for(&mut env);
+        Ok(env)
+    }
+
+    /// `combined_context` (D87): both children with the same query, anchors and
+    /// scope; a failure of either fails the call.
+    pub async fn combined_context(
+        &self,
+        namespace: &str,
+        input: CombinedContextInput,
+    ) -> Result<ContextBundle> {
+        let claims_and_sources = self
+            .claims_and_sources_context(
+                namespace,
+                ClaimsAndSourcesInput {
+                    query: input.query.clone(),
+                    entity_ids: input.entity_ids.clone(),
+                    k: None,
+                    budget: None,
+                },
+            )
+            .await?;
+        let facts = self
+            .facts_context(
+                namespace,
+                FactsContextInput {
+                    query: input.query,
+                    entity_ids: input.entity_ids,
+                    temporal_scope: input.temporal_scope,
+                    k: None,
+                    budget: None,
+                },
+            )
+            .await?;
+        Ok(ContextBundle {
+            contract: CONTEXT_BUNDLE_CONTRACT.into(),
+            claims_and_sources,
+            facts,
+        })
+    }
+}
+
+/// Keep whole results, in rank order, while their texts fit `budget` characters;
+/// list the ids of the rest.
+fn fit_budget<R>(
+    results: &mut Vec<R>,
+    budget: usize,
+    size: impl Fn(&R) -> usize,
+    id: impl Fn(&R) -> String,
+) -> BudgetReport {
+    let mut used = 0;
+    let mut keep = 0;
+    for r in results.iter() {
+        let s = size(r);
+        if used + s > budget {
+            break;
+        }
+        used += s;
+        keep += 1;
+    }
+    let omitted = results.drain(keep..).map(|r| id(&r)).collect();
+    BudgetReport {
+        chars: budget,
+        used,
+        omitted,
+    }
+}

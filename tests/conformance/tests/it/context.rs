@@ -1,0 +1,575 @@
+//! The assured operations: registry, envelopes, negatives, anchors, time scopes,
+//! contradictions, budgets, the combined bundle and zero LLM on reads.
+
+use crate::facts::{JudgeModel, at, ingest, verdicts};
+use rememberstack::chat::ChatModel;
+use rememberstack::{
+    ClaimsAndSourcesInput, CombinedContextInput, EntityId, EvidenceResult, ExtractorModels,
+    FactModels, FactsContextInput, Memory, TemporalScope,
+};
+use rememberstack_conformance::{Harness, ManualClock, stores, test_config};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const NOW: &str = "2026-06-01T00:00:00Z";
+
+/// The fixed corpus: a supersession, a contradiction and a conversation, adjudicated
+/// by a scripted model, on a frozen clock.
+async fn fixture(h: &Harness) -> Memory {
+    let judge = JudgeModel::new(verdicts(vec![
+        json!({"verdict": "supersede", "fact": "F1", "valid_from": "", "valid_until": "", "reason": "Alice changed employer"}),
+    ]));
+    let memory = Memory::builder()
+        .store(h.store.clone())
+        .config(test_config())
+        .clock(ManualClock::at(at(NOW)))
+        .fact_models(FactModels {
+            adjudicator: Some(judge.clone()),
+            ..FactModels::default()
+        })
+        .open()
+        .await
+        .unwrap();
+    ingest(
+        &memory,
+        "hr-2024",
+        "# HR\n\nAlice has worked for Acme since March 2024.\n",
+        "2024-04-01T00:00:00Z",
+    )
+    .await;
+    ingest(
+        &memory,
+        "hr-2026",
+        "# HR update\n\nIn February 2026 Alice left Acme and joined Globex.\n",
+        "2026-03-01T00:00:00Z",
+    )
+    .await;
+    memory
+}
+
+/// Adds two contradicting revenue reports (a second adjudicator script).
+async fn with_contradiction(h: &Harness) -> Memory {
+    let judge = JudgeModel::new(verdicts(vec![json!({
+        "verdict": "contradict", "fact": "F1", "valid_from": "", "valid_until": "",
+        "reason": "same period, different revenue"
+    })]));
+    let memory = Memory::builder()
+        .store(h.store.clone())
+        .config(test_config())
+        .clock(ManualClock::at(at(NOW)))
+        .fact_models(FactModels {
+            adjudicator: Some(judge),
+            ..FactModels::default()
+        })
+        .open()
+        .await
+        .unwrap();
+    ingest(
+        &memory,
+        "report-a",
+        "# Report A\n\nInitech's FY2023 revenue was $5M.\n",
+        "2024-02-01T00:00:00Z",
+    )
+    .await;
+    ingest(
+        &memory,
+        "report-b",
+        "# Report B\n\nInitech's FY2023 revenue was $7M.\n",
+        "2024-03-01T00:00:00Z",
+    )
+    .await;
+    memory
+}
+
+/// Replace every UUID with a stable placeholder, in order of first appearance.
+fn redact(v: &mut Value, ids: &mut HashMap<String, String>) {
+    match v {
+        Value::String(s) if uuid_like(s) => {
+            let n = ids.len();
+            *s = ids
+                .entry(s.clone())
+                .or_insert_with(|| format!("<id{n}>"))
+                .clone();
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact(x, ids)),
+        Value::Object(o) => o.values_mut().for_each(|x| redact(x, ids)),
+        _ => {}
+    }
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36 && s.chars().filter(|c| *c == '-').count() == 4 && s.parse::<EntityId>().is_ok()
+}
+
+fn snapshot_value(mut v: Value) -> Value {
+    redact(&mut v, &mut HashMap::new());
+    v
+}
+
+async fn id_of(memory: &Memory, name: &str) -> EntityId {
+    let env = memory.resolve_entity(name, None).await.unwrap();
+    env.results
+        .iter()
+        .find(|r| r.canonical_name == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .entity_id
+}
+
+fn scope(mode: &str, a: Option<&str>, from: Option<&str>, to: Option<&str>) -> TemporalScope {
+    TemporalScope {
+        mode: mode.into(),
+        at: a.map(str::to_string),
+        from: from.map(str::to_string),
+        to: to.map(str::to_string),
+    }
+}
+
+#[tokio::test]
+async fn the_registry_holds_exactly_the_four_assured_operations() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let names: Vec<String> = memory.operations().into_iter().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            vec![
+                "resolve_entity",
+                "claims_and_sources_context",
+                "facts_context",
+                "combined_context"
+            ]
+        );
+        for op in memory.operations() {
+            assert_eq!(
+                op.input_schema["additionalProperties"], false,
+                "{}",
+                op.name
+            );
+            assert!(op.description.len() > 40);
+        }
+        // Off-schema input is refused with invalid_parameter.
+        for (name, input) in [
+            ("facts_context", json!({"query": "x", "bogus": 1})),
+            (
+                "facts_context",
+                json!({"query": "x", "temporal_scope": {"mode": "at"}}),
+            ),
+            (
+                "facts_context",
+                json!({"query": "x", "temporal_scope": {"mode": "soon"}}),
+            ),
+            (
+                "claims_and_sources_context",
+                json!({"query": "x", "entity_ids": ["nope"]}),
+            ),
+            (
+                "claims_and_sources_context",
+                json!({"query": "x", "entity_ids": []}),
+            ),
+            ("claims_and_sources_context", json!({"query": "  "})),
+            ("combined_context", json!({"query": "x", "k": 3})),
+            ("resolve_entity", json!({"name": "x", "k": 0})),
+        ] {
+            let err = memory.run_operation(name, input.clone()).await.unwrap_err();
+            assert_eq!(
+                err.code().as_str(),
+                "invalid_parameter",
+                "{name} {input}: {err}"
+            );
+        }
+        assert_eq!(
+            memory
+                .run_operation("nope", json!({}))
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "not_found"
+        );
+    }
+}
+
+#[tokio::test]
+async fn envelopes_of_every_operation() {
+    for h in stores().await {
+        let memory = fixture(&h).await;
+        let alice = id_of(&memory, "Alice").await;
+        let resolve = memory.resolve_entity("Alice", None).await.unwrap();
+        assert_eq!(resolve.results[0].canonical_name, "Alice");
+        assert!(resolve.ambiguity.is_none());
+        let facts = memory
+            .facts_context(FactsContextInput {
+                query: "where does Alice work".into(),
+                entity_ids: Some(vec![alice.to_string()]),
+                temporal_scope: None,
+                k: Some(5),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        let evidence = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "where does Alice work".into(),
+                entity_ids: Some(vec![alice.to_string()]),
+                k: Some(4),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        insta::assert_json_snapshot!(
+            "resolve_entity",
+            snapshot_value(serde_json::to_value(&resolve).unwrap())
+        );
+        insta::assert_json_snapshot!(
+            "facts_context",
+            snapshot_value(serde_json::to_value(&facts).unwrap())
+        );
+        insta::assert_json_snapshot!(
+            "claims_and_sources_context",
+            snapshot_value(serde_json::to_value(&evidence).unwrap())
+        );
+        let bundle = memory
+            .combined_context(CombinedContextInput {
+                query: "where does Alice work".into(),
+                entity_ids: Some(vec![alice.to_string()]),
+                temporal_scope: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(bundle.contract, "ContextBundle/v2");
+        let keys: Vec<String> = serde_json::to_value(&bundle)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, vec!["claims_and_sources", "contract", "facts"]);
+    }
+}
+
+#[tokio::test]
+async fn combined_children_equal_the_direct_calls() {
+    for h in stores().await {
+        let memory = fixture(&h).await;
+        let alice = id_of(&memory, "Alice").await.to_string();
+        let scope = Some(scope("at", Some("2025-06-01T00:00:00Z"), None, None));
+        let bundle = memory
+            .run_operation(
+                "combined_context",
+                json!({"query": "Alice employer", "entity_ids": [alice], "temporal_scope": scope}),
+            )
+            .await
+            .unwrap();
+        let evidence = memory
+            .run_operation(
+                "claims_and_sources_context",
+                json!({"query": "Alice employer", "entity_ids": [alice]}),
+            )
+            .await
+            .unwrap();
+        let facts = memory
+            .run_operation(
+                "facts_context",
+                json!({"query": "Alice employer", "entity_ids": [alice], "temporal_scope": scope}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(bundle["claims_and_sources"], evidence, "{}", h.kind);
+        assert_eq!(bundle["facts"], facts, "{}", h.kind);
+        // A failure in either child fails the whole call.
+        let err = memory
+            .run_operation(
+                "combined_context",
+                json!({"query": "x", "temporal_scope": {"mode": "at", "at": "not a time"}}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_parameter");
+    }
+}
+
+#[tokio::test]
+async fn time_scopes_select_the_right_employer() {
+    for h in stores().await {
+        let memory = fixture(&h).await;
+        let alice = id_of(&memory, "Alice").await.to_string();
+        let employers = |scope: Option<TemporalScope>| {
+            let memory = memory.clone();
+            let alice = alice.clone();
+            async move {
+                let env = memory
+                    .facts_context(FactsContextInput {
+                        query: "Alice works for".into(),
+                        entity_ids: Some(vec![alice]),
+                        temporal_scope: scope,
+                        k: Some(20),
+                        budget: None,
+                    })
+                    .await
+                    .unwrap();
+                let mut names: Vec<String> = env
+                    .results
+                    .iter()
+                    .filter(|r| r.fact.predicate.as_deref() == Some("works_for"))
+                    .filter_map(|r| r.fact.object_name.clone())
+                    .collect();
+                names.sort();
+                (names, env.temporal_scope.unwrap())
+            }
+        };
+        let (now, echo) = employers(None).await;
+        assert_eq!(now, vec!["Globex"], "{}", h.kind);
+        assert_eq!(echo.mode, "current");
+        assert_eq!(echo.evaluated_at, at(NOW));
+        let (then, echo) =
+            employers(Some(scope("at", Some("2025-06-01T00:00:00Z"), None, None))).await;
+        assert_eq!(then, vec!["Acme"]);
+        assert_eq!(echo.at, Some(at("2025-06-01T00:00:00Z")));
+        let (span, _) = employers(Some(scope(
+            "overlap",
+            None,
+            Some("2025-12-01T00:00:00Z"),
+            Some("2026-04-01T00:00:00Z"),
+        )))
+        .await;
+        assert_eq!(span, vec!["Acme", "Globex"]);
+        let (early, _) = employers(Some(scope(
+            "overlap",
+            None,
+            None,
+            Some("2024-01-01T00:00:00Z"),
+        )))
+        .await;
+        assert!(early.is_empty());
+        let (all, _) = employers(Some(scope("history", None, None, None))).await;
+        assert_eq!(all, vec!["Acme", "Globex"]);
+    }
+}
+
+#[tokio::test]
+async fn negatives_are_typed() {
+    for h in stores().await {
+        let memory = fixture(&h).await;
+        // An unknown anchor: unknown_entity, nothing searched.
+        let env = memory
+            .facts_context(FactsContextInput {
+                query: "Alice".into(),
+                entity_ids: Some(vec![EntityId::new().to_string()]),
+                temporal_scope: None,
+                k: None,
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert!(env.results.is_empty());
+        assert_eq!(env.negative.as_ref().unwrap().kind, "unknown_entity");
+        // A merged-away anchor is unknown too.
+        let acme = id_of(&memory, "Acme").await;
+        let globex = id_of(&memory, "Globex").await;
+        memory.merge_entities(acme, globex).await.unwrap();
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "Acme".into(),
+                entity_ids: Some(vec![acme.to_string()]),
+                k: None,
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(env.negative.as_ref().unwrap().kind, "unknown_entity");
+        // An empty namespace: known_empty.
+        let empty = memory.with_namespace("nobody-here").unwrap();
+        let env = empty
+            .facts_context(FactsContextInput {
+                query: "anything".into(),
+                entity_ids: None,
+                temporal_scope: None,
+                k: None,
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(env.negative.as_ref().unwrap().kind, "known_empty");
+        // Unprocessed sources: a boundary naming its limitation.
+        let pending = memory.with_namespace("pending").unwrap();
+        pending
+            .ingest_text(
+                "# P\n\nBob likes tea.\n",
+                rememberstack::IngestOptions::new("p"),
+            )
+            .await
+            .unwrap();
+        let env = pending
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "tea".into(),
+                entity_ids: None,
+                k: None,
+                budget: None,
+            })
+            .await
+            .unwrap();
+        let negative = env.negative.unwrap();
+        assert_eq!(negative.kind, "boundary");
+        assert!(negative.limitation.is_some());
+        // Results present: no negative.
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "Globex".into(),
+                entity_ids: None,
+                k: Some(1),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert!(env.negative.is_none());
+        assert_eq!(env.results.len(), 1);
+        assert!(env.truncation.more_available, "a capped page says so");
+    }
+}
+
+#[tokio::test]
+async fn contradictions_are_never_one_sided_and_budgets_drop_whole_items() {
+    for h in stores().await {
+        let memory = with_contradiction(&h).await;
+        let env = memory
+            .facts_context(FactsContextInput {
+                query: "Initech revenue".into(),
+                entity_ids: None,
+                temporal_scope: None,
+                k: Some(1),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(env.results.len(), 1, "{}", h.kind);
+        let c = env.results[0].contradiction.as_ref().expect("group inline");
+        assert_eq!((c.returned, c.total), (2, 2));
+        assert_eq!(c.members.len(), 1);
+        assert_ne!(c.members[0].statement, env.results[0].fact.statement);
+
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "Initech revenue".into(),
+                entity_ids: None,
+                k: Some(10),
+                budget: Some(40),
+            })
+            .await
+            .unwrap();
+        let budget = env.budget.as_ref().unwrap();
+        assert!(budget.used <= 40);
+        let kept: usize = env.results.iter().map(|r| r.text().chars().count()).sum();
+        assert_eq!(kept, budget.used);
+        assert!(!budget.omitted.is_empty(), "{budget:?}");
+    }
+}
+
+#[tokio::test]
+async fn anchors_constrain_candidates_before_the_top_k_cut() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        // Many documents match the query better; one is about the anchored entity.
+        for i in 0..55 {
+            memory
+                .ingest_text(
+                    &format!("# Note {i}\n\nPerson{i} Smith praised the Globex quarterly revenue report.\n"),
+                    rememberstack::IngestOptions::new(format!("n{i}")),
+                )
+                .await
+                .unwrap();
+        }
+        memory
+            .ingest_text(
+                "# Zed\n\nZed Quill mentioned revenue once.\n",
+                rememberstack::IngestOptions::new("zed"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let zed = id_of(&memory, "Zed Quill").await.to_string();
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "Globex quarterly revenue report".into(),
+                entity_ids: Some(vec![zed.clone()]),
+                k: Some(5),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert!(!env.results.is_empty(), "{}", h.kind);
+        for r in &env.results {
+            assert!(r.text().contains("Zed Quill"), "{}: {}", h.kind, r.text());
+        }
+        assert!(
+            env.results
+                .iter()
+                .any(|r| matches!(r, EvidenceResult::Claim(_)))
+        );
+        let facts = memory
+            .facts_context(FactsContextInput {
+                query: "Globex quarterly revenue report".into(),
+                entity_ids: Some(vec![zed]),
+                temporal_scope: None,
+                k: Some(5),
+                budget: None,
+            })
+            .await
+            .unwrap();
+        assert!(!facts.results.is_empty());
+        assert!(
+            facts
+                .results
+                .iter()
+                .all(|r| r.fact.subject_name == "Zed Quill")
+        );
+        assert_eq!(facts.results[0].anchors, Some(1));
+    }
+}
+
+#[tokio::test]
+async fn reads_never_call_a_chat_model() {
+    for h in stores().await {
+        fixture(&h).await;
+        let refusing =
+            JudgeModel::new(|request, _| panic!("a read called the model: {}", request.call_key));
+        let model: Arc<dyn ChatModel> = refusing.clone();
+        let reader = Memory::builder()
+            .store(h.store.clone())
+            .config(test_config())
+            .extractor(ExtractorModels {
+                selection: model.clone(),
+                claimify: model.clone(),
+            })
+            .fact_models(FactModels {
+                normalizer: Some(model.clone()),
+                resolver: Some(model.clone()),
+                adjudicator: Some(model),
+            })
+            .open()
+            .await
+            .unwrap();
+        let alice = id_of(&reader, "Alice").await.to_string();
+        for (name, input) in [
+            ("resolve_entity", json!({"name": "Alice"})),
+            (
+                "claims_and_sources_context",
+                json!({"query": "Alice", "entity_ids": [alice]}),
+            ),
+            (
+                "facts_context",
+                json!({"query": "Alice", "temporal_scope": {"mode": "history"}}),
+            ),
+            (
+                "combined_context",
+                json!({"query": "Alice", "entity_ids": [alice]}),
+            ),
+        ] {
+            reader.run_operation(name, input).await.unwrap();
+        }
+        assert!(refusing.calls("selection").is_empty());
+        assert!(refusing.calls("resolve_t4").is_empty());
+        assert!(refusing.calls("adjudicate").is_empty());
+        assert!(refusing.calls("normalize").is_empty());
+    }
+}
