@@ -71,6 +71,12 @@ pub enum Command {
         #[command(subcommand)]
         command: OperationsCommand,
     },
+    /// Resolve or inspect a recall receipt.
+    Receipts {
+        /// What to do.
+        #[command(subcommand)]
+        command: ReceiptsCommand,
+    },
     /// Ask a question: resolve the named entities, run combined_context and print an
     /// answer sheet (facts with windows and evidence, then claims with sources).
     Ask(AskArgs),
@@ -181,6 +187,21 @@ pub enum OperationsCommand {
         /// The input as JSON (e.g. '{"query": "where does Alice work"}').
         #[arg(long, value_name = "JSON")]
         input: String,
+    },
+}
+
+/// `remember receipts …`.
+#[derive(Debug, Subcommand)]
+pub enum ReceiptsCommand {
+    /// Re-check every selected record and print the current texts, or the refusal.
+    Resolve {
+        /// The receipt id.
+        id: String,
+    },
+    /// Print the receipt: ids, versions, digests, scores and counts (no text).
+    Inspect {
+        /// The receipt id.
+        id: String,
     },
 }
 

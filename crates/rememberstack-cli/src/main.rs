@@ -440,6 +440,42 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Ask(a) => ask(&cli, a).await,
+        Command::Receipts { command } => {
+            let memory = open(&cli).await?;
+            match command {
+                ReceiptsCommand::Inspect { id } => {
+                    let receipt = memory.inspect_receipt(id.parse()?).await?;
+                    print_json(&receipt)
+                }
+                ReceiptsCommand::Resolve { id } => {
+                    let resolution = memory.resolve_receipt(id.parse()?).await?;
+                    if cli.json {
+                        return print_json(&resolution);
+                    }
+                    match resolution.reason.as_deref() {
+                        Some(reason) => println!(
+                            "refused: {reason} ({})",
+                            resolution.record.as_deref().unwrap_or("-")
+                        ),
+                        None => {
+                            for r in &resolution.records {
+                                println!(
+                                    "{:<6} {}  {}{}",
+                                    r.kind,
+                                    r.id,
+                                    r.text.replace('\n', " "),
+                                    r.document_title
+                                        .as_deref()
+                                        .map(|t| format!("  [{t}]"))
+                                        .unwrap_or_default()
+                                );
+                            }
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        }
         Command::Predicates => {
             let memory = open(&cli).await?;
             let rows = memory.predicates().await?;

@@ -70,6 +70,9 @@ pub struct Envelope<R> {
     /// Why a name is ambiguous (`resolve_entity`): several entities match it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ambiguity: Option<String>,
+    /// The recall receipt recorded for this answer (`record_receipt: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_id: Option<crate::ids::ReceiptId>,
 }
 
 /// A typed negative (D49).

@@ -102,6 +102,10 @@ id_type!(
     /// An append-only adjudication transcript row.
     AdjudicationId
 );
+id_type!(
+    /// A durable recall receipt.
+    ReceiptId
+);
 
 #[cfg(test)]
 mod tests {

@@ -499,6 +499,50 @@ pub struct ClaimHit {
     pub score: f64,
 }
 
+/// A durable recall receipt (Archive ADR): what a context operation selected, with
+/// no query or source text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Its id.
+    pub receipt_id: ReceiptId,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The caller's request id (a replay returns this receipt).
+    pub request_id: Option<String>,
+    /// The operation that selected.
+    pub operation: String,
+    /// Who the recall was for, if given.
+    pub subject: Option<String>,
+    /// What it was for, if given.
+    pub purpose: Option<String>,
+    /// sha256 of the trimmed query.
+    pub query_digest: String,
+    /// The applied parameters and budgets (anchors, k, budget, time scope) — never the query.
+    pub parameters: serde_json::Value,
+    /// The selected records, in rank order.
+    pub selections: Vec<ReceiptSelection>,
+    /// Coverage: candidates considered, returned, omitted by the budget.
+    pub coverage: serde_json::Value,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// One selected record of a receipt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptSelection {
+    /// `claim`, `chunk` or `fact`.
+    pub kind: String,
+    /// The record id.
+    pub id: String,
+    /// The version the record belonged to (claims, chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<VersionId>,
+    /// sha256 of the record's content as selected (text; a fact's statement and window).
+    pub content_digest: String,
+    /// Its fused score.
+    pub score: f64,
+}
+
 /// One provider call, for the cost ledger and the transcript.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {
@@ -962,6 +1006,19 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         generation: &str,
         keys: &[String],
     ) -> Result<Vec<(String, Vec<f32>)>>;
+
+    // --- recall receipts
+    /// Store a receipt. When the namespace already holds a receipt with the same
+    /// `request_id`, nothing is written and that receipt is returned.
+    async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt>;
+    /// A receipt by id.
+    async fn receipt(&self, ns: NamespaceId, id: ReceiptId) -> Result<Option<Receipt>>;
+    /// A receipt by request id.
+    async fn receipt_by_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+    ) -> Result<Option<Receipt>>;
 
     // --- settings
     /// A store-wide setting.

@@ -138,6 +138,10 @@ pub(crate) fn entity_json(entities: &[EntityId]) -> (bool, String) {
     )
 }
 
+fn receipt_body(json: &str) -> Result<Receipt> {
+    serde_json::from_str(json).map_err(|e| Error::store(format!("corrupt receipt: {e}")))
+}
+
 fn role_list(roles: &[SectionRole]) -> String {
     // Roles come from a closed enum: their names are safe to inline.
     if roles.is_empty() {
@@ -1659,6 +1663,67 @@ impl MemoryStore for SqliteStore {
         keys: &[String],
     ) -> Result<Vec<(String, Vec<f32>)>> {
         self.vectors_impl(ns, generation, keys).await
+    }
+
+    async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt> {
+        let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        if let Some(request) = &receipt.request_id {
+            let existing = sqlx::query(
+                "SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND request_id = ?",
+            )
+            .bind(receipt.namespace_id.to_string())
+            .bind(request)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if let Some(row) = existing {
+                return receipt_body(&row.get::<String, _>("body_json"));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO recall_receipts (namespace_id, id, request_id, operation, body_json, created_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(receipt.namespace_id.to_string())
+        .bind(receipt.receipt_id.to_string())
+        .bind(&receipt.request_id)
+        .bind(&receipt.operation)
+        .bind(&body)
+        .bind(to_rfc3339(&receipt.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(receipt)
+    }
+
+    async fn receipt(&self, ns: NamespaceId, id: ReceiptId) -> Result<Option<Receipt>> {
+        sqlx::query("SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND id = ?")
+            .bind(ns.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?
+            .map(|r| receipt_body(&r.get::<String, _>("body_json")))
+            .transpose()
+    }
+
+    async fn receipt_by_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+    ) -> Result<Option<Receipt>> {
+        sqlx::query(
+            "SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND request_id = ?",
+        )
+        .bind(ns.to_string())
+        .bind(request_id)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?
+        .map(|r| receipt_body(&r.get::<String, _>("body_json")))
+        .transpose()
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>> {

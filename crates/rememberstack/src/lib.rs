@@ -40,8 +40,8 @@ pub use rememberstack_core::engine::{
     ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
     DocumentSummary, DrainReport, Engine, EngineConfig, EntityDetail, ExtractorModels, FactModels,
     FactQuery, FactTrace, FactsConfig, FactsContextInput, IngestReceipt, OperationDescriptor,
-    ProviderCheck, Providers, ResolveEntityInput, SearchRequest, StatusReport, TemporalScope,
-    TracedEvidence, VersionSummary, operations,
+    ProviderCheck, Providers, ReceiptResolution, ResolveEntityInput, ResolvedRecord, SearchRequest,
+    StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -56,7 +56,9 @@ pub use rememberstack_core::source::{
     DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
 };
 pub use rememberstack_core::store::MemoryStore;
-pub use rememberstack_core::store::{ClaimRecord, DecisionRecord, Occurrence};
+pub use rememberstack_core::store::{
+    ClaimRecord, DecisionRecord, Occurrence, Receipt, ReceiptSelection,
+};
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
 pub use rememberstack_core::{Error, ErrorCode, Result};
@@ -517,6 +519,18 @@ impl Memory {
     /// `combined_context`: both context operations as one `ContextBundle/v2`.
     pub async fn combined_context(&self, input: CombinedContextInput) -> Result<ContextBundle> {
         self.engine.combined_context(&self.namespace, input).await
+    }
+
+    /// Re-check a recall receipt's records against current authority: their current
+    /// texts, or a refusal naming why (`revoked`, `archived`, `superseded`, `changed`,
+    /// `missing`).
+    pub async fn resolve_receipt(&self, id: ReceiptId) -> Result<ReceiptResolution> {
+        self.engine.resolve_receipt(&self.namespace, id).await
+    }
+
+    /// A recall receipt as stored: ids, versions, digests, scores and counts; no text.
+    pub async fn inspect_receipt(&self, id: ReceiptId) -> Result<Receipt> {
+        self.engine.inspect_receipt(&self.namespace, id).await
     }
 
     /// Hybrid fact search (live facts; `include_retired` adds closed and superseded ones).

@@ -470,6 +470,28 @@ fn operations_and_ask_from_the_command_line() {
     let bundle = cli.ok_json(&["operations", "run", "combined_context", "--input", &input]);
     assert_eq!(bundle["contract"], "ContextBundle/v2");
 
+    // Receipts.
+    let with_receipt = r#"{"query": "Alice employer", "record_receipt": true}"#;
+    let env = cli.ok_json(&[
+        "operations",
+        "run",
+        "facts_context",
+        "--input",
+        with_receipt,
+    ]);
+    let receipt = env["receipt_id"].as_str().expect("receipt_id").to_string();
+    let inspected = cli.ok_json(&["receipts", "inspect", &receipt, "--json"]);
+    assert_eq!(inspected["operation"], "facts_context");
+    assert!(!inspected.to_string().contains("Acme"));
+    let resolved = cli.ok_json(&["receipts", "resolve", &receipt, "--json"]);
+    assert_eq!(resolved["status"], "resolved");
+    assert!(
+        resolved["records"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Acme")
+    );
+
     // Bad input: typed errors.
     let out = cli.run(&[
         "operations",

@@ -143,7 +143,7 @@ pub struct ResolveEntityInput {
 }
 
 /// `claims_and_sources_context` input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimsAndSourcesInput {
     /// The question.
@@ -157,10 +157,22 @@ pub struct ClaimsAndSourcesInput {
     /// A character budget: results are fitted by whole items.
     #[serde(default)]
     pub budget: Option<usize>,
+    /// Record a durable recall receipt of the selection (`receipt_id` in the envelope).
+    #[serde(default)]
+    pub record_receipt: Option<bool>,
+    /// The caller's request id: a replay returns the original receipt.
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// Who the recall is for (kept in the receipt).
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// What the recall is for (kept in the receipt).
+    #[serde(default)]
+    pub purpose: Option<String>,
 }
 
 /// `facts_context` input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FactsContextInput {
     /// The question.
@@ -177,6 +189,18 @@ pub struct FactsContextInput {
     /// A character budget: results are fitted by whole items.
     #[serde(default)]
     pub budget: Option<usize>,
+    /// Record a durable recall receipt of the selection (`receipt_id` in the envelope).
+    #[serde(default)]
+    pub record_receipt: Option<bool>,
+    /// The caller's request id: a replay returns the original receipt.
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// Who the recall is for (kept in the receipt).
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// What the recall is for (kept in the receipt).
+    #[serde(default)]
+    pub purpose: Option<String>,
 }
 
 /// `combined_context` input: exactly these parameters (D87).
@@ -230,6 +254,12 @@ pub fn operations() -> Vec<OperationDescriptor> {
         json!({"type": "string", "minLength": 1, "description": "The question, in plain words."});
     let k = json!({"type": "integer", "minimum": 1, "maximum": 100});
     let budget = json!({"type": "integer", "minimum": 1, "description": "Fit results to this many characters, whole items only."});
+    let record_receipt = json!({"type": "boolean", "description": "Record a durable recall receipt of the selection (receipt_id in the envelope)."});
+    let request_id = json!({"type": "string", "minLength": 1, "maxLength": 200, "description": "Your request id: a replay returns the original receipt."});
+    let subject =
+        json!({"type": "string", "description": "Who the recall is for (kept in the receipt)."});
+    let purpose =
+        json!({"type": "string", "description": "What the recall is for (kept in the receipt)."});
     vec![
         OperationDescriptor {
             name: "resolve_entity".into(),
@@ -243,7 +273,8 @@ pub fn operations() -> Vec<OperationDescriptor> {
             name: "claims_and_sources_context".into(),
             description: "What sources said: claims with their exact spans and the source passages, ranked for the question (semantic and lexical search, fused). Use it for quotes, details, dates and anything a fact summary may miss; anchor it with entity_ids to keep to one person or thing.".into(),
             input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
-                "properties": {"query": query, "entity_ids": entity_ids_schema(), "k": k, "budget": budget}}),
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "k": k, "budget": budget,
+                    "record_receipt": record_receipt, "request_id": request_id, "subject": subject, "purpose": purpose}}),
             grain: "evidence".into(),
             version: 1,
         },
@@ -251,7 +282,8 @@ pub fn operations() -> Vec<OperationDescriptor> {
             name: "facts_context".into(),
             description: "What is believed: relations and observations with their world-time windows, evidence counts and contradictions, for the question and the anchored entities' neighbourhood. Use temporal_scope for 'now', 'as of' and 'history' questions.".into(),
             input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
-                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema(), "k": k, "budget": budget}}),
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema(), "k": k, "budget": budget,
+                    "record_receipt": record_receipt, "request_id": request_id, "subject": subject, "purpose": purpose}}),
             grain: "fact".into(),
             version: 1,
         },
@@ -662,6 +694,7 @@ impl Engine {
         });
         let available = ranked.len();
         let saturated = claims.truncation.more_available || chunks.truncation.more_available;
+        let ranked_scores: Vec<f64> = ranked.iter().take(k).map(|r| r.0).collect();
         let mut results: Vec<EvidenceResult> =
             ranked.into_iter().take(k).map(|(.., r)| r).collect();
         let mut channels = BTreeMap::new();
@@ -695,9 +728,50 @@ impl Engine {
             channels,
         );
         env.truncation.returned = env.results.len();
-        env.applied = Some(applied);
+        env.applied = Some(applied.clone());
         env.budget = budget_report;
         self.negative_for(&mut env);
+        if input.record_receipt.unwrap_or(false) {
+            let selections = env
+                .results
+                .iter()
+                .zip(ranked_scores.iter())
+                .map(|(r, score)| match r {
+                    EvidenceResult::Claim(c) => ReceiptSelection {
+                        kind: "claim".into(),
+                        id: c.claim_id.to_string(),
+                        version_id: Some(c.version_id),
+                        content_digest: sha256_hex(c.text.as_bytes()),
+                        score: *score,
+                    },
+                    EvidenceResult::Chunk(c) => ReceiptSelection {
+                        kind: "chunk".into(),
+                        id: c.chunk_id.to_string(),
+                        version_id: Some(c.version_id),
+                        content_digest: sha256_hex(c.text.as_bytes()),
+                        score: *score,
+                    },
+                })
+                .collect();
+            let coverage = json!({"candidates": available, "returned": env.results.len(),
+                "omitted": env.budget.as_ref().map_or(0, |b| b.omitted.len())});
+            env.receipt_id = Some(
+                self.record_receipt(
+                    (namespace, ns),
+                    OP,
+                    &input.query,
+                    &applied,
+                    ReceiptMeta {
+                        request_id: input.request_id.clone(),
+                        subject: input.subject.clone(),
+                        purpose: input.purpose.clone(),
+                    },
+                    selections,
+                    coverage,
+                )
+                .await?,
+            );
+        }
         Ok(env)
     }
 
@@ -847,10 +921,41 @@ impl Engine {
         );
         env.truncation.returned = env.results.len();
         env.grain = Grain::Fact;
-        env.applied = Some(applied);
+        env.applied = Some(applied.clone());
         env.temporal_scope = Some(echo);
         env.budget = budget_report;
         self.negative_for(&mut env);
+        if input.record_receipt.unwrap_or(false) {
+            let selections = env
+                .results
+                .iter()
+                .map(|r| ReceiptSelection {
+                    kind: "fact".into(),
+                    id: r.fact.fact_id.to_string(),
+                    version_id: None,
+                    content_digest: fact_digest(&r.fact),
+                    score: r.scores.fused,
+                })
+                .collect();
+            let coverage = json!({"candidates": available, "returned": env.results.len(),
+                "omitted": env.budget.as_ref().map_or(0, |b| b.omitted.len())});
+            env.receipt_id = Some(
+                self.record_receipt(
+                    (namespace, Some(ns)),
+                    OP,
+                    &input.query,
+                    &applied,
+                    ReceiptMeta {
+                        request_id: input.request_id.clone(),
+                        subject: input.subject.clone(),
+                        purpose: input.purpose.clone(),
+                    },
+                    selections,
+                    coverage,
+                )
+                .await?,
+            );
+        }
         Ok(env)
     }
 
@@ -869,6 +974,10 @@ impl Engine {
                     entity_ids: input.entity_ids.clone(),
                     k: None,
                     budget: None,
+                    record_receipt: None,
+                    request_id: None,
+                    subject: None,
+                    purpose: None,
                 },
             )
             .await?;
@@ -881,6 +990,10 @@ impl Engine {
                     temporal_scope: input.temporal_scope,
                     k: None,
                     budget: None,
+                    record_receipt: None,
+                    request_id: None,
+                    subject: None,
+                    purpose: None,
                 },
             )
             .await?;
@@ -915,5 +1028,202 @@ fn fit_budget<R>(
         chars: budget,
         used,
         omitted,
+    }
+}
+
+/// Who and what a receipt is for.
+struct ReceiptMeta {
+    request_id: Option<String>,
+    subject: Option<String>,
+    purpose: Option<String>,
+}
+
+/// The content digest of a fact as selected: statement and window.
+fn fact_digest(f: &FactRecord) -> String {
+    let bound = |t: &Option<Timestamp>| t.map(|t| crate::time::to_rfc3339(&t)).unwrap_or_default();
+    sha256_hex(
+        format!(
+            "{}\u{1f}{}\u{1f}{}",
+            f.statement,
+            bound(&f.window.valid_from),
+            bound(&f.window.valid_until)
+        )
+        .as_bytes(),
+    )
+}
+
+/// One record of a resolved receipt, with its current text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedRecord {
+    /// `claim`, `chunk` or `fact`.
+    pub kind: String,
+    /// The record id.
+    pub id: String,
+    /// Its text (a fact's statement).
+    pub text: String,
+    /// The document (claims and chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_title: Option<String>,
+    /// The score it was selected with.
+    pub score: f64,
+}
+
+/// The outcome of resolving a receipt: every record, or a refusal naming why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptResolution {
+    /// The receipt.
+    pub receipt_id: ReceiptId,
+    /// `resolved` or `refused`.
+    pub status: String,
+    /// Why it was refused: `revoked`, `archived`, `superseded`, `changed` or `missing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The record that caused the refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The selected records in their original order (empty when refused).
+    pub records: Vec<ResolvedRecord>,
+}
+
+impl Engine {
+    #[allow(clippy::too_many_arguments)]
+    async fn record_receipt(
+        &self,
+        (namespace, ns): (&str, Option<NamespaceId>),
+        operation: &str,
+        query: &str,
+        applied: &Value,
+        meta: ReceiptMeta,
+        selections: Vec<ReceiptSelection>,
+        coverage: Value,
+    ) -> Result<ReceiptId> {
+        if let Some(r) = &meta.request_id
+            && (r.trim().is_empty() || r.len() > 200)
+        {
+            return Err(invalid("request_id must be 1 to 200 characters"));
+        }
+        let ns = match ns {
+            Some(ns) => ns,
+            // A receipt is a write: the namespace exists from it on.
+            None => {
+                self.store
+                    .ensure_namespace(namespace, self.clock.now())
+                    .await?
+                    .id
+            }
+        };
+        let mut parameters = applied.clone();
+        if let Some(o) = parameters.as_object_mut() {
+            o.remove("query");
+        }
+        let receipt = Receipt {
+            receipt_id: ReceiptId::new(),
+            namespace_id: ns,
+            request_id: meta.request_id,
+            operation: operation.to_string(),
+            subject: meta.subject,
+            purpose: meta.purpose,
+            query_digest: sha256_hex(query.trim().as_bytes()),
+            parameters,
+            selections,
+            coverage,
+            created_at: self.clock.now(),
+        };
+        let stored = self.store.put_receipt(receipt.clone()).await?;
+        if stored.receipt_id != receipt.receipt_id
+            && (stored.operation != receipt.operation
+                || stored.query_digest != receipt.query_digest
+                || stored.parameters != receipt.parameters)
+        {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                "request_conflict: this request_id already recorded a different request",
+            ));
+        }
+        Ok(stored.receipt_id)
+    }
+
+    /// The stored receipt: ids, versions, digests, scores and counts — never text.
+    pub async fn inspect_receipt(&self, namespace: &str, id: ReceiptId) -> Result<Receipt> {
+        let ns = self.namespace_or_not_found(namespace).await?;
+        self.store
+            .receipt(ns, id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no receipt {id} in `{namespace}`")))
+    }
+
+    /// Re-check every selected record against current authority and return the
+    /// current texts, or refuse the whole resolution with a typed reason; never
+    /// reranks or substitutes.
+    pub async fn resolve_receipt(
+        &self,
+        namespace: &str,
+        id: ReceiptId,
+    ) -> Result<ReceiptResolution> {
+        let receipt = self.inspect_receipt(namespace, id).await?;
+        let ns = receipt.namespace_id;
+        let refuse = |reason: &str, record: &str| ReceiptResolution {
+            receipt_id: id,
+            status: "refused".into(),
+            reason: Some(reason.into()),
+            record: Some(record.into()),
+            records: vec![],
+        };
+        let mut records = Vec::with_capacity(receipt.selections.len());
+        for s in &receipt.selections {
+            let parsed =
+                uuid::Uuid::parse_str(&s.id).map_err(|_| Error::store("corrupt receipt id"))?;
+            let (text, title, current) = match s.kind.as_str() {
+                "claim" => match self.store.claims(ns, &[ClaimId(parsed)]).await?.pop() {
+                    None => return Ok(refuse("missing", &s.id)),
+                    Some(c) => (c.text, Some(c.document_title), c.is_current),
+                },
+                "chunk" => match self.store.chunks(ns, &[ChunkId(parsed)]).await?.pop() {
+                    None => return Ok(refuse("missing", &s.id)),
+                    Some(c) => (c.text, Some(c.document_title), c.is_current),
+                },
+                "fact" => match self.store.facts(ns, &[FactId(parsed)]).await?.pop() {
+                    None => return Ok(refuse("missing", &s.id)),
+                    Some(f) if f.invalidated_at.is_some() => return Ok(refuse("revoked", &s.id)),
+                    Some(f) => {
+                        if f.superseded_by.is_some() {
+                            return Ok(refuse("superseded", &s.id));
+                        }
+                        if fact_digest(&f) != s.content_digest {
+                            return Ok(refuse("changed", &s.id));
+                        }
+                        records.push(ResolvedRecord {
+                            kind: s.kind.clone(),
+                            id: s.id.clone(),
+                            text: f.statement,
+                            document_title: None,
+                            score: s.score,
+                        });
+                        continue;
+                    }
+                },
+                other => return Err(Error::store(format!("corrupt receipt kind `{other}`"))),
+            };
+            if !current {
+                return Ok(refuse("superseded", &s.id));
+            }
+            if sha256_hex(text.as_bytes()) != s.content_digest {
+                return Ok(refuse("changed", &s.id));
+            }
+            records.push(ResolvedRecord {
+                kind: s.kind.clone(),
+                id: s.id.clone(),
+                text,
+                document_title: title,
+                score: s.score,
+            });
+        }
+        Ok(ReceiptResolution {
+            receipt_id: id,
+            status: "resolved".into(),
+            reason: None,
+            record: None,
+            records,
+        })
     }
 }

@@ -1405,7 +1405,7 @@ impl Engine {
         Ok(out)
     }
 
-    async fn namespace_or_not_found(&self, namespace: &str) -> Result<NamespaceId> {
+    pub(super) async fn namespace_or_not_found(&self, namespace: &str) -> Result<NamespaceId> {
         self.store
             .namespace(namespace)
             .await?

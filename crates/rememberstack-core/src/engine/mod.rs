@@ -26,7 +26,7 @@ mod search;
 
 pub use context::{
     ClaimsAndSourcesInput, CombinedContextInput, FactsContextInput, OperationDescriptor,
-    ResolveEntityInput, TemporalScope, operations,
+    ReceiptResolution, ResolveEntityInput, ResolvedRecord, TemporalScope, operations,
 };
 pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
 pub use facts::{

@@ -161,6 +161,7 @@ impl Engine {
             budget: None,
             hydration_drops: BTreeMap::new(),
             ambiguity: None,
+            receipt_id: None,
         }
     }
 

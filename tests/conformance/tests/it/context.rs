@@ -204,6 +204,7 @@ async fn envelopes_of_every_operation() {
                 temporal_scope: None,
                 k: Some(5),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -213,6 +214,7 @@ async fn envelopes_of_every_operation() {
                 entity_ids: Some(vec![alice.to_string()]),
                 k: Some(4),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -305,6 +307,7 @@ async fn time_scopes_select_the_right_employer() {
                         temporal_scope: scope,
                         k: Some(20),
                         budget: None,
+                        ..Default::default()
                     })
                     .await
                     .unwrap();
@@ -359,6 +362,7 @@ async fn negatives_are_typed() {
                 temporal_scope: None,
                 k: None,
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -374,6 +378,7 @@ async fn negatives_are_typed() {
                 entity_ids: Some(vec![acme.to_string()]),
                 k: None,
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -387,6 +392,7 @@ async fn negatives_are_typed() {
                 temporal_scope: None,
                 k: None,
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -406,6 +412,7 @@ async fn negatives_are_typed() {
                 entity_ids: None,
                 k: None,
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -419,6 +426,7 @@ async fn negatives_are_typed() {
                 entity_ids: None,
                 k: Some(1),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -439,6 +447,7 @@ async fn contradictions_are_never_one_sided_and_budgets_drop_whole_items() {
                 temporal_scope: None,
                 k: Some(1),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -454,6 +463,7 @@ async fn contradictions_are_never_one_sided_and_budgets_drop_whole_items() {
                 entity_ids: None,
                 k: Some(10),
                 budget: Some(40),
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -494,6 +504,7 @@ async fn anchors_constrain_candidates_before_the_top_k_cut() {
                 entity_ids: Some(vec![zed.clone()]),
                 k: Some(5),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -513,6 +524,7 @@ async fn anchors_constrain_candidates_before_the_top_k_cut() {
                 temporal_scope: None,
                 k: Some(5),
                 budget: None,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -571,5 +583,153 @@ async fn reads_never_call_a_chat_model() {
         assert!(refusing.calls("resolve_t4").is_empty());
         assert!(refusing.calls("adjudicate").is_empty());
         assert!(refusing.calls("normalize").is_empty());
+    }
+}
+
+#[tokio::test]
+async fn receipts_resolve_refuse_and_replay() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let living = |text: &'static str| {
+            let memory = memory.clone();
+            async move {
+                memory
+                    .ingest_text(
+                        text,
+                        rememberstack::IngestOptions::new("wiki/tea")
+                            .mode(rememberstack::VersioningMode::Living),
+                    )
+                    .await
+                    .unwrap();
+                memory.process_until_idle().await.unwrap();
+            }
+        };
+        living("# Tea\n\nBob Brewer grows oolong tea in Taiwan.\n").await;
+        let query = "where does Bob grow oolong tea";
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: query.into(),
+                k: Some(3),
+                record_receipt: Some(true),
+                request_id: Some("req-1".into()),
+                subject: Some("agent-7".into()),
+                purpose: Some("answer".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let receipt_id = env.receipt_id.expect("receipt recorded");
+        assert!(!env.results.is_empty());
+
+        // Inspection: ids, digests, scores, counts — never the query or source text.
+        let receipt = memory.inspect_receipt(receipt_id).await.unwrap();
+        assert_eq!(receipt.selections.len(), env.results.len());
+        assert_eq!(receipt.subject.as_deref(), Some("agent-7"));
+        let json = serde_json::to_string(&receipt).unwrap();
+        assert!(!json.contains("oolong"), "{}: {json}", h.kind);
+        assert!(!json.contains("Tea"), "{json}");
+
+        // Resolution: the current texts, in the selected order.
+        let resolved = memory.resolve_receipt(receipt_id).await.unwrap();
+        assert_eq!(resolved.status, "resolved");
+        let texts: Vec<&str> = resolved.records.iter().map(|r| r.text.as_str()).collect();
+        let expected: Vec<&str> = env.results.iter().map(|r| r.text()).collect();
+        assert_eq!(texts, expected);
+
+        // A replay of the request id returns the original receipt; a different request
+        // under the same id is refused.
+        let again = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: query.into(),
+                k: Some(3),
+                record_receipt: Some(true),
+                request_id: Some("req-1".into()),
+                subject: Some("agent-7".into()),
+                purpose: Some("answer".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(again.receipt_id, Some(receipt_id));
+        let conflict = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "something else".into(),
+                record_receipt: Some(true),
+                request_id: Some("req-1".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(conflict.code().as_str(), "conflict");
+
+        // A living-mode re-ingest drops the selected sentence: resolution refuses the
+        // whole receipt with its reason; inspection still works.
+        living("# Tea\n\nThe shop sells green tea.\n").await;
+        let refused = memory.resolve_receipt(receipt_id).await.unwrap();
+        assert_eq!(refused.status, "refused", "{}: {refused:?}", h.kind);
+        assert_eq!(refused.reason.as_deref(), Some("superseded"));
+        assert!(refused.records.is_empty());
+        assert!(memory.inspect_receipt(receipt_id).await.is_ok());
+        // An unknown receipt is not found.
+        assert_eq!(
+            memory
+                .resolve_receipt(rememberstack::ReceiptId::new())
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "not_found"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fact_receipt_refuses_once_the_fact_is_superseded() {
+    for h in stores().await {
+        let judge = JudgeModel::new(verdicts(vec![json!({
+            "verdict": "supersede", "fact": "F1", "valid_from": "", "valid_until": "",
+            "reason": "new employer"
+        })]));
+        let memory = Memory::builder()
+            .store(h.store.clone())
+            .config(test_config())
+            .fact_models(FactModels {
+                adjudicator: Some(judge),
+                ..FactModels::default()
+            })
+            .open()
+            .await
+            .unwrap();
+        ingest(
+            &memory,
+            "a",
+            "# HR\n\nAlice has worked for Acme since March 2024.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        let env = memory
+            .facts_context(FactsContextInput {
+                query: "Alice works for Acme".into(),
+                record_receipt: Some(true),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let id = env.receipt_id.unwrap();
+        assert_eq!(memory.resolve_receipt(id).await.unwrap().status, "resolved");
+        ingest(
+            &memory,
+            "b",
+            "# HR update\n\nIn February 2026 Alice left Acme and joined Globex.\n",
+            "2026-03-01T00:00:00Z",
+        )
+        .await;
+        let refused = memory.resolve_receipt(id).await.unwrap();
+        assert_eq!(
+            refused.reason.as_deref(),
+            Some("superseded"),
+            "{}: {refused:?}",
+            h.kind
+        );
     }
 }
