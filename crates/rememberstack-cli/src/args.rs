@@ -71,6 +71,32 @@ pub enum Command {
         #[command(subcommand)]
         command: OperationsCommand,
     },
+    /// The chunks around a chunk, in document order.
+    Adjacent {
+        /// The chunk id (from a search result).
+        chunk_id: String,
+        /// Chunks on each side (1 or 2).
+        #[arg(long, default_value_t = 1)]
+        window: usize,
+    },
+    /// Relations reachable from entities, hop by hop (at most 3).
+    Neighborhood {
+        /// A start entity id; repeatable.
+        #[arg(long = "entity", value_name = "ENTITY_ID", required = true)]
+        entities: Vec<String>,
+        /// Hops (1–3).
+        #[arg(long, default_value_t = 1)]
+        depth: usize,
+        /// Only these predicates, at every hop; repeatable.
+        #[arg(long = "predicate", value_name = "NAME")]
+        predicates: Vec<String>,
+        /// Relations holding at this instant (RFC 3339).
+        #[arg(long, value_name = "RFC3339", conflicts_with = "history")]
+        at: Option<String>,
+        /// Every relation, closed and superseded ones included.
+        #[arg(long)]
+        history: bool,
+    },
     /// Resolve or inspect a recall receipt.
     Receipts {
         /// What to do.
@@ -301,6 +327,30 @@ pub enum DocumentsCommand {
     Show {
         /// The document id.
         doc_id: String,
+    },
+    /// Find documents by name and content, with metadata filters.
+    Search {
+        /// Words to match on names and content (optional with filters).
+        #[arg(default_value = "")]
+        query: String,
+        /// The file name contains this.
+        #[arg(long)]
+        file_name: Option<String>,
+        /// The title contains this.
+        #[arg(long)]
+        title: Option<String>,
+        /// An author contains this.
+        #[arg(long)]
+        author: Option<String>,
+        /// Source time at or after (RFC 3339).
+        #[arg(long, value_name = "RFC3339")]
+        from: Option<String>,
+        /// Source time before (RFC 3339).
+        #[arg(long, value_name = "RFC3339")]
+        to: Option<String>,
+        /// Results.
+        #[arg(long, default_value_t = 10)]
+        k: usize,
     },
 }
 

@@ -202,6 +202,40 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         Ok(())
                     }
                 }
+                DocumentsCommand::Search {
+                    query,
+                    file_name,
+                    title,
+                    author,
+                    from,
+                    to,
+                    k,
+                } => {
+                    let env = memory
+                        .search_documents(rememberstack::DocumentQuery {
+                            query: query.clone(),
+                            file_name: file_name.clone(),
+                            title: title.clone(),
+                            author: author.clone(),
+                            from: from.clone(),
+                            to: to.clone(),
+                            k: Some(*k),
+                        })
+                        .await?;
+                    if cli.json {
+                        return print_json(&env);
+                    }
+                    if env.results.is_empty() {
+                        println!("no documents match");
+                    }
+                    for d in &env.results {
+                        println!(
+                            "{}  {}  ({}:{})",
+                            d.document_id, d.title, d.source_kind, d.source_ref
+                        );
+                    }
+                    Ok(())
+                }
                 DocumentsCommand::Show { doc_id } => {
                     let id: DocumentId = doc_id.parse()?;
                     let detail = memory.document(id).await?;
@@ -440,6 +474,61 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Ask(a) => ask(&cli, a).await,
+        Command::Adjacent { chunk_id, window } => {
+            let memory = open(&cli).await?;
+            let env = memory.adjacent_chunks(chunk_id.parse()?, *window).await?;
+            if cli.json {
+                return print_json(&env);
+            }
+            for r in &env.results {
+                println!("{}  [{}]", r.chunk_id, r.document_title);
+                println!("   {}", r.text.replace('\n', "\n   "));
+            }
+            Ok(())
+        }
+        Command::Neighborhood {
+            entities,
+            depth,
+            predicates,
+            at,
+            history,
+        } => {
+            let memory = open(&cli).await?;
+            let entity_ids = entities
+                .iter()
+                .map(|e| e.parse::<EntityId>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let temporal_scope = match (at, history) {
+                (Some(t), _) => Some(rememberstack::TemporalScope {
+                    mode: "at".into(),
+                    at: Some(t.clone()),
+                    from: None,
+                    to: None,
+                }),
+                (None, true) => Some(rememberstack::TemporalScope {
+                    mode: "history".into(),
+                    at: None,
+                    from: None,
+                    to: None,
+                }),
+                _ => None,
+            };
+            let env = memory
+                .neighborhood(rememberstack::NeighborhoodRequest {
+                    entity_ids,
+                    depth: Some(*depth),
+                    predicates: predicates.clone(),
+                    temporal_scope,
+                })
+                .await?;
+            if cli.json {
+                return print_json(&env);
+            }
+            for r in &env.results {
+                println!("hop {}  {}", r.depth, fact_line(&r.fact));
+            }
+            Ok(())
+        }
         Command::Receipts { command } => {
             let memory = open(&cli).await?;
             match command {

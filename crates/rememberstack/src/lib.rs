@@ -38,8 +38,9 @@ pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
-    DocumentSummary, DrainReport, Engine, EngineConfig, EntityDetail, ExtractorModels, FactModels,
-    FactQuery, FactTrace, FactsConfig, FactsContextInput, IngestReceipt, OperationDescriptor,
+    DocumentQuery, DocumentResult, DocumentSummary, DrainReport, Engine, EngineConfig,
+    EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
+    FactsContextInput, IngestReceipt, NeighborhoodRequest, OperationDescriptor, PathResult,
     ProviderCheck, Providers, ReceiptResolution, ResolveEntityInput, ResolvedRecord, SearchRequest,
     StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,
 };
@@ -531,6 +532,28 @@ impl Memory {
     /// A recall receipt as stored: ids, versions, digests, scores and counts; no text.
     pub async fn inspect_receipt(&self, id: ReceiptId) -> Result<Receipt> {
         self.engine.inspect_receipt(&self.namespace, id).await
+    }
+
+    /// The chunks around a chunk in its version (`window` 1–2 on each side), in
+    /// document order (D130).
+    pub async fn adjacent_chunks(
+        &self,
+        chunk: ChunkId,
+        window: usize,
+    ) -> Result<Envelope<ChunkResult>> {
+        self.engine
+            .adjacent_chunks(&self.namespace, chunk, window)
+            .await
+    }
+
+    /// Bounded multi-hop traversal over relations from resolved entities.
+    pub async fn neighborhood(&self, request: NeighborhoodRequest) -> Result<Envelope<PathResult>> {
+        self.engine.neighborhood(&self.namespace, request).await
+    }
+
+    /// Documents by name and content, with metadata filters (D134).
+    pub async fn search_documents(&self, query: DocumentQuery) -> Result<Envelope<DocumentResult>> {
+        self.engine.search_documents(&self.namespace, query).await
     }
 
     /// Hybrid fact search (live facts; `include_retired` adds closed and superseded ones).

@@ -1143,6 +1143,13 @@ impl Engine {
         Ok(stored.receipt_id)
     }
 
+    /// The fact filter of a time scope (namespace and entities left for the caller).
+    pub(super) fn scope_filter(&self, scope: &TemporalScope) -> Result<FactFilter> {
+        Ok(scope
+            .validate()?
+            .filter(NamespaceId(uuid::Uuid::nil()), vec![]))
+    }
+
     /// The stored receipt: ids, versions, digests, scores and counts — never text.
     pub async fn inspect_receipt(&self, namespace: &str, id: ReceiptId) -> Result<Receipt> {
         let ns = self.namespace_or_not_found(namespace).await?;

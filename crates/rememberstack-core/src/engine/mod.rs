@@ -22,6 +22,7 @@ use std::time::Duration;
 mod context;
 mod extract;
 mod facts;
+mod primitives;
 mod search;
 
 pub use context::{
@@ -32,6 +33,10 @@ pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
 pub use facts::{
     EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, PROFILE_VERSION, TracedEvidence,
     profile_summary, unit_id,
+};
+pub use primitives::{
+    DocumentQuery, DocumentResult, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS,
+    NEIGHBORHOOD_MAX_FRONTIER, NEIGHBORHOOD_MAX_RESULTS, NeighborhoodRequest, PathResult,
 };
 
 /// The version of the deterministic embedding-input policy (D80).

@@ -239,24 +239,7 @@ impl Engine {
             .into_iter()
             .filter_map(|f| {
                 let r = records.remove(&f.id)?;
-                Some(ChunkResult {
-                    chunk_id: r.chunk_id,
-                    document_id: r.document_id,
-                    document_title: r.document_title,
-                    version_id: r.version_id,
-                    source_kind: r.source_kind,
-                    source_ref: r.source_ref,
-                    text: r.text,
-                    section_path: r.section_path,
-                    section_role: r.section_role,
-                    char_span: CharSpan {
-                        start: r.char_start,
-                        end: r.char_end,
-                    },
-                    event_ids: r.event_ids,
-                    asserted_at: r.source_modified_at,
-                    scores: f.scores,
-                })
+                Some(chunk_result(r, f.scores))
             })
             .collect();
         let truncation = Truncation {
@@ -485,6 +468,28 @@ impl Engine {
             freshness,
             ch.reports,
         ))
+    }
+}
+
+/// A chunk as a result, with its provenance.
+pub(super) fn chunk_result(r: ChunkRecord, scores: Scores) -> ChunkResult {
+    ChunkResult {
+        chunk_id: r.chunk_id,
+        document_id: r.document_id,
+        document_title: r.document_title,
+        version_id: r.version_id,
+        source_kind: r.source_kind,
+        source_ref: r.source_ref,
+        text: r.text,
+        section_path: r.section_path,
+        section_role: r.section_role,
+        char_span: CharSpan {
+            start: r.char_start,
+            end: r.char_end,
+        },
+        event_ids: r.event_ids,
+        asserted_at: r.source_modified_at,
+        scores,
     }
 }
 

@@ -733,3 +733,113 @@ async fn a_fact_receipt_refuses_once_the_fact_is_superseded() {
         );
     }
 }
+
+#[tokio::test]
+async fn adjacent_chunks_neighbourhoods_and_document_search() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        // Adjacent chunks: a long conversation cut into several chunks.
+        let conv = crate::conversation_json(0, 60);
+        memory
+            .ingest_conversation(
+                &serde_json::from_str(&conv).unwrap(),
+                rememberstack::IngestOptions::new("chat/long"),
+            )
+            .await
+            .unwrap();
+        ingest(&memory, "org", "# Org\n\nAlice works for Acme.\n\nAcme is part of Initech.\n\nInitech is located in Ohio.\n", "2024-01-01T00:00:00Z").await;
+        let hits = memory.search("cello", 3).await.unwrap();
+        let middle = hits
+            .results
+            .iter()
+            .find(|r| r.source_ref == "chat/long")
+            .expect("a chat chunk")
+            .chunk_id;
+        let env = memory.adjacent_chunks(middle, 1).await.unwrap();
+        assert!(env.results.len() >= 2, "{}: {}", h.kind, env.results.len());
+        assert!(env.results.iter().any(|r| r.chunk_id == middle));
+        let spans: Vec<u64> = env.results.iter().map(|r| r.char_span.start).collect();
+        let mut sorted = spans.clone();
+        sorted.sort();
+        assert_eq!(spans, sorted, "document order");
+        assert_eq!(
+            memory
+                .adjacent_chunks(middle, 3)
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "invalid_parameter"
+        );
+
+        // Neighbourhood: one hop, two hops, a predicate filter at every hop.
+        let alice = id_of(&memory, "Alice").await;
+        let hop = |depth: usize, predicates: Vec<String>| {
+            let memory = memory.clone();
+            async move {
+                let env = memory
+                    .neighborhood(rememberstack::NeighborhoodRequest {
+                        entity_ids: vec![alice],
+                        depth: Some(depth),
+                        predicates,
+                        temporal_scope: None,
+                    })
+                    .await
+                    .unwrap();
+                env.results
+                    .iter()
+                    .map(|r| (r.depth, r.fact.statement.clone(), r.path.len()))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let one = hop(1, vec![]).await;
+        assert_eq!(one.len(), 1, "{}: {one:?}", h.kind);
+        assert!(one[0].1.contains("Acme"));
+        let three = hop(3, vec![]).await;
+        assert_eq!(three.len(), 3, "{}: {three:?}", h.kind);
+        assert_eq!(three.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(three[2].2, 3, "the path of the third hop has three edges");
+        let only_work = hop(3, vec!["works_for".into()]).await;
+        assert_eq!(only_work.len(), 1, "an ineligible edge stops the path");
+
+        // Documents by name, title and content.
+        let docs = memory
+            .search_documents(rememberstack::DocumentQuery {
+                query: "Initech Ohio".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(docs.results[0].source_ref, "org", "{}", h.kind);
+        assert!(docs.results[0].best_chunk.is_some());
+        let by_title = memory
+            .search_documents(rememberstack::DocumentQuery {
+                title: Some("org".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(by_title.results.len(), 1);
+        let none = memory
+            .search_documents(rememberstack::DocumentQuery {
+                query: "Initech".into(),
+                title: Some("no such title".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(none.negative.unwrap().kind, "known_empty");
+        assert_eq!(
+            memory
+                .search_documents(rememberstack::DocumentQuery {
+                    from: Some("yesterday".into()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "invalid_parameter"
+        );
+    }
+}

@@ -1,0 +1,528 @@
+//! Zero-LLM retrieval primitives beside the assured operations: `adjacent_chunks`
+//! (D130), `neighborhood` (bounded multi-hop traversal over relations) and
+//! `search_documents` (names and content, with metadata filters, D134).
+
+use super::search::chunk_result;
+use super::*;
+use crate::facts::{FactFilter, FactKind, FactRecord};
+use crate::text::lexical_terms;
+use std::collections::BTreeSet;
+
+/// Hard caps of a neighbourhood traversal.
+pub const NEIGHBORHOOD_MAX_DEPTH: usize = 3;
+/// Entities expanded at most (over all hops).
+pub const NEIGHBORHOOD_MAX_EXPANSIONS: usize = 64;
+/// Entities in one hop's frontier at most.
+pub const NEIGHBORHOOD_MAX_FRONTIER: usize = 128;
+/// Edges returned at most.
+pub const NEIGHBORHOOD_MAX_RESULTS: usize = 256;
+
+/// A neighbourhood request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighborhoodRequest {
+    /// Start entities (resolved ids).
+    pub entity_ids: Vec<EntityId>,
+    /// Hops, 1–3 (default 1).
+    #[serde(default)]
+    pub depth: Option<usize>,
+    /// Only relations with these predicates, at every hop (default: all).
+    #[serde(default)]
+    pub predicates: Vec<String>,
+    /// The time scope, applied at every hop (default `current`).
+    #[serde(default)]
+    pub temporal_scope: Option<TemporalScope>,
+}
+
+/// One edge reached by a traversal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathResult {
+    /// The relation.
+    pub fact: FactRecord,
+    /// The hop it was reached at (1-based).
+    pub depth: usize,
+    /// The relations from a start entity to this one, this one last.
+    pub path: Vec<FactId>,
+}
+
+/// A document search request (D134).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentQuery {
+    /// Words matched on names (file name, title, source reference, observed names)
+    /// and content (the document's best chunk hit). Empty: filters only.
+    #[serde(default)]
+    pub query: String,
+    /// The file name contains this (case-insensitive).
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// The title contains this (case-insensitive).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// An author contains this (case-insensitive).
+    #[serde(default)]
+    pub author: Option<String>,
+    /// The source time is at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The source time is before this instant (RFC 3339).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Results (1–100, default 10).
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+/// One document result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentResult {
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// The version judged (the current one).
+    pub version_id: VersionId,
+    /// Display title.
+    pub title: String,
+    /// Lineage key: source kind.
+    pub source_kind: String,
+    /// Lineage key: source reference.
+    pub source_ref: String,
+    /// The judged version's metadata, with provenance.
+    pub metadata: DocumentMetadata,
+    /// Every name the lineage was observed under.
+    pub names: Vec<String>,
+    /// The document's best content hit, if the query matched its content.
+    pub best_chunk: Option<ChunkResult>,
+    /// Names rank, content rank and the fused score.
+    pub scores: Scores,
+}
+
+fn param(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidParameter, message)
+}
+
+impl Engine {
+    /// The chunks around `chunk` in its version, `window` (1–2) on each side, in
+    /// document order; the chunk itself included.
+    pub async fn adjacent_chunks(
+        &self,
+        namespace: &str,
+        chunk: ChunkId,
+        window: usize,
+    ) -> Result<Envelope<ChunkResult>> {
+        const OP: &str = "adjacent_chunks";
+        if !(1..=2).contains(&window) {
+            return Err(param(format!("window = {window} is out of range 1..=2")));
+        }
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let Some(target) = self.store.chunks(ns, &[chunk]).await?.pop() else {
+            return Err(Error::not_found(format!(
+                "no chunk {chunk} in `{namespace}`"
+            )));
+        };
+        let lo = target.ordinal.saturating_sub(window as u32);
+        let hi = target.ordinal + window as u32;
+        let ids: Vec<ChunkId> = self
+            .store
+            .version_chunks(ns, target.version_id)
+            .await?
+            .into_iter()
+            .filter(|c| (lo..=hi).contains(&c.ordinal))
+            .map(|c| c.chunk_id)
+            .collect();
+        let none = Scores {
+            semantic: None,
+            lexical: None,
+            fused: 0.0,
+        };
+        let mut records = self.store.chunks(ns, &ids).await?;
+        records.sort_by_key(|c| c.ordinal);
+        let results: Vec<ChunkResult> = records
+            .into_iter()
+            .map(|r| chunk_result(r, none.clone()))
+            .collect();
+        let freshness = self
+            .freshness(ns, &self.component_version(Stage::Embed))
+            .await?;
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: 0,
+                more_available: false,
+                continuation: None,
+            },
+            freshness,
+            BTreeMap::new(),
+        );
+        env.truncation.returned = env.results.len();
+        env.applied = Some(serde_json::json!({"chunk_id": chunk, "window": window}));
+        if !target.is_current {
+            env.negative = Some(Negative {
+                kind: "boundary".into(),
+                message: "the chunk belongs to a version that is no longer current".into(),
+                limitation: Some("superseded_version".into()),
+            });
+        }
+        Ok(env)
+    }
+
+    /// Level-at-a-time traversal over relations from the start entities, at most 3
+    /// hops, with hard caps on expansions, frontier and results; the predicate and
+    /// time filters apply at every hop, so a path never crosses an ineligible edge.
+    pub async fn neighborhood(
+        &self,
+        namespace: &str,
+        req: NeighborhoodRequest,
+    ) -> Result<Envelope<PathResult>> {
+        const OP: &str = "neighborhood";
+        let depth = req.depth.unwrap_or(1);
+        if !(1..=NEIGHBORHOOD_MAX_DEPTH).contains(&depth) {
+            return Err(param(format!(
+                "depth = {depth} is out of range 1..={NEIGHBORHOOD_MAX_DEPTH}"
+            )));
+        }
+        if req.entity_ids.is_empty() || req.entity_ids.len() > context::MAX_ANCHORS {
+            return Err(param(format!(
+                "entity_ids takes 1 to {} ids",
+                context::MAX_ANCHORS
+            )));
+        }
+        let scope = match &req.temporal_scope {
+            Some(s) => s.clone(),
+            None => TemporalScope {
+                mode: "current".into(),
+                at: None,
+                from: None,
+                to: None,
+            },
+        };
+        // Validate the scope through facts_context's rules (no search runs).
+        let probe = self.scope_filter(&scope)?;
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let mut frontier: Vec<EntityId> = Vec::new();
+        for id in &req.entity_ids {
+            let root = self.root_of(ns, *id).await.map_err(|_| {
+                Error::new(
+                    ErrorCode::NotFound,
+                    format!("no entity {id} in `{namespace}`"),
+                )
+            })?;
+            if root.entity_id != *id {
+                return Err(Error::new(
+                    ErrorCode::InvalidParameter,
+                    format!(
+                        "entity {id} is merged into {}: start from it",
+                        root.entity_id
+                    ),
+                ));
+            }
+            frontier.push(root.entity_id);
+        }
+        let mut visited: BTreeSet<EntityId> = frontier.iter().copied().collect();
+        let mut paths: HashMap<EntityId, Vec<FactId>> =
+            frontier.iter().map(|e| (*e, vec![])).collect();
+        let mut seen_facts: BTreeSet<FactId> = BTreeSet::new();
+        let mut results: Vec<PathResult> = Vec::new();
+        let mut expansions = 0usize;
+        let mut capped: Vec<&'static str> = Vec::new();
+        'hops: for hop in 1..=depth {
+            let mut next: Vec<EntityId> = Vec::new();
+            for entity in frontier.clone() {
+                if expansions >= NEIGHBORHOOD_MAX_EXPANSIONS {
+                    capped.push("expansions");
+                    break 'hops;
+                }
+                expansions += 1;
+                let members = self.members(ns, entity).await?;
+                let mut filter: FactFilter = probe.clone();
+                filter.namespace_id = ns;
+                filter.entities = members.clone();
+                let facts = self.store.list_facts(&filter, 10_000).await?;
+                let facts = self.present_facts(ns, facts).await?;
+                for f in facts {
+                    if f.kind != FactKind::Relation
+                        || (!req.predicates.is_empty()
+                            && !f
+                                .predicate
+                                .as_ref()
+                                .is_some_and(|p| req.predicates.contains(p)))
+                        || !seen_facts.insert(f.fact_id)
+                    {
+                        continue;
+                    }
+                    let other = if f.subject == entity {
+                        f.object
+                    } else {
+                        Some(f.subject)
+                    };
+                    let mut path = paths.get(&entity).cloned().unwrap_or_default();
+                    path.push(f.fact_id);
+                    if let Some(o) = other
+                        && visited.insert(o)
+                    {
+                        paths.insert(o, path.clone());
+                        if next.len() < NEIGHBORHOOD_MAX_FRONTIER {
+                            next.push(o);
+                        } else if !capped.contains(&"frontier") {
+                            capped.push("frontier");
+                        }
+                    }
+                    if results.len() >= NEIGHBORHOOD_MAX_RESULTS {
+                        capped.push("results");
+                        break 'hops;
+                    }
+                    results.push(PathResult {
+                        fact: f,
+                        depth: hop,
+                        path,
+                    });
+                }
+            }
+            frontier = next;
+            if frontier.is_empty() {
+                break;
+            }
+        }
+        let freshness = self
+            .freshness(ns, &self.component_version(Stage::Embed))
+            .await?;
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: 0,
+                more_available: !capped.is_empty(),
+                continuation: None,
+            },
+            freshness,
+            BTreeMap::new(),
+        );
+        env.truncation.returned = env.results.len();
+        env.grain = Grain::Fact;
+        env.applied = Some(serde_json::json!({
+            "entity_ids": req.entity_ids, "depth": depth, "predicates": req.predicates,
+            "temporal_scope": scope, "caps": {"expansions": NEIGHBORHOOD_MAX_EXPANSIONS,
+            "frontier": NEIGHBORHOOD_MAX_FRONTIER, "results": NEIGHBORHOOD_MAX_RESULTS},
+            "capped": capped,
+        }));
+        if env.results.is_empty() {
+            env.negative = Some(Negative {
+                kind: "known_empty".into(),
+                message: "no eligible relation touches the start entities".into(),
+                limitation: None,
+            });
+        }
+        Ok(env)
+    }
+
+    /// Documents judged by their current version: the query matched on names and on
+    /// content (the best chunk hit), fused; filters on file name, title, authors and
+    /// source time apply before ranking.
+    pub async fn search_documents(
+        &self,
+        namespace: &str,
+        q: DocumentQuery,
+    ) -> Result<Envelope<DocumentResult>> {
+        const OP: &str = "search_documents";
+        validate_namespace(namespace)?;
+        let k = match q.k {
+            None => 10,
+            Some(k) if (1..=100).contains(&k) => k,
+            Some(k) => return Err(param(format!("k = {k} is out of range 1..=100"))),
+        };
+        let instant = |name: &str, v: &Option<String>| -> Result<Option<Timestamp>> {
+            v.as_deref()
+                .map(|s| {
+                    crate::time::parse_rfc3339(s)
+                        .ok_or_else(|| param(format!("{name} `{s}` is not an RFC 3339 instant")))
+                })
+                .transpose()
+        };
+        let (from, to) = (instant("from", &q.from)?, instant("to", &q.to)?);
+        let applied = serde_json::to_value(&q).map_err(|e| Error::internal(e.to_string()))?;
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            let mut env = self.empty_envelope(OP, namespace);
+            env.applied = Some(applied);
+            env.negative = Some(Negative {
+                kind: "known_empty".into(),
+                message: "nothing was ever written to this namespace".into(),
+                limitation: None,
+            });
+            return Ok(env);
+        };
+        let contains = |hay: &str, needle: &Option<String>| {
+            needle
+                .as_ref()
+                .is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
+        };
+        // Eligible documents: a current version and every filter satisfied.
+        let mut eligible: Vec<(DocumentRow, Vec<String>, String)> = Vec::new();
+        for row in self.store.documents(ns.id).await? {
+            if row.current_version_id.is_none() {
+                continue;
+            }
+            let m = &row.metadata;
+            let file_name = m
+                .file_name
+                .as_ref()
+                .map(|f| f.value.clone())
+                .unwrap_or_default();
+            let title = m.display_title(&row.source_ref);
+            let authors: Vec<String> = m
+                .authors
+                .as_ref()
+                .map(|f| f.value.clone())
+                .unwrap_or_default();
+            let when = m
+                .modified_at
+                .as_ref()
+                .or(m.created_at.as_ref())
+                .map(|f| f.value);
+            if !contains(&file_name, &q.file_name)
+                || !contains(&title, &q.title)
+                || (q.author.is_some() && !authors.iter().any(|a| contains(a, &q.author)))
+                || from.is_some_and(|f| when.is_none_or(|w| w < f))
+                || to.is_some_and(|t| when.is_none_or(|w| w >= t))
+            {
+                continue;
+            }
+            let names = self.store.document_names(ns.id, row.document_id).await?;
+            eligible.push((row, names, title));
+        }
+        let terms = lexical_terms(&q.query);
+        // Names channel: share of query terms found in the names.
+        let mut by_names: Vec<(DocumentId, f64)> = Vec::new();
+        if !terms.is_empty() {
+            for (row, names, title) in &eligible {
+                let hay = format!(
+                    "{} {} {} {}",
+                    title,
+                    row.source_ref,
+                    row.metadata
+                        .file_name
+                        .as_ref()
+                        .map(|f| f.value.as_str())
+                        .unwrap_or(""),
+                    names.join(" ")
+                );
+                let hay_terms: BTreeSet<String> = lexical_terms(&hay).into_iter().collect();
+                let hit = terms.iter().filter(|t| hay_terms.contains(*t)).count();
+                if hit > 0 {
+                    by_names.push((row.document_id, hit as f64 / terms.len() as f64));
+                }
+            }
+            by_names.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        }
+        // Content channel: each document's best chunk hit.
+        let mut best: HashMap<DocumentId, ChunkResult> = HashMap::new();
+        let mut by_content: Vec<(DocumentId, f64)> = Vec::new();
+        if !q.query.trim().is_empty() {
+            let allowed: BTreeSet<DocumentId> = eligible.iter().map(|e| e.0.document_id).collect();
+            let hits = self
+                .search(SearchRequest::new(
+                    namespace,
+                    q.query.trim(),
+                    self.config.max_k,
+                ))
+                .await?;
+            for r in hits.results {
+                if allowed.contains(&r.document_id) && !best.contains_key(&r.document_id) {
+                    by_content.push((r.document_id, r.scores.fused));
+                    best.insert(r.document_id, r);
+                }
+            }
+        }
+        let fused: Vec<(DocumentId, Scores)> = if q.query.trim().is_empty() {
+            // Filters only: newest lineage first.
+            eligible
+                .iter()
+                .map(|e| {
+                    (
+                        e.0.document_id,
+                        Scores {
+                            semantic: None,
+                            lexical: None,
+                            fused: 0.0,
+                        },
+                    )
+                })
+                .collect()
+        } else {
+            let lists = [
+                by_names.iter().map(|x| x.0).collect::<Vec<_>>(),
+                by_content.iter().map(|x| x.0).collect::<Vec<_>>(),
+            ];
+            rrf(&lists)
+                .into_iter()
+                .map(|f| {
+                    let name_score = by_names.iter().find(|x| x.0 == f.id).map(|x| x.1);
+                    let content_score = by_content.iter().find(|x| x.0 == f.id).map(|x| x.1);
+                    (
+                        f.id,
+                        Scores {
+                            // The names channel reports as lexical, content as semantic
+                            // (it is itself a fused chunk search).
+                            lexical: f.ranks[0].map(|rank| ChannelScore {
+                                rank,
+                                score: name_score.unwrap_or_default(),
+                            }),
+                            semantic: f.ranks[1].map(|rank| ChannelScore {
+                                rank,
+                                score: content_score.unwrap_or_default(),
+                            }),
+                            fused: f.score,
+                        },
+                    )
+                })
+                .collect()
+        };
+        let available = fused.len();
+        let mut rows: HashMap<DocumentId, (DocumentRow, Vec<String>, String)> =
+            eligible.into_iter().map(|e| (e.0.document_id, e)).collect();
+        let results: Vec<DocumentResult> = fused
+            .into_iter()
+            .take(k)
+            .filter_map(|(id, scores)| {
+                let (row, names, title) = rows.remove(&id)?;
+                Some(DocumentResult {
+                    document_id: id,
+                    version_id: row.current_version_id?,
+                    title,
+                    source_kind: row.source_kind,
+                    source_ref: row.source_ref,
+                    metadata: row.metadata,
+                    names,
+                    best_chunk: best.remove(&id),
+                    scores,
+                })
+            })
+            .collect();
+        let freshness = self
+            .freshness(ns.id, &self.component_version(Stage::Embed))
+            .await?;
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned: 0,
+                more_available: available > k,
+                continuation: None,
+            },
+            freshness,
+            BTreeMap::new(),
+        );
+        env.truncation.returned = env.results.len();
+        env.applied = Some(applied);
+        if env.results.is_empty() {
+            env.negative = Some(Negative {
+                kind: "known_empty".into(),
+                message: "no current document matches the query and filters".into(),
+                limitation: None,
+            });
+        }
+        Ok(env)
+    }
+}
