@@ -18,7 +18,9 @@ pub struct Fused<T> {
 }
 
 /// Fuse ranked lists (best first) by reciprocal rank fusion. Ties break by the best
-/// single rank, then by the id's order, so the output is deterministic.
+/// single rank, then by the ranks list by list (the first list — semantic, by
+/// convention — decides first; absent ranks last), then by the id's order, so the
+/// output is deterministic and content decides before ids do.
 pub fn rrf<T: Clone + Eq + Hash + Ord>(lists: &[Vec<T>]) -> Vec<Fused<T>> {
     let mut by_id: HashMap<T, Fused<T>> = HashMap::new();
     for (li, list) in lists.iter().enumerate() {
@@ -40,6 +42,7 @@ pub fn rrf<T: Clone + Eq + Hash + Ord>(lists: &[Vec<T>]) -> Vec<Fused<T>> {
         b.score
             .total_cmp(&a.score)
             .then_with(|| best(&a.ranks).cmp(&best(&b.ranks)))
+            .then_with(|| by_list(&a.ranks).cmp(&by_list(&b.ranks)))
             .then_with(|| a.id.cmp(&b.id))
     });
     out
@@ -47,6 +50,10 @@ pub fn rrf<T: Clone + Eq + Hash + Ord>(lists: &[Vec<T>]) -> Vec<Fused<T>> {
 
 fn best(ranks: &[Option<usize>]) -> usize {
     ranks.iter().flatten().copied().min().unwrap_or(usize::MAX)
+}
+
+fn by_list(ranks: &[Option<usize>]) -> Vec<usize> {
+    ranks.iter().map(|r| r.unwrap_or(usize::MAX)).collect()
 }
 
 #[cfg(test)]
@@ -61,6 +68,14 @@ mod tests {
         assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-12);
         assert_eq!(fused[0].ranks, vec![Some(2), Some(1)]);
         assert_eq!(fused[1].id, "a");
+    }
+
+    #[test]
+    fn equal_scores_break_by_the_first_list_not_by_id() {
+        // "z" is 1st semantic / 2nd lexical, "a" 2nd / 1st: equal scores and best ranks.
+        let fused = rrf(&[vec!["z", "a"], vec!["a", "z"]]);
+        assert_eq!(fused[0].score, fused[1].score);
+        assert_eq!(fused[0].id, "z");
     }
 
     proptest! {

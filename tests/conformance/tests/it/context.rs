@@ -68,7 +68,7 @@ async fn with_contradiction(h: &Harness) -> Memory {
     ingest(
         &memory,
         "report-a",
-        "# Report A\n\nInitech's FY2023 revenue was $5M.\n",
+        "# Report A\n\nInitech's FY2023 revenue was $5M according to the annual report.\n",
         "2024-02-01T00:00:00Z",
     )
     .await;
@@ -247,6 +247,42 @@ async fn envelopes_of_every_operation() {
             .cloned()
             .collect();
         assert_eq!(keys, vec!["claims_and_sources", "contract", "facts"]);
+
+        // The rest of the corpus: a contradiction and a conversation.
+        let memory = with_contradiction(&h).await;
+        let chat = r#"{"session_time": "2024-05-02T09:00:00Z", "messages": [
+          {"event_id": "m1", "speaker": "Maria", "text": "The Initech audit starts next Monday."},
+          {"event_id": "m2", "speaker": "Joao", "text": "I booked the meeting room for the Initech auditors."}
+        ]}"#;
+        memory
+            .ingest_conversation(
+                &serde_json::from_str(chat).unwrap(),
+                rememberstack::IngestOptions::new("chat/audit"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let bundle = memory
+            .combined_context(CombinedContextInput {
+                query: "Initech revenue and audit".into(),
+                entity_ids: None,
+                temporal_scope: None,
+            })
+            .await
+            .unwrap();
+        assert!(
+            bundle
+                .facts
+                .results
+                .iter()
+                .any(|r| r.contradiction.is_some()),
+            "{}",
+            h.kind
+        );
+        insta::assert_json_snapshot!(
+            "combined_context",
+            snapshot_value(serde_json::to_value(&bundle).unwrap())
+        );
     }
 }
 
