@@ -157,6 +157,9 @@ pub struct ClaimsAndSourcesInput {
     /// A character budget: results are fitted by whole items.
     #[serde(default)]
     pub budget: Option<usize>,
+    /// A continuation from a previous page of the same request.
+    #[serde(default)]
+    pub cursor: Option<String>,
     /// Record a durable recall receipt of the selection (`receipt_id` in the envelope).
     #[serde(default)]
     pub record_receipt: Option<bool>,
@@ -189,6 +192,9 @@ pub struct FactsContextInput {
     /// A character budget: results are fitted by whole items.
     #[serde(default)]
     pub budget: Option<usize>,
+    /// A continuation from a previous page of the same request.
+    #[serde(default)]
+    pub cursor: Option<String>,
     /// Record a durable recall receipt of the selection (`receipt_id` in the envelope).
     #[serde(default)]
     pub record_receipt: Option<bool>,
@@ -254,6 +260,7 @@ pub fn operations() -> Vec<OperationDescriptor> {
         json!({"type": "string", "minLength": 1, "description": "The question, in plain words."});
     let k = json!({"type": "integer", "minimum": 1, "maximum": 100});
     let budget = json!({"type": "integer", "minimum": 1, "description": "Fit results to this many characters, whole items only."});
+    let cursor = json!({"type": "string", "description": "The continuation of a previous page of the same request."});
     let record_receipt = json!({"type": "boolean", "description": "Record a durable recall receipt of the selection (receipt_id in the envelope)."});
     let request_id = json!({"type": "string", "minLength": 1, "maxLength": 200, "description": "Your request id: a replay returns the original receipt."});
     let subject =
@@ -273,7 +280,7 @@ pub fn operations() -> Vec<OperationDescriptor> {
             name: "claims_and_sources_context".into(),
             description: "What sources said: claims with their exact spans and the source passages, ranked for the question (semantic and lexical search, fused). Use it for quotes, details, dates and anything a fact summary may miss; anchor it with entity_ids to keep to one person or thing.".into(),
             input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
-                "properties": {"query": query, "entity_ids": entity_ids_schema(), "k": k, "budget": budget,
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "k": k, "budget": budget, "cursor": cursor,
                     "record_receipt": record_receipt, "request_id": request_id, "subject": subject, "purpose": purpose}}),
             grain: "evidence".into(),
             version: 1,
@@ -282,7 +289,7 @@ pub fn operations() -> Vec<OperationDescriptor> {
             name: "facts_context".into(),
             description: "What is believed: relations and observations with their world-time windows, evidence counts and contradictions, for the question and the anchored entities' neighbourhood. Use temporal_scope for 'now', 'as of' and 'history' questions.".into(),
             input_schema: json!({"type": "object", "additionalProperties": false, "required": ["query"],
-                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema(), "k": k, "budget": budget,
+                "properties": {"query": query, "entity_ids": entity_ids_schema(), "temporal_scope": scope_schema(), "k": k, "budget": budget, "cursor": cursor,
                     "record_receipt": record_receipt, "request_id": request_id, "subject": subject, "purpose": purpose}}),
             grain: "fact".into(),
             version: 1,
@@ -345,6 +352,31 @@ fn parse_anchors(ids: &Option<Vec<String>>) -> Result<Vec<EntityId>> {
         out.push(id);
     }
     Ok(out)
+}
+
+/// The page offset of a request: 0, or the cursor's, which must belong to the same
+/// request (`digest` over the query, anchors and scope).
+fn page_offset(cursor: &Option<String>, digest: &str) -> Result<usize> {
+    let Some(c) = cursor else { return Ok(0) };
+    let cur = decode_cursor(c).map_err(|e| invalid(e.to_string()))?;
+    if cur.q != digest {
+        return Err(invalid(
+            "the cursor belongs to another request: repeat the request that produced it",
+        ));
+    }
+    Ok(cur.o)
+}
+
+/// The continuation after `offset + returned` of `available`, if any remain.
+fn continuation(offset: usize, returned: usize, available: usize, digest: &str) -> Option<String> {
+    let next = offset + returned;
+    (returned > 0 && available > next).then(|| {
+        encode_cursor(&Cursor {
+            o: next,
+            d: 1,
+            q: digest.to_string(),
+        })
+    })
 }
 
 /// Anchors confirmed as current survivors, with every entity merged into them.
@@ -656,7 +688,10 @@ impl Engine {
             Anchors::Confirmed { members, .. } => members,
             Anchors::None => vec![],
         };
-        let depth = (k * 3).max(30).min(self.config.max_k);
+        let digest = sha256_hex(format!("{}|{:?}", input.query.trim(), anchors).as_bytes())[..16]
+            .to_string();
+        let offset = page_offset(&input.cursor, &digest)?;
+        let depth = ((offset + k) * 3).max(30).min(self.config.max_k);
         let mut req = SearchRequest::new(namespace, input.query.trim(), depth);
         req.entities = members;
         let claims = self.search_claims(req.clone()).await?;
@@ -694,14 +729,22 @@ impl Engine {
         });
         let available = ranked.len();
         let saturated = claims.truncation.more_available || chunks.truncation.more_available;
-        let ranked_scores: Vec<f64> = ranked.iter().take(k).map(|r| r.0).collect();
-        let mut results: Vec<EvidenceResult> =
-            ranked.into_iter().take(k).map(|(.., r)| r).collect();
+        let ranked_scores: Vec<f64> = ranked.iter().skip(offset).take(k).map(|r| r.0).collect();
+        let mut results: Vec<EvidenceResult> = ranked
+            .into_iter()
+            .skip(offset)
+            .take(k)
+            .map(|(.., r)| r)
+            .collect();
         let mut channels = BTreeMap::new();
         for (prefix, env_channels) in [("claims", &claims.channels), ("chunks", &chunks.channels)] {
             for (name, report) in env_channels {
                 channels.insert(format!("{prefix}.{name}"), report.clone());
             }
+        }
+        let mut drops = claims.hydration_drops.clone();
+        for (reason, n) in &chunks.hydration_drops {
+            *drops.entry(reason.clone()).or_insert(0) += n;
         }
         let mut freshness = chunks.freshness.clone();
         if !claims.freshness.semantic.ready {
@@ -721,15 +764,17 @@ impl Engine {
             results,
             Truncation {
                 returned: 0,
-                more_available: available > k || saturated,
+                more_available: available > offset + k || saturated,
                 continuation: None,
             },
             freshness,
             channels,
         );
         env.truncation.returned = env.results.len();
+        env.truncation.continuation = continuation(offset, env.results.len(), available, &digest);
         env.applied = Some(applied.clone());
         env.budget = budget_report;
+        env.hydration_drops = drops;
         self.negative_for(&mut env);
         if input.record_receipt.unwrap_or(false) {
             let selections = env
@@ -818,7 +863,12 @@ impl Engine {
             self.negative_for(&mut env);
             return Ok(env);
         };
-        let depth = (k * 3).max(30).min(self.config.max_k);
+        let digest =
+            sha256_hex(format!("{}|{:?}|{:?}", input.query.trim(), anchors, scope).as_bytes())
+                [..16]
+                .to_string();
+        let offset = page_offset(&input.cursor, &digest)?;
+        let depth = ((offset + k) * 3).max(30).min(self.config.max_k);
         let req = SearchRequest::new(namespace, input.query.trim(), depth);
         let filter = scope.filter(ns, members.clone());
         let searched = self.search_facts_in(&req, filter.clone()).await?;
@@ -861,7 +911,7 @@ impl Engine {
             });
         }
         let available = candidates.len();
-        candidates.truncate(k);
+        let mut candidates: Vec<FactResult> = candidates.into_iter().skip(offset).take(k).collect();
         // Contradictions are never one-sided: co-members come inline.
         for c in &mut candidates {
             let Some(group) = c.fact.contradiction_group else {
@@ -913,14 +963,16 @@ impl Engine {
             results,
             Truncation {
                 returned: 0,
-                more_available: available > k || searched.truncation.more_available,
+                more_available: available > offset + k || searched.truncation.more_available,
                 continuation: None,
             },
             searched.freshness.clone(),
             searched.channels.clone(),
         );
         env.truncation.returned = env.results.len();
+        env.truncation.continuation = continuation(offset, env.results.len(), available, &digest);
         env.grain = Grain::Fact;
+        env.hydration_drops = searched.hydration_drops.clone();
         env.applied = Some(applied.clone());
         env.temporal_scope = Some(echo);
         env.budget = budget_report;
@@ -974,6 +1026,7 @@ impl Engine {
                     entity_ids: input.entity_ids.clone(),
                     k: None,
                     budget: None,
+                    cursor: None,
                     record_receipt: None,
                     request_id: None,
                     subject: None,
@@ -990,6 +1043,7 @@ impl Engine {
                     temporal_scope: input.temporal_scope,
                     k: None,
                     budget: None,
+                    cursor: None,
                     record_receipt: None,
                     request_id: None,
                     subject: None,

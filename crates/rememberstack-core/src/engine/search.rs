@@ -242,17 +242,21 @@ impl Engine {
                 Some(chunk_result(r, f.scores))
             })
             .collect();
+        let dropped = truncation.returned - results.len();
         let truncation = Truncation {
             returned: results.len(),
             ..truncation
         };
-        Ok(self.make_envelope(
-            OP,
-            &req.namespace,
-            results,
-            truncation,
-            freshness,
-            ch.reports,
+        Ok(with_drops(
+            dropped,
+            self.make_envelope(
+                OP,
+                &req.namespace,
+                results,
+                truncation,
+                freshness,
+                ch.reports,
+            ),
         ))
     }
 
@@ -346,17 +350,21 @@ impl Engine {
                 })
             })
             .collect();
+        let dropped = truncation.returned - results.len();
         let truncation = Truncation {
             returned: results.len(),
             ..truncation
         };
-        Ok(self.make_envelope(
-            OP,
-            &req.namespace,
-            results,
-            truncation,
-            freshness,
-            ch.reports,
+        Ok(with_drops(
+            dropped,
+            self.make_envelope(
+                OP,
+                &req.namespace,
+                results,
+                truncation,
+                freshness,
+                ch.reports,
+            ),
         ))
     }
 }
@@ -456,19 +464,33 @@ impl Engine {
                 })
             })
             .collect();
+        let dropped = truncation.returned - results.len();
         let truncation = Truncation {
             returned: results.len(),
             ..truncation
         };
-        Ok(self.make_envelope(
-            OP,
-            &req.namespace,
-            results,
-            truncation,
-            freshness,
-            ch.reports,
+        Ok(with_drops(
+            dropped,
+            self.make_envelope(
+                OP,
+                &req.namespace,
+                results,
+                truncation,
+                freshness,
+                ch.reports,
+            ),
         ))
     }
+}
+
+/// Record candidates that vanished between ranking and hydration (a concurrent
+/// delete or re-chunk): the envelope says how many, never silently.
+fn with_drops<R>(dropped: usize, mut env: Envelope<R>) -> Envelope<R> {
+    if dropped > 0 {
+        env.hydration_drops
+            .insert("record_gone".into(), dropped as u64);
+    }
+    env
 }
 
 /// A chunk as a result, with its provenance.

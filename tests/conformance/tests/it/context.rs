@@ -879,3 +879,56 @@ async fn adjacent_chunks_neighbourhoods_and_document_search() {
         );
     }
 }
+
+#[tokio::test]
+async fn context_pages_continue_without_repeats() {
+    for h in stores().await {
+        let memory = with_contradiction(&h).await;
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..20 {
+            let env = memory
+                .claims_and_sources_context(ClaimsAndSourcesInput {
+                    query: "Initech revenue".into(),
+                    k: Some(1),
+                    cursor: cursor.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            for r in &env.results {
+                assert!(!seen.contains(&r.id()), "{}: repeated {}", h.kind, r.id());
+                seen.push(r.id());
+            }
+            match env.truncation.continuation {
+                Some(c) => {
+                    assert!(env.truncation.more_available);
+                    cursor = Some(c);
+                }
+                None => break,
+            }
+        }
+        // Two claims and two chunks: every one reached, one per page.
+        assert_eq!(seen.len(), 4, "{}: {seen:?}", h.kind);
+        // A cursor of another request is refused.
+        let first = memory
+            .facts_context(FactsContextInput {
+                query: "Initech revenue".into(),
+                k: Some(1),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let c = first.truncation.continuation.expect("a second fact page");
+        let err = memory
+            .facts_context(FactsContextInput {
+                query: "something else".into(),
+                k: Some(1),
+                cursor: Some(c),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_parameter");
+    }
+}
