@@ -241,6 +241,39 @@ pub struct FactResult {
     /// The fact's contradiction group, with its co-members inline (never one-sided).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<Contradiction>,
+    /// `supported` (current testimony backs it) or `support_withdrawn` (none does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub support_state: Option<String>,
+    /// Where it comes from: supporting claims with their document, version, spans and
+    /// dates, current testimony first (at most [`PROVENANCE_CAP`]; `trace` has all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<FactSupport>,
+}
+
+/// Supporting claims shown per fact at most.
+pub const PROVENANCE_CAP: usize = 3;
+
+/// One supporting claim of a fact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactSupport {
+    /// The claim.
+    pub claim_id: crate::ids::ClaimId,
+    /// Its text.
+    pub text: String,
+    /// Its document.
+    pub document_id: DocumentId,
+    /// The document's title.
+    pub document_title: String,
+    /// The version of the occurrence shown (the newest).
+    pub version_id: VersionId,
+    /// Evidence spans in that version.
+    pub spans: Vec<CharSpan>,
+    /// Message ids of conversation turns.
+    pub event_ids: Vec<String>,
+    /// When the source said it.
+    pub asserted_at: Timestamp,
+    /// Whether the claim is current testimony.
+    pub is_current: bool,
 }
 
 /// A contradiction group shown with a fact.

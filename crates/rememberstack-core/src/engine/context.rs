@@ -889,6 +889,8 @@ impl Engine {
                         },
                         anchors: None,
                         contradiction: None,
+                        support_state: None,
+                        provenance: vec![],
                     });
                 }
             }
@@ -942,6 +944,50 @@ impl Engine {
                 total,
                 members: members_of_group,
             });
+        }
+        // Provenance: the supporting claims, current testimony first.
+        for c in &mut candidates {
+            c.support_state = Some(
+                if c.fact.evidence_count > 0 {
+                    "supported"
+                } else {
+                    "support_withdrawn"
+                }
+                .into(),
+            );
+            let mut support: Vec<_> = self
+                .store
+                .fact_evidence(ns, c.fact.fact_id)
+                .await?
+                .into_iter()
+                .filter(|e| e.stance == crate::facts::Stance::Support)
+                .collect();
+            support.sort_by_key(|e| (!e.is_current, e.added_at));
+            support.truncate(PROVENANCE_CAP);
+            let ids: Vec<ClaimId> = support.iter().map(|e| e.claim_id).collect();
+            for claim in self.store.claims(ns, &ids).await? {
+                let Some(occ) = claim.occurrences.last() else {
+                    continue;
+                };
+                c.provenance.push(FactSupport {
+                    claim_id: claim.claim_id,
+                    document_id: claim.document_id,
+                    document_title: claim.document_title.clone(),
+                    version_id: occ.version_id,
+                    spans: occ
+                        .spans
+                        .iter()
+                        .map(|s| CharSpan {
+                            start: s.char_start as u64,
+                            end: s.char_end as u64,
+                        })
+                        .collect(),
+                    event_ids: occ.event_ids.clone(),
+                    asserted_at: claim.asserted_at,
+                    is_current: claim.is_current,
+                    text: claim.text,
+                });
+            }
         }
         let mut results = candidates;
         let budget_report = budget.map(|b| {

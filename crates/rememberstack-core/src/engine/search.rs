@@ -461,6 +461,8 @@ impl Engine {
                     scores: f.scores,
                     anchors: None,
                     contradiction: None,
+                    support_state: None,
+                    provenance: vec![],
                 })
             })
             .collect();

@@ -222,6 +222,16 @@ async fn envelopes_of_every_operation() {
             "resolve_entity",
             snapshot_value(serde_json::to_value(&resolve).unwrap())
         );
+        let globex = facts
+            .results
+            .iter()
+            .find(|r| r.fact.statement == "Alice works for Globex.")
+            .expect("the current employer");
+        assert_eq!(globex.support_state.as_deref(), Some("supported"));
+        let support = &globex.provenance[0];
+        assert_eq!(support.document_title, "HR update");
+        assert!(!support.spans.is_empty());
+        assert_eq!(support.asserted_at, at("2026-03-01T00:00:00Z"));
         insta::assert_json_snapshot!(
             "facts_context",
             snapshot_value(serde_json::to_value(&facts).unwrap())
