@@ -21,16 +21,6 @@ const ENTITY_SELECT: &str = "
              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
     FROM entities e";
 
-fn opt_id<T: std::str::FromStr<Err = Error>>(r: &SqliteRow, col: &str) -> Result<Option<T>> {
-    r.get::<Option<String>, _>(col)
-        .map(|s| parse_id(&s))
-        .transpose()
-}
-
-fn opt_ts(r: &SqliteRow, col: &str) -> Result<Option<Timestamp>> {
-    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
-}
-
 fn entity_row(r: &SqliteRow) -> Result<EntityRecord> {
     Ok(EntityRecord {
         entity_id: parse_id(&r.get::<String, _>("id"))?,

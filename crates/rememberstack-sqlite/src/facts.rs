@@ -48,16 +48,6 @@ const FACT_SELECT: &str = "
     LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
     LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
 
-fn opt_id<T: std::str::FromStr<Err = Error>>(r: &SqliteRow, col: &str) -> Result<Option<T>> {
-    r.get::<Option<String>, _>(col)
-        .map(|s| parse_id(&s))
-        .transpose()
-}
-
-fn opt_ts(r: &SqliteRow, col: &str) -> Result<Option<Timestamp>> {
-    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
-}
-
 fn window_row(r: &SqliteRow) -> Result<Window> {
     Ok(Window {
         valid_from: opt_ts(r, "valid_from")?,

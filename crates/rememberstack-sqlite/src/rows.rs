@@ -55,6 +55,24 @@ pub(crate) fn enum_from<T: DeserializeOwned>(s: &str) -> Result<T> {
 }
 
 /// `n` bound placeholders for an `IN (…)` list: `?,?,?`.
+/// An optional id column.
+pub(crate) fn opt_id<T: std::str::FromStr<Err = Error>>(
+    r: &SqliteRow,
+    col: &str,
+) -> Result<Option<T>> {
+    r.get::<Option<String>, _>(col)
+        .map(|s| parse_id(&s))
+        .transpose()
+}
+
+/// An optional timestamp column.
+pub(crate) fn opt_ts(
+    r: &SqliteRow,
+    col: &str,
+) -> Result<Option<rememberstack_core::time::Timestamp>> {
+    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
+}
+
 pub(crate) fn in_list(n: usize) -> String {
     vec!["?"; n].join(",")
 }

@@ -105,47 +105,16 @@ impl Engine {
         request: &crate::chat::ChatRequest,
         item: &WorkItem,
     ) -> Result<serde_json::Value> {
-        let result = model.complete_json(request).await;
-        let (verdict, raw, reason, usage, model_name) = match &result {
-            Ok(r) => (
-                "ok",
-                r.value.to_string(),
-                None,
-                r.usage.clone(),
-                r.model.clone(),
-            ),
-            Err(e) => (
-                match e {
-                    ProviderError::Malformed { .. } => "malformed",
-                    _ => "error",
-                },
-                String::new(),
-                Some(e.to_string()),
-                crate::chat::Usage::default(),
-                model.model().to_string(),
-            ),
-        };
-        self.store
-            .record_call(
-                CallRecord {
-                    namespace_id: item.namespace_id,
-                    processing_id: item.id,
-                    attempt: item.attempts,
-                    call_key: request.call_key.clone(),
-                    stage: item.stage,
-                    model: model_name,
-                    prompt_tokens: usage.prompt_tokens,
-                    completion_tokens: usage.completion_tokens,
-                    request_hash: request.hash(),
-                    prompt_version: claimify::CLAIMIFY_PROMPT_VERSION.into(),
-                    raw_output: raw,
-                    verdict: verdict.into(),
-                    reason,
-                },
-                self.clock.now(),
+        let (value, _) = self
+            .call_recorded(
+                model,
+                request,
+                item,
+                request.call_key.clone(),
+                claimify::CLAIMIFY_PROMPT_VERSION,
             )
             .await?;
-        Ok(result?.value)
+        Ok(value)
     }
 
     /// Run claimed `e2.extract` items, grouped by version so each version's structure

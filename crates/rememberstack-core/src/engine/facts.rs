@@ -250,9 +250,9 @@ impl Engine {
         }
     }
 
-    /// One E3 model call, recorded in the cost ledger and the transcript whatever its
+    /// One model call, recorded in the cost ledger and the transcript whatever its
     /// outcome. `record_key` distinguishes several calls of one work attempt.
-    async fn call_e3(
+    pub(super) async fn call_recorded(
         &self,
         model: &Arc<dyn ChatModel>,
         request: &ChatRequest,
@@ -356,7 +356,7 @@ impl Engine {
             Some(model) => {
                 let request = normalization_request(&input, &render_for_prompt());
                 let (value, _) = self
-                    .call_e3(
+                    .call_recorded(
                         model,
                         &request,
                         item,
@@ -712,7 +712,7 @@ impl Engine {
         };
         let request = t4_request(&input);
         let (value, model) = self
-            .call_e3(
+            .call_recorded(
                 &resolver,
                 &request,
                 item,
@@ -1091,7 +1091,7 @@ impl Engine {
             };
             let request = adjudication_request(&input);
             let (value, model_name) = self
-                .call_e3(
+                .call_recorded(
                     &model,
                     &request,
                     item,
