@@ -877,8 +877,9 @@ impl Engine {
         // text matches (it has no text score).
         if !members.is_empty() {
             let seen: BTreeSet<FactId> = candidates.iter().map(|c| c.fact.fact_id).collect();
+            // Presented (redirects followed) only once the page is cut, below.
             let around = self.store.list_facts(&filter, 1_000).await?;
-            for f in self.present_facts(ns, around).await? {
+            for f in around {
                 if !seen.contains(&f.fact_id) {
                     candidates.push(FactResult {
                         fact: f,
@@ -894,12 +895,22 @@ impl Engine {
                     });
                 }
             }
-            // Candidates touching more anchors first; then the text ranking.
+            // Candidates touching more anchors first; then the text ranking. An end
+            // counts for the anchor whose merge membership holds it.
+            let mut root_of_member: HashMap<EntityId, Vec<EntityId>> = HashMap::new();
+            for r in &roots {
+                for m in self.members(ns, *r).await? {
+                    root_of_member.entry(m).or_default().push(*r);
+                }
+            }
             let anchors_of = |f: &FactRecord| {
-                roots
-                    .iter()
-                    .filter(|r| f.subject == **r || f.object == Some(**r))
-                    .count()
+                let mut hit: BTreeSet<EntityId> = BTreeSet::new();
+                for end in std::iter::once(f.subject).chain(f.object) {
+                    if let Some(rs) = root_of_member.get(&end) {
+                        hit.extend(rs.iter().copied());
+                    }
+                }
+                hit.len()
             };
             for c in &mut candidates {
                 c.anchors = Some(anchors_of(&c.fact));
@@ -914,6 +925,12 @@ impl Engine {
         }
         let available = candidates.len();
         let mut candidates: Vec<FactResult> = candidates.into_iter().skip(offset).take(k).collect();
+        let presented = self
+            .present_facts(ns, candidates.iter().map(|c| c.fact.clone()).collect())
+            .await?;
+        for (c, f) in candidates.iter_mut().zip(presented) {
+            c.fact = f;
+        }
         // Contradictions are never one-sided: co-members come inline.
         for c in &mut candidates {
             let Some(group) = c.fact.contradiction_group else {

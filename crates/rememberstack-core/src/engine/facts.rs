@@ -916,9 +916,20 @@ impl Engine {
             }
             self.apply_one(item, &a, i).await?;
         }
-        // Profiles refresh when an entity's facts change.
+        // Profiles refresh when an entity's facts change: the unit's entity always;
+        // an object only until it has a profile (a hub object's profile would otherwise
+        // be rebuilt by every unit that names it; it refreshes with its own assertions).
         for e in &touched {
-            self.refresh_profile(ns, *e).await?;
+            let needs = *e == root.entity_id
+                || self
+                    .store
+                    .entities(ns, &[*e])
+                    .await?
+                    .first()
+                    .is_some_and(|r| r.profile_key.is_none());
+            if needs {
+                self.refresh_profile(ns, *e).await?;
+            }
         }
         self.store
             .complete(&Lease::of(item), vec![], self.clock.now())
@@ -926,9 +937,10 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
-    /// Live facts nominated for an assertion: the entity block (every live fact of the
-    /// subject) plus, for a relation, the live facts of its object with the same
-    /// predicate (shared context, D123).
+    /// Live facts nominated for an assertion: the entity block (every live fact the
+    /// subject is the subject of, and the reverse of a symmetric relation), ranked by
+    /// similarity only to cut a hub's list. D123's shared-context nomination is not
+    /// built yet.
     async fn nominate(&self, ns: NamespaceId, a: &Assertion) -> Result<Vec<FactRecord>> {
         let mut facts = self
             .store
@@ -943,28 +955,15 @@ impl Engine {
                 10_000,
             )
             .await?;
-        facts.retain(|f| f.subject == a.subject || f.kind == FactKind::Relation);
-        let mut seen: HashSet<FactId> = facts.iter().map(|f| f.fact_id).collect();
-        if let Some(object) = a.object {
-            for f in self
-                .store
-                .list_facts(
-                    &FactFilter {
-                        namespace_id: ns,
-                        entities: vec![object],
-                        at: None,
-                        history: false,
-                        overlap: None,
-                    },
-                    10_000,
-                )
-                .await?
-            {
-                if f.predicate == a.predicate && seen.insert(f.fact_id) {
-                    facts.push(f);
-                }
-            }
-        }
+        // The entity block: the subject's own facts (its observations and the relations
+        // it is the subject of), plus the reverse of a symmetric relation. A hub's
+        // incoming relations (everyone who works for Acme) are not the subject's facts.
+        facts.retain(|f| {
+            f.subject == a.subject
+                || (f.kind == FactKind::Relation
+                    && a.object == Some(f.subject)
+                    && f.object == Some(a.subject))
+        });
         Ok(crate::facts::adjudicate::rank_candidates(
             a,
             facts,
