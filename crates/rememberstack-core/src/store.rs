@@ -827,7 +827,8 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// Record a provider call: a cost-ledger row (unique on work item, attempt and
     /// call key; a duplicate is ignored) and an append-only transcript row.
     async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()>;
-    /// Cost-ledger rows of a namespace: (call key, model, prompt tokens, completion tokens).
+    /// Cost-ledger rows of a namespace in write order: (call key, model, prompt tokens,
+    /// completion tokens).
     async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>>;
 
     // --- E3: normalization and the predicate registry

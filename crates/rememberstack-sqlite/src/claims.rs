@@ -694,7 +694,7 @@ impl SqliteStore {
     ) -> Result<Vec<(String, String, u64, u64)>> {
         let rows = sqlx::query(
             "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
-             WHERE namespace_id = ? ORDER BY created_at, processing_id, attempt, call_key",
+             WHERE namespace_id = ? ORDER BY rowid",
         )
         .bind(ns.to_string())
         .fetch_all(&self.read)
