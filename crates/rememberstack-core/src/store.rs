@@ -974,6 +974,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// Adjudication transcripts naming a fact (as target or result), oldest first.
     async fn adjudications(&self, ns: NamespaceId, fact: FactId)
     -> Result<Vec<AdjudicationRecord>>;
+    /// Coverage of live facts (not invalidated, not superseded) by label vectors of
+    /// `generation`.
+    async fn fact_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage>;
     /// Lexical ranking over eligible facts' statements.
     async fn search_facts_lexical(
         &self,

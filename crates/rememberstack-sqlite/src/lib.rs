@@ -1665,6 +1665,30 @@ impl MemoryStore for SqliteStore {
         self.vectors_impl(ns, generation, keys).await
     }
 
+    async fn fact_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+             FROM facts f
+             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = f.embedding_key
+             WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("n") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+
     async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt> {
         let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
         let mut tx = self.write.begin().await.map_err(db_err)?;

@@ -24,9 +24,6 @@ use crate::facts::*;
 use std::collections::BTreeSet;
 use tokio::sync::Mutex as AsyncMutex;
 
-/// The profile builder's version.
-pub const PROFILE_VERSION: &str = "profile-2026.11a";
-
 /// Trigram similarity below which a T1 hit is not a candidate (recall-first floor).
 const T1_FLOOR: f32 = 0.3;
 
@@ -98,12 +95,10 @@ impl Locks {
 
 /// The id of the version-scoped entity unit (D90).
 pub fn unit_id(version: VersionId, entity: EntityId) -> uuid::Uuid {
-    let digest =
-        crate::hash::sha256_hex(format!("rememberstack:unit:{version}:{entity}").as_bytes());
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("rememberstack:unit:{version}:{entity}").as_bytes());
     let mut bytes = [0u8; 16];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = u8::from_str_radix(digest.get(2 * i..2 * i + 2).unwrap_or("00"), 16).unwrap_or(0);
-    }
+    bytes.copy_from_slice(&digest[..16]);
     uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 

@@ -31,8 +31,8 @@ pub use context::{
 };
 pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
 pub use facts::{
-    EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, PROFILE_VERSION, TracedEvidence,
-    profile_summary, unit_id,
+    EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, TracedEvidence, profile_summary,
+    unit_id,
 };
 pub use primitives::{
     DocumentQuery, DocumentResult, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS,

@@ -396,28 +396,10 @@ impl Engine {
     ) -> Result<Envelope<FactResult>> {
         const OP: &str = "search_facts";
         let paging = self.paging(req)?;
-        let namespace = crate::store::Namespace {
-            id: filter.namespace_id,
-            slug: req.namespace.clone(),
-            created_at: self.clock.now(),
-        };
+        let ns = filter.namespace_id;
         let generation = self.component_version(Stage::EmbedFacts);
-        let mut freshness = self.freshness(namespace.id, &generation).await?;
-        let live = self.store.list_facts(&filter, 100_000).await?;
-        let keys: Vec<String> = live.iter().map(|f| f.embedding_key.clone()).collect();
-        let have: HashSet<String> = self
-            .store
-            .existing_vectors(namespace.id, &generation, &keys)
-            .await?
-            .into_iter()
-            .collect();
-        let coverage = VectorCoverage {
-            chunks: live.len() as u64,
-            missing: live
-                .iter()
-                .filter(|f| !have.contains(&f.embedding_key))
-                .count() as u64,
-        };
+        let mut freshness = self.freshness(ns, &generation).await?;
+        let coverage = self.store.fact_vector_coverage(ns, &generation).await?;
         freshness.semantic = SemanticReadiness {
             generation: generation.clone(),
             ready: coverage.missing == 0,
@@ -446,9 +428,9 @@ impl Engine {
             .await?;
         let (page, truncation) = fuse_page(&ch, &paging);
         let ids: Vec<FactId> = page.iter().map(|f| f.id).collect();
-        let records = self.store.facts(namespace.id, &ids).await?;
+        let records = self.store.facts(ns, &ids).await?;
         let mut records: HashMap<FactId, FactRecord> = self
-            .present_facts(namespace.id, records)
+            .present_facts(ns, records)
             .await?
             .into_iter()
             .map(|r| (r.fact_id, r))

@@ -78,11 +78,6 @@ impl Window {
         }
     }
 
-    /// Whether the window holds at `t` (an unknown bound does not exclude).
-    pub fn holds_at(&self, t: Timestamp) -> bool {
-        self.valid_from.is_none_or(|f| f <= t) && self.valid_until.is_none_or(|u| t < u)
-    }
-
     /// Whether two windows are compatible: they overlap, or either side is
     /// entirely unknown.
     pub fn compatible(&self, other: &Window) -> bool {
