@@ -181,13 +181,40 @@ pub struct SearchArgs {
     /// A continuation cursor from a previous page.
     #[arg(long)]
     pub cursor: Option<String>,
-    /// What to search: source chunks, extracted claims or adjudicated facts.
+    /// What to search: source chunks, extracted claims, adjudicated facts, entities
+    /// (by name: T0–T3, ranked, never a silent guess) or documents (names and content).
     #[arg(long, value_enum, default_value_t = TargetArg::Chunks)]
     pub target: TargetArg,
     /// Claims: include claims that are no longer current testimony (audit); facts:
     /// include facts that no longer hold (closed, superseded).
     #[arg(long)]
     pub include_retired: bool,
+    /// Only records from this document lineage (repeatable).
+    #[arg(long = "document", value_name = "DOC_ID")]
+    pub documents: Vec<String>,
+    /// Document filters (D134), applied before the top-k cut.
+    #[command(flatten)]
+    pub filter: DocumentFilterArgs,
+}
+
+/// Filters on document metadata (D134).
+#[derive(Debug, Args, Clone, Default)]
+pub struct DocumentFilterArgs {
+    /// The file name contains this.
+    #[arg(long)]
+    pub file_name: Option<String>,
+    /// The title contains this.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// An author contains this.
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Source time at or after (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub from: Option<String>,
+    /// Source time before (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub to: Option<String>,
 }
 
 /// Search targets.
@@ -199,6 +226,10 @@ pub enum TargetArg {
     Claims,
     /// Adjudicated facts (relations and observations).
     Facts,
+    /// Entities by name (at most 20 results).
+    Entities,
+    /// Documents by name and content.
+    Documents,
 }
 
 /// `remember operations …`.
@@ -333,21 +364,9 @@ pub enum DocumentsCommand {
         /// Words to match on names and content (optional with filters).
         #[arg(default_value = "")]
         query: String,
-        /// The file name contains this.
-        #[arg(long)]
-        file_name: Option<String>,
-        /// The title contains this.
-        #[arg(long)]
-        title: Option<String>,
-        /// An author contains this.
-        #[arg(long)]
-        author: Option<String>,
-        /// Source time at or after (RFC 3339).
-        #[arg(long, value_name = "RFC3339")]
-        from: Option<String>,
-        /// Source time before (RFC 3339).
-        #[arg(long, value_name = "RFC3339")]
-        to: Option<String>,
+        /// Metadata filters.
+        #[command(flatten)]
+        filter: DocumentFilterArgs,
         /// Results.
         #[arg(long, default_value_t = 10)]
         k: usize,

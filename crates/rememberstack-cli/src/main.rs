@@ -142,7 +142,46 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 cursor: a.cursor.clone(),
                 include_retired: a.include_retired,
                 entities: vec![],
+                documents: document_filter(&a.documents, &a.filter)?,
             };
+            if a.target == TargetArg::Documents {
+                if !a.documents.is_empty() {
+                    return Err(Error::invalid_input(
+                        "--document does not apply to --target documents",
+                    ));
+                }
+                return search_documents(&cli, &memory, &a.query, &a.filter, a.k).await;
+            }
+            if a.target == TargetArg::Entities {
+                if request.documents.is_some() {
+                    return Err(Error::invalid_input(
+                        "document filters do not apply to --target entities",
+                    ));
+                }
+                let envelope = memory.resolve_entity(&a.query, Some(a.k)).await?;
+                return if cli.json {
+                    print_json(&envelope)
+                } else {
+                    if envelope.results.is_empty() {
+                        println!("no entity matches `{}`", a.query.trim());
+                    }
+                    for (i, r) in envelope.results.iter().enumerate() {
+                        let tiers: Vec<String> =
+                            r.matched_by.iter().map(|t| format!("{t:?}")).collect();
+                        println!(
+                            "{}. {}  {}  (matched by {})",
+                            i + 1,
+                            r.canonical_name,
+                            r.entity_id,
+                            tiers.join(", ")
+                        );
+                    }
+                    if let Some(a) = &envelope.ambiguity {
+                        println!("ambiguous: {a}");
+                    }
+                    Ok(())
+                };
+            }
             if a.target == TargetArg::Facts {
                 let envelope = memory.search_facts_with(request).await?;
                 return if cli.json {
@@ -202,39 +241,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         Ok(())
                     }
                 }
-                DocumentsCommand::Search {
-                    query,
-                    file_name,
-                    title,
-                    author,
-                    from,
-                    to,
-                    k,
-                } => {
-                    let env = memory
-                        .search_documents(rememberstack::DocumentQuery {
-                            query: query.clone(),
-                            file_name: file_name.clone(),
-                            title: title.clone(),
-                            author: author.clone(),
-                            from: from.clone(),
-                            to: to.clone(),
-                            k: Some(*k),
-                        })
-                        .await?;
-                    if cli.json {
-                        return print_json(&env);
-                    }
-                    if env.results.is_empty() {
-                        println!("no documents match");
-                    }
-                    for d in &env.results {
-                        println!(
-                            "{}  {}  ({}:{})",
-                            d.document_id, d.title, d.source_kind, d.source_ref
-                        );
-                    }
-                    Ok(())
+                DocumentsCommand::Search { query, filter, k } => {
+                    search_documents(&cli, &memory, query, filter, *k).await
                 }
                 DocumentsCommand::Show { doc_id } => {
                     let id: DocumentId = doc_id.parse()?;
@@ -837,6 +845,65 @@ fn fact_line(f: &rememberstack::facts::FactRecord) -> String {
         "{}  ({shape}; {window}; evidence {}, contradict {}{flags})",
         f.statement, f.evidence_count, f.contradict_count
     )
+}
+
+/// The document scope of `remember search` (`None` when no filter is given).
+fn document_filter(
+    ids: &[String],
+    f: &DocumentFilterArgs,
+) -> Result<Option<rememberstack::DocumentFilter>, Error> {
+    let document_ids = if ids.is_empty() {
+        None
+    } else {
+        Some(
+            ids.iter()
+                .map(|s| s.parse::<DocumentId>())
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    };
+    let filter = rememberstack::DocumentFilter {
+        document_ids,
+        file_name: f.file_name.clone(),
+        title: f.title.clone(),
+        author: f.author.clone(),
+        from: f.from.clone(),
+        to: f.to.clone(),
+    };
+    Ok((!filter.is_empty()).then_some(filter))
+}
+
+/// `remember documents search` and `remember search --target documents`.
+async fn search_documents(
+    cli: &Cli,
+    memory: &Memory,
+    query: &str,
+    f: &DocumentFilterArgs,
+    k: usize,
+) -> Result<(), Error> {
+    let env = memory
+        .search_documents(rememberstack::DocumentQuery {
+            query: query.to_string(),
+            file_name: f.file_name.clone(),
+            title: f.title.clone(),
+            author: f.author.clone(),
+            from: f.from.clone(),
+            to: f.to.clone(),
+            k: Some(k),
+        })
+        .await?;
+    if cli.json {
+        return print_json(&env);
+    }
+    if env.results.is_empty() {
+        println!("no documents match");
+    }
+    for d in &env.results {
+        println!(
+            "{}  {}  ({}:{})",
+            d.document_id, d.title, d.source_kind, d.source_ref
+        );
+    }
+    Ok(())
 }
 
 /// `remember ask`: resolve names, run combined_context, print an answer sheet.

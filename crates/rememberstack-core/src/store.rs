@@ -197,6 +197,9 @@ pub struct ChunkFilter {
     pub roles: Vec<SectionRole>,
     /// When not empty: only chunks with a claim that mentions one of these entities.
     pub entities: Vec<EntityId>,
+    /// When set: only chunks of these lineages' live versions (D134; empty admits
+    /// nothing).
+    pub documents: Option<Vec<DocumentId>>,
 }
 
 /// One ranked candidate.
@@ -488,6 +491,8 @@ pub struct ClaimFilter {
     pub document_id: Option<DocumentId>,
     /// When not empty: only claims that mention one of these entities.
     pub entities: Vec<EntityId>,
+    /// When set: only claims of these lineages (D134; empty admits nothing).
+    pub documents: Option<Vec<DocumentId>>,
 }
 
 /// One ranked claim.

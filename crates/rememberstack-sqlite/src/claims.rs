@@ -1,6 +1,6 @@
 //! Claims: storage of extractions, occurrences, the ledgers, currency and claim search.
 
-use crate::CLAIM_ENTITIES;
+use crate::CLAIM_SCOPE;
 use crate::rows::*;
 use crate::{SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
@@ -538,22 +538,25 @@ impl SqliteStore {
             "SELECT c.id, bm25({fts}) AS rank FROM {fts}
              JOIN claims c ON c.seq = {fts}.rowid
              WHERE {fts} MATCH ? AND c.namespace_id = ? AND (? OR c.is_current = 1)
-               AND (? IS NULL OR c.document_id = ?) AND {CLAIM_ENTITIES}
+               AND (? IS NULL OR c.document_id = ?) AND {CLAIM_SCOPE}
              ORDER BY rank, c.id LIMIT ?"
         );
-        let (any, list) = crate::entity_json(&filter.entities);
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let q = sqlx::query(AssertSqlSafe(sql))
             .bind(crate::fts_query(terms))
             .bind(&ns_s)
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
-            .bind(filter.document_id.map(|d| d.to_string()))
-            .bind(any)
-            .bind(list)
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
+            .bind(filter.document_id.map(|d| d.to_string()));
+        let rows = crate::bind_scope(
+            q,
+            filter.namespace_id,
+            &filter.entities,
+            filter.documents.as_deref(),
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         Ok(bm25_hits(&rows)?
             .into_iter()
             .map(|(claim_id, score)| ClaimHit { claim_id, score })
@@ -570,21 +573,24 @@ impl SqliteStore {
         if limit == 0 {
             return Ok(vec![]);
         }
-        let (any, list) = crate::entity_json(&filter.entities);
-        let rows = sqlx::query(AssertSqlSafe(format!(
+        let q = sqlx::query(AssertSqlSafe(format!(
             "SELECT c.id, vv.vector FROM claims c
              JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = c.embedding_key
              WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
-               AND {CLAIM_ENTITIES}"
+               AND {CLAIM_SCOPE}"
         )))
         .bind(generation)
         .bind(filter.namespace_id.to_string())
         .bind(filter.include_retired)
         .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(any)
-        .bind(list)
+        .bind(filter.document_id.map(|d| d.to_string()));
+        let rows = crate::bind_scope(
+            q,
+            filter.namespace_id,
+            &filter.entities,
+            filter.documents.as_deref(),
+        )
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;

@@ -137,6 +137,18 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
             binds.extend(filter.entities.iter().map(|e| e.to_string()));
         }
     }
+    if let Some(documents) = &filter.documents {
+        // Through supporting claims that are current testimony of a scoped lineage.
+        sql.push_str(
+            " AND f.id IN (SELECT e.fact_id FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = ? AND e.stance = 'support' AND c.is_current = 1
+                 AND c.document_id IN (SELECT value FROM json_each(?)))",
+        );
+        binds.push(filter.namespace_id.to_string());
+        let ids: Vec<String> = documents.iter().map(|d| d.to_string()).collect();
+        binds.push(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()));
+    }
     if !filter.history {
         sql.push_str(" AND f.invalidated_at IS NULL");
         if filter.at.is_none() && filter.overlap.is_none() {
@@ -1205,6 +1217,7 @@ mod tests {
             at: at.map(t),
             history,
             overlap: None,
+            documents: None,
         };
         assert_eq!(
             ids(store
@@ -1261,6 +1274,7 @@ mod tests {
             at: None,
             history: false,
             overlap: None,
+            documents: None,
         };
         assert!(
             store

@@ -117,25 +117,48 @@ fn ts(s: &str) -> Result<Timestamp> {
         .ok_or_else(|| Error::store(format!("corrupt timestamp `{s}`")))
 }
 
-/// Entity anchoring of chunk search (binds: "any" flag, JSON array of entity ids): a
-/// chunk qualifies when one of its claims mentions an anchored entity.
-const CHUNK_ENTITIES: &str = "(? = 0 OR c.id IN (
-    SELECT cc.chunk_id FROM chunk_claims cc
-    JOIN entity_mentions m ON m.namespace_id = cc.namespace_id AND m.claim_id = cc.claim_id
-    WHERE cc.namespace_id = c.namespace_id AND m.entity_id IN (SELECT value FROM json_each(?))))";
+/// Entity anchoring and document scoping of chunk search (alias `c`; binds in the
+/// order of [`bind_scope`]). A chunk qualifies when one of its claims mentions an
+/// anchored entity and its lineage is one of the scoped documents. Both subqueries
+/// are uncorrelated, so SQLite evaluates each once per statement.
+const CHUNK_SCOPE: &str = "(? = 0 OR c.id IN (
+    SELECT cc.chunk_id FROM entity_mentions m
+    JOIN chunk_claims cc ON cc.namespace_id = m.namespace_id AND cc.claim_id = m.claim_id
+    WHERE m.namespace_id = ? AND m.entity_id IN (SELECT value FROM json_each(?))))
+    AND (? = 0 OR c.document_id IN (SELECT value FROM json_each(?)))";
 
-/// Entity anchoring of claim search (binds: "any" flag, JSON array of entity ids).
-pub(crate) const CLAIM_ENTITIES: &str = "(? = 0 OR c.id IN (
+/// Entity anchoring and document scoping of claim search (alias `c`; binds in the
+/// order of [`bind_scope`]).
+pub(crate) const CLAIM_SCOPE: &str = "(? = 0 OR c.id IN (
     SELECT m.claim_id FROM entity_mentions m
-    WHERE m.namespace_id = c.namespace_id AND m.entity_id IN (SELECT value FROM json_each(?))))";
+    WHERE m.namespace_id = ? AND m.entity_id IN (SELECT value FROM json_each(?))))
+    AND (? = 0 OR c.document_id IN (SELECT value FROM json_each(?)))";
 
-/// The binds of an entity anchor: whether it applies, and the ids as a JSON array.
-pub(crate) fn entity_json(entities: &[EntityId]) -> (bool, String) {
-    let ids: Vec<String> = entities.iter().map(|e| e.to_string()).collect();
-    (
-        !ids.is_empty(),
-        serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
-    )
+/// A runtime-checked SQLite query.
+pub(crate) type SqlQuery<'q> =
+    sqlx::query::Query<'q, sqlx::Sqlite, <sqlx::Sqlite as sqlx::Database>::Arguments>;
+
+/// Bind a [`CHUNK_SCOPE`] or [`CLAIM_SCOPE`] condition: whether the entity anchor
+/// applies, the namespace, the anchored ids, whether the document scope applies, and
+/// the scoped lineages (an empty scope admits nothing).
+pub(crate) fn bind_scope<'q>(
+    q: SqlQuery<'q>,
+    ns: NamespaceId,
+    entities: &[EntityId],
+    documents: Option<&[DocumentId]>,
+) -> SqlQuery<'q> {
+    let json = |ids: Vec<String>| serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+    q.bind(i64::from(!entities.is_empty()))
+        .bind(ns.to_string())
+        .bind(json(entities.iter().map(|e| e.to_string()).collect()))
+        .bind(i64::from(documents.is_some()))
+        .bind(json(
+            documents
+                .unwrap_or_default()
+                .iter()
+                .map(|d| d.to_string())
+                .collect(),
+        ))
 }
 
 fn receipt_body(json: &str) -> Result<Receipt> {
@@ -914,20 +937,23 @@ impl MemoryStore for SqliteStore {
              JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
              JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
                             AND s.ordinal = c.section_ordinal
-             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles}) AND {CHUNK_ENTITIES}
+             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles}) AND {CHUNK_SCOPE}
              ORDER BY rank, c.id LIMIT ?",
             roles = role_list(&filter.roles)
         );
-        let (any, list) = entity_json(&filter.entities);
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let q = sqlx::query(AssertSqlSafe(sql))
             .bind(fts_query(terms))
-            .bind(filter.namespace_id.to_string())
-            .bind(any)
-            .bind(list)
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
+            .bind(filter.namespace_id.to_string());
+        let rows = bind_scope(
+            q,
+            filter.namespace_id,
+            &filter.entities,
+            filter.documents.as_deref(),
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         Ok(bm25_hits(&rows)?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
@@ -951,18 +977,21 @@ impl MemoryStore for SqliteStore {
                             AND s.ordinal = c.section_ordinal
              JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_ENTITIES}",
+             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
             role_list(&filter.roles)
         );
-        let (any, list) = entity_json(&filter.entities);
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let q = sqlx::query(AssertSqlSafe(sql))
             .bind(generation)
-            .bind(filter.namespace_id.to_string())
-            .bind(any)
-            .bind(list)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
+            .bind(filter.namespace_id.to_string());
+        let rows = bind_scope(
+            q,
+            filter.namespace_id,
+            &filter.entities,
+            filter.documents.as_deref(),
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         Ok(top_k_cosine(&rows, query, limit)?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })

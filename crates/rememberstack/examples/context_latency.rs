@@ -5,7 +5,8 @@
 //! cargo run --release -p rememberstack --example context_latency -- 2000
 //! ```
 //!
-//! The argument is the number of synthetic documents (default 500). Each document
+//! The arguments are the number of synthetic documents (default 500), the number of
+//! timed runs (default 200) and an optional store path that is kept and reused. Each document
 //! has ten short sentences about people, employers and places, so claims ≈ 10 × docs.
 //! Everything runs offline (hashing embedder, offline extractor, normalizer and
 //! resolver). The store is built once through the ordinary pipeline; then every
@@ -39,19 +40,24 @@ fn report(name: &str, samples: &mut [Duration]) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let docs: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(500);
+    let args: Vec<String> = std::env::args().collect();
+    let docs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(500);
+    let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(200);
     let dir = tempfile::tempdir()?;
-    let memory = Memory::open(dir.path().join("memory.db")).await?;
+    // A third argument keeps the built store at that path and reuses it next time.
+    let path = args
+        .get(3)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("memory.db"));
+    let reuse = path.exists();
+    let memory = Memory::open(&path).await?;
     let companies = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay"];
     let cities = [
         "Lisbon", "Oslo", "Prague", "Boston", "Kyoto", "Nairobi", "Lima",
     ];
     let hobbies = ["chess", "the cello", "sourdough", "climbing", "pottery"];
     let started = Instant::now();
-    for d in 0..docs {
+    for d in 0..if reuse { 0 } else { docs } {
         let mut text = format!("# Team note {d}\n\n");
         for s in 0..10 {
             let person = format!("Person{} Surname{}", (d * 10 + s) % 997, s);
@@ -113,7 +119,6 @@ async fn main() -> anyhow::Result<()> {
             anchors.push(r.entity_id.to_string());
         }
     }
-    let runs = 200;
     let (mut resolve, mut evidence, mut facts_t, mut combined, mut embed) =
         (vec![], vec![], vec![], vec![], vec![]);
     let embedder = HashingEmbedder::default();
@@ -157,6 +162,12 @@ async fn main() -> anyhow::Result<()> {
             })
             .await?;
         combined.push(t.elapsed());
+        if i == 0 {
+            eprintln!(
+                "first run: resolve {:?}, evidence {:?}, facts {:?}, combined {:?}",
+                resolve[0], evidence[0], facts_t[0], combined[0]
+            );
+        }
     }
     report("query embedding (hashing)", &mut embed);
     report("resolve_entity", &mut resolve);

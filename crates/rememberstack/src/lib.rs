@@ -38,8 +38,8 @@ pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
-    DocumentQuery, DocumentResult, DocumentSummary, DrainReport, Engine, EngineConfig,
-    EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
+    DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport, Engine,
+    EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
     FactsContextInput, IngestReceipt, NeighborhoodRequest, OperationDescriptor, PathResult,
     ProviderCheck, Providers, ReceiptResolution, ResolveEntityInput, ResolvedRecord, SearchRequest,
     StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,

@@ -524,3 +524,45 @@ fn operations_and_ask_from_the_command_line() {
     let out = cli.run(&["ask", "who?", "--entity", "Nobody Atall"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn search_targets_entities_and_documents_and_scopes_by_document() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    // Document filters scope chunk, claim and fact search before the cut.
+    let scoped = cli.ok_json(&["search", "water", "--title", "gardening", "--json"]);
+    let results = scoped["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    assert!(
+        results.iter().all(|r| r["source_ref"] == "docs/guide.md"),
+        "{scoped}"
+    );
+    let elsewhere = cli.ok_json(&[
+        "search", "water", "--title", "volcano", "--target", "claims", "--json",
+    ]);
+    assert!(
+        elsewhere["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["source_ref"] == "web/volcano"),
+        "{elsewhere}"
+    );
+    // Documents as a search target.
+    let docs = cli.ok_json(&["search", "Etna", "--target", "documents", "--json"]);
+    assert_eq!(docs["operation"]["name"], "search_documents");
+    assert_eq!(docs["results"][0]["source_ref"], "web/volcano");
+    // Entities as a search target: ranked by name, never a silent guess.
+    let entities = cli.ok_json(&["search", "Maria", "--target", "entities", "--json"]);
+    assert_eq!(entities["operation"]["name"], "resolve_entity");
+    assert_eq!(
+        entities["results"][0]["canonical_name"], "Maria",
+        "{entities}"
+    );
+    // Bad filters are typed errors.
+    let out = cli.run(&["search", "water", "--from", "soon", "--json"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("invalid_parameter"));
+    let out = cli.run(&["search", "Maria", "--target", "entities", "--title", "x"]);
+    assert!(!out.status.success());
+}

@@ -127,6 +127,7 @@ impl Scope {
                 Scope::Overlap(f, t) => Some((*f, *t)),
                 _ => None,
             },
+            documents: None,
         }
     }
 }
@@ -945,6 +946,7 @@ impl Engine {
                         at: None,
                         history: true,
                         overlap: None,
+                        documents: None,
                     },
                     10_000,
                 )

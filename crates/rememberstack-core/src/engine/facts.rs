@@ -686,6 +686,7 @@ impl Engine {
                         at: None,
                         history: false,
                         overlap: None,
+                        documents: None,
                     },
                     8,
                 )
@@ -946,6 +947,7 @@ impl Engine {
                     at: None,
                     history: false,
                     overlap: None,
+                    documents: None,
                 },
                 10_000,
             )
@@ -1195,6 +1197,7 @@ impl Engine {
                     at: None,
                     history: false,
                     overlap: None,
+                    documents: None,
                 },
                 10_000,
             )
@@ -1323,6 +1326,7 @@ impl Engine {
                     at: None,
                     history: false,
                     overlap: None,
+                    documents: None,
                 },
                 1_000,
             )
@@ -1494,6 +1498,7 @@ impl Engine {
                     at: query.at,
                     history: query.history,
                     overlap: None,
+                    documents: None,
                 },
                 if query.limit == 0 { 1_000 } else { query.limit },
             )

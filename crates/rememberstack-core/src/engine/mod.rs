@@ -35,8 +35,9 @@ pub use facts::{
     unit_id,
 };
 pub use primitives::{
-    DocumentQuery, DocumentResult, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS,
-    NEIGHBORHOOD_MAX_FRONTIER, NEIGHBORHOOD_MAX_RESULTS, NeighborhoodRequest, PathResult,
+    DocumentFilter, DocumentQuery, DocumentResult, NEIGHBORHOOD_MAX_DEPTH,
+    NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER, NEIGHBORHOOD_MAX_RESULTS,
+    NeighborhoodRequest, PathResult,
 };
 
 /// The version of the deterministic embedding-input policy (D80).
@@ -173,6 +174,10 @@ pub struct SearchRequest {
     pub include_retired: bool,
     /// When not empty: only records about these entities (merges are followed).
     pub entities: Vec<EntityId>,
+    /// When set: only records from the documents this filter admits (D134), applied
+    /// before the top-k cut. Chunks of live versions, claims of the lineages, facts
+    /// through current supporting claims.
+    pub documents: Option<DocumentFilter>,
 }
 
 impl SearchRequest {
@@ -186,6 +191,7 @@ impl SearchRequest {
             cursor: None,
             include_retired: false,
             entities: vec![],
+            documents: None,
         }
     }
 }
@@ -559,6 +565,7 @@ impl Engine {
                     include_retired: false,
                     document_id: None,
                     entities: vec![],
+                    documents: None,
                 };
                 let work = self
                     .store
@@ -591,6 +598,7 @@ impl Engine {
                     at: None,
                     history: true,
                     overlap: None,
+                    documents: None,
                 };
                 let facts = self.store.list_facts(&filter, u32::MAX).await?;
                 let keys: Vec<String> = facts.iter().map(|f| f.embedding_key.clone()).collect();
@@ -1392,6 +1400,7 @@ impl Engine {
             include_retired,
             document_id: document,
             entities: vec![],
+            documents: None,
         };
         self.store
             .list_claims(&filter, limit.clamp(1, 10_000))

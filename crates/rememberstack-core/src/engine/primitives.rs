@@ -73,6 +73,52 @@ pub struct DocumentQuery {
     pub k: Option<usize>,
 }
 
+impl DocumentQuery {
+    /// The query's filters, as a document scope.
+    pub fn filter(&self) -> DocumentFilter {
+        DocumentFilter {
+            document_ids: None,
+            file_name: self.file_name.clone(),
+            title: self.title.clone(),
+            author: self.author.clone(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
+/// Which documents a search may draw from (D134): every given field must hold.
+/// Only documents with a current version qualify.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentFilter {
+    /// Only these lineages.
+    #[serde(default)]
+    pub document_ids: Option<Vec<DocumentId>>,
+    /// The file name contains this (case-insensitive).
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// The title contains this (case-insensitive).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// An author contains this (case-insensitive).
+    #[serde(default)]
+    pub author: Option<String>,
+    /// The source time is at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The source time is before this instant (RFC 3339).
+    #[serde(default)]
+    pub to: Option<String>,
+}
+
+/// A document that passed a [`DocumentFilter`]: its row, observed names and title.
+pub(super) struct EligibleDocument {
+    pub(super) row: DocumentRow,
+    pub(super) names: Vec<String>,
+    pub(super) title: String,
+}
+
 /// One document result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DocumentResult {
@@ -332,15 +378,8 @@ impl Engine {
             Some(k) if (1..=100).contains(&k) => k,
             Some(k) => return Err(param(format!("k = {k} is out of range 1..=100"))),
         };
-        let instant = |name: &str, v: &Option<String>| -> Result<Option<Timestamp>> {
-            v.as_deref()
-                .map(|s| {
-                    crate::time::parse_rfc3339(s)
-                        .ok_or_else(|| param(format!("{name} `{s}` is not an RFC 3339 instant")))
-                })
-                .transpose()
-        };
-        let (from, to) = (instant("from", &q.from)?, instant("to", &q.to)?);
+        let filter = q.filter();
+        filter.validate()?;
         let applied = serde_json::to_value(&q).map_err(|e| Error::internal(e.to_string()))?;
         let Some(ns) = self.store.namespace(namespace).await? else {
             let mut env = self.empty_envelope(OP, namespace);
@@ -352,45 +391,12 @@ impl Engine {
             });
             return Ok(env);
         };
-        let contains = |hay: &str, needle: &Option<String>| {
-            needle
-                .as_ref()
-                .is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
-        };
-        // Eligible documents: a current version and every filter satisfied.
-        let mut eligible: Vec<(DocumentRow, Vec<String>, String)> = Vec::new();
-        for row in self.store.documents(ns.id).await? {
-            if row.current_version_id.is_none() {
-                continue;
-            }
-            let m = &row.metadata;
-            let file_name = m
-                .file_name
-                .as_ref()
-                .map(|f| f.value.clone())
-                .unwrap_or_default();
-            let title = m.display_title(&row.source_ref);
-            let authors: Vec<String> = m
-                .authors
-                .as_ref()
-                .map(|f| f.value.clone())
-                .unwrap_or_default();
-            let when = m
-                .modified_at
-                .as_ref()
-                .or(m.created_at.as_ref())
-                .map(|f| f.value);
-            if !contains(&file_name, &q.file_name)
-                || !contains(&title, &q.title)
-                || (q.author.is_some() && !authors.iter().any(|a| contains(a, &q.author)))
-                || from.is_some_and(|f| when.is_none_or(|w| w < f))
-                || to.is_some_and(|t| when.is_none_or(|w| w >= t))
-            {
-                continue;
-            }
-            let names = self.store.document_names(ns.id, row.document_id).await?;
-            eligible.push((row, names, title));
-        }
+        let eligible: Vec<(DocumentRow, Vec<String>, String)> = self
+            .eligible_documents(ns.id, &filter, true)
+            .await?
+            .into_iter()
+            .map(|e| (e.row, e.names, e.title))
+            .collect();
         let terms = lexical_terms(&q.query);
         // Names channel: share of query terms found in the names.
         let mut by_names: Vec<(DocumentId, f64)> = Vec::new();
@@ -419,16 +425,15 @@ impl Engine {
         let mut best: HashMap<DocumentId, ChunkResult> = HashMap::new();
         let mut by_content: Vec<(DocumentId, f64)> = Vec::new();
         if !q.query.trim().is_empty() {
-            let allowed: BTreeSet<DocumentId> = eligible.iter().map(|e| e.0.document_id).collect();
-            let hits = self
-                .search(SearchRequest::new(
-                    namespace,
-                    q.query.trim(),
-                    self.config.max_k,
-                ))
-                .await?;
+            // The eligible documents scope the chunk search before its top-k cut.
+            let mut req = SearchRequest::new(namespace, q.query.trim(), self.config.max_k);
+            req.documents = Some(DocumentFilter {
+                document_ids: Some(eligible.iter().map(|e| e.0.document_id).collect()),
+                ..Default::default()
+            });
+            let hits = self.search(req).await?;
             for r in hits.results {
-                if allowed.contains(&r.document_id) && !best.contains_key(&r.document_id) {
+                if !best.contains_key(&r.document_id) {
                     by_content.push((r.document_id, r.scores.fused));
                     best.insert(r.document_id, r);
                 }
@@ -524,5 +529,118 @@ impl Engine {
             });
         }
         Ok(env)
+    }
+
+    /// The documents of namespace `ns` that `filter` admits (a current version and
+    /// every given field). `names` also reads each document's observed names.
+    pub(super) async fn eligible_documents(
+        &self,
+        ns: NamespaceId,
+        filter: &DocumentFilter,
+        names: bool,
+    ) -> Result<Vec<EligibleDocument>> {
+        let (from, to) = filter.instants()?;
+        let contains = |hay: &str, needle: &Option<String>| {
+            needle
+                .as_ref()
+                .is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
+        };
+        let ids: Option<BTreeSet<DocumentId>> = filter
+            .document_ids
+            .as_ref()
+            .map(|ids| ids.iter().copied().collect());
+        let mut eligible = Vec::new();
+        for row in self.store.documents(ns).await? {
+            if row.current_version_id.is_none()
+                || ids
+                    .as_ref()
+                    .is_some_and(|ids| !ids.contains(&row.document_id))
+            {
+                continue;
+            }
+            let m = &row.metadata;
+            let file_name = m
+                .file_name
+                .as_ref()
+                .map(|f| f.value.clone())
+                .unwrap_or_default();
+            let title = m.display_title(&row.source_ref);
+            let authors: Vec<String> = m
+                .authors
+                .as_ref()
+                .map(|f| f.value.clone())
+                .unwrap_or_default();
+            let when = m
+                .modified_at
+                .as_ref()
+                .or(m.created_at.as_ref())
+                .map(|f| f.value);
+            if !contains(&file_name, &filter.file_name)
+                || !contains(&title, &filter.title)
+                || (filter.author.is_some() && !authors.iter().any(|a| contains(a, &filter.author)))
+                || from.is_some_and(|f| when.is_none_or(|w| w < f))
+                || to.is_some_and(|t| when.is_none_or(|w| w >= t))
+            {
+                continue;
+            }
+            let names = if names {
+                self.store.document_names(ns, row.document_id).await?
+            } else {
+                vec![]
+            };
+            eligible.push(EligibleDocument { row, names, title });
+        }
+        Ok(eligible)
+    }
+
+    /// The lineage ids a search's document filter admits (`None`: no filter).
+    pub(super) async fn document_scope(
+        &self,
+        ns: NamespaceId,
+        filter: Option<&DocumentFilter>,
+    ) -> Result<Option<Vec<DocumentId>>> {
+        let Some(filter) = filter else {
+            return Ok(None);
+        };
+        filter.validate()?;
+        let only_ids = DocumentFilter {
+            document_ids: filter.document_ids.clone(),
+            ..Default::default()
+        };
+        if *filter == only_ids {
+            // Ids alone: the store checks liveness itself; no listing needed.
+            return Ok(filter.document_ids.clone());
+        }
+        Ok(Some(
+            self.eligible_documents(ns, filter, false)
+                .await?
+                .into_iter()
+                .map(|e| e.row.document_id)
+                .collect(),
+        ))
+    }
+}
+
+impl DocumentFilter {
+    /// Whether the filter restricts anything.
+    pub fn is_empty(&self) -> bool {
+        *self == DocumentFilter::default()
+    }
+
+    fn instants(&self) -> Result<(Option<Timestamp>, Option<Timestamp>)> {
+        let instant = |name: &str, v: &Option<String>| -> Result<Option<Timestamp>> {
+            v.as_deref()
+                .map(|s| {
+                    crate::time::parse_rfc3339(s)
+                        .ok_or_else(|| param(format!("{name} `{s}` is not an RFC 3339 instant")))
+                })
+                .transpose()
+        };
+        Ok((instant("from", &self.from)?, instant("to", &self.to)?))
+    }
+
+    /// Check that the instants parse.
+    pub fn validate(&self) -> Result<()> {
+        self.instants().map(|_| ())
     }
 }

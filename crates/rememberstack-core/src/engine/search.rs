@@ -41,7 +41,14 @@ impl Engine {
                 self.config.max_k
             )));
         }
-        let digest = sha256_hex(query.as_bytes())[..16].to_string();
+        if let Some(f) = &req.documents {
+            f.validate()?;
+        }
+        // The cursor binds to the query and any document scope.
+        let digest = match &req.documents {
+            None => sha256_hex(query.as_bytes())[..16].to_string(),
+            Some(f) => sha256_hex(format!("{query}|{f:?}").as_bytes())[..16].to_string(),
+        };
         let (offset, depth) = match &req.cursor {
             Some(c) => {
                 let cur = decode_cursor(c)?;
@@ -196,6 +203,9 @@ impl Engine {
             namespace_id: namespace.id,
             roles: req.roles.clone().unwrap_or_else(|| vec![SectionRole::Body]),
             entities: req.entities.clone(),
+            documents: self
+                .document_scope(namespace.id, req.documents.as_ref())
+                .await?,
         };
         let freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = VectorCoverage {
@@ -273,6 +283,9 @@ impl Engine {
             include_retired: req.include_retired,
             document_id: None,
             entities: req.entities.clone(),
+            documents: self
+                .document_scope(namespace.id, req.documents.as_ref())
+                .await?,
         };
         let mut freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = self
@@ -383,6 +396,7 @@ impl Engine {
             at: None,
             history: req.include_retired,
             overlap: None,
+            documents: None,
         };
         self.search_facts_in(&req, filter).await
     }
@@ -397,6 +411,10 @@ impl Engine {
         const OP: &str = "search_facts";
         let paging = self.paging(req)?;
         let ns = filter.namespace_id;
+        let mut filter = filter;
+        if filter.documents.is_none() {
+            filter.documents = self.document_scope(ns, req.documents.as_ref()).await?;
+        }
         let generation = self.component_version(Stage::EmbedFacts);
         let mut freshness = self.freshness(ns, &generation).await?;
         let coverage = self.store.fact_vector_coverage(ns, &generation).await?;

@@ -306,6 +306,9 @@ pub struct FactFilter {
     /// Only facts whose window overlaps `[from, until)` (either bound open); like `at`,
     /// superseded facts count when their window overlaps. Ignored with `history`.
     pub overlap: Option<(Option<Timestamp>, Option<Timestamp>)>,
+    /// When set: only facts with current supporting testimony from these lineages
+    /// (D134; empty admits nothing).
+    pub documents: Option<Vec<DocumentId>>,
 }
 
 /// A predicate registry row of a namespace (D5).

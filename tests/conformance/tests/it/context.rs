@@ -5,7 +5,7 @@ use crate::facts::{JudgeModel, at, ingest, verdicts};
 use rememberstack::chat::ChatModel;
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, EntityId, EvidenceResult, ExtractorModels,
-    FactModels, FactsContextInput, Memory, TemporalScope,
+    FactModels, FactsContextInput, Memory, SearchRequest, TemporalScope,
 };
 use rememberstack_conformance::{Harness, ManualClock, stores, test_config};
 use serde_json::{Value, json};
@@ -887,6 +887,110 @@ async fn adjacent_chunks_neighbourhoods_and_document_search() {
                 .as_str(),
             "invalid_parameter"
         );
+    }
+}
+
+#[tokio::test]
+async fn document_filters_apply_before_the_top_k_cut() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        // Sixty decoys match the query better than the one scoped document does; the
+        // channel depth is 50, so a filter applied after the cut would find nothing.
+        for d in 0..60 {
+            memory
+                .ingest_text(
+                    &format!("# Decoy {d}\n\nApples, apples and more apples were sold.\n"),
+                    rememberstack::IngestOptions::new(format!("decoy/{d}")),
+                )
+                .await
+                .unwrap();
+        }
+        ingest(
+            &memory,
+            "ledger",
+            "# Orchard ledger\n\nCarol sold apples to Globex.\n",
+            "2024-05-01T00:00:00Z",
+        )
+        .await;
+        let scoped = |mut req: SearchRequest| {
+            req.documents = Some(rememberstack::DocumentFilter {
+                title: Some("orchard".into()),
+                ..Default::default()
+            });
+            req
+        };
+        let req = SearchRequest::new("default", "apples sold", 5);
+        let unscoped = memory.search_with(req.clone()).await.unwrap();
+        assert!(
+            unscoped.results.iter().all(|r| r.source_ref != "ledger"),
+            "{}: the ledger is outside the unscoped top 5",
+            h.kind
+        );
+        let chunks = memory.search_with(scoped(req.clone())).await.unwrap();
+        assert_eq!(chunks.results.len(), 1, "{}", h.kind);
+        assert_eq!(chunks.results[0].source_ref, "ledger");
+        let claims = memory
+            .search_claims_with(scoped(req.clone()))
+            .await
+            .unwrap();
+        assert!(!claims.results.is_empty(), "{}", h.kind);
+        assert!(claims.results.iter().all(|c| c.source_ref == "ledger"));
+        let facts = memory
+            .search_facts_with(scoped(SearchRequest::new("default", "Carol Globex", 5)))
+            .await
+            .unwrap();
+        assert!(!facts.results.is_empty(), "{}", h.kind);
+        assert!(
+            facts
+                .results
+                .iter()
+                .all(|f| f.fact.statement.contains("Carol")),
+            "{}: {:?}",
+            h.kind,
+            facts.results
+        );
+        // Ids scope too; an unknown lineage admits nothing; a bad instant is refused.
+        let ledger = chunks.results[0].document_id;
+        let mut by_id = req.clone();
+        by_id.documents = Some(rememberstack::DocumentFilter {
+            document_ids: Some(vec![ledger]),
+            ..Default::default()
+        });
+        let env = memory.search_with(by_id).await.unwrap();
+        assert_eq!(env.results.len(), 1);
+        let mut nowhere = req.clone();
+        nowhere.documents = Some(rememberstack::DocumentFilter {
+            document_ids: Some(vec![rememberstack::DocumentId::new()]),
+            ..Default::default()
+        });
+        assert!(
+            memory
+                .search_with(nowhere)
+                .await
+                .unwrap()
+                .results
+                .is_empty()
+        );
+        let mut bad = req.clone();
+        bad.documents = Some(rememberstack::DocumentFilter {
+            from: Some("last week".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            memory.search_with(bad).await.unwrap_err().code().as_str(),
+            "invalid_parameter"
+        );
+        // Document search ranks the scoped content before its own cut, too.
+        let docs = memory
+            .search_documents(rememberstack::DocumentQuery {
+                query: "apples".into(),
+                title: Some("orchard".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(docs.results.len(), 1);
+        assert!(docs.results[0].best_chunk.is_some(), "{}", h.kind);
     }
 }
 
