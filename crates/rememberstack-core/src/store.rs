@@ -652,6 +652,11 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ) -> Result<()>;
     /// Coverage of current chunks by vectors of `generation`.
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage>;
+    /// A number that changes whenever anything that decides the namespace's
+    /// freshness or vector coverage is written (work items, documents, chunks,
+    /// claims, vectors, facts), by any process. Readers reuse those aggregates while
+    /// it is unchanged.
+    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64>;
     /// Current chunks without a vector of `generation`.
     async fn chunks_missing_vectors(
         &self,

@@ -149,6 +149,10 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
         let ids: Vec<String> = documents.iter().map(|d| d.to_string()).collect();
         binds.push(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()));
     }
+    if let Some(group) = filter.group {
+        sql.push_str(" AND f.contradiction_group = ?");
+        binds.push(group.to_string());
+    }
     if !filter.history {
         sql.push_str(" AND f.invalidated_at IS NULL");
         if filter.at.is_none() && filter.overlap.is_none() {
@@ -1218,6 +1222,7 @@ mod tests {
             history,
             overlap: None,
             documents: None,
+            group: None,
         };
         assert_eq!(
             ids(store
@@ -1275,6 +1280,7 @@ mod tests {
             history: false,
             overlap: None,
             documents: None,
+            group: None,
         };
         assert!(
             store

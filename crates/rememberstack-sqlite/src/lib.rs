@@ -36,6 +36,8 @@ use sqlx::{AssertSqlSafe, Row, SqlitePool};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -49,7 +51,15 @@ pub struct SqliteStore {
     write: SqlitePool,
     blobs: BlobDir,
     path: PathBuf,
+    /// Work claims since the planner statistics were last refreshed.
+    claims_since_optimize: Arc<AtomicU64>,
 }
+
+/// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
+/// or as soon as the ledger runs dry after any. Without statistics, SQLite plans
+/// joins over tables that were empty when first seen, and an anchored search can
+/// walk every chunk–claim row per mention.
+const OPTIMIZE_EVERY_CLAIMS: u64 = 256;
 
 fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
@@ -81,6 +91,11 @@ impl SqliteStore {
             .run(&write)
             .await
             .map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
+        // Bounded analysis of tables whose statistics are missing or stale.
+        sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize = 0x10002;")
+            .execute(&write)
+            .await
+            .map_err(db_err)?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(opts.read_only(true))
@@ -93,7 +108,25 @@ impl SqliteStore {
             write,
             blobs: BlobDir::new(PathBuf::from(blob_dir)),
             path,
+            claims_since_optimize: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Count a work claim; refresh the planner statistics when enough work has
+    /// landed since the last refresh, or when the ledger ran dry after some.
+    async fn maybe_optimize(&self, claimed: usize) -> Result<()> {
+        let n = self
+            .claims_since_optimize
+            .fetch_add(claimed as u64, Ordering::Relaxed)
+            + claimed as u64;
+        if n >= OPTIMIZE_EVERY_CLAIMS || (claimed == 0 && n > 0) {
+            self.claims_since_optimize.store(0, Ordering::Relaxed);
+            sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize;")
+                .execute(&self.write)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
     }
 
     /// The database file.
@@ -867,6 +900,16 @@ impl MemoryStore for SqliteStore {
         tx.commit().await.map_err(db_err)
     }
 
+    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
+        let n: Option<i64> =
+            sqlx::query_scalar("SELECT n FROM change_stamps WHERE namespace_id = ?")
+                .bind(ns.to_string())
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?;
+        Ok(n.unwrap_or(0) as u64)
+    }
+
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
         let row = sqlx::query(
             "SELECT COUNT(*) AS chunks,
@@ -1080,6 +1123,7 @@ impl MemoryStore for SqliteStore {
             }
         }
         tx.commit().await.map_err(db_err)?;
+        self.maybe_optimize(claimed.len()).await?;
         claimed.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(claimed)
     }
@@ -1815,6 +1859,35 @@ mod tests {
             fts_query(&["a\"b".into(), "NEAR".into()]),
             "\"a\"\"b\" OR \"NEAR\""
         );
+    }
+
+    #[tokio::test]
+    async fn the_change_stamp_moves_with_writes_of_its_namespace_only() {
+        use rememberstack_core::ledger::{NewWork, Stage};
+        let (_dir, store, ns) = crate::entities::tests::open().await;
+        let now = crate::entities::tests::t("2024-01-01T00:00:00Z");
+        let other = store.ensure_namespace("other", now).await.unwrap().id;
+        let before = store.change_stamp(ns).await.unwrap();
+        let other_before = store.change_stamp(other).await.unwrap();
+        let work = |ns| {
+            NewWork::now(
+                ns,
+                Stage::Prepare,
+                uuid::Uuid::new_v4(),
+                VersionId::new(),
+                "v1",
+                now,
+            )
+        };
+        store.enqueue(vec![work(ns)], now).await.unwrap();
+        let after = store.change_stamp(ns).await.unwrap();
+        assert!(after > before, "{before} -> {after}");
+        assert_eq!(store.change_stamp(other).await.unwrap(), other_before);
+        // A second write moves it again; a read does not.
+        store.work_counts(Some(ns)).await.unwrap();
+        assert_eq!(store.change_stamp(ns).await.unwrap(), after);
+        store.enqueue(vec![work(ns)], now).await.unwrap();
+        assert!(store.change_stamp(ns).await.unwrap() > after);
     }
 
     #[test]

@@ -128,6 +128,7 @@ impl Scope {
                 _ => None,
             },
             documents: None,
+            group: None,
         }
     }
 }
@@ -942,17 +943,18 @@ impl Engine {
                 .list_facts(
                     &FactFilter {
                         namespace_id: ns,
-                        entities: vec![c.fact.subject],
+                        entities: vec![],
                         at: None,
                         history: true,
                         overlap: None,
                         documents: None,
+                        group: Some(group),
                     },
                     10_000,
                 )
                 .await?
                 .into_iter()
-                .filter(|f| f.contradiction_group == Some(group) && f.fact_id != c.fact.fact_id)
+                .filter(|f| f.fact_id != c.fact.fact_id)
                 .collect();
             let total = members_of_group.len() + 1;
             members_of_group.truncate(CONTRADICTION_CAP);

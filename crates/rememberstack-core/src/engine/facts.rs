@@ -687,6 +687,7 @@ impl Engine {
                         history: false,
                         overlap: None,
                         documents: None,
+                        group: None,
                     },
                     8,
                 )
@@ -948,6 +949,7 @@ impl Engine {
                     history: false,
                     overlap: None,
                     documents: None,
+                    group: None,
                 },
                 10_000,
             )
@@ -1198,6 +1200,7 @@ impl Engine {
                     history: false,
                     overlap: None,
                     documents: None,
+                    group: None,
                 },
                 10_000,
             )
@@ -1327,6 +1330,7 @@ impl Engine {
                     history: false,
                     overlap: None,
                     documents: None,
+                    group: None,
                 },
                 1_000,
             )
@@ -1499,6 +1503,7 @@ impl Engine {
                     history: query.history,
                     overlap: None,
                     documents: None,
+                    group: None,
                 },
                 if query.limit == 0 { 1_000 } else { query.limit },
             )

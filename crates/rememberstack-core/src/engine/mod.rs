@@ -379,6 +379,34 @@ pub struct Engine {
     worker_id: String,
     locks: Arc<facts::Locks>,
     bootstrapped: Arc<std::sync::Mutex<HashSet<NamespaceId>>>,
+    aggregates: Arc<AggregateCache>,
+}
+
+/// Read-side aggregates (freshness, vector coverage) per namespace and key, each
+/// with the store's change stamp it was computed under: reused while the stamp is
+/// unchanged, recomputed as soon as anything relevant is written.
+#[derive(Debug, Default)]
+struct AggregateCache {
+    freshness: Stamped<Freshness>,
+    coverage: Stamped<VectorCoverage>,
+}
+
+/// Values per (namespace, key), each with the change stamp it was computed under.
+type Stamped<V> = std::sync::Mutex<HashMap<(NamespaceId, String), (u64, V)>>;
+
+/// Look `key` up in a stamped cache map.
+fn cached<V: Clone>(map: &Stamped<V>, key: &(NamespaceId, String), stamp: u64) -> Option<V> {
+    let map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.get(key)
+        .filter(|(s, _)| *s == stamp)
+        .map(|(_, v)| v.clone())
+}
+
+/// Store `value` under `key` with its stamp (the map stays small: one entry per
+/// namespace and key).
+fn remember_cached<V>(map: &Stamped<V>, key: (NamespaceId, String), stamp: u64, value: V) {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.insert(key, (stamp, value));
 }
 
 #[derive(Clone)]
@@ -444,6 +472,7 @@ impl Engine {
             worker_id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
             locks: Arc::default(),
             bootstrapped: Arc::default(),
+            aggregates: Arc::default(),
         };
         engine.reconcile().await?;
         Ok(engine)
@@ -599,6 +628,7 @@ impl Engine {
                     history: true,
                     overlap: None,
                     documents: None,
+                    group: None,
                 };
                 let facts = self.store.list_facts(&filter, u32::MAX).await?;
                 let keys: Vec<String> = facts.iter().map(|f| f.embedding_key.clone()).collect();
@@ -1164,6 +1194,41 @@ impl Engine {
     // ------------------------------------------------------------------ reads
 
     async fn freshness(&self, ns: NamespaceId, generation: &str) -> Result<Freshness> {
+        // The stamp is read before the aggregates: a write that lands in between
+        // bumps it again, so a stale value is never kept under a current stamp.
+        let stamp = self.store.change_stamp(ns).await?;
+        let key = (ns, generation.to_string());
+        if let Some(f) = cached(&self.aggregates.freshness, &key, stamp) {
+            return Ok(f);
+        }
+        let fresh = self.compute_freshness(ns, generation).await?;
+        remember_cached(&self.aggregates.freshness, key, stamp, fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Coverage of a target's current records by vectors of `generation`, through
+    /// the stamped cache. `target` names the records (`claims`, `facts`).
+    pub(super) async fn coverage<F>(
+        &self,
+        ns: NamespaceId,
+        target: &str,
+        generation: &str,
+        compute: F,
+    ) -> Result<VectorCoverage>
+    where
+        F: std::future::Future<Output = Result<VectorCoverage>>,
+    {
+        let stamp = self.store.change_stamp(ns).await?;
+        let key = (ns, format!("{target}|{generation}"));
+        if let Some(c) = cached(&self.aggregates.coverage, &key, stamp) {
+            return Ok(c);
+        }
+        let c = compute.await?;
+        remember_cached(&self.aggregates.coverage, key, stamp, c);
+        Ok(c)
+    }
+
+    async fn compute_freshness(&self, ns: NamespaceId, generation: &str) -> Result<Freshness> {
         let counts = self.store.work_counts(Some(ns)).await?;
         let mut pending_work = BTreeMap::new();
         let mut parked = 0;

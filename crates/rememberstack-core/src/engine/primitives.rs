@@ -433,9 +433,9 @@ impl Engine {
             });
             let hits = self.search(req).await?;
             for r in hits.results {
-                if !best.contains_key(&r.document_id) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = best.entry(r.document_id) {
                     by_content.push((r.document_id, r.scores.fused));
-                    best.insert(r.document_id, r);
+                    slot.insert(r);
                 }
             }
         }

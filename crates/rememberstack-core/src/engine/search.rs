@@ -289,8 +289,12 @@ impl Engine {
         };
         let mut freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = self
-            .store
-            .claim_vector_coverage(namespace.id, &generation)
+            .coverage(
+                namespace.id,
+                "claims",
+                &generation,
+                self.store.claim_vector_coverage(namespace.id, &generation),
+            )
             .await?;
         freshness.semantic = SemanticReadiness {
             generation: generation.clone(),
@@ -397,6 +401,7 @@ impl Engine {
             history: req.include_retired,
             overlap: None,
             documents: None,
+            group: None,
         };
         self.search_facts_in(&req, filter).await
     }
@@ -417,7 +422,14 @@ impl Engine {
         }
         let generation = self.component_version(Stage::EmbedFacts);
         let mut freshness = self.freshness(ns, &generation).await?;
-        let coverage = self.store.fact_vector_coverage(ns, &generation).await?;
+        let coverage = self
+            .coverage(
+                ns,
+                "facts",
+                &generation,
+                self.store.fact_vector_coverage(ns, &generation),
+            )
+            .await?;
         freshness.semantic = SemanticReadiness {
             generation: generation.clone(),
             ready: coverage.missing == 0,

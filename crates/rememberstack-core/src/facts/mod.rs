@@ -309,6 +309,8 @@ pub struct FactFilter {
     /// When set: only facts with current supporting testimony from these lineages
     /// (D134; empty admits nothing).
     pub documents: Option<Vec<DocumentId>>,
+    /// Only the members of this contradiction group.
+    pub group: Option<Uuid>,
 }
 
 /// A predicate registry row of a namespace (D5).
