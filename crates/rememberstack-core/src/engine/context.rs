@@ -966,7 +966,9 @@ impl Engine {
                 members: members_of_group,
             });
         }
-        // Provenance: the supporting claims, current testimony first.
+        // Provenance: the supporting claims, current testimony first (claims read in
+        // one batch for the whole page).
+        let mut chosen: Vec<Vec<ClaimId>> = Vec::with_capacity(candidates.len());
         for c in &mut candidates {
             c.support_state = Some(
                 if c.fact.evidence_count > 0 {
@@ -985,8 +987,21 @@ impl Engine {
                 .collect();
             support.sort_by_key(|e| (!e.is_current, e.added_at));
             support.truncate(PROVENANCE_CAP);
-            let ids: Vec<ClaimId> = support.iter().map(|e| e.claim_id).collect();
-            for claim in self.store.claims(ns, &ids).await? {
+            chosen.push(support.iter().map(|e| e.claim_id).collect());
+        }
+        let all: Vec<ClaimId> = chosen.iter().flatten().copied().collect();
+        let claims: HashMap<ClaimId, ClaimRecord> = self
+            .store
+            .claims(ns, &all)
+            .await?
+            .into_iter()
+            .map(|c| (c.claim_id, c))
+            .collect();
+        for (c, ids) in candidates.iter_mut().zip(chosen) {
+            for id in ids {
+                let Some(claim) = claims.get(&id) else {
+                    continue;
+                };
                 let Some(occ) = claim.occurrences.last() else {
                     continue;
                 };
@@ -1006,7 +1021,7 @@ impl Engine {
                     event_ids: occ.event_ids.clone(),
                     asserted_at: claim.asserted_at,
                     is_current: claim.is_current,
-                    text: claim.text,
+                    text: claim.text.clone(),
                 });
             }
         }

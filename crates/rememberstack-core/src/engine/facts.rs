@@ -407,6 +407,52 @@ impl Engine {
     }
 
     /// Follow merge redirects to the active root.
+    /// The active roots of many entities at once (one store read per redirect level);
+    /// ids that do not exist are absent from the map.
+    pub(super) async fn roots_of(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<HashMap<EntityId, EntityRecord>> {
+        let mut wanted: Vec<EntityId> = ids.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        // start id -> the id its chain has reached.
+        let mut at: HashMap<EntityId, EntityId> = wanted.iter().map(|id| (*id, *id)).collect();
+        let mut roots: HashMap<EntityId, EntityRecord> = HashMap::new();
+        for _ in 0..32 {
+            let mut next: Vec<EntityId> = at.values().copied().collect();
+            next.sort();
+            next.dedup();
+            if next.is_empty() {
+                return Ok(roots);
+            }
+            let found: HashMap<EntityId, EntityRecord> = self
+                .store
+                .entities(ns, &next)
+                .await?
+                .into_iter()
+                .map(|e| (e.entity_id, e))
+                .collect();
+            let mut still: HashMap<EntityId, EntityId> = HashMap::new();
+            for (start, current) in at {
+                match found.get(&current) {
+                    None => {}
+                    Some(e) => match e.merged_into {
+                        Some(into) => {
+                            still.insert(start, into);
+                        }
+                        None => {
+                            roots.insert(start, e.clone());
+                        }
+                    },
+                }
+            }
+            at = still;
+        }
+        Err(Error::store("a merge redirect chain is too long"))
+    }
+
     pub(super) async fn root_of(&self, ns: NamespaceId, id: EntityId) -> Result<EntityRecord> {
         let mut current = id;
         for _ in 0..32 {
@@ -1376,7 +1422,11 @@ impl Engine {
         ns: NamespaceId,
         facts: Vec<FactRecord>,
     ) -> Result<Vec<FactRecord>> {
-        let mut cache: HashMap<EntityId, EntityRecord> = HashMap::new();
+        let ends: Vec<EntityId> = facts
+            .iter()
+            .flat_map(|f| std::iter::once(f.subject).chain(f.object))
+            .collect();
+        let cache = self.roots_of(ns, &ends).await?;
         let mut out = Vec::with_capacity(facts.len());
         for mut f in facts {
             for (id, name) in [
@@ -1384,9 +1434,6 @@ impl Engine {
                 (f.object, f.object_name.get_or_insert_with(String::new)),
             ] {
                 let Some(id) = id else { continue };
-                if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(id) {
-                    slot.insert(self.root_of(ns, id).await?);
-                }
                 if let Some(r) = cache.get(&id) {
                     *name = r.canonical_name.clone();
                 }
