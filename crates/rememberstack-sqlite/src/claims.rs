@@ -574,7 +574,7 @@ impl SqliteStore {
             return Ok(vec![]);
         }
         let q = sqlx::query(AssertSqlSafe(format!(
-            "SELECT c.id, vv.vector FROM claims c
+            "SELECT c.id, c.embedding_key FROM claims c
              JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = c.embedding_key
              WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
@@ -594,7 +594,11 @@ impl SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
-        Ok(top_k_cosine(&rows, query, limit)?
+        let ns_s = filter.namespace_id.to_string();
+        Ok(self
+            .vector_cache
+            .top_k(&self.read, &ns_s, generation, &rows, query, limit)
+            .await?
             .into_iter()
             .map(|(claim_id, score)| ClaimHit { claim_id, score })
             .collect())

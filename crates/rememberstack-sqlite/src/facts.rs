@@ -689,7 +689,7 @@ impl SqliteStore {
         }
         let (cond, binds) = eligibility(filter);
         let sql = format!(
-            "SELECT f.id, vv.vector FROM facts f
+            "SELECT f.id, f.embedding_key FROM facts f
              JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
                             AND vv.embedding_key = f.embedding_key
              WHERE {cond}"
@@ -699,7 +699,16 @@ impl SqliteStore {
             q = q.bind(b);
         }
         let rows = q.fetch_all(&self.read).await.map_err(db_err)?;
-        top_k_cosine(&rows, query, limit)
+        self.vector_cache
+            .top_k(
+                &self.read,
+                &filter.namespace_id.to_string(),
+                generation,
+                &rows,
+                query,
+                limit,
+            )
+            .await
     }
 
     pub(crate) async fn vectors_impl(

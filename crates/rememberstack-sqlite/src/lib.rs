@@ -11,6 +11,7 @@ mod claims;
 mod entities;
 mod facts;
 mod rows;
+mod vector_cache;
 
 use async_trait::async_trait;
 use blobs::BlobDir;
@@ -53,6 +54,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Work claims since the planner statistics were last refreshed.
     claims_since_optimize: Arc<AtomicU64>,
+    /// Decoded vectors for the exact semantic scan.
+    vector_cache: Arc<vector_cache::VectorCache>,
 }
 
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
@@ -109,6 +112,7 @@ impl SqliteStore {
             blobs: BlobDir::new(PathBuf::from(blob_dir)),
             path,
             claims_since_optimize: Arc::new(AtomicU64::new(0)),
+            vector_cache: Arc::default(),
         })
     }
 
@@ -1014,7 +1018,7 @@ impl MemoryStore for SqliteStore {
             return Ok(vec![]);
         }
         let sql = format!(
-            "SELECT c.id, vv.vector FROM chunks c
+            "SELECT c.id, c.embedding_key FROM chunks c
              JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
              JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
                             AND s.ordinal = c.section_ordinal
@@ -1035,7 +1039,11 @@ impl MemoryStore for SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
-        Ok(top_k_cosine(&rows, query, limit)?
+        let ns_s = filter.namespace_id.to_string();
+        Ok(self
+            .vector_cache
+            .top_k(&self.read, &ns_s, generation, &rows, query, limit)
+            .await?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
             .collect())

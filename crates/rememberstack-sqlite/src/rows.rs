@@ -273,29 +273,6 @@ pub(crate) fn work_row(r: &SqliteRow) -> Result<WorkItem> {
     })
 }
 
-/// Exact cosine ranking of `(id, vector)` rows against `query`: best first, ties by id,
-/// at most `limit`. Rows whose vector has another dimension are skipped.
-pub(crate) fn top_k_cosine<Id: std::str::FromStr<Err = Error> + Ord>(
-    rows: &[SqliteRow],
-    query: &[f32],
-    limit: usize,
-) -> Result<Vec<(Id, f64)>> {
-    let mut hits = Vec::with_capacity(rows.len());
-    for r in rows {
-        let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
-        if v.len() != query.len() {
-            continue;
-        }
-        hits.push((
-            parse_id::<Id>(&r.get::<String, _>("id"))?,
-            rememberstack_core::embed::cosine(query, &v) as f64,
-        ));
-    }
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    hits.truncate(limit);
-    Ok(hits)
-}
-
 /// Decode `(id, rank)` rows of a `bm25()` ranking. `bm25()` is lower-is-better; the
 /// channel reports higher-is-better, so the score is the negated rank.
 pub(crate) fn bm25_hits<Id: std::str::FromStr<Err = Error>>(
