@@ -71,7 +71,13 @@ pub enum Command {
         #[command(subcommand)]
         command: OperationsCommand,
     },
-    /// The chunks around a chunk, in document order.
+    /// A fact, claim or chunk with the claims behind it and their source chunks.
+    Hydrate {
+        /// Records as `fact:<id>`, `claim:<id>` or `chunk:<id>` (1–50).
+        #[arg(required = true)]
+        records: Vec<String>,
+    },
+    /// The chunks around a search hit, in document order.
     Adjacent {
         /// The chunk id (from a search result).
         chunk_id: String,

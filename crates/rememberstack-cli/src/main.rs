@@ -482,6 +482,35 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Ask(a) => ask(&cli, a).await,
+        Command::Hydrate { records } => {
+            let memory = open(&cli).await?;
+            let refs = records
+                .iter()
+                .map(|r| r.parse::<rememberstack::RecordRef>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let env = memory.hydrate(&refs).await?;
+            if cli.json {
+                return print_json(&env);
+            }
+            for h in &env.results {
+                println!("{}  {}", h.record, h.text);
+                for e in &h.evidence {
+                    let stance = e.stance.map(|s| format!("{s:?} ")).unwrap_or_default();
+                    println!(
+                        "  {stance}claim {}: {} [{}]",
+                        e.claim.claim_id, e.claim.text, e.claim.document_title
+                    );
+                }
+                for c in &h.sources {
+                    println!("  source {} [{}]", c.chunk_id, c.document_title);
+                    println!("     {}", c.text.replace('\n', "\n     "));
+                }
+            }
+            if let Some(n) = env.hydration_drops.get("record_gone") {
+                println!("({n} record(s) not found)");
+            }
+            Ok(())
+        }
         Command::Adjacent { chunk_id, window } => {
             let memory = open(&cli).await?;
             let env = memory.adjacent_chunks(chunk_id.parse()?, *window).await?;

@@ -40,9 +40,10 @@ pub use rememberstack_core::engine::{
     ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
     DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport, Engine,
     EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
-    FactsContextInput, IngestReceipt, NeighborhoodRequest, OperationDescriptor, PathResult,
-    ProviderCheck, Providers, ReceiptResolution, ResolveEntityInput, ResolvedRecord, SearchRequest,
-    StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,
+    FactsContextInput, HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest,
+    OperationDescriptor, PathResult, ProviderCheck, Providers, ReceiptResolution, RecordRef,
+    ResolveEntityInput, ResolvedRecord, SearchRequest, StatusReport, TemporalScope, TracedEvidence,
+    VersionSummary, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -532,6 +533,13 @@ impl Memory {
     /// A recall receipt as stored: ids, versions, digests, scores and counts; no text.
     pub async fn inspect_receipt(&self, id: ReceiptId) -> Result<Receipt> {
         self.engine.inspect_receipt(&self.namespace, id).await
+    }
+
+    /// Records (`fact:…`, `claim:…`, `chunk:…`) with the claims behind them and the
+    /// source chunks those come from; zero LLM. Missing records are counted in
+    /// `hydration_drops`.
+    pub async fn hydrate(&self, records: &[RecordRef]) -> Result<Envelope<HydratedRecord>> {
+        self.engine.hydrate(&self.namespace, records).await
     }
 
     /// The chunks around a chunk in its version (`window` 1–2 on each side), in

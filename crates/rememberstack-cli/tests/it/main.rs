@@ -548,6 +548,22 @@ fn search_targets_entities_and_documents_and_scopes_by_document() {
             .all(|r| r["source_ref"] == "web/volcano"),
         "{elsewhere}"
     );
+    // Hydrate a claim: the claim itself and the chunk it occurs in.
+    let claim_id = elsewhere["results"][0]["claim_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hydrated = cli.ok_json(&["hydrate", &format!("claim:{claim_id}"), "--json"]);
+    assert_eq!(
+        hydrated["results"][0]["record"],
+        format!("claim:{claim_id}")
+    );
+    assert_eq!(
+        hydrated["results"][0]["sources"][0]["source_ref"],
+        "web/volcano"
+    );
+    let out = cli.run(&["hydrate", "entity:nope"]);
+    assert!(!out.status.success());
     // Documents as a search target.
     let docs = cli.ok_json(&["search", "Etna", "--target", "documents", "--json"]);
     assert_eq!(docs["operation"]["name"], "search_documents");

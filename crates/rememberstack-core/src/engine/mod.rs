@@ -35,9 +35,9 @@ pub use facts::{
     unit_id,
 };
 pub use primitives::{
-    DocumentFilter, DocumentQuery, DocumentResult, NEIGHBORHOOD_MAX_DEPTH,
-    NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER, NEIGHBORHOOD_MAX_RESULTS,
-    NeighborhoodRequest, PathResult,
+    DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,
+    HydratedRecord, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER,
+    NEIGHBORHOOD_MAX_RESULTS, NeighborhoodRequest, PathResult, RecordRef,
 };
 
 /// The version of the deterministic embedding-input policy (D80).

@@ -1,6 +1,7 @@
 //! Zero-LLM retrieval primitives beside the assured operations: `adjacent_chunks`
 //! (D130), `neighborhood` (bounded multi-hop traversal over relations) and
-//! `search_documents` (names and content, with metadata filters, D134).
+//! `search_documents` (names and content, with metadata filters, D134) and `hydrate`
+//! (record → evidence → sources).
 
 use super::search::chunk_result;
 use super::*;
@@ -43,6 +44,77 @@ pub struct PathResult {
     pub depth: usize,
     /// The relations from a start entity to this one, this one last.
     pub path: Vec<FactId>,
+}
+
+/// Records one `hydrate` call accepts at most.
+pub const HYDRATE_MAX_RECORDS: usize = 50;
+
+/// A record to hydrate, written `kind:uuid` (`fact:…`, `claim:…`, `chunk:…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordRef {
+    /// A fact.
+    Fact(FactId),
+    /// A claim.
+    Claim(ClaimId),
+    /// A chunk.
+    Chunk(ChunkId),
+}
+
+impl std::str::FromStr for RecordRef {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            param(format!(
+                "`{s}` is not a record reference: write fact:<id>, claim:<id> or chunk:<id>"
+            ))
+        };
+        let (kind, id) = s.trim().split_once(':').ok_or_else(bad)?;
+        let id = uuid::Uuid::parse_str(id.trim()).map_err(|_| bad())?;
+        match kind.trim() {
+            "fact" => Ok(RecordRef::Fact(FactId(id))),
+            "claim" => Ok(RecordRef::Claim(ClaimId(id))),
+            "chunk" => Ok(RecordRef::Chunk(ChunkId(id))),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for RecordRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordRef::Fact(id) => write!(f, "fact:{id}"),
+            RecordRef::Claim(id) => write!(f, "claim:{id}"),
+            RecordRef::Chunk(id) => write!(f, "chunk:{id}"),
+        }
+    }
+}
+
+/// One claim behind a hydrated record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HydratedEvidence {
+    /// For a fact: whether the claim supports or contradicts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stance: Option<crate::facts::Stance>,
+    /// The claim with its occurrences (version, chunk, spans, event ids).
+    pub claim: ClaimRecord,
+}
+
+/// A record with its evidence and sources.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HydratedRecord {
+    /// The reference as given (`kind:id`).
+    pub record: String,
+    /// The record's text: a fact's statement, a claim's text or a chunk's text.
+    pub text: String,
+    /// The fact itself (facts only; entity names follow merges).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fact: Option<FactRecord>,
+    /// The claims behind it: a fact's evidence (current testimony first), or the
+    /// claim itself.
+    pub evidence: Vec<HydratedEvidence>,
+    /// The source chunks: where each evidence claim last occurs, or the chunk
+    /// itself; in order, without repeats.
+    pub sources: Vec<ChunkResult>,
 }
 
 /// A document search request (D134).
@@ -642,5 +714,143 @@ impl DocumentFilter {
     /// Check that the instants parse.
     pub fn validate(&self) -> Result<()> {
         self.instants().map(|_| ())
+    }
+}
+
+impl Engine {
+    /// Hydrate records: each fact, claim or chunk with the claims behind it and the
+    /// source chunks they come from (zero LLM). Results keep the input order; a
+    /// record that does not exist is dropped and counted (`record_gone`).
+    pub async fn hydrate(
+        &self,
+        namespace: &str,
+        records: &[RecordRef],
+    ) -> Result<Envelope<HydratedRecord>> {
+        const OP: &str = "hydrate";
+        validate_namespace(namespace)?;
+        if records.is_empty() || records.len() > HYDRATE_MAX_RECORDS {
+            return Err(param(format!(
+                "hydrate takes 1 to {HYDRATE_MAX_RECORDS} records, not {}",
+                records.len()
+            )));
+        }
+        let Some(ns) = self.store.namespace(namespace).await?.map(|n| n.id) else {
+            let mut env = self.empty_envelope(OP, namespace);
+            env.hydration_drops
+                .insert("record_gone".into(), records.len() as u64);
+            return Ok(env);
+        };
+        let no_scores = || Scores {
+            semantic: None,
+            lexical: None,
+            fused: 0.0,
+        };
+        let mut results = Vec::new();
+        let mut gone = 0u64;
+        for r in records {
+            let (text, fact, evidence) = match r {
+                RecordRef::Fact(id) => {
+                    let Some(fact) = self.store.facts(ns, &[*id]).await?.pop() else {
+                        gone += 1;
+                        continue;
+                    };
+                    let fact = self.present_facts(ns, vec![fact]).await?.remove(0);
+                    let mut rows = self.store.fact_evidence(ns, *id).await?;
+                    rows.sort_by_key(|e| (!e.is_current, e.added_at, e.claim_id));
+                    let ids: Vec<ClaimId> = rows.iter().map(|e| e.claim_id).collect();
+                    let claims: HashMap<ClaimId, ClaimRecord> = self
+                        .store
+                        .claims(ns, &ids)
+                        .await?
+                        .into_iter()
+                        .map(|c| (c.claim_id, c))
+                        .collect();
+                    let evidence = rows
+                        .iter()
+                        .filter_map(|e| {
+                            Some(HydratedEvidence {
+                                stance: Some(e.stance),
+                                claim: claims.get(&e.claim_id)?.clone(),
+                            })
+                        })
+                        .collect();
+                    (fact.statement.clone(), Some(fact), evidence)
+                }
+                RecordRef::Claim(id) => {
+                    let Some(claim) = self.store.claims(ns, &[*id]).await?.pop() else {
+                        gone += 1;
+                        continue;
+                    };
+                    let text = claim.text.clone();
+                    (
+                        text,
+                        None,
+                        vec![HydratedEvidence {
+                            stance: None,
+                            claim,
+                        }],
+                    )
+                }
+                RecordRef::Chunk(id) => {
+                    let Some(chunk) = self.store.chunks(ns, &[*id]).await?.pop() else {
+                        gone += 1;
+                        continue;
+                    };
+                    results.push(HydratedRecord {
+                        record: r.to_string(),
+                        text: chunk.text.clone(),
+                        fact: None,
+                        evidence: vec![],
+                        sources: vec![chunk_result(chunk, no_scores())],
+                    });
+                    continue;
+                }
+            };
+            let mut chunk_ids: Vec<ChunkId> = Vec::new();
+            for e in &evidence {
+                if let Some(occ) = e.claim.occurrences.last()
+                    && !chunk_ids.contains(&occ.chunk_id)
+                {
+                    chunk_ids.push(occ.chunk_id);
+                }
+            }
+            let sources = self
+                .store
+                .chunks(ns, &chunk_ids)
+                .await?
+                .into_iter()
+                .map(|c| chunk_result(c, no_scores()))
+                .collect();
+            results.push(HydratedRecord {
+                record: r.to_string(),
+                text,
+                fact,
+                evidence,
+                sources,
+            });
+        }
+        let freshness = self
+            .freshness(ns, &self.component_version(Stage::Embed))
+            .await?;
+        let returned = results.len();
+        let mut env = self.make_envelope(
+            OP,
+            namespace,
+            results,
+            Truncation {
+                returned,
+                more_available: false,
+                continuation: None,
+            },
+            freshness,
+            BTreeMap::new(),
+        );
+        if gone > 0 {
+            env.hydration_drops.insert("record_gone".into(), gone);
+        }
+        env.applied = Some(serde_json::json!({
+            "records": records.iter().map(|r| r.to_string()).collect::<Vec<_>>()
+        }));
+        Ok(env)
     }
 }

@@ -995,6 +995,79 @@ async fn document_filters_apply_before_the_top_k_cut() {
 }
 
 #[tokio::test]
+async fn hydrate_walks_from_a_record_to_its_evidence_and_sources() {
+    use rememberstack::RecordRef;
+    for h in stores().await {
+        let memory = h.memory().await;
+        ingest(
+            &memory,
+            "hr",
+            "# HR\n\nAlice works for Acme.\n\nBob lives in Oslo.\n",
+            "2024-01-01T00:00:00Z",
+        )
+        .await;
+        let facts = memory.search_facts("Alice Acme", 5).await.unwrap();
+        let fact = facts
+            .results
+            .iter()
+            .find(|f| f.fact.statement.contains("Alice") && f.fact.statement.contains("Acme"))
+            .expect("the employment fact")
+            .fact
+            .clone();
+        let chunk = memory.search("Bob Oslo", 1).await.unwrap().results[0].chunk_id;
+        let gone = RecordRef::Claim(rememberstack::ClaimId::new());
+        let env = memory
+            .hydrate(&[RecordRef::Fact(fact.fact_id), gone, RecordRef::Chunk(chunk)])
+            .await
+            .unwrap();
+        assert_eq!(env.results.len(), 2, "{}", h.kind);
+        assert_eq!(env.hydration_drops.get("record_gone"), Some(&1));
+        let f = &env.results[0];
+        assert_eq!(f.record, format!("fact:{}", fact.fact_id));
+        assert_eq!(f.text, fact.statement);
+        assert!(!f.evidence.is_empty());
+        let claim = &f.evidence[0].claim;
+        assert!(claim.text.contains("Alice"), "{}", claim.text);
+        // The source chunk holds the claim's evidence span exactly.
+        let occ = claim.occurrences.last().unwrap();
+        let source = f
+            .sources
+            .iter()
+            .find(|c| c.chunk_id == occ.chunk_id)
+            .expect("the claim's chunk is a source");
+        assert!(source.text.contains("Alice works for Acme"));
+        // A claim hydrates to itself plus its chunk; a chunk to itself.
+        let c = memory
+            .hydrate(&[RecordRef::Claim(claim.claim_id)])
+            .await
+            .unwrap();
+        assert_eq!(c.results[0].evidence.len(), 1);
+        assert!(c.results[0].evidence[0].stance.is_none());
+        assert_eq!(c.results[0].sources[0].chunk_id, occ.chunk_id);
+        assert_eq!(env.results[1].sources[0].chunk_id, chunk);
+        assert!(env.results[1].text.contains("Oslo"));
+        // Bad input is typed.
+        assert_eq!(
+            "entity:x".parse::<RecordRef>().unwrap_err().code().as_str(),
+            "invalid_parameter"
+        );
+        assert_eq!(
+            memory.hydrate(&[]).await.unwrap_err().code().as_str(),
+            "invalid_parameter"
+        );
+        assert_eq!(
+            memory
+                .hydrate(&vec![gone; 51])
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "invalid_parameter"
+        );
+    }
+}
+
+#[tokio::test]
 async fn context_pages_continue_without_repeats() {
     for h in stores().await {
         let memory = with_contradiction(&h).await;
