@@ -573,32 +573,40 @@ impl SqliteStore {
         if limit == 0 {
             return Ok(vec![]);
         }
-        let q = sqlx::query(AssertSqlSafe(format!(
-            "SELECT c.id, c.embedding_key FROM claims c
-             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                            AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
-               AND {CLAIM_SCOPE}"
-        )))
-        .bind(generation)
-        .bind(filter.namespace_id.to_string())
-        .bind(filter.include_retired)
-        .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(filter.document_id.map(|d| d.to_string()));
-        let rows = crate::bind_scope(
-            q,
-            filter.namespace_id,
-            &filter.entities,
-            filter.documents.as_deref(),
-        )
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
         let ns_s = filter.namespace_id.to_string();
-        Ok(self
+        let stamp = self.change_stamp(filter.namespace_id).await?;
+        let statement = format!(
+            "claims|{}|{:?}|{:?}|{:?}",
+            filter.include_retired, filter.document_id, filter.entities, filter.documents
+        );
+        let fetch = async {
+            let q = sqlx::query(AssertSqlSafe(format!(
+                "SELECT c.id, c.embedding_key FROM claims c
+                 JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                AND vv.embedding_key = c.embedding_key
+                 WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
+                   AND {CLAIM_SCOPE}"
+            )))
+            .bind(generation)
+            .bind(&ns_s)
+            .bind(filter.include_retired)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.document_id.map(|d| d.to_string()));
+            crate::bind_scope(
+                q,
+                filter.namespace_id,
+                &filter.entities,
+                filter.documents.as_deref(),
+            )
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)
+        };
+        let candidates = self
             .vector_cache
-            .top_k(&self.read, &ns_s, generation, &rows, query, limit)
-            .await?
+            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
+            .await?;
+        Ok(crate::vector_cache::top_k(&candidates, query, limit)?
             .into_iter()
             .map(|(claim_id, score)| ClaimHit { claim_id, score })
             .collect())

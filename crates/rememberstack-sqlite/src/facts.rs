@@ -11,6 +11,7 @@ use rememberstack_core::facts::{
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::Lease;
+use rememberstack_core::store::MemoryStore;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
 use sqlx::sqlite::SqliteRow;
@@ -694,21 +695,21 @@ impl SqliteStore {
                             AND vv.embedding_key = f.embedding_key
              WHERE {cond}"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(generation);
-        for b in binds {
-            q = q.bind(b);
-        }
-        let rows = q.fetch_all(&self.read).await.map_err(db_err)?;
-        self.vector_cache
-            .top_k(
-                &self.read,
-                &filter.namespace_id.to_string(),
-                generation,
-                &rows,
-                query,
-                limit,
-            )
-            .await
+        let ns_s = filter.namespace_id.to_string();
+        let stamp = self.change_stamp(filter.namespace_id).await?;
+        let statement = format!("facts|{cond}|{binds:?}");
+        let fetch = async {
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(generation);
+            for b in &binds {
+                q = q.bind(b.clone());
+            }
+            q.fetch_all(&self.read).await.map_err(db_err)
+        };
+        let candidates = self
+            .vector_cache
+            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
+            .await?;
+        crate::vector_cache::top_k(&candidates, query, limit)
     }
 
     pub(crate) async fn vectors_impl(

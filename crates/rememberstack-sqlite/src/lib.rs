@@ -54,7 +54,7 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Work claims since the planner statistics were last refreshed.
     claims_since_optimize: Arc<AtomicU64>,
-    /// Decoded vectors for the exact semantic scan.
+    /// Decoded vectors and candidate lists for the exact semantic scan.
     vector_cache: Arc<vector_cache::VectorCache>,
 }
 
@@ -1027,23 +1027,29 @@ impl MemoryStore for SqliteStore {
              WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
             role_list(&filter.roles)
         );
-        let q = sqlx::query(AssertSqlSafe(sql))
-            .bind(generation)
-            .bind(filter.namespace_id.to_string());
-        let rows = bind_scope(
-            q,
-            filter.namespace_id,
-            &filter.entities,
-            filter.documents.as_deref(),
-        )
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
         let ns_s = filter.namespace_id.to_string();
-        Ok(self
+        let stamp = self.change_stamp(filter.namespace_id).await?;
+        let statement = format!(
+            "chunks|{:?}|{:?}|{:?}",
+            filter.roles, filter.entities, filter.documents
+        );
+        let fetch = async {
+            let q = sqlx::query(AssertSqlSafe(sql)).bind(generation).bind(&ns_s);
+            bind_scope(
+                q,
+                filter.namespace_id,
+                &filter.entities,
+                filter.documents.as_deref(),
+            )
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)
+        };
+        let candidates = self
             .vector_cache
-            .top_k(&self.read, &ns_s, generation, &rows, query, limit)
-            .await?
+            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
+            .await?;
+        Ok(vector_cache::top_k(&candidates, query, limit)?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
             .collect())

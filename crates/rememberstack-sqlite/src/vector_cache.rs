@@ -1,11 +1,18 @@
-//! Decoded vectors kept in memory for the exact semantic scan.
+//! In-memory support for the exact semantic scan.
 //!
 //! Eligibility stays in SQL: a semantic query selects the eligible records and
 //! their embedding keys in one statement (joined to `vectors`, so only keys with a
-//! stored vector come back), and only the scoring reads decoded vectors from here.
-//! A vector of a (namespace, generation, key) never changes once written, so a
-//! cached one is never stale; a deleted one is never asked for, because the SQL no
-//! longer returns its key. Keys not cached yet are read in batches and kept.
+//! stored vector come back). Two things are kept in memory:
+//!
+//! - decoded vectors, by (namespace, generation, embedding key). A stored vector
+//!   never changes, so a cached one is never stale; a deleted one is never asked
+//!   for, because the SQL no longer returns its key;
+//! - the candidate list of each eligibility statement, under the namespace's change
+//!   stamp (see `MemoryStore::change_stamp`): every write that could change a
+//!   statement's answer bumps the stamp in the same transaction, so a list is
+//!   reused only while it is exactly what the statement would return.
+//!
+//! Both are bounded: past their limits they start over.
 
 use crate::db_err;
 use crate::parse_id;
@@ -14,39 +21,52 @@ use rememberstack_core::{Error, Result};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Above this many cached vectors the cache starts over (memory stays bounded).
-const MAX_ENTRIES: usize = 400_000;
-
-type Key = (String, String);
+/// Cached vectors at most (then the vector map starts over).
+const MAX_VECTORS: usize = 400_000;
+/// Cached candidate lists at most (then the list map starts over).
+const MAX_LISTS: usize = 128;
 
 /// Decoded vectors of one (namespace, generation), by embedding key.
 type Vectors = HashMap<String, Arc<[f32]>>;
 
-/// Vectors by (namespace, generation), then embedding key.
+/// The eligible records of one statement: ids with their vectors.
+pub(crate) type Candidates = Arc<Vec<(String, Arc<[f32]>)>>;
+
 #[derive(Debug, Default)]
 pub(crate) struct VectorCache {
-    map: Mutex<HashMap<Key, Vectors>>,
+    vectors: Mutex<HashMap<(String, String), Vectors>>,
+    lists: Mutex<HashMap<String, (u64, Candidates)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl VectorCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vectors>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Score `rows` (columns `id` and `embedding_key`) against `query` and keep the
-    /// best `limit`, ties by id.
-    pub(crate) async fn top_k<Id: std::str::FromStr<Err = Error> + Ord>(
+    /// The candidates of the eligibility statement identified by `statement`,
+    /// reused while `stamp` (read before the statement runs) is unchanged, else
+    /// fetched with `fetch` (rows with columns `id` and `embedding_key`).
+    pub(crate) async fn candidates<Fut>(
         &self,
         pool: &sqlx::SqlitePool,
         ns: &str,
         generation: &str,
-        rows: &[SqliteRow],
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<(Id, f64)>> {
-        let key: Key = (ns.to_string(), generation.to_string());
+        stamp: u64,
+        statement: String,
+        fetch: Fut,
+    ) -> Result<Candidates>
+    where
+        Fut: std::future::Future<Output = Result<Vec<SqliteRow>>>,
+    {
+        let list_key = format!("{ns}|{generation}|{statement}");
+        if let Some((s, list)) = lock(&self.lists).get(&list_key)
+            && *s == stamp
+        {
+            return Ok(list.clone());
+        }
+        let rows = fetch.await?;
         let pairs: Vec<(String, String)> = rows
             .iter()
             .map(|r| {
@@ -56,8 +76,32 @@ impl VectorCache {
                 )
             })
             .collect();
+        let vectors = self.vectors_for(pool, ns, generation, &pairs).await?;
+        let list: Candidates = Arc::new(
+            pairs
+                .into_iter()
+                .filter_map(|(id, k)| vectors.get(&k).map(|v| (id, v.clone())))
+                .collect(),
+        );
+        let mut lists = lock(&self.lists);
+        if lists.len() >= MAX_LISTS {
+            lists.clear();
+        }
+        lists.insert(list_key, (stamp, list.clone()));
+        Ok(list)
+    }
+
+    /// The vectors of `pairs`' keys: cached ones, and the rest read in batches.
+    async fn vectors_for(
+        &self,
+        pool: &sqlx::SqlitePool,
+        ns: &str,
+        generation: &str,
+        pairs: &[(String, String)],
+    ) -> Result<Vectors> {
+        let key = (ns.to_string(), generation.to_string());
         let missing: Vec<String> = {
-            let map = self.lock();
+            let map = lock(&self.vectors);
             let known = map.get(&key);
             let mut m: Vec<String> = pairs
                 .iter()
@@ -87,34 +131,79 @@ impl VectorCache {
                 loaded.push((r.get::<String, _>("embedding_key"), Arc::from(v)));
             }
         }
-        let vectors: Vectors = {
-            let mut map = self.lock();
-            let total: usize = map.values().map(HashMap::len).sum();
-            if total + loaded.len() > MAX_ENTRIES {
-                map.clear();
-            }
-            let entry = map.entry(key).or_default();
-            for (k, v) in loaded {
-                entry.insert(k, v);
-            }
-            pairs
-                .iter()
-                .filter_map(|(_, k)| entry.get(k).map(|v| (k.clone(), v.clone())))
-                .collect()
-        };
-        let mut hits = Vec::with_capacity(pairs.len());
-        for (id, k) in &pairs {
-            let Some(v) = vectors.get(k) else { continue };
-            if v.len() != query.len() {
-                continue;
-            }
-            hits.push((
-                parse_id::<Id>(id)?,
-                rememberstack_core::embed::cosine(query, v) as f64,
-            ));
+        let mut map = lock(&self.vectors);
+        let total: usize = map.values().map(HashMap::len).sum();
+        if total + loaded.len() > MAX_VECTORS {
+            map.clear();
         }
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        hits.truncate(limit);
-        Ok(hits)
+        let entry = map.entry(key).or_default();
+        for (k, v) in loaded {
+            entry.insert(k, v);
+        }
+        Ok(pairs
+            .iter()
+            .filter_map(|(_, k)| entry.get(k).map(|v| (k.clone(), v.clone())))
+            .collect())
+    }
+}
+
+/// Exact cosine ranking of `candidates` against `query`: best first, ties by id, at
+/// most `limit`. Vectors of another dimension are skipped. Only the kept ids are
+/// parsed (a hyphenated lowercase UUID orders as its bytes do).
+pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
+    candidates: &Candidates,
+    query: &[f32],
+    limit: usize,
+) -> Result<Vec<(Id, f64)>> {
+    let mut scored: Vec<(f64, &str)> = candidates
+        .iter()
+        .filter(|(_, v)| v.len() == query.len())
+        .map(|(id, v)| {
+            (
+                rememberstack_core::embed::cosine(query, v) as f64,
+                id.as_str(),
+            )
+        })
+        .collect();
+    let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, by_rank);
+        scored.truncate(limit);
+    }
+    scored.sort_by(by_rank);
+    scored.truncate(limit);
+    scored
+        .into_iter()
+        .map(|(score, id)| Ok((parse_id::<Id>(id)?, score)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rememberstack_core::ids::ChunkId;
+
+    #[test]
+    fn top_k_ranks_by_score_then_id_and_skips_other_dimensions() {
+        let id = |n: u8| format!("00000000-0000-0000-0000-0000000000{n:02x}");
+        let v = |x: f32, y: f32| -> Arc<[f32]> { Arc::from(vec![x, y]) };
+        let candidates: Candidates = Arc::new(vec![
+            (id(3), v(1.0, 0.0)),
+            (id(1), v(1.0, 0.0)),
+            (id(2), v(0.0, 1.0)),
+            (id(4), Arc::from(vec![1.0, 0.0, 0.0])),
+            (id(5), v(0.6, 0.8)),
+        ]);
+        let hits: Vec<(ChunkId, f64)> = top_k(&candidates, &[1.0, 0.0], 3).unwrap();
+        let order: Vec<String> = hits.iter().map(|h| h.0.to_string()).collect();
+        assert_eq!(order, vec![id(1), id(3), id(5)]);
+        assert!((hits[2].1 - 0.6).abs() < 1e-6);
+        let all: Vec<(ChunkId, f64)> = top_k(&candidates, &[1.0, 0.0], 10).unwrap();
+        assert_eq!(all.len(), 4, "the 3-dimensional vector is skipped");
+        assert!(
+            top_k::<ChunkId>(&candidates, &[1.0, 0.0], 0)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

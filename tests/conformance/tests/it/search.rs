@@ -273,3 +273,51 @@ async fn lexical_scores_do_not_depend_on_other_namespaces() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_semantic_channel_sees_every_write_after_a_cached_read() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        memory
+            .ingest_text(
+                "# Tides\n\nThe harbour floods at spring tide.\n",
+                IngestOptions::new("a"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let semantic_ids = |env: &Envelope<ChunkResult>| -> Vec<String> {
+            env.results
+                .iter()
+                .filter(|r| r.scores.semantic.is_some())
+                .map(|r| r.source_ref.clone())
+                .collect()
+        };
+        let query = "volcanic eruption lava";
+        let first = memory.search(query, 5).await.unwrap();
+        // The same read again is answered from the cached candidates, identically.
+        assert_eq!(memory.search(query, 5).await.unwrap(), first, "{}", h.kind);
+        assert_eq!(semantic_ids(&first), vec!["a".to_string()]);
+        // A new document becomes a semantic candidate at once: the write moved the
+        // namespace's change stamp.
+        memory
+            .ingest_text(
+                "# Etna\n\nA volcanic eruption sent lava down the slope.\n",
+                IngestOptions::new("b"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let after = memory.search(query, 5).await.unwrap();
+        let ids = semantic_ids(&after);
+        assert_eq!(ids.len(), 2, "{}: {ids:?}", h.kind);
+        assert_eq!(ids[0], "b");
+        // Claims and facts too.
+        let claims = memory.search_claims(query, 5).await.unwrap();
+        assert!(
+            claims.results.iter().any(|c| c.source_ref == "b"),
+            "{}",
+            h.kind
+        );
+    }
+}
