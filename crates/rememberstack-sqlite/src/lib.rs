@@ -84,7 +84,11 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(30))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Reads map the file instead of copying pages through read(2), and each
+            // connection keeps a larger page cache (16 MiB) for the hot indexes.
+            .pragma("mmap_size", "268435456")
+            .pragma("cache_size", "-16384");
         let write = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(opts.clone())

@@ -40,6 +40,14 @@ fn report(name: &str, samples: &mut [Duration]) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // REMEMBERSTACK_LOG=sqlx=debug prints every statement with its time.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("REMEMBERSTACK_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let args: Vec<String> = std::env::args().collect();
     let docs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(500);
     let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(200);
