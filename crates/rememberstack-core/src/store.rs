@@ -13,7 +13,7 @@ use crate::entities::{
     ResolutionCommit, ResolutionDecision,
 };
 use crate::facts::{
-    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactRecord,
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
 use crate::ids::*;
@@ -977,6 +977,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ) -> Result<bool>;
     /// Facts matching the filter, subject name then recorded order.
     async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>>;
+    /// The keys of the facts matching the filter (ids, ends, statement; no counts or
+    /// names), by statement then id: enough to rank a large neighbourhood before
+    /// reading whole records for one page.
+    async fn list_fact_keys(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactKey>>;
     /// Facts by id, in the order asked; missing ids are skipped.
     async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>>;
     /// Evidence rows of a fact, oldest first.

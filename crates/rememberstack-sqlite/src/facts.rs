@@ -5,8 +5,8 @@ use crate::rows::*;
 use crate::{SqliteStore, db_err, fence, fts_query, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
-    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKind, FactRecord,
-    PredicateRow, Stance, Window,
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
+    FactRecord, PredicateRow, Stance, Window,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -579,6 +579,37 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         rows.iter().map(fact_row).collect()
+    }
+
+    pub(crate) async fn list_fact_keys_impl(
+        &self,
+        filter: &FactFilter,
+        limit: u32,
+    ) -> Result<Vec<FactKey>> {
+        let (cond, binds) = eligibility(filter);
+        let sql = format!(
+            "SELECT f.id, f.subject_id, f.object_id, f.statement FROM facts f
+             WHERE {cond} ORDER BY f.statement, f.id LIMIT ?"
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            q = q.bind(b);
+        }
+        let rows = q
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(FactKey {
+                    fact_id: parse_id(&r.get::<String, _>("id"))?,
+                    subject: parse_id(&r.get::<String, _>("subject_id"))?,
+                    object: opt_id(r, "object_id")?,
+                    statement: r.get("statement"),
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn facts_impl(
@@ -1278,6 +1309,31 @@ mod tests {
                 .unwrap()),
             vec![a1, b1]
         );
+        // Keys admit exactly what the listing admits, ordered by statement then id.
+        for f in [
+            filter(vec![], None, false),
+            filter(vec![beta], Some("2021-06-01T00:00:00Z"), false),
+            filter(vec![beta], None, true),
+        ] {
+            let records = store.list_facts(&f, 100).await.unwrap();
+            let mut expected: Vec<(String, FactId)> = records
+                .iter()
+                .map(|r| (r.statement.clone(), r.fact_id))
+                .collect();
+            expected.sort();
+            let keys = store.list_fact_keys(&f, 100).await.unwrap();
+            let got: Vec<(String, FactId)> = keys
+                .iter()
+                .map(|k| (k.statement.clone(), k.fact_id))
+                .collect();
+            assert_eq!(got, expected);
+            for (k, r) in keys
+                .iter()
+                .map(|k| (k, records.iter().find(|r| r.fact_id == k.fact_id).unwrap()))
+            {
+                assert_eq!((k.subject, k.object), (r.subject, r.object));
+            }
+        }
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use rememberstack_core::entities::{
     MergeEvent, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack_core::facts::{
-    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactRecord,
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
 use rememberstack_core::ids::*;
@@ -1685,6 +1685,10 @@ impl MemoryStore for SqliteStore {
 
     async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>> {
         self.facts_impl(ns, ids).await
+    }
+
+    async fn list_fact_keys(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactKey>> {
+        self.list_fact_keys_impl(filter, limit).await
     }
 
     async fn fact_evidence(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<EvidenceRecord>> {

@@ -876,27 +876,18 @@ impl Engine {
         let searched = self.search_facts_in(&req, filter.clone()).await?;
         let mut candidates: Vec<FactResult> = searched.results.clone();
         // The neighbourhood: every fact touching an anchor in scope, after the
-        // text matches (it has no text score).
+        // text matches (it has no text score). It is ranked by its keys; whole
+        // records are read only for the page.
+        let mut available = candidates.len();
         if !members.is_empty() {
             let seen: BTreeSet<FactId> = candidates.iter().map(|c| c.fact.fact_id).collect();
-            // Presented (redirects followed) only once the page is cut, below.
-            let around = self.store.list_facts(&filter, 1_000).await?;
-            for f in around {
-                if !seen.contains(&f.fact_id) {
-                    candidates.push(FactResult {
-                        fact: f,
-                        scores: Scores {
-                            semantic: None,
-                            lexical: None,
-                            fused: 0.0,
-                        },
-                        anchors: None,
-                        contradiction: None,
-                        support_state: None,
-                        provenance: vec![],
-                    });
-                }
-            }
+            let around: Vec<crate::facts::FactKey> = self
+                .store
+                .list_fact_keys(&filter, 1_000)
+                .await?
+                .into_iter()
+                .filter(|k| !seen.contains(&k.fact_id))
+                .collect();
             // Candidates touching more anchors first; then the text ranking. An end
             // counts for the anchor whose merge membership holds it.
             let mut root_of_member: HashMap<EntityId, Vec<EntityId>> = HashMap::new();
@@ -905,28 +896,86 @@ impl Engine {
                     root_of_member.entry(m).or_default().push(*r);
                 }
             }
-            let anchors_of = |f: &FactRecord| {
+            let anchors_of = |subject: EntityId, object: Option<EntityId>| {
                 let mut hit: BTreeSet<EntityId> = BTreeSet::new();
-                for end in std::iter::once(f.subject).chain(f.object) {
+                for end in std::iter::once(subject).chain(object) {
                     if let Some(rs) = root_of_member.get(&end) {
                         hit.extend(rs.iter().copied());
                     }
                 }
                 hit.len()
             };
-            for c in &mut candidates {
-                c.anchors = Some(anchors_of(&c.fact));
-            }
-            candidates.sort_by(|a, b| {
-                b.anchors
-                    .cmp(&a.anchors)
-                    .then_with(|| b.scores.fused.total_cmp(&a.scores.fused))
-                    .then_with(|| a.fact.statement.cmp(&b.fact.statement))
-                    .then_with(|| a.fact.fact_id.cmp(&b.fact.fact_id))
+            // (anchors, fused, statement, id, index into `candidates` or None).
+            let mut ranked: Vec<(usize, f64, String, FactId, Option<usize>)> = candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        anchors_of(c.fact.subject, c.fact.object),
+                        c.scores.fused,
+                        c.fact.statement.clone(),
+                        c.fact.fact_id,
+                        Some(i),
+                    )
+                })
+                .chain(around.into_iter().map(|k| {
+                    (
+                        anchors_of(k.subject, k.object),
+                        0.0,
+                        k.statement,
+                        k.fact_id,
+                        None,
+                    )
+                }))
+                .collect();
+            ranked.sort_by(|a, b| {
+                b.0.cmp(&a.0)
+                    .then_with(|| b.1.total_cmp(&a.1))
+                    .then_with(|| a.2.cmp(&b.2))
+                    .then_with(|| a.3.cmp(&b.3))
             });
+            available = ranked.len();
+            let page: Vec<(usize, FactId, Option<usize>)> = ranked
+                .into_iter()
+                .skip(offset)
+                .take(k)
+                .map(|(anchors, _, _, id, index)| (anchors, id, index))
+                .collect();
+            let wanted: Vec<FactId> = page.iter().filter(|p| p.2.is_none()).map(|p| p.1).collect();
+            let mut records: HashMap<FactId, FactRecord> = self
+                .store
+                .facts(ns, &wanted)
+                .await?
+                .into_iter()
+                .map(|f| (f.fact_id, f))
+                .collect();
+            let mut searched_results: Vec<Option<FactResult>> =
+                candidates.into_iter().map(Some).collect();
+            candidates = page
+                .into_iter()
+                .filter_map(|(anchors, id, index)| {
+                    let mut r = match index {
+                        Some(i) => searched_results[i].take()?,
+                        None => FactResult {
+                            fact: records.remove(&id)?,
+                            scores: Scores {
+                                semantic: None,
+                                lexical: None,
+                                fused: 0.0,
+                            },
+                            anchors: None,
+                            contradiction: None,
+                            support_state: None,
+                            provenance: vec![],
+                        },
+                    };
+                    r.anchors = Some(anchors);
+                    Some(r)
+                })
+                .collect();
+        } else {
+            candidates = candidates.into_iter().skip(offset).take(k).collect();
         }
-        let available = candidates.len();
-        let mut candidates: Vec<FactResult> = candidates.into_iter().skip(offset).take(k).collect();
         let presented = self
             .present_facts(ns, candidates.iter().map(|c| c.fact.clone()).collect())
             .await?;

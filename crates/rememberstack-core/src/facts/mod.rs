@@ -290,6 +290,19 @@ pub struct ApplyCommit {
     pub follow_up: Vec<crate::ledger::NewWork>,
 }
 
+/// The key of a fact: enough to rank it in a neighbourhood.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FactKey {
+    /// The fact.
+    pub fact_id: FactId,
+    /// Its subject (as stored; merges not followed).
+    pub subject: EntityId,
+    /// Its object, for a relation.
+    pub object: Option<EntityId>,
+    /// Its statement.
+    pub statement: String,
+}
+
 /// Listing filter for facts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FactFilter {
