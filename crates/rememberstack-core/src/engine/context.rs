@@ -696,8 +696,8 @@ impl Engine {
         let depth = ((offset + k) * 3).max(30).min(self.config.max_k);
         let mut req = SearchRequest::new(namespace, input.query.trim(), depth);
         req.entities = members;
-        let claims = self.search_claims(req.clone()).await?;
-        let chunks = self.search(req).await?;
+        // The two channels' searches are independent reads: run them together.
+        let (claims, chunks) = tokio::try_join!(self.search_claims(req.clone()), self.search(req))?;
         // Fuse the two fused lists (RRF, k = 60), ties by id.
         let mut items: BTreeMap<String, (EvidenceResult, [Option<usize>; 2])> = BTreeMap::new();
         for (i, c) in claims.results.iter().enumerate() {
@@ -1149,39 +1149,37 @@ impl Engine {
         namespace: &str,
         input: CombinedContextInput,
     ) -> Result<ContextBundle> {
-        let claims_and_sources = self
-            .claims_and_sources_context(
-                namespace,
-                ClaimsAndSourcesInput {
-                    query: input.query.clone(),
-                    entity_ids: input.entity_ids.clone(),
-                    k: None,
-                    budget: None,
-                    cursor: None,
-                    record_receipt: None,
-                    request_id: None,
-                    subject: None,
-                    purpose: None,
-                },
-            )
-            .await?;
-        let facts = self
-            .facts_context(
-                namespace,
-                FactsContextInput {
-                    query: input.query,
-                    entity_ids: input.entity_ids,
-                    temporal_scope: input.temporal_scope,
-                    k: None,
-                    budget: None,
-                    cursor: None,
-                    record_receipt: None,
-                    request_id: None,
-                    subject: None,
-                    purpose: None,
-                },
-            )
-            .await?;
+        // Both children run concurrently (reads only); either failing fails the call.
+        let evidence = self.claims_and_sources_context(
+            namespace,
+            ClaimsAndSourcesInput {
+                query: input.query.clone(),
+                entity_ids: input.entity_ids.clone(),
+                k: None,
+                budget: None,
+                cursor: None,
+                record_receipt: None,
+                request_id: None,
+                subject: None,
+                purpose: None,
+            },
+        );
+        let facts = self.facts_context(
+            namespace,
+            FactsContextInput {
+                query: input.query,
+                entity_ids: input.entity_ids,
+                temporal_scope: input.temporal_scope,
+                k: None,
+                budget: None,
+                cursor: None,
+                record_receipt: None,
+                request_id: None,
+                subject: None,
+                purpose: None,
+            },
+        );
+        let (claims_and_sources, facts) = tokio::try_join!(evidence, facts)?;
         Ok(ContextBundle {
             contract: CONTEXT_BUNDLE_CONTRACT.into(),
             claims_and_sources,
