@@ -82,6 +82,11 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// A blocking key carried by more alias rows than this is too common to block on.
+const MAX_KEY_ROWS: i64 = 200;
+/// When every key of a name is too common, block on this many of the rarest.
+const KEEP_COMMON_KEYS: usize = 2;
+
 async fn insert_key(
     tx: &mut sqlx::SqliteConnection,
     ns: &str,
@@ -124,6 +129,11 @@ impl SqliteStore {
         if keys.is_empty() {
             return Ok((vec![], false));
         }
+        let (keys, pruned) = if kind == "lemma" {
+            (keys, false)
+        } else {
+            self.selective_keys(ns, kind, keys).await?
+        };
         let sql = format!(
             "SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
              WHERE namespace_id = ? AND kind = ? AND key IN ({})
@@ -140,7 +150,7 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         let mut entities: Vec<String> = rows.iter().map(|r| r.get("entity_id")).collect();
-        let truncated = entities.len() > limit;
+        let truncated = entities.len() > limit || pruned;
         entities.truncate(limit);
         if entities.is_empty() {
             return Ok((vec![], truncated));
@@ -173,6 +183,49 @@ impl SqliteStore {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok((hits, truncated))
+    }
+
+    /// The keys worth blocking on: those carried by at most [`MAX_KEY_ROWS`] alias
+    /// rows. When every key is that common, the rarest [`KEEP_COMMON_KEYS`] stay.
+    /// Returns the kept keys and whether any was dropped.
+    async fn selective_keys(
+        &self,
+        ns: &str,
+        kind: &str,
+        keys: Vec<String>,
+    ) -> Result<(Vec<String>, bool)> {
+        let sql = format!(
+            "SELECT key, n FROM entity_key_counts
+             WHERE namespace_id = ? AND kind = ? AND key IN ({})",
+            in_list(keys.len())
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let counts: HashMap<String, i64> = q
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| (r.get::<String, _>("key"), r.get::<i64, _>("n")))
+            .collect();
+        let count = |k: &String| counts.get(k).copied().unwrap_or(0);
+        let kept: Vec<String> = keys
+            .iter()
+            .filter(|k| count(k) <= MAX_KEY_ROWS)
+            .cloned()
+            .collect();
+        if kept.len() == keys.len() {
+            return Ok((keys, false));
+        }
+        if !kept.is_empty() {
+            return Ok((kept, true));
+        }
+        let mut rarest = keys;
+        rarest.sort_by(|a, b| count(a).cmp(&count(b)).then_with(|| a.cmp(b)));
+        rarest.truncate(KEEP_COMMON_KEYS);
+        Ok((rarest, true))
     }
 
     pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
@@ -883,6 +936,50 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(all.hits.len(), 3);
         assert!(!all.truncated);
+    }
+
+    #[tokio::test]
+    async fn blocking_skips_keys_most_entities_share_and_says_so() {
+        let (_dir, store, ns) = open().await;
+        // 210 entities share the trigrams of "Person"; one is "Personne Zyxwv".
+        for i in 0..210 {
+            mint(&store, ns, &format!("Person{i}")).await;
+        }
+        let target = mint(&store, ns, "Personne Zyxwv").await;
+        let near = NewAlias::of("Personne Zyxwu");
+        let hits = store
+            .block_entities(&query(ns, "", near.trigrams.clone(), vec![], 5))
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.hits[0].entity_id, target,
+            "the rare trigrams still block"
+        );
+        assert!(hits.truncated, "skipped keys make the block incomplete");
+        // Keys that are all common still block, on the rarest of them.
+        let shared: Vec<String> = NewAlias::of("Person1")
+            .trigrams
+            .into_iter()
+            .filter(|g| {
+                NewAlias::of("Person2").trigrams.contains(g)
+                    && NewAlias::of("Person3").trigrams.contains(g)
+            })
+            .collect();
+        assert!(!shared.is_empty());
+        let only_common = store
+            .block_entities(&query(ns, "", shared, vec![], 5))
+            .await
+            .unwrap();
+        assert!(!only_common.hits.is_empty());
+        assert!(only_common.truncated);
+        // Below the threshold nothing is skipped.
+        let rare = NewAlias::of("Zyxwv");
+        let complete = store
+            .block_entities(&query(ns, "", rare.trigrams.clone(), vec![], 5))
+            .await
+            .unwrap();
+        assert_eq!(complete.hits[0].entity_id, target);
+        assert!(!complete.truncated);
     }
 
     #[tokio::test]

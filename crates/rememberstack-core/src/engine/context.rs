@@ -567,6 +567,8 @@ impl Engine {
             }
         }
         let mut by_root: BTreeMap<EntityId, Hit> = BTreeMap::new();
+        let hit_ids: Vec<EntityId> = blocking.hits.iter().map(|h| h.entity_id).collect();
+        let roots = self.roots_of(ns.id, &hit_ids).await?;
         for hit in &blocking.hits {
             let score = match hit.via {
                 BlockingTier::T0 => 1.0,
@@ -578,7 +580,9 @@ impl Engine {
             if hit.via == BlockingTier::T1 && score < 0.3 {
                 continue;
             }
-            let root = self.root_of(ns.id, hit.entity_id).await?;
+            let Some(root) = roots.get(&hit.entity_id).cloned() else {
+                continue;
+            };
             let entry = by_root.entry(root.entity_id).or_insert_with(|| Hit {
                 record: root.clone(),
                 score: 0.0,

@@ -500,23 +500,30 @@ impl Engine {
             })
             .await?;
         let mut by_root: BTreeMap<EntityId, Cand> = BTreeMap::new();
-        let mut roots: HashMap<EntityId, EntityRecord> = HashMap::new();
-        for hit in &blocking.hits {
-            let score = match hit.via {
-                BlockingTier::T0 => 1.0,
-                BlockingTier::T1 => trigram_similarity(name_lemma, &hit.alias_lemma),
-                BlockingTier::T2 => 0.5_f32.max(trigram_similarity(name_lemma, &hit.alias_lemma)),
-            };
-            if hit.via == BlockingTier::T1 && score < T1_FLOOR {
-                continue;
-            }
-            let root = match roots.get(&hit.entity_id) {
-                Some(r) => r.clone(),
-                None => {
-                    let r = self.root_of(ns, hit.entity_id).await?;
-                    roots.insert(hit.entity_id, r.clone());
-                    r
-                }
+        let scored: Vec<(&crate::entities::AliasHit, f32)> = blocking
+            .hits
+            .iter()
+            .map(|hit| {
+                let score = match hit.via {
+                    BlockingTier::T0 => 1.0,
+                    BlockingTier::T1 => trigram_similarity(name_lemma, &hit.alias_lemma),
+                    BlockingTier::T2 => {
+                        0.5_f32.max(trigram_similarity(name_lemma, &hit.alias_lemma))
+                    }
+                };
+                (hit, score)
+            })
+            .filter(|(hit, score)| hit.via != BlockingTier::T1 || *score >= T1_FLOOR)
+            .collect();
+        // Every candidate's active root, in one batched read.
+        let ids: Vec<EntityId> = scored.iter().map(|(hit, _)| hit.entity_id).collect();
+        let roots = self.roots_of(ns, &ids).await?;
+        for (hit, score) in scored {
+            let Some(root) = roots.get(&hit.entity_id).cloned() else {
+                return Err(Error::new(
+                    ErrorCode::InvalidInput,
+                    format!("entity {} does not exist in this namespace", hit.entity_id),
+                ));
             };
             let entry = by_root.entry(root.entity_id).or_insert_with(|| Cand {
                 record: root.clone(),
