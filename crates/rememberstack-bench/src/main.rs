@@ -1,0 +1,428 @@
+//! `rememberstack-bench`: measurements of RememberStack, not tests. Each command
+//! writes a JSON result file and a Markdown table and prints the configuration a
+//! figure needs to be reproduced.
+//!
+//! `locomo` scores turn-level evidence retrieval of the assured operations on
+//! LoCoMo-format data (`locomo10.json`, read from the given path — never copied
+//! into the repository).
+
+mod score;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use rememberstack::{
+    ClaimsAndSourcesInput, CombinedContextInput, Conversation, EvidenceResult, FactResult,
+    FactsContextInput, IngestOptions, Memory, Message, Stage,
+};
+use score::{QuestionScore, Summary, Touched, summarize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rememberstack-bench",
+    version,
+    about = "RememberStack benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Turn-level evidence retrieval on LoCoMo-format conversations.
+    Locomo(LocomoArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LocomoArgs {
+    /// The LoCoMo JSON file (a list of samples).
+    #[arg(long)]
+    data: PathBuf,
+    /// Only these sample ids, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    conversations: Vec<String>,
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
+    store: StoreArg,
+    /// Where to keep the embedded store (default: a temporary directory).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Results requested from each operation.
+    #[arg(long, default_value_t = 50)]
+    k: usize,
+    /// Where to write `locomo.json` and `locomo.md`.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum StoreArg {
+    /// The embedded SQLite store.
+    Sqlite,
+    /// PostgreSQL (not built yet).
+    Postgres,
+}
+
+const SYSTEMS: [&str; 3] = [
+    "rememberstack/claims_and_sources_context",
+    "rememberstack/facts_context",
+    "rememberstack/combined_context",
+];
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Locomo(a) => locomo(a).await,
+    }
+}
+
+/// A LoCoMo session date-time such as `1:56 pm on 8 May, 2023`, read as UTC (the
+/// data set gives no time zone).
+fn session_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let t = chrono::NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y").ok()?;
+    Some(t.and_utc())
+}
+
+/// The namespace of a sample: its id lowercased, other characters as `-`.
+fn namespace_of(sample_id: &str) -> String {
+    let slug: String = sample_id
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("locomo-{slug}")
+}
+
+/// One session of a sample as a conversation document (turn text only; image
+/// captions are left out).
+fn sessions(sample: &Value) -> Result<Vec<(String, Conversation)>> {
+    let conv = sample
+        .get("conversation")
+        .and_then(Value::as_object)
+        .context("a sample has no `conversation` object")?;
+    let mut out = Vec::new();
+    for n in 1.. {
+        let Some(turns) = conv.get(&format!("session_{n}")).and_then(Value::as_array) else {
+            if n > 1 && conv.contains_key(&format!("session_{}", n + 1)) {
+                continue;
+            }
+            break;
+        };
+        let when = conv
+            .get(&format!("session_{n}_date_time"))
+            .and_then(Value::as_str)
+            .and_then(session_time);
+        let messages = turns
+            .iter()
+            .filter_map(|t| {
+                Some(Message {
+                    event_id: Some(t.get("dia_id")?.as_str()?.to_string()),
+                    speaker: t.get("speaker")?.as_str()?.to_string(),
+                    text: t.get("text")?.as_str()?.to_string(),
+                    timestamp: None,
+                })
+            })
+            .filter(|m| !m.text.trim().is_empty())
+            .collect();
+        out.push((
+            format!("session_{n}"),
+            Conversation {
+                session_time: when,
+                messages,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn evidence_touched(r: &EvidenceResult) -> Touched {
+    let turns = match r {
+        EvidenceResult::Claim(c) => c.event_ids.clone(),
+        EvidenceResult::Chunk(c) => c.event_ids.clone(),
+    };
+    Touched {
+        turns,
+        chars: r.text().chars().count(),
+    }
+}
+
+fn fact_touched(r: &FactResult) -> Touched {
+    let mut turns: Vec<String> = Vec::new();
+    for p in &r.provenance {
+        for e in &p.event_ids {
+            if !turns.contains(e) {
+                turns.push(e.clone());
+            }
+        }
+    }
+    Touched {
+        turns,
+        chars: r.fact.statement.chars().count(),
+    }
+}
+
+fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+async fn locomo(a: LocomoArgs) -> Result<()> {
+    if a.store == StoreArg::Postgres {
+        bail!("the PostgreSQL store is not built yet: use --store sqlite");
+    }
+    if a.k == 0 || a.k > 100 {
+        bail!("--k must be between 1 and 100");
+    }
+    let raw = std::fs::read_to_string(&a.data)
+        .with_context(|| format!("reading {}", a.data.display()))?;
+    let data: Vec<Value> = serde_json::from_str(&raw).context("the data is not a JSON list")?;
+    let wanted: BTreeSet<&str> = a.conversations.iter().map(String::as_str).collect();
+    let samples: Vec<&Value> = data
+        .iter()
+        .filter(|s| {
+            wanted.is_empty()
+                || s.get("sample_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| wanted.contains(id))
+        })
+        .collect();
+    if samples.is_empty() {
+        bail!("no sample matches --conversations");
+    }
+    let tmp = tempfile::tempdir()?;
+    let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
+    let memory = Memory::open(&db).await?;
+    let status = memory.status().await?;
+    let config = json!({
+        "store": status.store,
+        "embedder": status.embedder,
+        "extractor": memory.engine().component_version(Stage::Extract),
+        "commit": commit(),
+        "k": a.k,
+        "data": a.data.display().to_string(),
+        "session_time_zone": "none in the data; read as UTC",
+        "combined_order": "claims_and_sources results, then facts results",
+    });
+    println!("configuration: {config}");
+
+    let mut scores: BTreeMap<&str, Vec<(u8, QuestionScore)>> = BTreeMap::new();
+    let (mut turns_ingested, mut skipped_evidence, mut skipped_questions) =
+        (0usize, 0usize, 0usize);
+    let started = Instant::now();
+    let mut ingest_secs = 0.0;
+    for sample in &samples {
+        let id = sample
+            .get("sample_id")
+            .and_then(Value::as_str)
+            .context("a sample has no sample_id")?;
+        let m = memory.with_namespace(namespace_of(id))?;
+        let t = Instant::now();
+        let mut known: BTreeSet<String> = BTreeSet::new();
+        for (name, conv) in sessions(sample)? {
+            turns_ingested += conv.messages.len();
+            known.extend(conv.messages.iter().filter_map(|m| m.event_id.clone()));
+            m.ingest_conversation(&conv, IngestOptions::new(format!("{id}/{name}")))
+                .await?;
+        }
+        m.process_until_idle().await?;
+        ingest_secs += t.elapsed().as_secs_f64();
+        for qa in sample
+            .get("qa")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(category) = qa.get("category").and_then(Value::as_u64) else {
+                continue;
+            };
+            if !(1..=4).contains(&category) {
+                continue;
+            }
+            let Some(question) = qa.get("question").and_then(Value::as_str) else {
+                continue;
+            };
+            let mut gold: Vec<String> = Vec::new();
+            for e in qa
+                .get("evidence")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match e.as_str() {
+                    Some(e) if known.contains(e) => gold.push(e.to_string()),
+                    _ => skipped_evidence += 1,
+                }
+            }
+            if gold.is_empty() {
+                skipped_questions += 1;
+                continue;
+            }
+            let evidence = m
+                .claims_and_sources_context(ClaimsAndSourcesInput {
+                    query: question.into(),
+                    k: Some(a.k),
+                    ..Default::default()
+                })
+                .await?;
+            let facts = m
+                .facts_context(FactsContextInput {
+                    query: question.into(),
+                    k: Some(a.k),
+                    ..Default::default()
+                })
+                .await?;
+            let combined = m
+                .combined_context(CombinedContextInput {
+                    query: question.into(),
+                    entity_ids: None,
+                    temporal_scope: None,
+                })
+                .await?;
+            let e: Vec<Touched> = evidence.results.iter().map(evidence_touched).collect();
+            let f: Vec<Touched> = facts.results.iter().map(fact_touched).collect();
+            let c: Vec<Touched> = combined
+                .claims_and_sources
+                .results
+                .iter()
+                .map(evidence_touched)
+                .chain(combined.facts.results.iter().map(fact_touched))
+                .collect();
+            let cat = category as u8;
+            for (system, results) in SYSTEMS.iter().zip([e, f, c]) {
+                scores
+                    .entry(system)
+                    .or_default()
+                    .push((cat, score::score(&results, &gold)));
+            }
+        }
+    }
+    let mut systems = serde_json::Map::new();
+    for (system, list) in &scores {
+        let overall = summarize(list.iter().map(|(_, s)| s));
+        let mut by_category = serde_json::Map::new();
+        for cat in 1..=4u8 {
+            let s = summarize(list.iter().filter(|(c, _)| *c == cat).map(|(_, s)| s));
+            if s.questions > 0 {
+                by_category.insert(cat.to_string(), serde_json::to_value(&s)?);
+            }
+        }
+        systems.insert(
+            system.to_string(),
+            json!({"overall": overall, "by_category": by_category}),
+        );
+    }
+    let result = json!({
+        "config": config,
+        "corpus": {
+            "samples": samples.len(),
+            "turns": turns_ingested,
+            "skipped_evidence_ids": skipped_evidence,
+            "skipped_questions_without_evidence": skipped_questions,
+            "ingest_and_process_secs": ingest_secs,
+            "total_secs": started.elapsed().as_secs_f64(),
+        },
+        "systems": systems,
+    });
+    std::fs::create_dir_all(&a.out)?;
+    let json_path = a.out.join("locomo.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&result)?)?;
+    let md = markdown(&scores);
+    std::fs::write(a.out.join("locomo.md"), &md)?;
+    println!("{md}");
+    println!(
+        "{} samples, {turns_ingested} turns; {skipped_evidence} evidence ids and \
+         {skipped_questions} questions skipped; results in {}",
+        samples.len(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+fn markdown(scores: &BTreeMap<&str, Vec<(u8, QuestionScore)>>) -> String {
+    let mut md = String::from(
+        "| system | questions | recall@5 | recall@10 | recall@20 | hit@10 | MRR | session recall@10 | context tokens (est.) |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (system, list) in scores {
+        let s: Summary = summarize(list.iter().map(|(_, s)| s));
+        let g = |k: &str| s.means.get(k).copied().unwrap_or(0.0);
+        md.push_str(&format!(
+            "| {system} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} |\n",
+            s.questions,
+            g("recall@5"),
+            g("recall@10"),
+            g("recall@20"),
+            g("hit@10"),
+            g("mrr"),
+            g("session_recall@10"),
+            g("context_tokens_est"),
+        ));
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locomo_dates_read_as_utc() {
+        let t = session_time("1:56 pm on 8 May, 2023").unwrap();
+        assert_eq!(t.to_rfc3339(), "2023-05-08T13:56:00+00:00");
+        assert!(session_time("yesterday").is_none());
+        assert_eq!(namespace_of("conv-26"), "locomo-conv-26");
+        assert_eq!(namespace_of("A B"), "locomo-a-b");
+    }
+
+    #[test]
+    fn sessions_become_conversations_with_turn_ids() {
+        let sample = json!({"sample_id": "s", "conversation": {
+            "speaker_a": "A", "speaker_b": "B",
+            "session_1_date_time": "9:00 am on 1 June, 2023",
+            "session_1": [
+                {"speaker": "A", "dia_id": "D1:1", "text": "Hi"},
+                {"speaker": "B", "dia_id": "D1:2", "text": "Hello", "blip_caption": "a cat"}
+            ],
+            "session_2_date_time": "9:00 am on 2 June, 2023",
+            "session_2": [{"speaker": "A", "dia_id": "D2:1", "text": "Again"}]
+        }});
+        let s = sessions(&sample).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].1.messages[1].event_id.as_deref(), Some("D1:2"));
+        assert_eq!(s[0].1.messages[1].text, "Hello");
+        assert!(s[1].1.session_time.is_some());
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_list_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.json");
+        std::fs::write(&p, "{}").unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let err = rt
+            .block_on(locomo(LocomoArgs {
+                data: p,
+                conversations: vec![],
+                store: StoreArg::Sqlite,
+                db: None,
+                k: 10,
+                out: dir.path().join("out"),
+            }))
+            .unwrap_err();
+        assert!(err.to_string().contains("not a JSON list"), "{err}");
+    }
+}
