@@ -6,10 +6,12 @@
 //! LoCoMo-format data (`locomo10.json`, read from the given path — never copied
 //! into the repository).
 
+mod baselines;
 mod score;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use rememberstack::embed::EmbedPurpose;
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, Conversation, EvidenceResult, FactResult,
     FactsContextInput, IngestOptions, Memory, Message, Stage,
@@ -57,6 +59,10 @@ struct LocomoArgs {
     /// Where to write `locomo.json` and `locomo.md`.
     #[arg(long)]
     out: PathBuf,
+    /// Run only the baselines (no RememberStack ingest): checks the baseline recipe
+    /// quickly.
+    #[arg(long)]
+    baselines_only: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -71,6 +77,12 @@ const SYSTEMS: [&str; 3] = [
     "rememberstack/claims_and_sources_context",
     "rememberstack/facts_context",
     "rememberstack/combined_context",
+];
+
+const BASELINES: [&str; 3] = [
+    "baseline/bm25_turns",
+    "baseline/dense_turns",
+    "baseline/rrf_turns",
 ];
 
 #[tokio::main]
@@ -221,6 +233,9 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
     println!("configuration: {config}");
 
     let mut scores: BTreeMap<&str, Vec<(u8, QuestionScore)>> = BTreeMap::new();
+    let pool = baselines::memory_pool().await?;
+    let embedder = memory.engine().embedder().clone();
+    let mut index_count = 0usize;
     let (mut turns_ingested, mut skipped_evidence, mut skipped_questions) =
         (0usize, 0usize, 0usize);
     let started = Instant::now();
@@ -233,14 +248,28 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
         let m = memory.with_namespace(namespace_of(id))?;
         let t = Instant::now();
         let mut known: BTreeSet<String> = BTreeSet::new();
+        let mut turns: Vec<(String, String)> = Vec::new();
         for (name, conv) in sessions(sample)? {
             turns_ingested += conv.messages.len();
-            known.extend(conv.messages.iter().filter_map(|m| m.event_id.clone()));
-            m.ingest_conversation(&conv, IngestOptions::new(format!("{id}/{name}")))
-                .await?;
+            for msg in &conv.messages {
+                if let Some(e) = &msg.event_id {
+                    known.insert(e.clone());
+                    // The same `Speaker: text` RememberStack ingests as the turn.
+                    turns.push((e.clone(), format!("{}: {}", msg.speaker, msg.text)));
+                }
+            }
+            if !a.baselines_only {
+                m.ingest_conversation(&conv, IngestOptions::new(format!("{id}/{name}")))
+                    .await?;
+            }
         }
-        m.process_until_idle().await?;
+        if !a.baselines_only {
+            m.process_until_idle().await?;
+        }
         ingest_secs += t.elapsed().as_secs_f64();
+        index_count += 1;
+        let index =
+            baselines::TurnIndex::build(&pool, index_count, turns, embedder.as_ref()).await?;
         for qa in sample
             .get("qa")
             .and_then(Value::as_array)
@@ -270,6 +299,31 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
             }
             if gold.is_empty() {
                 skipped_questions += 1;
+                continue;
+            }
+            let cat = category as u8;
+            // The baselines: one result per turn.
+            let as_touched = |ids: Vec<String>| -> Vec<Touched> {
+                ids.into_iter()
+                    .map(|t| Touched {
+                        chars: index.text(&t).chars().count(),
+                        turns: vec![t],
+                    })
+                    .collect()
+            };
+            let bm25 = index.bm25(question).await?;
+            let qv = embedder
+                .embed(&[question.to_string()], EmbedPurpose::Query)
+                .await?;
+            let dense = qv.first().map(|v| index.dense(v)).unwrap_or_default();
+            let fused = baselines::rrf(&[bm25.clone(), dense.clone()]);
+            for (system, ids) in BASELINES.iter().zip([bm25, dense, fused]) {
+                scores
+                    .entry(system)
+                    .or_default()
+                    .push((cat, score::score(&as_touched(ids), &gold)));
+            }
+            if a.baselines_only {
                 continue;
             }
             let evidence = m
@@ -302,7 +356,6 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
                 .map(evidence_touched)
                 .chain(combined.facts.results.iter().map(fact_touched))
                 .collect();
-            let cat = category as u8;
             for (system, results) in SYSTEMS.iter().zip([e, f, c]) {
                 scores
                     .entry(system)
@@ -326,7 +379,31 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
             json!({"overall": overall, "by_category": by_category}),
         );
     }
+    // RememberStack over each baseline, per overall metric.
+    let mut ratios = serde_json::Map::new();
+    for system in SYSTEMS {
+        for base in BASELINES {
+            let (Some(s), Some(b)) = (scores.get(system), scores.get(base)) else {
+                continue;
+            };
+            let (s, b) = (
+                summarize(s.iter().map(|(_, q)| q)),
+                summarize(b.iter().map(|(_, q)| q)),
+            );
+            let per: serde_json::Map<String, Value> = s
+                .means
+                .iter()
+                .filter(|(k, _)| !k.starts_with("context"))
+                .filter_map(|(k, v)| {
+                    let d = b.means.get(k)?;
+                    (*d > 0.0).then(|| (k.clone(), json!(v / d)))
+                })
+                .collect();
+            ratios.insert(format!("{system} / {base}"), Value::Object(per));
+        }
+    }
     let result = json!({
+        "ratios": ratios,
         "config": config,
         "corpus": {
             "samples": samples.len(),
@@ -421,6 +498,7 @@ mod tests {
                 db: None,
                 k: 10,
                 out: dir.path().join("out"),
+                baselines_only: false,
             }))
             .unwrap_err();
         assert!(err.to_string().contains("not a JSON list"), "{err}");

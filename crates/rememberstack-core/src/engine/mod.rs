@@ -483,6 +483,11 @@ impl Engine {
         &self.store
     }
 
+    /// The embedder (benchmarks embed their baselines with the same one).
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
     /// The embedder identity.
     pub fn embedder_identity(&self) -> &EmbedderIdentity {
         self.embedder.identity()
