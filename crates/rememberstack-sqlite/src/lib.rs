@@ -85,9 +85,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true)
-            // Reads map the file instead of copying pages through read(2), and each
-            // connection keeps a larger page cache (16 MiB) for the hot indexes.
-            .pragma("mmap_size", "268435456")
+            // Each connection keeps a larger page cache (16 MiB) for the hot indexes.
             .pragma("cache_size", "-16384");
         let write = SqlitePoolOptions::new()
             .max_connections(1)
@@ -105,7 +103,9 @@ impl SqliteStore {
             .map_err(db_err)?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(opts.read_only(true))
+            // Readers map the file instead of copying pages through read(2). The
+            // writer does not: a growing file would be remapped again and again.
+            .connect_with(opts.read_only(true).pragma("mmap_size", "268435456"))
             .await
             .map_err(db_err)?;
         let mut blob_dir = path.clone().into_os_string();
