@@ -82,11 +82,6 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// A blocking key carried by more alias rows than this is too common to block on.
-const MAX_KEY_ROWS: i64 = 200;
-/// When every key of a name is too common, block on this many of the rarest.
-const KEEP_COMMON_KEYS: usize = 2;
-
 async fn insert_key(
     tx: &mut sqlx::SqliteConnection,
     ns: &str,
@@ -185,9 +180,8 @@ impl SqliteStore {
         Ok((hits, truncated))
     }
 
-    /// The keys worth blocking on: those carried by at most [`MAX_KEY_ROWS`] alias
-    /// rows. When every key is that common, the rarest [`KEEP_COMMON_KEYS`] stay.
-    /// Returns the kept keys and whether any was dropped.
+    /// The keys worth blocking on, by the core rule
+    /// ([`rememberstack_core::entities::selective_keys`]) over the stored key counts.
     async fn selective_keys(
         &self,
         ns: &str,
@@ -203,29 +197,21 @@ impl SqliteStore {
         for k in &keys {
             q = q.bind(k);
         }
-        let counts: HashMap<String, i64> = q
+        let counts: HashMap<String, u64> = q
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?
             .iter()
-            .map(|r| (r.get::<String, _>("key"), r.get::<i64, _>("n")))
+            .map(|r| {
+                (
+                    r.get::<String, _>("key"),
+                    r.get::<i64, _>("n").max(0) as u64,
+                )
+            })
             .collect();
-        let count = |k: &String| counts.get(k).copied().unwrap_or(0);
-        let kept: Vec<String> = keys
-            .iter()
-            .filter(|k| count(k) <= MAX_KEY_ROWS)
-            .cloned()
-            .collect();
-        if kept.len() == keys.len() {
-            return Ok((keys, false));
-        }
-        if !kept.is_empty() {
-            return Ok((kept, true));
-        }
-        let mut rarest = keys;
-        rarest.sort_by(|a, b| count(a).cmp(&count(b)).then_with(|| a.cmp(b)));
-        rarest.truncate(KEEP_COMMON_KEYS);
-        Ok((rarest, true))
+        Ok(rememberstack_core::entities::selective_keys(keys, |k| {
+            counts.get(k).copied().unwrap_or(0)
+        }))
     }
 
     pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {

@@ -562,23 +562,36 @@ impl SqliteStore {
         Ok(true)
     }
 
+    /// Rows of `select` (over `facts f`) for the facts `filter` admits, in `order`.
+    async fn eligible_facts(
+        &self,
+        select: &str,
+        filter: &FactFilter,
+        order: &str,
+        limit: u32,
+    ) -> Result<Vec<SqliteRow>> {
+        let (cond, binds) = eligibility(filter);
+        let sql = format!("{select} WHERE {cond} ORDER BY {order} LIMIT ?");
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            q = q.bind(b);
+        }
+        q.bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)
+    }
+
     pub(crate) async fn list_facts_impl(
         &self,
         filter: &FactFilter,
         limit: u32,
     ) -> Result<Vec<FactRecord>> {
-        let (cond, binds) = eligibility(filter);
-        let sql = format!("{FACT_SELECT} WHERE {cond} ORDER BY subject_name, f.seq LIMIT ?");
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for b in binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(fact_row).collect()
+        self.eligible_facts(FACT_SELECT, filter, "subject_name, f.seq", limit)
+            .await?
+            .iter()
+            .map(fact_row)
+            .collect()
     }
 
     pub(crate) async fn list_fact_keys_impl(
@@ -586,20 +599,14 @@ impl SqliteStore {
         filter: &FactFilter,
         limit: u32,
     ) -> Result<Vec<FactKey>> {
-        let (cond, binds) = eligibility(filter);
-        let sql = format!(
-            "SELECT f.id, f.subject_id, f.object_id, f.statement FROM facts f
-             WHERE {cond} ORDER BY f.statement, f.id LIMIT ?"
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for b in binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
+        let rows = self
+            .eligible_facts(
+                "SELECT f.id, f.subject_id, f.object_id, f.statement FROM facts f",
+                filter,
+                "f.statement, f.id",
+                limit,
+            )
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(FactKey {

@@ -1063,14 +1063,7 @@ impl Engine {
                     document_id: claim.document_id,
                     document_title: claim.document_title.clone(),
                     version_id: occ.version_id,
-                    spans: occ
-                        .spans
-                        .iter()
-                        .map(|s| CharSpan {
-                            start: s.char_start as u64,
-                            end: s.char_end as u64,
-                        })
-                        .collect(),
+                    spans: super::search::char_spans(&occ.spans),
                     event_ids: occ.event_ids.clone(),
                     asserted_at: claim.asserted_at,
                     is_current: claim.is_current,

@@ -454,28 +454,12 @@ impl Engine {
     }
 
     pub(super) async fn root_of(&self, ns: NamespaceId, id: EntityId) -> Result<EntityRecord> {
-        let mut current = id;
-        for _ in 0..32 {
-            let Some(e) = self
-                .store
-                .entities(ns, &[current])
-                .await?
-                .into_iter()
-                .next()
-            else {
-                return Err(Error::new(
-                    ErrorCode::InvalidInput,
-                    format!("entity {current} does not exist in this namespace"),
-                ));
-            };
-            match e.merged_into {
-                Some(next) => current = next,
-                None => return Ok(e),
-            }
-        }
-        Err(Error::store(format!(
-            "merge redirect chain of {id} is too long"
-        )))
+        self.roots_of(ns, &[id]).await?.remove(&id).ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidInput,
+                format!("entity {id} does not exist in this namespace"),
+            )
+        })
     }
 
     async fn snapshot(

@@ -252,21 +252,13 @@ impl Engine {
                 Some(chunk_result(r, f.scores))
             })
             .collect();
-        let dropped = truncation.returned - results.len();
-        let truncation = Truncation {
-            returned: results.len(),
-            ..truncation
-        };
-        Ok(with_drops(
-            dropped,
-            self.make_envelope(
-                OP,
-                &req.namespace,
-                results,
-                truncation,
-                freshness,
-                ch.reports,
-            ),
+        Ok(self.hydrated_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
         ))
     }
 
@@ -348,14 +340,7 @@ impl Engine {
                     source_ref: r.source_ref,
                     version_id: occ.version_id,
                     chunk_id: occ.chunk_id,
-                    spans: occ
-                        .spans
-                        .iter()
-                        .map(|s| CharSpan {
-                            start: s.char_start as u64,
-                            end: s.char_end as u64,
-                        })
-                        .collect(),
+                    spans: char_spans(&occ.spans),
                     event_ids: occ.event_ids.clone(),
                     text: r.text,
                     asserted_at: r.asserted_at,
@@ -367,21 +352,13 @@ impl Engine {
                 })
             })
             .collect();
-        let dropped = truncation.returned - results.len();
-        let truncation = Truncation {
-            returned: results.len(),
-            ..truncation
-        };
-        Ok(with_drops(
-            dropped,
-            self.make_envelope(
-                OP,
-                &req.namespace,
-                results,
-                truncation,
-                freshness,
-                ch.reports,
-            ),
+        Ok(self.hydrated_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
         ))
     }
 }
@@ -478,33 +455,55 @@ impl Engine {
                 })
             })
             .collect();
-        let dropped = truncation.returned - results.len();
-        let truncation = Truncation {
-            returned: results.len(),
-            ..truncation
-        };
-        Ok(with_drops(
-            dropped,
-            self.make_envelope(
-                OP,
-                &req.namespace,
-                results,
-                truncation,
-                freshness,
-                ch.reports,
-            ),
+        Ok(self.hydrated_envelope(
+            OP,
+            &req.namespace,
+            results,
+            truncation,
+            freshness,
+            ch.reports,
         ))
     }
 }
 
-/// Record candidates that vanished between ranking and hydration (a concurrent
-/// delete or re-chunk): the envelope says how many, never silently.
-fn with_drops<R>(dropped: usize, mut env: Envelope<R>) -> Envelope<R> {
-    if dropped > 0 {
-        env.hydration_drops
-            .insert("record_gone".into(), dropped as u64);
+impl Engine {
+    /// The envelope of a search page after hydration. Candidates that vanished
+    /// between ranking and hydration (a concurrent delete or re-chunk) are counted
+    /// in `hydration_drops`, never silently.
+    fn hydrated_envelope<R>(
+        &self,
+        operation: &str,
+        namespace: &str,
+        results: Vec<R>,
+        ranked: Truncation,
+        freshness: Freshness,
+        channels: BTreeMap<String, ChannelReport>,
+    ) -> Envelope<R> {
+        let dropped = ranked.returned - results.len();
+        let truncation = Truncation {
+            returned: results.len(),
+            ..ranked
+        };
+        let mut env = self.make_envelope(
+            operation, namespace, results, truncation, freshness, channels,
+        );
+        if dropped > 0 {
+            env.hydration_drops
+                .insert("record_gone".into(), dropped as u64);
+        }
+        env
     }
-    env
+}
+
+/// Evidence spans as the envelope's character spans.
+pub(super) fn char_spans(spans: &[crate::claims::EvidenceSpan]) -> Vec<CharSpan> {
+    spans
+        .iter()
+        .map(|s| CharSpan {
+            start: s.char_start as u64,
+            end: s.char_end as u64,
+        })
+        .collect()
 }
 
 /// A chunk as a result, with its provenance.

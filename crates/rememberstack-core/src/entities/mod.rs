@@ -82,6 +82,34 @@ pub enum BlockingTier {
     T2,
 }
 
+/// A blocking key carried by more alias rows than this is too common to block on:
+/// it names no candidate in particular and would make blocking walk every entity.
+pub const MAX_KEY_ROWS: u64 = 200;
+/// When every key of a name is that common, block on this many of the rarest.
+pub const KEEP_COMMON_KEYS: usize = 2;
+
+/// The keys worth blocking on, given how many alias rows carry each (`rows`): those
+/// carried by at most [`MAX_KEY_ROWS`]; when every key is that common, the rarest
+/// [`KEEP_COMMON_KEYS`] (ties by key). Returns the kept keys and whether any was
+/// dropped (the block is then incomplete). Every store applies this one rule.
+pub fn selective_keys(keys: Vec<String>, rows: impl Fn(&str) -> u64) -> (Vec<String>, bool) {
+    let kept: Vec<String> = keys
+        .iter()
+        .filter(|k| rows(k) <= MAX_KEY_ROWS)
+        .cloned()
+        .collect();
+    if kept.len() == keys.len() {
+        return (keys, false);
+    }
+    if !kept.is_empty() {
+        return (kept, true);
+    }
+    let mut rarest = keys;
+    rarest.sort_by(|a, b| rows(a).cmp(&rows(b)).then_with(|| a.cmp(b)));
+    rarest.truncate(KEEP_COMMON_KEYS);
+    (rarest, true)
+}
+
 /// What the resolver asks the store for: aliases matching any key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockingQuery {
@@ -253,4 +281,35 @@ pub struct EntityFilter {
     pub include_merged: bool,
     /// Only entities whose lemma or an alias lemma equals this.
     pub lemma: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(k: &[&str]) -> Vec<String> {
+        k.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn selective_keys_drop_common_keys_and_keep_the_rarest_when_all_are_common() {
+        let rows = |k: &str| match k {
+            "per" => 900,
+            "ers" => 400,
+            "zyx" => 3,
+            _ => 0,
+        };
+        assert_eq!(
+            selective_keys(keys(&["per", "zyx", "new"]), rows),
+            (keys(&["zyx", "new"]), true)
+        );
+        assert_eq!(
+            selective_keys(keys(&["zyx", "new"]), rows),
+            (keys(&["zyx", "new"]), false)
+        );
+        assert_eq!(
+            selective_keys(keys(&["per", "ers", "son"]), |k| rows(k) + 300),
+            (keys(&["son", "ers"]), true)
+        );
+    }
 }
