@@ -82,29 +82,33 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
         .collect()
 }
 
-async fn insert_key(
+/// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped) in
+/// statements of at most 150 rows.
+async fn insert_keys(
     tx: &mut sqlx::SqliteConnection,
     ns: &str,
-    kind: &str,
-    key: &str,
+    keys: &[(&str, &str)],
     entity: &str,
     alias_lemma: &str,
 ) -> Result<()> {
-    if key.is_empty() {
-        return Ok(());
+    let keys: Vec<&(&str, &str)> = keys.iter().filter(|(_, k)| !k.is_empty()).collect();
+    for batch in keys.chunks(150) {
+        let values = vec!["(?, ?, ?, ?, ?)"; batch.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
+             VALUES {values} ON CONFLICT DO NOTHING"
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for (kind, key) in batch {
+            q = q
+                .bind(ns)
+                .bind(*kind)
+                .bind(*key)
+                .bind(entity)
+                .bind(alias_lemma);
+        }
+        q.execute(&mut *tx).await.map_err(db_err)?;
     }
-    sqlx::query(
-        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    )
-    .bind(ns)
-    .bind(kind)
-    .bind(key)
-    .bind(entity)
-    .bind(alias_lemma)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
     Ok(())
 }
 
@@ -360,7 +364,7 @@ impl SqliteStore {
             .map_err(db_err)?;
         }
         for a in &commit.aliases {
-            sqlx::query(
+            let inserted = sqlx::query(
                 "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
                  VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             )
@@ -372,13 +376,16 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            insert_key(&mut tx, &ns, "lemma", &a.lemma, &entity, &a.lemma).await?;
-            for t in &a.trigrams {
-                insert_key(&mut tx, &ns, "tri", t, &entity, &a.lemma).await?;
+            // An alias's keys derive from its surface alone and were written with it:
+            // a known alias has them already.
+            if inserted.rows_affected() == 0 {
+                continue;
             }
-            for p in &a.phonetic {
-                insert_key(&mut tx, &ns, "dm", p, &entity, &a.lemma).await?;
-            }
+            let keys: Vec<(&str, &str)> = std::iter::once(("lemma", a.lemma.as_str()))
+                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
+                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
+                .collect();
+            insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
         }
         let m = &commit.mention;
         sqlx::query(

@@ -13,7 +13,7 @@ use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request}
 use crate::entities::*;
 use crate::facts::adjudicate::{
     AdjudicationInput, ChatVerdict, adjudication_request, merged_window, offline_verdict,
-    parse_adjudication, supersede_close,
+    parse_adjudication, statement_codes, supersede_close,
 };
 use crate::facts::normalization::{
     NormalizeInput, NormalizedClaim, normalization_request, parse_normalization,
@@ -940,6 +940,18 @@ impl Engine {
         let assertions = self.store.unapplied_assertions(ns, &[entity]).await?;
         let mut touched: BTreeSet<EntityId> = BTreeSet::new();
         touched.insert(root.entity_id);
+        // The entity's live facts are read once per unit and kept current as each
+        // assertion lands (the unit holds the entity's lock): a hub's list is not
+        // re-read and re-decoded for every assertion.
+        let mut block: Vec<(FactRecord, Vec<u64>)> = self
+            .entity_facts(ns, root.entity_id)
+            .await?
+            .into_iter()
+            .map(|f| {
+                let codes = statement_codes(&f.statement);
+                (f, codes)
+            })
+            .collect();
         for (i, a) in assertions.iter().enumerate() {
             let mut a = a.clone();
             a.subject = root.entity_id;
@@ -948,19 +960,40 @@ impl Engine {
                 touched.insert(o);
                 a.object = Some(o);
             }
-            self.apply_one(item, &a, i).await?;
+            let changed = self.apply_one(item, &a, i, &block).await?;
+            if !changed.is_empty() {
+                let fresh = self.store.facts(ns, &changed).await?;
+                block.retain(|(f, _)| !changed.contains(&f.fact_id));
+                block.extend(
+                    fresh
+                        .into_iter()
+                        .filter(|f| {
+                            f.invalidated_at.is_none()
+                                && f.superseded_by.is_none()
+                                && (f.subject == root.entity_id || f.object == Some(root.entity_id))
+                        })
+                        .map(|f| {
+                            let codes = statement_codes(&f.statement);
+                            (f, codes)
+                        }),
+                );
+            }
         }
         // Profiles refresh when an entity's facts change: the unit's entity always;
         // an object only until it has a profile (a hub object's profile would otherwise
         // be rebuilt by every unit that names it; it refreshes with its own assertions).
         for e in &touched {
-            let needs = *e == root.entity_id
-                || self
-                    .store
-                    .entities(ns, &[*e])
-                    .await?
-                    .first()
-                    .is_some_and(|r| r.profile_key.is_none());
+            if *e == root.entity_id {
+                let facts = block.iter().map(|(f, _)| f.clone()).collect();
+                self.refresh_profile_from(ns, *e, facts).await?;
+                continue;
+            }
+            let needs = self
+                .store
+                .entities(ns, &[*e])
+                .await?
+                .first()
+                .is_some_and(|r| r.profile_key.is_none());
             if needs {
                 self.refresh_profile(ns, *e).await?;
             }
@@ -971,17 +1004,13 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
-    /// Live facts nominated for an assertion: the entity block (every live fact the
-    /// subject is the subject of, and the reverse of a symmetric relation), ranked by
-    /// similarity only to cut a hub's list. D123's shared-context nomination is not
-    /// built yet.
-    async fn nominate(&self, ns: NamespaceId, a: &Assertion) -> Result<Vec<FactRecord>> {
-        let mut facts = self
-            .store
+    /// The live facts an entity takes part in (as subject or object), current view.
+    async fn entity_facts(&self, ns: NamespaceId, entity: EntityId) -> Result<Vec<FactRecord>> {
+        self.store
             .list_facts(
                 &FactFilter {
                     namespace_id: ns,
-                    entities: vec![a.subject],
+                    entities: vec![entity],
                     at: None,
                     history: false,
                     overlap: None,
@@ -990,26 +1019,44 @@ impl Engine {
                 },
                 10_000,
             )
-            .await?;
+            .await
+    }
+
+    /// Live facts nominated for an assertion from the subject's `block` (its live
+    /// facts): the entity block (every live fact the subject is the subject of, and
+    /// the reverse of a symmetric relation), ranked by similarity only to cut a hub's
+    /// list. D123's shared-context nomination is not built yet.
+    fn nominate(&self, a: &Assertion, block: &[(FactRecord, Vec<u64>)]) -> Vec<FactRecord> {
         // The entity block: the subject's own facts (its observations and the relations
         // it is the subject of), plus the reverse of a symmetric relation. A hub's
         // incoming relations (everyone who works for Acme) are not the subject's facts.
-        facts.retain(|f| {
-            f.subject == a.subject
-                || (f.kind == FactKind::Relation
-                    && a.object == Some(f.subject)
-                    && f.object == Some(a.subject))
-        });
-        Ok(crate::facts::adjudicate::rank_candidates(
-            a,
-            facts,
-            self.config.facts.hub_top_k,
-        ))
+        let facts: Vec<(&FactRecord, &[u64])> = block
+            .iter()
+            .filter(|(f, _)| {
+                f.subject == a.subject
+                    || (f.kind == FactKind::Relation
+                        && a.object == Some(f.subject)
+                        && f.object == Some(a.subject))
+            })
+            .map(|(f, codes)| (f, codes.as_slice()))
+            .collect();
+        crate::facts::adjudicate::rank_candidate_refs(a, &facts, self.config.facts.hub_top_k)
+            .into_iter()
+            .cloned()
+            .collect()
     }
 
-    async fn apply_one(&self, item: &WorkItem, a: &Assertion, index: usize) -> StageResult<()> {
+    /// Adjudicate one assertion against candidates from `block` and commit it.
+    /// Returns the facts the commit created or changed.
+    async fn apply_one(
+        &self,
+        item: &WorkItem,
+        a: &Assertion,
+        index: usize,
+        block: &[(FactRecord, Vec<u64>)],
+    ) -> StageResult<Vec<FactId>> {
         let ns = item.namespace_id;
-        let candidates = self.nominate(ns, a).await?;
+        let candidates = self.nominate(a, block);
         let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
         let generation = self.component_version(Stage::EmbedFacts);
         let labels_with_vectors: HashSet<String> = self
@@ -1216,32 +1263,39 @@ impl Engine {
                 self.adjudicator_version(),
             )
         };
+        let mut changed: Vec<FactId> = commit.new_fact.iter().map(|f| f.fact_id).collect();
+        changed.extend(commit.evidence.iter().map(|(f, _, _)| *f));
+        changed.extend(commit.windows.iter().map(|(f, _)| *f));
+        if let Some((_, members)) = &commit.contradiction {
+            changed.extend(members.iter().copied());
+        }
+        if let Some((old, new)) = commit.superseded {
+            changed.extend([old, new]);
+        }
+        changed.sort();
+        changed.dedup();
         self.store
             .apply_assertion(ns, commit, self.clock.now())
             .await?;
-        Ok(())
+        Ok(changed)
     }
 
     /// Rebuild an entity's profile (summary prose from its salient facts) and embed it.
     async fn refresh_profile(&self, ns: NamespaceId, entity: EntityId) -> Result<()> {
+        let facts = self.entity_facts(ns, entity).await?;
+        self.refresh_profile_from(ns, entity, facts).await
+    }
+
+    /// [`Self::refresh_profile`] from the entity's live facts, already read.
+    async fn refresh_profile_from(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        mut facts: Vec<FactRecord>,
+    ) -> Result<()> {
         let Some(e) = self.store.entities(ns, &[entity]).await?.into_iter().next() else {
             return Ok(());
         };
-        let mut facts = self
-            .store
-            .list_facts(
-                &FactFilter {
-                    namespace_id: ns,
-                    entities: vec![entity],
-                    at: None,
-                    history: false,
-                    overlap: None,
-                    documents: None,
-                    group: None,
-                },
-                10_000,
-            )
-            .await?;
         facts.sort_by(|a, b| {
             b.evidence_count
                 .cmp(&a.evidence_count)

@@ -865,6 +865,7 @@ impl Engine {
         };
         let stage = first.stage;
         let claimed = items.len();
+        let started = std::time::Instant::now();
         match stage {
             Stage::Prepare | Stage::Chunk => {
                 for item in items {
@@ -898,6 +899,13 @@ impl Engine {
                 }
             }
         }
+        tracing::debug!(
+            target: "rememberstack::work",
+            stage = stage.as_str(),
+            items = claimed,
+            micros = started.elapsed().as_micros() as u64,
+            "batch ran"
+        );
         Ok((claimed, report))
     }
 

@@ -19,7 +19,7 @@
 
 use crate::chat::{ChatRequest, validate_json};
 use crate::claims::{Precision, ValidityKind};
-use crate::entities::normalize::{fold_lower, trigram_similarity};
+use crate::entities::normalize::{fold_lower, trigram_code_similarity, trigram_codes};
 use crate::entities::t4::truncate_chars;
 use crate::facts::{Assertion, FactKind, FactRecord, Window};
 use crate::ids::{EntityId, FactId};
@@ -205,12 +205,39 @@ pub fn supersede_close(
 /// [`normalized_statement`]s (descending), then `recorded_at`, then `fact_id` —
 /// and, when there are more than `hub_top_k`, only the first `hub_top_k` are kept.
 pub fn rank_candidates(a: &Assertion, facts: Vec<FactRecord>, hub_top_k: usize) -> Vec<FactRecord> {
-    let statement = normalized_statement(&a.statement);
-    let mut keyed: Vec<(bool, f32, FactRecord)> = facts
+    let codes: Vec<Vec<u64>> = facts
+        .iter()
+        .map(|f| statement_codes(&f.statement))
+        .collect();
+    let refs: Vec<(&FactRecord, &[u64])> = facts
+        .iter()
+        .zip(&codes)
+        .map(|(f, c)| (f, c.as_slice()))
+        .collect();
+    rank_candidate_refs(a, &refs, hub_top_k)
         .into_iter()
-        .map(|f| {
-            let sim = trigram_similarity(&statement, &normalized_statement(&f.statement));
-            (same_shape(a, &f), sim, f)
+        .cloned()
+        .collect()
+}
+
+/// The trigram codes [`rank_candidates`] compares a statement by: those of its
+/// [`normalized_statement`]. Compute them once for a fact ranked many times.
+pub fn statement_codes(statement: &str) -> Vec<u64> {
+    trigram_codes(&normalized_statement(statement))
+}
+
+/// [`rank_candidates`] over borrowed facts, each with its [`statement_codes`].
+pub fn rank_candidate_refs<'a>(
+    a: &Assertion,
+    facts: &[(&'a FactRecord, &[u64])],
+    hub_top_k: usize,
+) -> Vec<&'a FactRecord> {
+    let statement = statement_codes(&a.statement);
+    let mut keyed: Vec<(bool, f32, &FactRecord)> = facts
+        .iter()
+        .map(|(f, codes)| {
+            let sim = trigram_code_similarity(&statement, codes);
+            (same_shape(a, f), sim, *f)
         })
         .collect();
     keyed.sort_by(|(sa, xa, fa), (sb, xb, fb)| {
