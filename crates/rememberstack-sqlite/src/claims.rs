@@ -2,7 +2,7 @@
 
 use crate::CLAIM_SCOPE;
 use crate::rows::*;
-use crate::{SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
+use crate::{FTS_TOKENIZER, SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -103,7 +103,7 @@ impl SqliteStore {
         let fts = claim_fts_table(&ns_s)?;
         let mut tx = self.write.begin().await.map_err(db_err)?;
         sqlx::query(AssertSqlSafe(format!(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = {FTS_TOKENIZER})"
         )))
         .execute(&mut *tx)
         .await

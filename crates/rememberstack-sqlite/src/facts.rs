@@ -2,7 +2,9 @@
 //! facts with their evidence and adjudication transcripts, and fact search.
 
 use crate::rows::*;
-use crate::{SqliteStore, db_err, fence, fts_query, insert_work, ns_table, parse_id, ts};
+use crate::{
+    FTS_TOKENIZER, SqliteStore, db_err, fence, fts_query, insert_work, ns_table, parse_id, ts,
+};
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
@@ -431,7 +433,7 @@ impl SqliteStore {
         crate::insert_work(&mut tx, &commit.follow_up, now).await?;
         if let Some(f) = &commit.new_fact {
             sqlx::query(AssertSqlSafe(format!(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = {FTS_TOKENIZER})"
             )))
             .execute(&mut *tx)
             .await

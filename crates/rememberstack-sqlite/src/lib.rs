@@ -64,6 +64,58 @@ pub struct SqliteStore {
 /// walk every chunk–claim row per mention.
 const OPTIMIZE_EVERY_CLAIMS: u64 = 256;
 
+/// The FTS5 tokenizer of every lexical channel (chunks, claims, facts): Porter
+/// stemming over `unicode61` with diacritics folded, so `running` finds `run`.
+pub(crate) const FTS_TOKENIZER: &str = "'porter unicode61 remove_diacritics 2'";
+
+/// Rebuild, in one transaction, every full-text table created with another
+/// tokenizer than [`FTS_TOKENIZER`] (stores made before stemming): its rows are
+/// copied into a table with the current tokenizer under the same name.
+async fn upgrade_fts_tokenizers(write: &sqlx::SqlitePool) -> Result<()> {
+    let tables: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table'
+           AND (name GLOB 'chunk_fts_*' OR name GLOB 'claim_fts_*' OR name GLOB 'fact_fts_*')
+           AND sql LIKE '%USING fts5%'",
+    )
+    .fetch_all(write)
+    .await
+    .map_err(db_err)?;
+    let stale: Vec<String> = tables
+        .into_iter()
+        .filter(|(_, sql)| !sql.contains(FTS_TOKENIZER))
+        .map(|(name, _)| name)
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let mut tx = write.begin().await.map_err(db_err)?;
+    for name in &stale {
+        // Names come from sqlite_master and were built by `ns_table` (hex suffix).
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::store(format!(
+                "unexpected full-text table name `{name}`"
+            )));
+        }
+        let tmp = format!("{name}_upgrade");
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP TABLE IF EXISTS {tmp};
+             CREATE VIRTUAL TABLE {tmp} USING fts5 (text, tokenize = {FTS_TOKENIZER});
+             INSERT INTO {tmp} (rowid, text) SELECT rowid, text FROM {name};
+             DROP TABLE {name};
+             ALTER TABLE {tmp} RENAME TO {name};"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    tx.commit().await.map_err(db_err)?;
+    tracing::info!(
+        tables = stale.len(),
+        "full-text tables rebuilt with the stemming tokenizer"
+    );
+    Ok(())
+}
+
 fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
@@ -96,6 +148,7 @@ impl SqliteStore {
             .run(&write)
             .await
             .map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
+        upgrade_fts_tokenizers(&write).await?;
         // Bounded analysis of tables whose statistics are missing or stale.
         sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize = 0x10002;")
             .execute(&write)
@@ -705,7 +758,7 @@ impl MemoryStore for SqliteStore {
         let ordinal: i64 = row.get("ordinal");
         let fts = fts_table(&ns)?;
         sqlx::query(AssertSqlSafe(format!(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = {FTS_TOKENIZER})"
         )))
         .execute(&mut *tx)
         .await
@@ -1881,6 +1934,52 @@ mod tests {
             fts_query(&["a\"b".into(), "NEAR".into()]),
             "\"a\"\"b\" OR \"NEAR\""
         );
+    }
+
+    #[tokio::test]
+    async fn full_text_tables_of_an_older_tokenizer_are_rebuilt_with_stemming_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let table = "chunk_fts_00112233445566778899aabbccddeeff";
+        {
+            let store = SqliteStore::open(&path).await.unwrap();
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "CREATE VIRTUAL TABLE {table} USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
+                 INSERT INTO {table} (rowid, text) VALUES (7, 'Melanie went running'), (9, 'a quiet day');"
+            )))
+            .execute(&store.write)
+            .await
+            .unwrap();
+            let (n,): (i64,) = sqlx::query_as(AssertSqlSafe(format!(
+                "SELECT count(*) FROM {table} WHERE {table} MATCH '\"run\"'"
+            )))
+            .fetch_one(&store.write)
+            .await
+            .unwrap();
+            assert_eq!(n, 0, "unicode61 alone does not stem");
+        }
+        let store = SqliteStore::open(&path).await.unwrap();
+        let (sql,): (String,) = sqlx::query_as("SELECT sql FROM sqlite_master WHERE name = ?")
+            .bind(table)
+            .fetch_one(&store.write)
+            .await
+            .unwrap();
+        assert!(sql.contains(FTS_TOKENIZER), "{sql}");
+        let rows: Vec<(i64,)> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT rowid FROM {table} WHERE {table} MATCH '\"run\"'"
+        )))
+        .fetch_all(&store.write)
+        .await
+        .unwrap();
+        assert_eq!(rows, vec![(7,)], "the rows survive and the stem matches");
+        let (n,): (i64,) = sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+            .fetch_one(&store.write)
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
+        // A third open finds nothing to rebuild.
+        drop(store);
+        SqliteStore::open(&path).await.unwrap();
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! The lexical tokenizer (for full-text queries) and the token estimator.
 //!
 //! [`lexical_terms`] turns free text into query terms the way SQLite FTS5's
-//! `unicode61` tokenizer splits indexed text: a term is a maximal run of
+//! `unicode61` tokenizer splits indexed text (the index also applies Porter
+//! stemming to both sides, so terms stay unstemmed here): a term is a maximal run of
 //! alphanumeric characters, lowercased. Common English function words are
 //! dropped unless the query consists of nothing else.
 //!
