@@ -322,6 +322,13 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The 1, 5 and 15-minute load averages (`/proc/loadavg`, Linux): figures taken on
+/// a busy machine are slower, and this says how busy it was.
+pub fn load_average() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
 fn file_size(p: &Path) -> u64 {
     std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
@@ -437,12 +444,12 @@ fn write_sidecar(db: &Path, s: &Sidecar) -> Result<()> {
 pub struct Build {
     /// Batches (ingest, then process until idle, then count).
     pub batches: usize,
-    /// Items ingested (sessions + documents).
+    /// Items ingested: documents, one per session or note.
     pub items: usize,
     /// Conversation sessions ingested.
     pub sessions: usize,
-    /// Documents (notes) ingested.
-    pub documents: usize,
+    /// Notes ingested.
+    pub notes: usize,
     /// Conversation turns ingested.
     pub turns: usize,
     /// Seconds in the ingest calls.
@@ -489,7 +496,7 @@ pub async fn build(
                     source_time,
                     text,
                 } => {
-                    out.documents += 1;
+                    out.notes += 1;
                     memory
                         .ingest_text(
                             text,
@@ -642,6 +649,7 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     if a.queries == 0 {
         bail!("--queries must be at least 1");
     }
+    let load_start = load_average();
     let tmp = tempfile::tempdir()?;
     let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
     let store = Arc::new(SqliteStore::open(&db).await?);
@@ -769,9 +777,9 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
             "skipped": false,
             "resumed_from_items": replayed,
             "batches": build.batches,
-            "items": build.items,
+            "documents": build.items,
             "sessions": build.sessions,
-            "documents": build.documents,
+            "notes": build.notes,
             "turns": build.turns,
             "claims": claims_now - existing,
             "chunks": chunks_now.saturating_sub(chunks_before),
@@ -853,8 +861,14 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
                                      "source": "VmHWM in /proc/self/status"}),
         _ => json!({"peak_rss_bytes": "unavailable"}),
     };
+    let host = json!({
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+    });
     let result = json!({
         "config": config,
+        "host": host,
         "corpus": corpus,
         "ingest": ingest,
         "latency": lat,
@@ -888,6 +902,13 @@ pub fn markdown(r: &Value) -> String {
         c["commit"].as_str().unwrap_or("?"),
         c["profile"].as_str().unwrap_or("?"),
     );
+    let h = &r["host"];
+    md.push_str(&format!(
+        "Host: {} CPUs, load average {} at the start, {} at the end.\n\n",
+        h["cpus"],
+        h["load_average_start"].as_str().unwrap_or("unavailable"),
+        h["load_average_end"].as_str().unwrap_or("unavailable"),
+    ));
     let s = &r["corpus"]["store"];
     md.push_str(&format!(
         "Store: {} documents, {} chunks, {} claims, {} entities, {} facts ({} relations).\n\n",
@@ -899,12 +920,12 @@ pub fn markdown(r: &Value) -> String {
     } else {
         let rates = &i["rates"];
         md.push_str(
-            "| items | turns | claims | ingest s | processing s | embedding s | claims/s | turns/s | turns/s excl. embedding | chunks/s | documents/s |\n\
+            "| documents | turns | claims | ingest s | processing s | embedding s | claims/s | turns/s | turns/s excl. embedding | chunks/s | documents/s |\n\
              |---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         md.push_str(&format!(
             "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} |\n\n",
-            i["items"],
+            i["documents"],
             i["turns"],
             i["claims"],
             f(&i["ingest_secs"]),

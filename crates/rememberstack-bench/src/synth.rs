@@ -265,8 +265,8 @@ pub struct Counts {
     pub sessions: usize,
     /// Conversation turns.
     pub turns: usize,
-    /// Documents.
-    pub documents: usize,
+    /// Notes (Markdown documents; each session is a document too).
+    pub notes: usize,
     /// Employer / city statements that agree with the current truth.
     pub relations: usize,
     /// Moves and job changes (a later statement replaces an earlier one).
@@ -284,7 +284,7 @@ pub struct Counts {
     /// Greetings and acknowledgements.
     pub filler: usize,
     /// Meeting-note lines without names.
-    pub notes: usize,
+    pub meeting_lines: usize,
 }
 
 /// A benchmark question about the cast and the name `resolve_entity` looks up.
@@ -604,8 +604,8 @@ impl Generator {
     // ------------------------------------------------------------ documents
 
     fn document(&mut self) -> Item {
-        self.counts.documents += 1;
-        let n = self.counts.documents;
+        self.counts.notes += 1;
+        let n = self.counts.notes;
         let now = self.clock;
         let (title, paragraphs) = match self.rng.below(100) {
             0..=34 => (format!("Directory update {n}"), self.directory()),
@@ -734,7 +734,7 @@ impl Generator {
     fn meeting(&mut self) -> Vec<String> {
         (0..self.paragraphs())
             .map(|_| {
-                self.counts.notes += 1;
+                self.counts.meeting_lines += 1;
                 self.rng.pick(MEETING_LINES).to_string()
             })
             .collect()
