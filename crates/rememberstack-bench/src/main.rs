@@ -5,9 +5,14 @@
 //! `locomo` scores turn-level evidence retrieval of the assured operations on
 //! LoCoMo-format data (`locomo10.json`, read from the given path — never copied
 //! into the repository).
+//!
+//! `scale` builds a store of about N claims from a deterministic synthetic corpus
+//! and measures ingest throughput, operation latency, peak memory and bytes on disk.
 
 mod baselines;
+mod scale;
 mod score;
+mod synth;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -37,6 +42,9 @@ struct Cli {
 enum Command {
     /// Turn-level evidence retrieval on LoCoMo-format conversations.
     Locomo(LocomoArgs),
+    /// Throughput, latency, memory and disk of a store of about N claims built from
+    /// a deterministic synthetic corpus.
+    Scale(ScaleArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -65,6 +73,32 @@ struct LocomoArgs {
     baselines_only: bool,
 }
 
+#[derive(clap::Args, Debug)]
+struct ScaleArgs {
+    /// Build until the namespace holds at least this many claims.
+    #[arg(long)]
+    claims: usize,
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
+    store: StoreArg,
+    /// Where to keep the embedded store (default: a temporary directory). A kept store
+    /// that already holds the claims is only measured; a smaller one is resumed.
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Timed queries per operation.
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
+    /// Untimed warm-up queries per operation, run first.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// The corpus and query seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where to write `scale.json` and `scale.md`.
+    #[arg(long)]
+    out: PathBuf,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 enum StoreArg {
     /// The embedded SQLite store.
@@ -89,6 +123,7 @@ const BASELINES: [&str; 3] = [
 async fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Locomo(a) => locomo(a).await,
+        Command::Scale(a) => scale::run(a).await.map(|_| ()),
     }
 }
 

@@ -1,0 +1,1129 @@
+//! `scale`: build a store of about N claims from the deterministic synthetic corpus
+//! (see [`crate::synth`]) with the configured pipeline, then measure it: ingest and
+//! processing throughput (embedding time apart), per-stage processing time, the
+//! latency of the four assured operations and `search`, peak memory and bytes on
+//! disk per claim.
+//!
+//! Items are generated and ingested in batches; after each batch the ledger is run
+//! until idle and the namespace's current claims are counted, until there are at
+//! least N. A sidecar file beside the database (`<db>.scale.json`) records the
+//! generator's parameters and how many items went in, so a kept store (`--db`) can
+//! be resumed or reused for a reads-only run.
+
+use crate::synth::{self, Generator, Item, Query};
+use crate::{ScaleArgs, StoreArg, commit};
+use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use rememberstack::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
+use rememberstack::{
+    ClaimsAndSourcesInput, CombinedContextInput, FactQuery, FactsContextInput, IngestOptions,
+    Memory, MemoryStore, SqliteStore, Stage, WorkStatus,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The namespace the corpus goes into.
+pub const NAMESPACE: &str = "scale";
+
+/// The lease owner of the bench's own drain loop.
+const OWNER: &str = "rememberstack-bench-scale";
+
+/// The measured operations, in the order they run for each query.
+pub const OPERATIONS: [&str; 5] = [
+    "resolve_entity",
+    "claims_and_sources_context",
+    "facts_context",
+    "combined_context",
+    "search",
+];
+
+/// Results `search` is asked for (the assured operations use their defaults).
+const SEARCH_K: usize = 10;
+
+// ---------------------------------------------------------------------------
+// Timing embedder
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Default)]
+struct Meter {
+    nanos: AtomicU64,
+    calls: AtomicU64,
+    texts: AtomicU64,
+}
+
+/// Time spent in one purpose's `embed` calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EmbedTotals {
+    /// Seconds inside `embed`.
+    pub secs: f64,
+    /// Calls.
+    pub calls: u64,
+    /// Texts embedded.
+    pub texts: u64,
+}
+
+/// An [`Embedder`] that forwards to another and sums the wall time of its `embed`
+/// calls per [`EmbedPurpose`].
+#[derive(Debug)]
+pub struct TimingEmbedder {
+    inner: Arc<dyn Embedder>,
+    document: Meter,
+    query: Meter,
+}
+
+impl TimingEmbedder {
+    /// Wrap `inner`.
+    pub fn new(inner: Arc<dyn Embedder>) -> Self {
+        TimingEmbedder {
+            inner,
+            document: Meter::default(),
+            query: Meter::default(),
+        }
+    }
+
+    fn meter(&self, purpose: EmbedPurpose) -> &Meter {
+        match purpose {
+            EmbedPurpose::Document => &self.document,
+            EmbedPurpose::Query => &self.query,
+        }
+    }
+
+    /// Totals so far for `purpose`.
+    pub fn totals(&self, purpose: EmbedPurpose) -> EmbedTotals {
+        let m = self.meter(purpose);
+        EmbedTotals {
+            secs: m.nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            calls: m.calls.load(Ordering::Relaxed),
+            texts: m.texts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Nanoseconds spent embedding queries so far.
+    pub fn query_nanos(&self) -> u64 {
+        self.query.nanos.load(Ordering::Relaxed)
+    }
+}
+
+#[async_trait]
+impl Embedder for TimingEmbedder {
+    fn identity(&self) -> &EmbedderIdentity {
+        self.inner.identity()
+    }
+
+    fn max_batch(&self) -> usize {
+        self.inner.max_batch()
+    }
+
+    async fn embed(
+        &self,
+        texts: &[String],
+        purpose: EmbedPurpose,
+    ) -> Result<Vec<Vec<f32>>, ProviderError> {
+        let started = Instant::now();
+        let out = self.inner.embed(texts, purpose).await;
+        let m = self.meter(purpose);
+        m.nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        m.calls.fetch_add(1, Ordering::Relaxed);
+        m.texts.fetch_add(texts.len() as u64, Ordering::Relaxed);
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------
+
+/// The nearest-rank `p`-th percentile (0–100) of `sorted` (ascending): the smallest
+/// sample with at least `p`% of the samples at or below it. `None` when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Latency statistics in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Timed runs.
+    pub runs: usize,
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Slowest.
+    pub max_ms: f64,
+}
+
+/// Statistics of samples in milliseconds (all zero when there are none).
+pub fn stats(samples_ms: &[f64]) -> Stats {
+    let mut s = samples_ms.to_vec();
+    s.sort_by(f64::total_cmp);
+    let p = |q| percentile(&s, q).unwrap_or(0.0);
+    Stats {
+        runs: s.len(),
+        p50_ms: p(50.0),
+        p95_ms: p(95.0),
+        p99_ms: p(99.0),
+        mean_ms: if s.is_empty() {
+            0.0
+        } else {
+            s.iter().sum::<f64>() / s.len() as f64
+        },
+        max_ms: s.last().copied().unwrap_or(0.0),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Store helpers
+// ---------------------------------------------------------------------------
+
+/// The current claims (testimony of current document versions) of the handle's
+/// namespace, counted by the store without loading a claim: the count the store
+/// keeps for claim-vector coverage (`claim_vector_coverage`, whose `chunks` field
+/// counts the current claims).
+pub async fn current_claims(memory: &Memory) -> Result<u64> {
+    let engine = memory.engine();
+    let Some(ns) = engine.store().namespace(memory.namespace()).await? else {
+        return Ok(0);
+    };
+    let generation = engine.component_version(Stage::EmbedClaims);
+    Ok(engine
+        .store()
+        .claim_vector_coverage(ns.id, &generation)
+        .await?
+        .chunks)
+}
+
+/// Work items that reached a final status (done, dead letter), per stage.
+async fn finished(store: &Arc<dyn MemoryStore>) -> Result<BTreeMap<&'static str, u64>> {
+    let mut out = BTreeMap::new();
+    for c in store.work_counts(None).await? {
+        if matches!(c.status, WorkStatus::Done | WorkStatus::DeadLetter) {
+            *out.entry(c.stage.as_str()).or_default() += c.count;
+        }
+    }
+    Ok(out)
+}
+
+/// Processing time of one stage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StageTime {
+    /// Seconds in batches of this stage.
+    pub secs: f64,
+    /// Batches.
+    pub batches: u64,
+    /// Work items finished.
+    pub items: u64,
+}
+
+/// What running the ledger until idle did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Processing {
+    /// Seconds inside the engine's batches.
+    pub busy_secs: f64,
+    /// Wall seconds, including the per-batch ledger counts that attribute a batch to
+    /// its stage and any backoff waits.
+    pub wall_secs: f64,
+    /// Work items completed.
+    pub completed: u64,
+    /// Attempts that failed and were retried.
+    pub retried: u64,
+    /// Items dead-lettered.
+    pub dead_lettered: u64,
+    /// Per stage (a batch holds one stage; a batch that finished nothing is
+    /// `unattributed`).
+    pub stages: BTreeMap<String, StageTime>,
+}
+
+impl Processing {
+    fn add(&mut self, other: &Processing) {
+        self.busy_secs += other.busy_secs;
+        self.wall_secs += other.wall_secs;
+        self.completed += other.completed;
+        self.retried += other.retried;
+        self.dead_lettered += other.dead_lettered;
+        for (k, v) in &other.stages {
+            let s = self.stages.entry(k.clone()).or_default();
+            s.secs += v.secs;
+            s.batches += v.batches;
+            s.items += v.items;
+        }
+    }
+}
+
+/// Run the ledger until nothing is left to do, as `Memory::process_until_idle`
+/// does, but one batch at a time so each batch's time is attributed to its stage.
+pub async fn process(memory: &Memory) -> Result<Processing> {
+    let engine = memory.engine();
+    let store = engine.store();
+    let started = Instant::now();
+    let mut out = Processing::default();
+    let mut before = finished(store).await?;
+    loop {
+        let t = Instant::now();
+        let (claimed, report) = engine.run_batch(OWNER).await?;
+        let busy = t.elapsed();
+        out.busy_secs += busy.as_secs_f64();
+        out.completed += report.completed;
+        out.retried += report.retried;
+        out.dead_lettered += report.dead_lettered;
+        if claimed == 0 {
+            let Some(next) = store.next_wakeup().await? else {
+                break;
+            };
+            let wait = (next - chrono::Utc::now())
+                .to_std()
+                .unwrap_or_default()
+                .min(Duration::from_secs(60));
+            tokio::time::sleep(wait.max(Duration::from_millis(20))).await;
+            continue;
+        }
+        let after = finished(store).await?;
+        let grown = after
+            .iter()
+            .map(|(stage, n)| (*stage, n - before.get(stage).copied().unwrap_or(0).min(*n)))
+            .max_by_key(|(_, d)| *d)
+            .filter(|(_, d)| *d > 0);
+        let (stage, items) = grown.unwrap_or(("unattributed", 0));
+        let s = out.stages.entry(stage.to_string()).or_default();
+        s.secs += busy.as_secs_f64();
+        s.batches += 1;
+        s.items += items;
+        before = after;
+    }
+    out.wall_secs = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM`), where the platform
+/// reports it (Linux).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The 1, 5 and 15-minute load averages (`/proc/loadavg`, Linux): figures taken on
+/// a busy machine are slower, and this says how busy it was.
+pub fn load_average() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
+fn file_size(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(p) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Sizes of the store's files.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DiskSizes {
+    /// The database file.
+    pub db_bytes: u64,
+    /// Its write-ahead log.
+    pub wal_bytes: u64,
+    /// Its shared-memory index.
+    pub shm_bytes: u64,
+    /// The blob directory (originals) beside it.
+    pub blob_bytes: u64,
+}
+
+impl DiskSizes {
+    fn of(db: &Path) -> Self {
+        DiskSizes {
+            db_bytes: file_size(db),
+            wal_bytes: file_size(&with_suffix(db, "-wal")),
+            shm_bytes: file_size(&with_suffix(db, "-shm")),
+            blob_bytes: dir_size(&with_suffix(db, ".blobs")),
+        }
+    }
+
+    fn database(&self) -> u64 {
+        self.db_bytes + self.wal_bytes + self.shm_bytes
+    }
+}
+
+/// Checkpoint and truncate the write-ahead log on a connection of our own, after
+/// the store has closed (the facade exposes no checkpoint; the store's last
+/// connection is a read-only one, which cannot checkpoint).
+async fn checkpoint(db: &Path) -> Result<()> {
+    use sqlx::ConnectOptions;
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .connect()
+        .await?;
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await?;
+    sqlx::Connection::close(conn).await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Sidecar
+// ---------------------------------------------------------------------------
+
+/// What a kept store was built from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sidecar {
+    /// The generator seed.
+    pub seed: u64,
+    /// The cast size.
+    pub people: usize,
+    /// The claim target the generator was made for (it sets the item spacing).
+    pub generator_claims_target: usize,
+    /// Items ingested so far, in generator order.
+    pub items: usize,
+}
+
+fn sidecar_path(db: &Path) -> PathBuf {
+    with_suffix(db, ".scale.json")
+}
+
+fn read_sidecar(db: &Path) -> Result<Option<Sidecar>> {
+    let p = sidecar_path(db);
+    match std::fs::read_to_string(&p) {
+        Ok(s) => Ok(Some(
+            serde_json::from_str(&s).with_context(|| format!("reading {}", p.display()))?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+    }
+}
+
+fn write_sidecar(db: &Path, s: &Sidecar) -> Result<()> {
+    let p = sidecar_path(db);
+    std::fs::write(&p, serde_json::to_string_pretty(s)?)
+        .with_context(|| format!("writing {}", p.display()))
+}
+
+// ---------------------------------------------------------------------------
+// Build
+// ---------------------------------------------------------------------------
+
+/// What building did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Build {
+    /// Batches (ingest, then process until idle, then count).
+    pub batches: usize,
+    /// Items ingested: documents, one per session or note.
+    pub items: usize,
+    /// Conversation sessions ingested.
+    pub sessions: usize,
+    /// Notes ingested.
+    pub notes: usize,
+    /// Conversation turns ingested.
+    pub turns: usize,
+    /// Seconds in the ingest calls.
+    pub ingest_secs: f64,
+    /// The ledger runs.
+    pub processing: Processing,
+}
+
+/// Ingest items from `generator` in batches, running the ledger until idle after
+/// each, until the namespace holds at least `target` current claims. `on_batch`
+/// sees the generator after each batch (to record progress).
+pub async fn build(
+    memory: &Memory,
+    generator: &mut Generator,
+    target: u64,
+    mut on_batch: impl FnMut(&Generator, u64) -> Result<()>,
+) -> Result<Build> {
+    let mut out = Build::default();
+    let start_claims = current_claims(memory).await?;
+    let mut claims = start_claims;
+    // Claims per batch: a tenth of the target, 100 to 5,000.
+    let batch_goal = (target / 10).clamp(100, 5000);
+    // Claims per item, refined after every batch.
+    let mut rate = 6.0f64;
+    while claims < target {
+        let goal = (target - claims).min(batch_goal);
+        let n = ((goal as f64 / rate).ceil() as usize).max(1);
+        for _ in 0..n {
+            let item = generator.next_item();
+            let t = Instant::now();
+            match item {
+                Item::Session {
+                    source_ref,
+                    conversation,
+                } => {
+                    out.sessions += 1;
+                    out.turns += conversation.messages.len();
+                    let mut options = IngestOptions::new(source_ref);
+                    options.source_time = conversation.session_time;
+                    memory.ingest_conversation(&conversation, options).await?;
+                }
+                Item::Document {
+                    source_ref,
+                    source_time,
+                    text,
+                } => {
+                    out.notes += 1;
+                    memory
+                        .ingest_text(
+                            text,
+                            IngestOptions::new(source_ref).source_time(source_time),
+                        )
+                        .await?;
+                }
+            }
+            out.ingest_secs += t.elapsed().as_secs_f64();
+        }
+        out.items += n;
+        out.batches += 1;
+        let p = process(memory).await?;
+        out.processing.add(&p);
+        let now = current_claims(memory).await?;
+        if now <= claims {
+            bail!(
+                "a batch of {n} items added no claims ({claims} in namespace `{}`): \
+                 the configured extractor yields nothing from the synthetic corpus",
+                memory.namespace()
+            );
+        }
+        claims = now;
+        rate = (claims - start_claims) as f64 / out.items as f64;
+        on_batch(generator, claims)?;
+        println!(
+            "batch {}: {n} items, {claims} claims, {:.1} s processing",
+            out.batches, p.busy_secs
+        );
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Latency
+// ---------------------------------------------------------------------------
+
+/// Run operation `op` for `q`.
+pub async fn run_operation(memory: &Memory, op: &str, q: &Query) -> Result<()> {
+    match op {
+        "resolve_entity" => {
+            memory.resolve_entity(&q.name, None).await?;
+        }
+        "claims_and_sources_context" => {
+            memory
+                .claims_and_sources_context(ClaimsAndSourcesInput {
+                    query: q.question.clone(),
+                    ..Default::default()
+                })
+                .await?;
+        }
+        "facts_context" => {
+            memory
+                .facts_context(FactsContextInput {
+                    query: q.question.clone(),
+                    ..Default::default()
+                })
+                .await?;
+        }
+        "combined_context" => {
+            memory
+                .combined_context(CombinedContextInput {
+                    query: q.question.clone(),
+                    entity_ids: None,
+                    temporal_scope: None,
+                })
+                .await?;
+        }
+        "search" => {
+            memory.search(&q.question, SEARCH_K).await?;
+        }
+        other => bail!("unknown operation `{other}`"),
+    }
+    Ok(())
+}
+
+/// One operation's latency: the whole call, the query embedding inside it, and the
+/// rest (retrieval).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OperationLatency {
+    /// The whole call.
+    #[serde(flatten)]
+    pub total: Stats,
+    /// Time in the embedder's `embed` with the query purpose during the call.
+    pub query_embedding: Stats,
+    /// The call minus its query embedding.
+    pub retrieval: Stats,
+}
+
+/// Run every query through every operation: `warmup` queries untimed first, then
+/// all of them timed.
+pub async fn latency(
+    memory: &Memory,
+    timed: &TimingEmbedder,
+    queries: &[Query],
+    warmup: usize,
+) -> Result<BTreeMap<String, OperationLatency>> {
+    for q in queries.iter().take(warmup) {
+        for op in OPERATIONS {
+            run_operation(memory, op, q).await?;
+        }
+    }
+    let mut samples: BTreeMap<&str, [Vec<f64>; 3]> = BTreeMap::new();
+    for q in queries {
+        for op in OPERATIONS {
+            let e0 = timed.query_nanos();
+            let t = Instant::now();
+            run_operation(memory, op, q)
+                .await
+                .with_context(|| format!("{op} for `{}`", q.question))?;
+            let total = t.elapsed().as_secs_f64() * 1e3;
+            let embed = (timed.query_nanos() - e0) as f64 / 1e6;
+            let s = samples.entry(op).or_default();
+            s[0].push(total);
+            s[1].push(embed);
+            s[2].push((total - embed).max(0.0));
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|(op, [t, e, r])| {
+            (
+                op.to_string(),
+                OperationLatency {
+                    total: stats(&t),
+                    query_embedding: stats(&e),
+                    retrieval: stats(&r),
+                },
+            )
+        })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------
+
+fn per_sec(n: f64, secs: f64) -> f64 {
+    if secs > 0.0 { n / secs } else { 0.0 }
+}
+
+/// `rememberstack-bench scale`.
+pub async fn run(a: ScaleArgs) -> Result<Value> {
+    if a.store == StoreArg::Postgres {
+        bail!("the PostgreSQL store is not built yet: use --store sqlite");
+    }
+    if a.claims == 0 {
+        bail!("--claims must be at least 1");
+    }
+    if a.queries == 0 {
+        bail!("--queries must be at least 1");
+    }
+    let load_start = load_average();
+    let tmp = tempfile::tempdir()?;
+    let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
+    let store = Arc::new(SqliteStore::open(&db).await?);
+    // The configured embedder, then the same memory with it wrapped in the timer.
+    let configured = Memory::builder()
+        .store(store.clone())
+        .namespace(NAMESPACE)
+        .open()
+        .await?;
+    let timed = Arc::new(TimingEmbedder::new(configured.engine().embedder().clone()));
+    drop(configured);
+    let memory = Memory::builder()
+        .store(store.clone())
+        .embedder(timed.clone())
+        .namespace(NAMESPACE)
+        .open()
+        .await?;
+    let engine = memory.engine();
+    let status = memory.status().await?;
+    let target = a.claims as u64;
+    let existing = current_claims(&memory).await?;
+    let sidecar = read_sidecar(&db)?;
+
+    // The generator: resumed from the sidecar of a kept store, else fresh.
+    let (mut generator, replayed, corpus_known) = match &sidecar {
+        Some(s) if existing > 0 => {
+            if s.seed != a.seed && existing < target {
+                bail!(
+                    "the store at {} was built with --seed {}; resume it with that seed or \
+                     use a fresh --db",
+                    db.display(),
+                    s.seed
+                );
+            }
+            let mut g = Generator::new(s.seed, s.people, s.generator_claims_target);
+            for _ in 0..s.items {
+                g.next_item();
+            }
+            (g, s.items, true)
+        }
+        None if existing > 0 && existing < target => bail!(
+            "the store at {} holds {existing} claims in namespace `{NAMESPACE}` (fewer than \
+             --claims {target}) but no {}: it cannot be resumed; use a fresh --db",
+            db.display(),
+            sidecar_path(&db).display()
+        ),
+        _ => (
+            Generator::new(a.seed, synth::cast_size(a.claims), a.claims),
+            0,
+            existing == 0,
+        ),
+    };
+    let seed = sidecar
+        .as_ref()
+        .filter(|_| existing > 0)
+        .map_or(a.seed, |s| s.seed);
+    let config = json!({
+        "store": status.store,
+        "embedder": status.embedder,
+        "extractor": engine.component_version(Stage::Extract),
+        "normalizer": engine.component_version(Stage::Normalize),
+        "adjudicator": engine.component_version(Stage::Adjudicate),
+        "commit": commit(),
+        "seed": seed,
+        "claims_target": a.claims,
+        "people": generator.people().len(),
+        "queries": a.queries,
+        "warmup_queries": a.warmup.min(a.queries),
+        "namespace": NAMESPACE,
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "db": a.db.as_ref().map(|p| p.display().to_string()),
+    });
+    println!("configuration: {config}");
+
+    let chunks_before = status.semantic.chunks;
+    let ingest = if existing >= target {
+        println!(
+            "the store already holds {existing} claims (at least --claims {target}) in \
+             namespace `{NAMESPACE}`: ingest skipped, measuring reads only"
+        );
+        json!({"skipped": true, "existing_claims": existing})
+    } else {
+        let params = Sidecar {
+            seed,
+            people: generator.people().len(),
+            generator_claims_target: sidecar
+                .as_ref()
+                .filter(|_| existing > 0)
+                .map_or(a.claims, |s| s.generator_claims_target),
+            items: replayed,
+        };
+        let build = build(&memory, &mut generator, target, |g, _| {
+            write_sidecar(
+                &db,
+                &Sidecar {
+                    items: g.counts().items,
+                    ..params.clone()
+                },
+            )
+        })
+        .await?;
+        let claims_now = current_claims(&memory).await?;
+        let chunks_now = memory.status().await?.semantic.chunks;
+        let embed = timed.totals(EmbedPurpose::Document);
+        let p = &build.processing;
+        let build_secs = build.ingest_secs + p.busy_secs;
+        let new_claims = (claims_now - existing) as f64;
+        let new_chunks = chunks_now.saturating_sub(chunks_before) as f64;
+        let stage_shares: BTreeMap<&str, Value> = p
+            .stages
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    json!({
+                        "secs": v.secs,
+                        "share": per_sec(v.secs, p.busy_secs),
+                        "batches": v.batches,
+                        "items": v.items,
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "skipped": false,
+            "resumed_from_items": replayed,
+            "batches": build.batches,
+            "documents": build.items,
+            "sessions": build.sessions,
+            "notes": build.notes,
+            "turns": build.turns,
+            "claims": claims_now - existing,
+            "chunks": chunks_now.saturating_sub(chunks_before),
+            "ingest_secs": build.ingest_secs,
+            "process_secs": p.busy_secs,
+            "process_wall_secs": p.wall_secs,
+            "build_secs": build_secs,
+            "embedding": {"document": embed},
+            "work": {
+                "completed": p.completed,
+                "retried": p.retried,
+                "dead_lettered": p.dead_lettered,
+            },
+            "stages": stage_shares,
+            "rates": {
+                "documents_per_sec": per_sec(build.items as f64, build_secs),
+                "chunks_per_sec": per_sec(new_chunks, build_secs),
+                "claims_per_sec": per_sec(new_claims, build_secs),
+                "turns_per_sec": per_sec(build.turns as f64, build_secs),
+                "turns_per_sec_excluding_embedding":
+                    per_sec(build.turns as f64, build_secs - embed.secs),
+                "claims_per_sec_excluding_embedding":
+                    per_sec(new_claims, build_secs - embed.secs),
+            },
+        })
+    };
+    let peak_after_build = peak_rss_bytes();
+
+    // What the store holds.
+    let status = memory.status().await?;
+    let claims = current_claims(&memory).await?;
+    let entities = memory.entities(false, u32::MAX).await?.len();
+    let facts = memory
+        .facts(&FactQuery {
+            limit: u32::MAX,
+            ..Default::default()
+        })
+        .await?;
+    let relations = facts.iter().filter(|f| f.predicate.is_some()).count();
+    let mut corpus = if corpus_known {
+        serde_json::to_value(generator.counts())?
+    } else {
+        json!({"generated": "unknown: the store was built without a sidecar"})
+    };
+    corpus["store"] = json!({
+        "documents": status.documents,
+        "chunks": status.semantic.chunks,
+        "claims": claims,
+        "entities": entities,
+        "facts": facts.len(),
+        "relation_facts": relations,
+        "observation_facts": facts.len() - relations,
+    });
+
+    // Latency.
+    let queries = generator.queries(a.queries, seed);
+    let lat = latency(&memory, &timed, &queries, a.warmup).await?;
+    let peak = peak_rss_bytes();
+
+    // Disk: as the store left it, then closed and checkpointed.
+    let open_sizes = DiskSizes::of(&db);
+    drop(memory);
+    store.close().await;
+    checkpoint(&db).await?;
+    let closed = DiskSizes::of(&db);
+    let per_claim = |n: u64| per_sec(n as f64, claims as f64);
+    let disk = json!({
+        "claims": claims,
+        "open": open_sizes,
+        "checkpointed": closed,
+        "bytes_per_claim": per_claim(closed.database()),
+        "bytes_per_claim_with_blobs": per_claim(closed.database() + closed.blob_bytes),
+        "bytes_per_claim_before_checkpoint": per_claim(open_sizes.database()),
+        "note": "database = file + -wal + -shm; checkpointed = after the store closed and \
+                 PRAGMA wal_checkpoint(TRUNCATE) on a connection of the bench's own",
+    });
+    let memory_json = match (peak_after_build, peak) {
+        (Some(b), Some(p)) => json!({"peak_rss_bytes_after_build": b, "peak_rss_bytes": p,
+                                     "source": "VmHWM in /proc/self/status"}),
+        _ => json!({"peak_rss_bytes": "unavailable"}),
+    };
+    let host = json!({
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+    });
+    let result = json!({
+        "config": config,
+        "host": host,
+        "corpus": corpus,
+        "ingest": ingest,
+        "latency": lat,
+        "memory": memory_json,
+        "disk": disk,
+    });
+    std::fs::create_dir_all(&a.out)?;
+    let json_path = a.out.join("scale.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&result)?)?;
+    let md = markdown(&result);
+    std::fs::write(a.out.join("scale.md"), &md)?;
+    println!("{md}");
+    println!("results in {}", json_path.display());
+    Ok(result)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+/// The Markdown report of a `scale.json` value.
+pub fn markdown(r: &Value) -> String {
+    let c = &r["config"];
+    let mut md = format!(
+        "Scale run: {} claims target, seed {}, {} store, embedder {}, extractor {}, commit {}, {} build.\n\n",
+        c["claims_target"],
+        c["seed"],
+        c["store"].as_str().unwrap_or("?"),
+        c["embedder"].as_str().unwrap_or("?"),
+        c["extractor"].as_str().unwrap_or("?"),
+        c["commit"].as_str().unwrap_or("?"),
+        c["profile"].as_str().unwrap_or("?"),
+    );
+    let h = &r["host"];
+    md.push_str(&format!(
+        "Host: {} CPUs, load average {} at the start, {} at the end.\n\n",
+        h["cpus"],
+        h["load_average_start"].as_str().unwrap_or("unavailable"),
+        h["load_average_end"].as_str().unwrap_or("unavailable"),
+    ));
+    let s = &r["corpus"]["store"];
+    md.push_str(&format!(
+        "Store: {} documents, {} chunks, {} claims, {} entities, {} facts ({} relations).\n\n",
+        s["documents"], s["chunks"], s["claims"], s["entities"], s["facts"], s["relation_facts"]
+    ));
+    let i = &r["ingest"];
+    if i["skipped"].as_bool() == Some(true) {
+        md.push_str("Ingest skipped: the store already held the target claim count.\n\n");
+    } else {
+        let rates = &i["rates"];
+        md.push_str(
+            "| documents | turns | claims | ingest s | processing s | embedding s | claims/s | turns/s | turns/s excl. embedding | chunks/s | documents/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        md.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} |\n\n",
+            i["documents"],
+            i["turns"],
+            i["claims"],
+            f(&i["ingest_secs"]),
+            f(&i["process_secs"]),
+            f(&i["embedding"]["document"]["secs"]),
+            f(&rates["claims_per_sec"]),
+            f(&rates["turns_per_sec"]),
+            f(&rates["turns_per_sec_excluding_embedding"]),
+            f(&rates["chunks_per_sec"]),
+            f(&rates["documents_per_sec"]),
+        ));
+        if let Some(stages) = i["stages"].as_object() {
+            md.push_str("| stage | seconds | share | batches | items |\n|---|---|---|---|---|\n");
+            for (k, v) in stages {
+                md.push_str(&format!(
+                    "| {k} | {:.1} | {:.1}% | {} | {} |\n",
+                    f(&v["secs"]),
+                    100.0 * f(&v["share"]),
+                    v["batches"],
+                    v["items"]
+                ));
+            }
+            md.push('\n');
+        }
+    }
+    md.push_str(
+        "| operation | runs | p50 ms | p95 ms | p99 ms | mean ms | query embedding mean ms | retrieval p50 ms | retrieval p95 ms |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for op in OPERATIONS {
+        let l = &r["latency"][op];
+        md.push_str(&format!(
+            "| {op} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} |\n",
+            l["runs"],
+            f(&l["p50_ms"]),
+            f(&l["p95_ms"]),
+            f(&l["p99_ms"]),
+            f(&l["mean_ms"]),
+            f(&l["query_embedding"]["mean_ms"]),
+            f(&l["retrieval"]["p50_ms"]),
+            f(&l["retrieval"]["p95_ms"]),
+        ));
+    }
+    let m = &r["memory"];
+    let d = &r["disk"];
+    let peak = match m["peak_rss_bytes"].as_u64() {
+        Some(b) => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
+        None => "unavailable".to_string(),
+    };
+    md.push_str(&format!(
+        "\nPeak memory (VmHWM): {peak}. Disk: {:.0} bytes per claim (database, checkpointed), \
+         {:.0} with the blob directory.\n",
+        f(&d["bytes_per_claim"]),
+        f(&d["bytes_per_claim_with_blobs"]),
+    ));
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let s: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&s, 50.0), Some(50.0));
+        assert_eq!(percentile(&s, 95.0), Some(95.0));
+        assert_eq!(percentile(&s, 99.0), Some(99.0));
+        assert_eq!(percentile(&s, 100.0), Some(100.0));
+        assert_eq!(percentile(&s, 0.0), Some(1.0));
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        // Ten samples: p95 and p99 are the largest; p50 the fifth.
+        let s: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(percentile(&s, 50.0), Some(5.0));
+        assert_eq!(percentile(&s, 95.0), Some(10.0));
+        let st = stats(&[3.0, 1.0, 2.0, 4.0]);
+        assert_eq!(
+            (st.runs, st.p50_ms, st.p99_ms, st.mean_ms, st.max_ms),
+            (4, 2.0, 4.0, 2.5, 4.0)
+        );
+        assert_eq!(stats(&[]).runs, 0);
+    }
+
+    #[test]
+    fn peak_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(peak_rss_bytes().is_some_and(|b| b > 0));
+        }
+    }
+
+    fn args(dir: &Path, claims: usize) -> ScaleArgs {
+        ScaleArgs {
+            claims,
+            store: StoreArg::Sqlite,
+            db: Some(dir.join("memory.db")),
+            queries: 6,
+            warmup: 2,
+            seed: 11,
+            out: dir.join("out"),
+        }
+    }
+
+    #[tokio::test]
+    async fn postgres_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args(dir.path(), 10);
+        a.store = StoreArg::Postgres;
+        let err = run(a).await.unwrap_err();
+        assert!(err.to_string().contains("not built yet"), "{err}");
+    }
+
+    /// The whole command on a few hundred claims: the offline pipeline yields claims
+    /// and facts in the generated shapes, the count is honest, every operation is
+    /// timed, and a second run over the kept store only measures reads.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn scale_builds_measures_and_reuses_a_kept_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run(args(dir.path(), 300)).await.unwrap();
+        let claims = r["corpus"]["store"]["claims"].as_u64().unwrap();
+        assert!(claims >= 300, "{claims}");
+        assert_eq!(r["ingest"]["skipped"], false);
+        assert!(
+            r["ingest"]["embedding"]["document"]["calls"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        assert!(r["ingest"]["turns"].as_u64().unwrap() > 0);
+        assert_eq!(r["ingest"]["work"]["dead_lettered"], 0);
+        assert!(
+            r["ingest"]["stages"]["e2.extract"]["secs"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+        for op in OPERATIONS {
+            assert_eq!(r["latency"][op]["runs"], 6, "{op}");
+            assert!(r["latency"][op]["p50_ms"].as_f64().unwrap() > 0.0, "{op}");
+        }
+        assert!(
+            r["latency"]["search"]["query_embedding"]["mean_ms"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+        assert!(r["disk"]["bytes_per_claim"].as_f64().unwrap() > 0.0);
+        let out = dir.path().join("out");
+        assert!(out.join("scale.md").exists());
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("scale.json")).unwrap())
+                .unwrap();
+        assert_eq!(written["config"]["claims_target"], 300);
+
+        // The counted claims are the claims, and the facts have the generated shapes.
+        let memory = Memory::builder()
+            .path(dir.path().join("memory.db"))
+            .namespace(NAMESPACE)
+            .open()
+            .await
+            .unwrap();
+        let listed = memory.claims(None, false).await.unwrap();
+        assert_eq!(current_claims(&memory).await.unwrap(), listed.len() as u64);
+        assert_eq!(listed.len() as u64, claims);
+        let texts: Vec<&str> = listed.iter().map(|c| c.text.as_str()).collect();
+        for shape in [" works at ", " lives in ", " moved to ", " joined "] {
+            assert!(
+                texts.iter().any(|t| t.contains(shape)),
+                "no claim with `{shape}`"
+            );
+        }
+        // First-person turns rewritten onto the speaker.
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains(" is working at ") || t.contains(" is living in ")),
+            "no rewritten first-person claim"
+        );
+        let facts = memory
+            .facts(&FactQuery {
+                limit: u32::MAX,
+                history: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        for p in ["works_for", "located_in"] {
+            assert!(
+                facts.iter().any(|f| f.predicate.as_deref() == Some(p)),
+                "no {p} fact"
+            );
+        }
+        drop(memory);
+
+        // Again over the kept store: reads only, the same questions.
+        let again = run(args(dir.path(), 300)).await.unwrap();
+        assert_eq!(again["ingest"]["skipped"], true);
+        assert_eq!(again["corpus"]["store"]["claims"], claims);
+        assert_eq!(again["corpus"]["items"], r["corpus"]["items"]);
+    }
+}
