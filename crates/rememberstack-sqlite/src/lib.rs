@@ -116,6 +116,9 @@ async fn upgrade_fts_tokenizers(write: &sqlx::SqlitePool) -> Result<()> {
     Ok(())
 }
 
+/// How long a reader connection lives before the pool replaces it.
+const READER_LIFETIME: Duration = Duration::from_secs(60);
+
 fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
@@ -156,6 +159,10 @@ impl SqliteStore {
             .map_err(db_err)?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
+            // A connection plans with the statistics it loaded when it opened: readers
+            // are replaced every minute, so plans follow the refreshed statistics of a
+            // growing store instead of those of its first, tiny tables.
+            .max_lifetime(READER_LIFETIME)
             // Readers map the file instead of copying pages through read(2). The
             // writer does not: a growing file would be remapped again and again.
             .connect_with(opts.read_only(true).pragma("mmap_size", "268435456"))
@@ -182,7 +189,15 @@ impl SqliteStore {
             + claimed as u64;
         if n >= OPTIMIZE_EVERY_CLAIMS || (claimed == 0 && n > 0) {
             self.claims_since_optimize.store(0, Ordering::Relaxed);
-            sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize;")
+            // While work lands, `optimize` re-analyzes only tables that grew tenfold;
+            // when the ledger runs dry, every index is sampled again (bounded by
+            // `analysis_limit`), so the statistics describe the store as it is.
+            let sql = if claimed == 0 {
+                "PRAGMA analysis_limit = 1000; ANALYZE;"
+            } else {
+                "PRAGMA analysis_limit = 1000; PRAGMA optimize;"
+            };
+            sqlx::raw_sql(sql)
                 .execute(&self.write)
                 .await
                 .map_err(db_err)?;
