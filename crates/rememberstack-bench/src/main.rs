@@ -121,6 +121,15 @@ const BASELINES: [&str; 3] = [
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // REMEMBERSTACK_LOG=rememberstack::work=debug prints each work batch's time,
+    // sqlx=debug every statement with its time (on stderr).
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("REMEMBERSTACK_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     match Cli::parse().command {
         Command::Locomo(a) => locomo(a).await,
         Command::Scale(a) => scale::run(a).await.map(|_| ()),

@@ -221,13 +221,19 @@ impl SqliteStore {
     pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
         let ns = q.namespace_id.to_string();
         let mut result = BlockingResult::default();
-        let tiers: [(&str, &[String], BlockingTier); 3] = [
-            ("lemma", std::slice::from_ref(&q.lemma), BlockingTier::T0),
-            ("tri", &q.trigrams, BlockingTier::T1),
-            ("dm", &q.phonetic, BlockingTier::T2),
-        ];
-        for (kind, keys, via) in tiers {
-            let (hits, truncated) = self.block_tier(&ns, kind, keys, q.limit, via).await?;
+        // The three tiers read independently, on separate reader connections.
+        let tiers = tokio::try_join!(
+            self.block_tier(
+                &ns,
+                "lemma",
+                std::slice::from_ref(&q.lemma),
+                q.limit,
+                BlockingTier::T0
+            ),
+            self.block_tier(&ns, "tri", &q.trigrams, q.limit, BlockingTier::T1),
+            self.block_tier(&ns, "dm", &q.phonetic, q.limit, BlockingTier::T2),
+        )?;
+        for (hits, truncated) in [tiers.0, tiers.1, tiers.2] {
             result.hits.extend(hits);
             result.truncated |= truncated;
         }

@@ -796,16 +796,31 @@ impl Engine {
         let doc = claim.document_id;
         let lock = self.locks.get(format!("lemma:{ns}:{name_lemma}"));
         for attempt in 0..self.config.facts.resolve_retries.max(1) {
+            // The lemma's lock is taken first: a decision that needs no provider call
+            // (the offline resolver, or nothing to compare with) is made under it on
+            // one snapshot. A decision that calls a model releases it for the call,
+            // then re-takes it and commits only if the snapshot is unchanged.
+            let early = lock.lock().await;
             let snap = self.snapshot(ns, doc, name, &name_lemma).await?;
-            let verdict = self
-                .decide(item, claim, (ordinal, attempt), (name, &name_lemma), &snap)
-                .await?;
-            let _guard = lock.lock().await;
-            let fresh = self.snapshot(ns, doc, name, &name_lemma).await?;
-            if fresh.fingerprint != snap.fingerprint {
-                tracing::info!(claim = %claim.claim_id, ordinal, attempt, "resolution snapshot changed during the decision: discarded and retried");
-                continue;
-            }
+            let offline = self.fact_models().resolver.is_none() || snap.candidates.is_empty();
+            let (verdict, _guard) = if offline {
+                let verdict = self
+                    .decide(item, claim, (ordinal, attempt), (name, &name_lemma), &snap)
+                    .await?;
+                (verdict, early)
+            } else {
+                drop(early);
+                let verdict = self
+                    .decide(item, claim, (ordinal, attempt), (name, &name_lemma), &snap)
+                    .await?;
+                let guard = lock.lock().await;
+                let fresh = self.snapshot(ns, doc, name, &name_lemma).await?;
+                if fresh.fingerprint != snap.fingerprint {
+                    tracing::info!(claim = %claim.claim_id, ordinal, attempt, "resolution snapshot changed during the decision: discarded and retried");
+                    continue;
+                }
+                (verdict, guard)
+            };
             let (entity_id, mint) = match verdict.entity {
                 Some(id) => (id, None),
                 None => (
