@@ -111,8 +111,11 @@ async fn batches_and_padding_do_not_change_vectors() {
     let long = "The quarterly revenue report was delayed because the finance team \
                 found an error in the spreadsheet that tracks subscriptions. "
         .repeat(8);
+    // Far past the 256-token limit: truncated, not refused.
+    let very_long = "Alice moved to Berlin in 2021 and works as a nurse. ".repeat(60);
     let texts = [
         "cat",
+        very_long.as_str(),
         long.as_str(),
         "A kitten sleeps on the warm windowsill.",
         "",
@@ -123,6 +126,15 @@ async fn batches_and_padding_do_not_change_vectors() {
         let alone = embed(&e, &[text]).await;
         assert_close(&alone[0], in_batch, 1e-5, text);
     }
+    // Truncation keeps the first tokens: a text past the limit embeds like a longer one
+    // with the same start.
+    let longer = format!("{very_long} And then something else entirely happened.");
+    assert_close(
+        &embed(&e, &[&longer]).await[0],
+        &batch[1],
+        1e-5,
+        "truncated",
+    );
     // More texts than one forward pass carries: split, same vectors, same order.
     let many: Vec<&str> = texts
         .iter()
