@@ -18,8 +18,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use rememberstack::embed::EmbedPurpose;
 use rememberstack::{
-    ClaimsAndSourcesInput, CombinedContextInput, Conversation, EvidenceResult, FactResult,
-    FactsContextInput, IngestOptions, Memory, Message, Stage,
+    ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation, EmbedderConfig,
+    EvidenceResult, FactResult, FactsContextInput, IngestOptions, Memory, Message, Stage,
 };
 use score::{QuestionScore, Summary, Touched, summarize};
 use serde_json::{Value, json};
@@ -71,6 +71,23 @@ struct LocomoArgs {
     /// quickly.
     #[arg(long)]
     baselines_only: bool,
+    /// The embedder of RememberStack and of the dense baseline (default: the
+    /// configured one — `REMEMBERSTACK_CONFIG`, `REMEMBERSTACK_EMBEDDER` — else
+    /// hashing). `local` needs a build with the `local-embedder` feature.
+    #[arg(long, value_enum)]
+    embedder: Option<EmbedderArg>,
+    /// The local model directory (config.json, tokenizer.json, model.safetensors) for
+    /// `--embedder local`.
+    #[arg(long, env = "REMEMBERSTACK_EMBEDDER_MODEL_DIR")]
+    model_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum EmbedderArg {
+    /// The deterministic hashing embedder (256 dimensions).
+    Hashing,
+    /// A sentence-embedding model run in-process from `--model-dir`.
+    Local,
 }
 
 #[derive(clap::Args, Debug)]
@@ -237,6 +254,30 @@ fn commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The configuration with the embedder `--embedder` and `--model-dir` ask for.
+fn bench_config(a: &LocomoArgs) -> Result<Config> {
+    let mut config = Config::load(None)?;
+    match a.embedder {
+        None => {}
+        Some(EmbedderArg::Hashing) => config.embedder = EmbedderConfig::default(),
+        Some(EmbedderArg::Local) => {
+            if !cfg!(feature = "local-embedder") {
+                bail!(
+                    "--embedder local: this rememberstack-bench was built without the \
+                     `local-embedder` feature; run it with \
+                     `cargo run --release -p rememberstack-bench --features local-embedder -- \
+                     locomo --embedder local --model-dir DIR ...`"
+                );
+            }
+            let model_dir = a.model_dir.clone().context(
+                "--embedder local needs --model-dir DIR (or REMEMBERSTACK_EMBEDDER_MODEL_DIR)",
+            )?;
+            config.embedder = EmbedderConfig::Local { model_dir };
+        }
+    }
+    Ok(config)
+}
+
 async fn locomo(a: LocomoArgs) -> Result<()> {
     if a.store == StoreArg::Postgres {
         bail!("the PostgreSQL store is not built yet: use --store sqlite");
@@ -262,7 +303,12 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
     }
     let tmp = tempfile::tempdir()?;
     let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
-    let memory = Memory::open(&db).await?;
+    // The embedder is built once, here, and the dense baseline uses the same one.
+    let memory = Memory::builder()
+        .path(&db)
+        .config(bench_config(&a)?)
+        .open()
+        .await?;
     let status = memory.status().await?;
     let config = json!({
         "store": status.store,
@@ -543,8 +589,48 @@ mod tests {
                 k: 10,
                 out: dir.path().join("out"),
                 baselines_only: false,
+                embedder: None,
+                model_dir: None,
             }))
             .unwrap_err();
         assert!(err.to_string().contains("not a JSON list"), "{err}");
+    }
+
+    fn args(embedder: Option<EmbedderArg>, model_dir: Option<&str>) -> LocomoArgs {
+        LocomoArgs {
+            data: PathBuf::from("unused.json"),
+            conversations: vec![],
+            store: StoreArg::Sqlite,
+            db: None,
+            k: 10,
+            out: PathBuf::from("unused"),
+            baselines_only: false,
+            embedder,
+            model_dir: model_dir.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn the_embedder_flag_chooses_the_embedder() {
+        let c = bench_config(&args(Some(EmbedderArg::Hashing), None)).unwrap();
+        assert_eq!(c.embedder, EmbedderConfig::default());
+        let err = bench_config(&args(Some(EmbedderArg::Local), None))
+            .unwrap_err()
+            .to_string();
+        if cfg!(feature = "local-embedder") {
+            assert!(err.contains("needs --model-dir"), "{err}");
+            let c = bench_config(&args(Some(EmbedderArg::Local), Some("/m"))).unwrap();
+            assert_eq!(
+                c.embedder,
+                EmbedderConfig::Local {
+                    model_dir: PathBuf::from("/m")
+                }
+            );
+        } else {
+            assert!(
+                err.contains("without the `local-embedder` feature"),
+                "{err}"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The serializable embedding-provider choice and the factory that builds it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// {"provider": "hashing", "dimension": 256}
 /// {"provider": "openai", "base_url": "https://api.openai.com/v1",
 ///  "model": "text-embedding-3-small", "dimension": 1536}
+/// {"provider": "local", "model_dir": "/models/all-MiniLM-L6-v2"}
 /// ```
 ///
 /// It never holds a secret: the API key is read from the environment variable
@@ -52,7 +54,21 @@ pub enum EmbedderConfig {
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
+    /// A sentence-embedding model in a local directory, run on the CPU
+    /// (`LocalEmbedder`). Always parses; building it needs a build with the
+    /// `local-embedder` feature.
+    Local {
+        /// The directory holding `config.json`, `tokenizer.json` and
+        /// `model.safetensors`.
+        model_dir: PathBuf,
+    },
 }
+
+/// What [`build_embedder`] says for [`EmbedderConfig::Local`] in a build without the
+/// `local-embedder` feature.
+#[cfg(not(feature = "local-embedder"))]
+const NO_LOCAL_EMBEDDER: &str =
+    "this build has no local embedder: rebuild with the `local-embedder` feature";
 
 fn default_hashing_dimension() -> usize {
     DEFAULT_HASHING_DIMENSION
@@ -74,6 +90,10 @@ impl Default for EmbedderConfig {
 /// variable means no key. Fails with [`ProviderError::Config`] on an invalid
 /// configuration (zero dimension, bad URL, empty model, a key variable that is not
 /// valid Unicode).
+///
+/// [`EmbedderConfig::Local`] loads the model from disk (blocking; about a second for
+/// all-MiniLM-L6-v2) and fails with [`ProviderError::Config`] when a file is missing
+/// or invalid, or when this build lacks the `local-embedder` feature.
 pub fn build_embedder(config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, ProviderError> {
     build_embedder_with_env(config, |name| std::env::var(name))
 }
@@ -109,6 +129,12 @@ pub(crate) fn build_embedder_with_env(
             }
             Ok(Arc::new(OpenAiEmbedder::new(openai)?))
         }
+        #[cfg(feature = "local-embedder")]
+        EmbedderConfig::Local { model_dir } => {
+            Ok(Arc::new(crate::local::LocalEmbedder::load(model_dir)?))
+        }
+        #[cfg(not(feature = "local-embedder"))]
+        EmbedderConfig::Local { .. } => Err(ProviderError::Config(NO_LOCAL_EMBEDDER.to_owned())),
     }
 }
 
@@ -191,6 +217,31 @@ mod tests {
             serde_json::json!({"provider": "hashing", "dimension": 256})
         );
         assert!(serde_json::from_str::<EmbedderConfig>(r#"{"provider":"nope"}"#).is_err());
+
+        let local = EmbedderConfig::Local {
+            model_dir: PathBuf::from("/models/all-MiniLM-L6-v2"),
+        };
+        let c: EmbedderConfig =
+            serde_json::from_str(r#"{"provider":"local","model_dir":"/models/all-MiniLM-L6-v2"}"#)
+                .unwrap();
+        assert_eq!(c, local);
+        assert_eq!(
+            serde_json::to_value(&local).unwrap(),
+            serde_json::json!({"provider": "local", "model_dir": "/models/all-MiniLM-L6-v2"})
+        );
+        assert!(serde_json::from_str::<EmbedderConfig>(r#"{"provider":"local"}"#).is_err());
+    }
+
+    #[cfg(not(feature = "local-embedder"))]
+    #[test]
+    fn local_without_the_feature_is_a_config_error() {
+        let c = EmbedderConfig::Local {
+            model_dir: PathBuf::from("/models/all-MiniLM-L6-v2"),
+        };
+        match build_embedder(&c) {
+            Err(ProviderError::Config(m)) => assert_eq!(m, NO_LOCAL_EMBEDDER),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! Not for direct use: depend on `rememberstack`.
 //!
-//! Both embedders implement [`rememberstack_core::embed::Embedder`]:
+//! The embedders implement [`rememberstack_core::embed::Embedder`]:
 //!
 //! * [`HashingEmbedder`] — deterministic feature hashing of words and character
 //!   trigrams. No network, no model, identical vectors on every machine. It is the
@@ -12,6 +12,10 @@
 //! * [`OpenAiEmbedder`] — a client for any `/embeddings` endpoint that speaks the
 //!   OpenAI wire format (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server), with
 //!   batching, `Retry-After`-aware backoff and strict answer validation.
+//! * `LocalEmbedder` (feature `local-embedder`) — a sentence-embedding model such as
+//!   all-MiniLM-L6-v2 run in-process on the CPU (candle), loaded from a local
+//!   directory; no network. Without the feature, [`EmbedderConfig::Local`] still
+//!   parses, and [`build_embedder`] refuses it with a configuration error.
 //!
 //! [`EmbedderConfig`] is the serializable provider choice the facade reads from its
 //! configuration, and [`build_embedder`] turns it into a shared embedder.
@@ -35,6 +39,8 @@ mod chat_config;
 mod config;
 mod hashing;
 mod http;
+#[cfg(feature = "local-embedder")]
+mod local;
 mod openai;
 mod scripted;
 
@@ -42,5 +48,7 @@ pub use chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode, is_strict_mode_ref
 pub use chat_config::{ChatConfig, ChatSeats, build_chat_models};
 pub use config::{DEFAULT_API_KEY_ENV, EmbedderConfig, build_embedder};
 pub use hashing::{DEFAULT_HASHING_DIMENSION, HashingEmbedder};
+#[cfg(feature = "local-embedder")]
+pub use local::LocalEmbedder;
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use scripted::ScriptedChatModel;

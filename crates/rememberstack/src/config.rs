@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// anchor_period = 6
 ///
 /// [embedder]
-/// provider = "openai"            # or "hashing" (the default)
+/// provider = "openai"            # or "hashing" (the default), or "local" with model_dir
 /// base_url = "http://localhost:11434/v1"
 /// model = "nomic-embed-text"
 /// dimension = 768
@@ -123,9 +123,21 @@ impl Config {
                     timeout_secs: None,
                 };
             }
+            Some("local") => {
+                let model_dir = var("REMEMBERSTACK_EMBEDDER_MODEL_DIR").ok_or_else(|| {
+                    config_err(
+                        "REMEMBERSTACK_EMBEDDER=local needs REMEMBERSTACK_EMBEDDER_MODEL_DIR \
+                         (the directory holding config.json, tokenizer.json and \
+                         model.safetensors)",
+                    )
+                })?;
+                self.embedder = EmbedderConfig::Local {
+                    model_dir: PathBuf::from(model_dir),
+                };
+            }
             Some(other) => {
                 return Err(config_err(format!(
-                    "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing` or `openai`"
+                    "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing`, `openai` or `local`"
                 )));
             }
         }
@@ -211,6 +223,45 @@ mod tests {
     }
 
     #[test]
+    fn local_embedder_from_toml_and_env() {
+        let c = Config::from_toml_str(
+            "[embedder]\nprovider = \"local\"\nmodel_dir = \"/models/all-MiniLM-L6-v2\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.embedder,
+            EmbedderConfig::Local {
+                model_dir: PathBuf::from("/models/all-MiniLM-L6-v2")
+            }
+        );
+
+        let mut c = Config::default();
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_EMBEDDER", "local"),
+            ("REMEMBERSTACK_EMBEDDER_MODEL_DIR", "/m/minilm"),
+        ]
+        .into_iter()
+        .collect();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(
+            c.embedder,
+            EmbedderConfig::Local {
+                model_dir: PathBuf::from("/m/minilm")
+            }
+        );
+
+        let err = Config::default()
+            .apply_env(|k| (k == "REMEMBERSTACK_EMBEDDER").then(|| "local".to_string()))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config);
+        assert!(
+            err.to_string()
+                .contains("needs REMEMBERSTACK_EMBEDDER_MODEL_DIR"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_config_is_a_typed_error() {
         assert_eq!(
             Config::from_toml_str("[engine]\nnope = 1\n")
@@ -223,5 +274,6 @@ mod tests {
             .apply_env(|k| (k == "REMEMBERSTACK_EMBEDDER").then(|| "magic".to_string()))
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::Config);
+        assert!(err.to_string().contains("`local`"), "{err}");
     }
 }

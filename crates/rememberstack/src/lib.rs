@@ -21,7 +21,9 @@
 //!
 //! The embedded store is one SQLite file plus a blob directory beside it; the
 //! default embedder is a deterministic hashing embedder that needs no network
-//! (configure an OpenAI-compatible one with [`Config`]).
+//! (configure an OpenAI-compatible one with [`Config`], or, with the
+//! `local-embedder` feature, a sentence-embedding model run in-process from a local
+//! directory: `provider = "local"`).
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
@@ -64,6 +66,9 @@ pub use rememberstack_core::store::{
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
 pub use rememberstack_core::{Error, ErrorCode, Result};
+/// The in-process sentence-embedding model (feature `local-embedder`).
+#[cfg(feature = "local-embedder")]
+pub use rememberstack_llm::LocalEmbedder;
 pub use rememberstack_llm::{
     ChatConfig, ChatSeats, EmbedderConfig, HashingEmbedder, OpenAiChatConfig, OpenAiChatModel,
     OpenAiEmbedder, OpenAiEmbedderConfig, ScriptedChatModel,

@@ -71,3 +71,35 @@ fn bad_configs_are_config_errors() {
         );
     }
 }
+
+#[test]
+fn local_parses_in_every_build() {
+    let config: EmbedderConfig = serde_json::from_value(json!({
+        "provider": "local",
+        "model_dir": "/nonexistent/rememberstack-model"
+    }))
+    .unwrap();
+    assert_eq!(
+        config,
+        EmbedderConfig::Local {
+            model_dir: "/nonexistent/rememberstack-model".into()
+        }
+    );
+    // Without the feature: the build says so; with it: the directory is missing.
+    let err = build_embedder(&config).unwrap_err();
+    let ProviderError::Config(message) = &err else {
+        panic!("expected a configuration error, got {err:?}");
+    };
+    if cfg!(feature = "local-embedder") {
+        assert!(
+            message.contains("/nonexistent/rememberstack-model"),
+            "{message}"
+        );
+    } else {
+        assert_eq!(
+            message,
+            "this build has no local embedder: rebuild with the `local-embedder` feature"
+        );
+    }
+    assert!(!err.is_retryable());
+}

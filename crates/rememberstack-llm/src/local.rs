@@ -1,0 +1,429 @@
+//! A sentence-embedding model run in-process on the CPU (feature `local-embedder`).
+//!
+//! The model is a BERT-family encoder in the sentence-transformers layout (for example
+//! all-MiniLM-L6-v2): `config.json`, `tokenizer.json` and `model.safetensors` in one
+//! directory. Vectors are the attention-masked mean of the last hidden states,
+//! L2-normalized — the sentence-transformers recipe for these models.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use rememberstack_core::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
+use sha2::{Digest, Sha256};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+/// The model configuration file.
+const CONFIG_FILE: &str = "config.json";
+/// The tokenizer file (Hugging Face `tokenizers` format).
+const TOKENIZER_FILE: &str = "tokenizer.json";
+/// The weights.
+const WEIGHTS_FILE: &str = "model.safetensors";
+/// The sentence-transformers settings (optional): `max_seq_length`.
+const SENTENCE_CONFIG_FILE: &str = "sentence_bert_config.json";
+/// The sentence-transformers pooling settings (optional): refused unless mean pooling.
+const POOLING_CONFIG_FILE: &str = "1_Pooling/config.json";
+/// Hex digits of the files' SHA-256 kept in the generation.
+const SHORT_HASH_HEX: usize = 12;
+
+/// A sentence-embedding model loaded from a local directory and run on the CPU.
+///
+/// The directory holds `config.json` (a BERT configuration; the dimension is its
+/// `hidden_size`), `tokenizer.json` and `model.safetensors` (tensor names with or
+/// without a `bert.` prefix). A sentence-transformers `sentence_bert_config.json`, when
+/// present, sets the token limit (`max_seq_length`); otherwise it is the model's
+/// `max_position_embeddings`. Longer texts are truncated.
+///
+/// Embedding pads each batch to its longest text and pools with the attention mask,
+/// so a text gets the same vector alone or in any batch (the tokenizer's own padding
+/// setting is switched off). Inference runs on a blocking thread
+/// ([`tokio::task::spawn_blocking`]); texts are grouped by length into batches of at
+/// most [`LocalEmbedder::DEFAULT_MAX_BATCH`].
+///
+/// The identity is `local/<directory name>/d<hidden_size>/v1-<sha256>`, the last part
+/// twelve hex digits of a SHA-256 over the bytes of the files that shape the vectors:
+/// a different model, tokenizer or configuration is a different generation, and the
+/// engine re-embeds.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    identity: EmbedderIdentity,
+    model_dir: PathBuf,
+    max_tokens: usize,
+    files_sha256: String,
+    inner: Arc<Inner>,
+}
+
+/// The loaded model, shared with the blocking inference threads.
+struct Inner {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    pad_id: u32,
+    max_batch: usize,
+    dimension: usize,
+}
+
+impl LocalEmbedder {
+    /// The provider name in the identity.
+    pub const PROVIDER: &'static str = "local";
+    /// The adapter version in the identity (bumped when the pooling or tokenization
+    /// recipe changes); the files' hash follows it.
+    pub const VERSION: &'static str = "1";
+    /// The most texts one forward pass carries.
+    pub const DEFAULT_MAX_BATCH: usize = 32;
+
+    /// Loads the model in `model_dir`. Reads and hashes every file (about 90 MB for
+    /// all-MiniLM-L6-v2): call it once, off latency-sensitive paths.
+    ///
+    /// Fails with [`ProviderError::Config`] naming the file when the directory or a
+    /// file is missing or unreadable, or holds something other than a BERT model.
+    pub fn load(model_dir: &Path) -> Result<Self, ProviderError> {
+        if !model_dir.is_dir() {
+            return Err(config_err(format!(
+                "the model directory {} does not exist or is not a directory; it must hold \
+                 {CONFIG_FILE}, {TOKENIZER_FILE} and {WEIGHTS_FILE}",
+                model_dir.display()
+            )));
+        }
+        let mut hasher = Sha256::new();
+
+        let config_bytes = read_file(model_dir, CONFIG_FILE)?;
+        hash_file(&mut hasher, CONFIG_FILE, &config_bytes);
+        let config: BertConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
+            file_err(
+                model_dir,
+                CONFIG_FILE,
+                format!("is not a BERT configuration: {e}"),
+            )
+        })?;
+        if config.hidden_size == 0 || config.max_position_embeddings == 0 {
+            return Err(file_err(
+                model_dir,
+                CONFIG_FILE,
+                "has a zero hidden_size or max_position_embeddings",
+            ));
+        }
+
+        let max_tokens = match read_optional(model_dir, SENTENCE_CONFIG_FILE)? {
+            Some(bytes) => {
+                hash_file(&mut hasher, SENTENCE_CONFIG_FILE, &bytes);
+                let settings: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    file_err(model_dir, SENTENCE_CONFIG_FILE, format!("is not JSON: {e}"))
+                })?;
+                match settings.get("max_seq_length") {
+                    None => config.max_position_embeddings,
+                    Some(v) => v
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|n| (2..=config.max_position_embeddings).contains(n))
+                        .ok_or_else(|| {
+                            file_err(
+                                model_dir,
+                                SENTENCE_CONFIG_FILE,
+                                format!(
+                                    "has max_seq_length {v}; it must be a whole number from 2 \
+                                     to max_position_embeddings ({})",
+                                    config.max_position_embeddings
+                                ),
+                            )
+                        })?,
+                }
+            }
+            None => config.max_position_embeddings,
+        };
+        if let Some(bytes) = read_optional(model_dir, POOLING_CONFIG_FILE)? {
+            let pooling: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                file_err(model_dir, POOLING_CONFIG_FILE, format!("is not JSON: {e}"))
+            })?;
+            if pooling.get("pooling_mode_mean_tokens") == Some(&serde_json::Value::Bool(false)) {
+                return Err(file_err(
+                    model_dir,
+                    POOLING_CONFIG_FILE,
+                    "asks for a pooling other than the mean of the tokens, which this \
+                     embedder does not do",
+                ));
+            }
+        }
+
+        let tokenizer_bytes = read_file(model_dir, TOKENIZER_FILE)?;
+        hash_file(&mut hasher, TOKENIZER_FILE, &tokenizer_bytes);
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
+            file_err(
+                model_dir,
+                TOKENIZER_FILE,
+                format!("is not a tokenizer: {e}"),
+            )
+        })?;
+        // The shipped tokenizer may pad every input to a fixed length: padding is done
+        // here, per batch, with an attention mask instead.
+        let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| {
+                file_err(
+                    model_dir,
+                    TOKENIZER_FILE,
+                    format!("refuses truncation to {max_tokens} tokens: {e}"),
+                )
+            })?;
+
+        let weights = read_file(model_dir, WEIGHTS_FILE)?;
+        hash_file(&mut hasher, WEIGHTS_FILE, &weights);
+        let device = Device::Cpu;
+        let model = VarBuilder::from_slice_safetensors(&weights, DType::F32, &device)
+            .and_then(|vb| BertModel::load(vb, &config))
+            .map_err(|e| {
+                file_err(
+                    model_dir,
+                    WEIGHTS_FILE,
+                    format!("does not hold the BERT weights {CONFIG_FILE} describes: {e}"),
+                )
+            })?;
+        drop(weights);
+
+        let files_sha256: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let model_name = model_dir
+            .canonicalize()
+            .ok()
+            .as_deref()
+            .unwrap_or(model_dir)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "bert".to_owned());
+        let identity = EmbedderIdentity {
+            provider: Self::PROVIDER.to_owned(),
+            model: model_name,
+            dimension: config.hidden_size,
+            version: format!("{}-{}", Self::VERSION, &files_sha256[..SHORT_HASH_HEX]),
+        };
+        tracing::info!(
+            generation = %identity.generation(),
+            max_tokens,
+            "local embedding model loaded"
+        );
+        Ok(Self {
+            identity,
+            model_dir: model_dir.to_path_buf(),
+            max_tokens,
+            files_sha256,
+            inner: Arc::new(Inner {
+                model,
+                tokenizer,
+                pad_id,
+                max_batch: Self::DEFAULT_MAX_BATCH,
+                dimension: config.hidden_size,
+            }),
+        })
+    }
+
+    /// The directory the model was loaded from.
+    pub fn model_dir(&self) -> &Path {
+        &self.model_dir
+    }
+
+    /// The vector dimension (the model's `hidden_size`).
+    pub fn dimension(&self) -> usize {
+        self.identity.dimension
+    }
+
+    /// The most tokens of a text the model sees; the rest is cut off.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The full SHA-256 (hex) over the files that shape the vectors; the generation
+    /// carries its first twelve digits.
+    pub fn files_sha256(&self) -> &str {
+        &self.files_sha256
+    }
+}
+
+impl fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("identity", &self.identity)
+            .field("model_dir", &self.model_dir)
+            .field("max_tokens", &self.max_tokens)
+            .field("max_batch", &self.inner.max_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Embedder for LocalEmbedder {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn max_batch(&self) -> usize {
+        self.inner.max_batch
+    }
+
+    async fn embed(
+        &self,
+        texts: &[String],
+        _purpose: EmbedPurpose,
+    ) -> Result<Vec<Vec<f32>>, ProviderError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || inner.embed_blocking(texts))
+            .await
+            .map_err(|e| inference_err(format!("the inference thread failed: {e}")))?
+    }
+}
+
+impl Inner {
+    /// Tokenizes `texts`, runs them in batches of similar length and returns one
+    /// vector per text, in order.
+    fn embed_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ProviderError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts, true)
+            .map_err(|e| inference_err(format!("tokenization failed: {e}")))?;
+        // Group texts of similar length so that little of a batch is padding.
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); encodings.len()];
+        for chunk in order.chunks(self.max_batch.max(1)) {
+            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// One forward pass over `batch`, padded to its longest sequence; the attention-
+    /// masked mean of the last hidden states, L2-normalized.
+    fn forward(&self, batch: &[&Encoding]) -> Result<Vec<Vec<f32>>, ProviderError> {
+        let n = batch.len();
+        let len = batch
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut ids = vec![self.pad_id; n * len];
+        let mut mask = vec![0u32; n * len];
+        for (row, e) in batch.iter().enumerate() {
+            let start = row * len;
+            ids[start..start + e.get_ids().len()].copy_from_slice(e.get_ids());
+            // The tokenizer pads nothing here, so its mask is all ones; keep it anyway.
+            mask[start..start + e.get_attention_mask().len()]
+                .copy_from_slice(e.get_attention_mask());
+        }
+        let hidden = self
+            .run_model(ids, &mask, n, len)
+            .map_err(|e| inference_err(format!("the model failed: {e}")))?;
+
+        let dim = self.dimension;
+        if hidden.len() != n * len * dim {
+            return Err(ProviderError::DimensionMismatch {
+                expected: dim,
+                got: hidden.len() / (n * len).max(1),
+            });
+        }
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n {
+            let mut sum = vec![0.0f64; dim];
+            let mut count = 0.0f64;
+            for t in 0..len {
+                if mask[row * len + t] == 0 {
+                    continue;
+                }
+                count += 1.0;
+                let h = &hidden[(row * len + t) * dim..(row * len + t + 1) * dim];
+                for (s, x) in sum.iter_mut().zip(h) {
+                    *s += f64::from(*x);
+                }
+            }
+            let count = count.max(1.0);
+            let norm = sum.iter().map(|s| (s / count).powi(2)).sum::<f64>().sqrt();
+            let v: Vec<f32> = sum
+                .iter()
+                .map(|s| {
+                    if norm > 0.0 {
+                        (s / count / norm) as f32
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(inference_err("the model produced a non-finite vector"));
+            }
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// The last hidden states, flattened `[n, len, dimension]`.
+    fn run_model(
+        &self,
+        ids: Vec<u32>,
+        mask: &[u32],
+        n: usize,
+        len: usize,
+    ) -> candle_core::Result<Vec<f32>> {
+        let device = Device::Cpu;
+        let input_ids = Tensor::from_vec(ids, (n, len), &device)?;
+        let token_type_ids = input_ids.zeros_like()?;
+        let attention_mask = Tensor::from_slice(mask, (n, len), &device)?;
+        self.model
+            .forward(&input_ids, &token_type_ids, Some(&attention_mask))?
+            .flatten_all()?
+            .to_vec1::<f32>()
+    }
+}
+
+fn config_err(message: String) -> ProviderError {
+    ProviderError::Config(format!("local embedder: {message}"))
+}
+
+fn file_err(dir: &Path, file: &str, what: impl fmt::Display) -> ProviderError {
+    config_err(format!("{} {what}", dir.join(file).display()))
+}
+
+/// A failure while embedding. Reported as a malformed answer: the work ledger retries
+/// it a bounded number of times, then dead-letters the item with this message.
+fn inference_err(message: impl Into<String>) -> ProviderError {
+    ProviderError::Malformed {
+        message: format!("local embedder: {}", message.into()),
+    }
+}
+
+fn read_file(dir: &Path, file: &str) -> Result<Vec<u8>, ProviderError> {
+    std::fs::read(dir.join(file)).map_err(|e| file_err(dir, file, format!("cannot be read: {e}")))
+}
+
+fn read_optional(dir: &Path, file: &str) -> Result<Option<Vec<u8>>, ProviderError> {
+    match std::fs::read(dir.join(file)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(file_err(dir, file, format!("cannot be read: {e}"))),
+    }
+}
+
+/// Feeds one file into the identity hash: its name and length first, so that bytes
+/// moving between files change the hash.
+fn hash_file(hasher: &mut Sha256, name: &str, bytes: &[u8]) {
+    hasher.update((name.len() as u64).to_le_bytes());
+    hasher.update(name.as_bytes());
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
+}

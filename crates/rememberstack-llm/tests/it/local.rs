@@ -1,0 +1,280 @@
+//! The local embedding model (feature `local-embedder`), against real model files.
+//!
+//! These tests need the all-MiniLM-L6-v2 files (see the README, "A local embedding
+//! model (offline)") and `REMEMBERSTACK_TEST_MODEL_DIR` naming their directory. They
+//! compile only with the feature; once compiled, a missing variable is a failure, not
+//! a skip.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rememberstack_core::embed::{EmbedPurpose, Embedder, ProviderError, cosine};
+use rememberstack_llm::{EmbedderConfig, LocalEmbedder, build_embedder};
+
+const MODEL_DIR_VAR: &str = "REMEMBERSTACK_TEST_MODEL_DIR";
+
+fn model_dir() -> PathBuf {
+    match std::env::var_os(MODEL_DIR_VAR) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => panic!(
+            "set {MODEL_DIR_VAR} to the all-MiniLM-L6-v2 directory (config.json, \
+             tokenizer.json, model.safetensors) to run the local-embedder tests; see the \
+             README section \"A local embedding model (offline)\""
+        ),
+    }
+}
+
+fn load() -> LocalEmbedder {
+    LocalEmbedder::load(&model_dir()).expect("the model loads")
+}
+
+async fn embed(e: &LocalEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
+    let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    e.embed(&texts, EmbedPurpose::Document).await.unwrap()
+}
+
+fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    let worst = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst <= tol, "{what}: largest difference {worst}");
+}
+
+#[tokio::test]
+async fn minilm_vectors_are_unit_384_and_semantic() {
+    let e = load();
+    assert_eq!(e.dimension(), 384);
+    assert_eq!(e.identity().dimension, 384);
+    assert_eq!(e.identity().provider, "local");
+    let generation = e.identity().generation();
+    assert!(
+        generation.starts_with(&format!("local/{}/d384/v1-", e.identity().model)),
+        "{generation}"
+    );
+    assert!(
+        generation.ends_with(&e.files_sha256()[..12]),
+        "{generation}"
+    );
+
+    const TEXTS: [&str; 6] = [
+        "cat",
+        "kitten",
+        "revenue",
+        "",
+        "The cat sat on the mat.",
+        "The company's quarterly revenue grew by 12 percent.",
+    ];
+    let v = embed(&e, &TEXTS).await;
+    assert_eq!(v.len(), TEXTS.len());
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        assert!(x.iter().all(|c| c.is_finite()));
+        let norm = x.iter().map(|c| c * c).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+    // Reference values from an independent implementation of the same recipe
+    // (`minilm_reference.py` beside this file: a numpy forward pass, Python
+    // `tokenizers`, no padding, mean pooling, L2 normalization).
+    for (a, b, want) in [
+        (0, 1, 0.788_211),  // cat, kitten
+        (0, 2, 0.316_346),  // cat, revenue
+        (4, 5, -0.027_156), // the cat sentence, the revenue sentence
+    ] {
+        let got = cosine(&v[a], &v[b]);
+        assert!(
+            (got - want).abs() < 1e-4,
+            "cos({:?}, {:?}) = {got}, want {want}",
+            TEXTS[a],
+            TEXTS[b]
+        );
+    }
+    assert_close(
+        &v[0][..4],
+        &[0.037_330, 0.051_162, -0.000_306, 0.060_210],
+        1e-5,
+        TEXTS[0],
+    );
+    assert_close(
+        &v[4][..4],
+        &[0.130_237, -0.015_773, -0.036_717, 0.057_986],
+        1e-5,
+        TEXTS[4],
+    );
+}
+
+#[tokio::test]
+async fn batches_and_padding_do_not_change_vectors() {
+    let e = load();
+    let long = "The quarterly revenue report was delayed because the finance team \
+                found an error in the spreadsheet that tracks subscriptions. "
+        .repeat(8);
+    // Far past the 256-token limit: truncated, not refused.
+    let very_long = "Alice moved to Berlin in 2021 and works as a nurse. ".repeat(60);
+    let texts = [
+        "cat",
+        very_long.as_str(),
+        long.as_str(),
+        "A kitten sleeps on the warm windowsill.",
+        "",
+        "Alice moved to Berlin in 2021 and works as a nurse.",
+    ];
+    let batch = embed(&e, &texts).await;
+    for (text, in_batch) in texts.iter().zip(&batch) {
+        let alone = embed(&e, &[text]).await;
+        assert_close(&alone[0], in_batch, 1e-5, text);
+    }
+    // Truncation keeps the first tokens: a text past the limit embeds like a longer one
+    // with the same start.
+    let longer = format!("{very_long} And then something else entirely happened.");
+    assert_close(
+        &embed(&e, &[&longer]).await[0],
+        &batch[1],
+        1e-5,
+        "truncated",
+    );
+    // More texts than one forward pass carries: split, same vectors, same order.
+    let many: Vec<&str> = texts
+        .iter()
+        .copied()
+        .cycle()
+        .take(e.max_batch() * 2 + 3)
+        .collect();
+    let split = embed(&e, &many).await;
+    assert_eq!(split.len(), many.len());
+    for (i, v) in split.iter().enumerate() {
+        assert_close(v, &batch[i % texts.len()], 1e-5, many[i]);
+    }
+    // Query and document purposes embed alike for this model.
+    let q = e
+        .embed(&["cat".to_owned()], EmbedPurpose::Query)
+        .await
+        .unwrap();
+    assert_close(&q[0], &batch[0], 1e-6, "query");
+    assert!(embed(&e, &[]).await.is_empty());
+}
+
+#[tokio::test]
+async fn builds_from_configuration() {
+    let config: EmbedderConfig = serde_json::from_value(serde_json::json!({
+        "provider": "local",
+        "model_dir": model_dir(),
+    }))
+    .unwrap();
+    let e = build_embedder(&config).unwrap();
+    assert_eq!(e.identity(), load().identity());
+    assert_eq!(e.max_batch(), LocalEmbedder::DEFAULT_MAX_BATCH);
+}
+
+#[test]
+fn missing_or_broken_files_are_config_errors() {
+    let err = LocalEmbedder::load(Path::new("/nonexistent/rememberstack-model")).unwrap_err();
+    assert!(
+        matches!(&err, ProviderError::Config(m) if m.contains("/nonexistent/rememberstack-model")),
+        "{err}"
+    );
+
+    let src = model_dir();
+    for (file, broken) in [
+        ("config.json", Some(&b"{\"hidden_size\": 384}"[..])),
+        ("tokenizer.json", Some(&b"not a tokenizer"[..])),
+        (
+            "model.safetensors",
+            Some(&b"\x08\x00\x00\x00\x00\x00\x00\x00{}      "[..]),
+        ),
+        ("model.safetensors", None),
+        ("config.json", None),
+    ] {
+        let dir = copy_model(&src);
+        let path = dir.path().join(file);
+        std::fs::remove_file(&path).unwrap();
+        if let Some(bytes) = broken {
+            std::fs::write(&path, bytes).unwrap();
+        }
+        match LocalEmbedder::load(dir.path()) {
+            Err(ProviderError::Config(m)) => assert!(m.contains(file), "{file}: {m}"),
+            other => panic!("{file}: expected a configuration error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn generation_follows_the_files() {
+    let src = model_dir();
+    let base = LocalEmbedder::load(&src).unwrap().identity().generation();
+
+    let same = copy_model(&src);
+    let copy = LocalEmbedder::load(same.path()).unwrap();
+    // The directory name is the model name; the hash part is the same bytes.
+    assert_eq!(
+        copy.identity().version,
+        LocalEmbedder::load(&src).unwrap().identity().version
+    );
+
+    for file in ["config.json", "tokenizer.json"] {
+        let dir = copy_model(&src);
+        let path = dir.path().join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push('\n'); // Same meaning, different bytes.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let changed = LocalEmbedder::load(dir.path()).unwrap();
+        assert_ne!(
+            changed.identity().version,
+            copy.identity().version,
+            "{file}"
+        );
+        assert_ne!(changed.identity().generation(), base, "{file}");
+    }
+}
+
+/// Embedding throughput on this machine, printed (`--nocapture` shows it): ~100-char
+/// texts in batches of `max_batch`. Asserts only that the vectors came back.
+#[tokio::test]
+async fn throughput_is_printed() {
+    let e = load();
+    let texts: Vec<String> = (0..256)
+        .map(|i| {
+            format!(
+                "Note {i}: Caroline went to the LGBTQ support group on Tuesday and felt \
+                 welcomed by everyone."
+            )
+        })
+        .collect();
+    let chars = texts.iter().map(|t| t.chars().count()).sum::<usize>() / texts.len();
+    let started = Instant::now();
+    let mut n = 0;
+    for batch in texts.chunks(e.max_batch()) {
+        n += e.embed(batch, EmbedPurpose::Document).await.unwrap().len();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    assert_eq!(n, texts.len());
+    println!(
+        "local embedder: {n} texts of ~{chars} chars in batches of {} in {secs:.2} s: \
+         {:.1} texts/s",
+        e.max_batch(),
+        n as f64 / secs
+    );
+}
+
+/// A temporary directory with the model's files (the weights hard-linked where the
+/// file system allows, the rest copied). Tests replace a file by removing it first,
+/// so a linked original is never written through.
+fn copy_model(src: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        if !entry.file_type().unwrap().is_file() {
+            continue;
+        }
+        let to = dir.path().join(entry.file_name());
+        if entry.file_name() != "model.safetensors"
+            || std::fs::hard_link(entry.path(), &to).is_err()
+        {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    dir
+}
