@@ -244,6 +244,22 @@ fn fact_touched(r: &FactResult) -> Touched {
     }
 }
 
+/// Write `<out>/<name>.json` and `<out>/<name>.md` (creating `out`) and print the
+/// Markdown. Returns the JSON file's path.
+pub(crate) fn write_results(
+    out: &std::path::Path,
+    name: &str,
+    result: &Value,
+    md: &str,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(out)?;
+    let json_path = out.join(format!("{name}.json"));
+    std::fs::write(&json_path, serde_json::to_string_pretty(result)?)?;
+    std::fs::write(out.join(format!("{name}.md")), md)?;
+    println!("{md}");
+    Ok(json_path)
+}
+
 fn commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -505,12 +521,7 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
         },
         "systems": systems,
     });
-    std::fs::create_dir_all(&a.out)?;
-    let json_path = a.out.join("locomo.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&result)?)?;
-    let md = markdown(&scores);
-    std::fs::write(a.out.join("locomo.md"), &md)?;
-    println!("{md}");
+    let json_path = write_results(&a.out, "locomo", &result, &markdown(&scores))?;
     println!(
         "{} samples, {turns_ingested} turns; {skipped_evidence} evidence ids and \
          {skipped_questions} questions skipped; results in {}",

@@ -875,12 +875,7 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
         "memory": memory_json,
         "disk": disk,
     });
-    std::fs::create_dir_all(&a.out)?;
-    let json_path = a.out.join("scale.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&result)?)?;
-    let md = markdown(&result);
-    std::fs::write(a.out.join("scale.md"), &md)?;
-    println!("{md}");
+    let json_path = crate::write_results(&a.out, "scale", &result, &markdown(&result))?;
     println!("results in {}", json_path.display());
     Ok(result)
 }
