@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use rememberstack::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, FactQuery, FactsContextInput, IngestOptions,
-    Memory, MemoryStore, SqliteStore, Stage, WorkStatus,
+    Memory, SqliteStore, Stage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,13 +25,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The namespace the corpus goes into.
 pub const NAMESPACE: &str = "scale";
-
-/// The lease owner of the bench's own drain loop.
-const OWNER: &str = "rememberstack-bench-scale";
 
 /// The measured operations, in the order they run for each query.
 pub const OPERATIONS: [&str; 5] = [
@@ -206,17 +203,6 @@ pub async fn current_claims(memory: &Memory) -> Result<u64> {
         .chunks)
 }
 
-/// Work items that reached a final status (done, dead letter), per stage.
-async fn finished(store: &Arc<dyn MemoryStore>) -> Result<BTreeMap<&'static str, u64>> {
-    let mut out = BTreeMap::new();
-    for c in store.work_counts(None).await? {
-        if matches!(c.status, WorkStatus::Done | WorkStatus::DeadLetter) {
-            *out.entry(c.stage.as_str()).or_default() += c.count;
-        }
-    }
-    Ok(out)
-}
-
 /// Processing time of one stage.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StageTime {
@@ -224,7 +210,7 @@ pub struct StageTime {
     pub secs: f64,
     /// Batches.
     pub batches: u64,
-    /// Work items finished.
+    /// Work items the stage's batches claimed.
     pub items: u64,
 }
 
@@ -233,8 +219,7 @@ pub struct StageTime {
 pub struct Processing {
     /// Seconds inside the engine's batches.
     pub busy_secs: f64,
-    /// Wall seconds, including the per-batch ledger counts that attribute a batch to
-    /// its stage and any backoff waits.
+    /// Wall seconds, including claiming work and any backoff waits.
     pub wall_secs: f64,
     /// Work items completed.
     pub completed: u64,
@@ -242,8 +227,7 @@ pub struct Processing {
     pub retried: u64,
     /// Items dead-lettered.
     pub dead_lettered: u64,
-    /// Per stage (a batch holds one stage; a batch that finished nothing is
-    /// `unattributed`).
+    /// Per stage, as the engine's drain report gives it (a batch holds one stage).
     pub stages: BTreeMap<String, StageTime>,
 }
 
@@ -263,47 +247,29 @@ impl Processing {
     }
 }
 
-/// Run the ledger until nothing is left to do, as `Memory::process_until_idle`
-/// does, but one batch at a time so each batch's time is attributed to its stage.
+/// Run the ledger until nothing is left to do (`Memory::process_until_idle`) and
+/// take the per-stage times from its report.
 pub async fn process(memory: &Memory) -> Result<Processing> {
-    let engine = memory.engine();
-    let store = engine.store();
     let started = Instant::now();
-    let mut out = Processing::default();
-    let mut before = finished(store).await?;
-    loop {
-        let t = Instant::now();
-        let (claimed, report) = engine.run_batch(OWNER).await?;
-        let busy = t.elapsed();
-        out.busy_secs += busy.as_secs_f64();
-        out.completed += report.completed;
-        out.retried += report.retried;
-        out.dead_lettered += report.dead_lettered;
-        if claimed == 0 {
-            let Some(next) = store.next_wakeup().await? else {
-                break;
-            };
-            let wait = (next - chrono::Utc::now())
-                .to_std()
-                .unwrap_or_default()
-                .min(Duration::from_secs(60));
-            tokio::time::sleep(wait.max(Duration::from_millis(20))).await;
-            continue;
-        }
-        let after = finished(store).await?;
-        let grown = after
-            .iter()
-            .map(|(stage, n)| (*stage, n - before.get(stage).copied().unwrap_or(0).min(*n)))
-            .max_by_key(|(_, d)| *d)
-            .filter(|(_, d)| *d > 0);
-        let (stage, items) = grown.unwrap_or(("unattributed", 0));
-        let s = out.stages.entry(stage.to_string()).or_default();
-        s.secs += busy.as_secs_f64();
-        s.batches += 1;
-        s.items += items;
-        before = after;
+    let report = memory.process_until_idle().await?;
+    let mut out = Processing {
+        wall_secs: started.elapsed().as_secs_f64(),
+        completed: report.completed,
+        retried: report.retried,
+        dead_lettered: report.dead_lettered,
+        ..Processing::default()
+    };
+    for (stage, s) in &report.stages {
+        out.busy_secs += s.secs();
+        out.stages.insert(
+            stage.clone(),
+            StageTime {
+                secs: s.secs(),
+                batches: s.batches,
+                items: s.items,
+            },
+        );
     }
-    out.wall_secs = started.elapsed().as_secs_f64();
     Ok(out)
 }
 

@@ -115,6 +115,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     "processed: {} completed, {} retried, {} dead-lettered, {} parked",
                     report.completed, report.retried, report.dead_lettered, report.parked
                 );
+                for (stage, s) in &report.stages {
+                    println!(
+                        "  {stage:<16} {:>7} items {:>5} batches {:>9.3} s",
+                        s.items,
+                        s.batches,
+                        s.secs()
+                    );
+                }
                 Ok(())
             }
         }

@@ -44,8 +44,8 @@ pub use rememberstack_core::engine::{
     EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
     FactsContextInput, HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest,
     OperationDescriptor, PathResult, ProviderCheck, Providers, ReceiptResolution, RecordRef,
-    ResolveEntityInput, ResolvedRecord, SearchRequest, StatusReport, TemporalScope, TracedEvidence,
-    VersionSummary, operations,
+    ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats, StatusReport, TemporalScope,
+    TracedEvidence, VersionSummary, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -392,10 +392,7 @@ impl Memory {
         let mut total = DrainReport::default();
         loop {
             let report = self.engine.drain().await?;
-            total.completed += report.completed;
-            total.retried += report.retried;
-            total.dead_lettered += report.dead_lettered;
-            total.parked += report.parked;
+            total.add(&report);
             let Some(next) = report.next_wakeup else {
                 return Ok(total);
             };

@@ -77,7 +77,22 @@ fn fixed_corpus(cli: &Cli) {
         ]);
     }
     let processed = cli.ok_json(&["process", "--json"]);
-    assert!(processed["completed"].as_u64().unwrap() >= 9);
+    let completed = processed["completed"].as_u64().unwrap();
+    assert!(completed >= 9);
+    // Every stage that ran says how many items it claimed, in how many batches and
+    // how long it took; together they account for every completed item.
+    let stages = processed["stages"].as_object().expect("per-stage report");
+    for stage in ["e0.prepare", "e1.chunk", "e2.extract", "e3.normalize"] {
+        let s = &stages[stage];
+        assert!(s["items"].as_u64().unwrap() > 0, "{stage}: {s}");
+        assert!(s["batches"].as_u64().unwrap() > 0, "{stage}: {s}");
+        assert!(s["micros"].as_u64().is_some(), "{stage}: {s}");
+    }
+    let items: u64 = stages.values().map(|s| s["items"].as_u64().unwrap()).sum();
+    assert!(
+        items >= completed,
+        "{items} items claimed, {completed} completed"
+    );
 }
 
 #[test]
