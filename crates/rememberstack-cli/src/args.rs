@@ -365,6 +365,12 @@ pub enum DocumentsCommand {
         /// The document id.
         doc_id: String,
     },
+    /// Delete a document lineage: its claims stop being current testimony and facts
+    /// it alone supported close (`retracted_source_removal`). Not erasure.
+    Delete {
+        /// The document id.
+        doc_id: String,
+    },
     /// Find documents by name and content, with metadata filters.
     Search {
         /// Words to match on names and content (optional with filters).

@@ -252,6 +252,23 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 DocumentsCommand::Search { query, filter, k } => {
                     search_documents(&cli, &memory, query, filter, *k).await
                 }
+                DocumentsCommand::Delete { doc_id } => {
+                    let id: DocumentId = doc_id.parse()?;
+                    let d = memory.delete_document(id).await?;
+                    if cli.json {
+                        print_json(&d)
+                    } else {
+                        println!(
+                            "deleted {} at {}: {} claims retired, {} relations and {} observations closed",
+                            d.doc_id,
+                            rememberstack::time::to_rfc3339(&d.deleted_at),
+                            d.claims_retired,
+                            d.relations_closed,
+                            d.observations_closed
+                        );
+                        Ok(())
+                    }
+                }
                 DocumentsCommand::Show { doc_id } => {
                     let id: DocumentId = doc_id.parse()?;
                     let detail = memory.document(id).await?;

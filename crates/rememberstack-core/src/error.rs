@@ -23,6 +23,9 @@ pub enum ErrorCode {
     InvalidConversation,
     /// A record that does not exist in this namespace.
     NotFound,
+    /// A document lineage that does not exist in this namespace, or that is already
+    /// deleted and has nothing left to finish.
+    DocumentNotFound,
     /// The request conflicts with the stored state (e.g. a lineage's versioning mode).
     Conflict,
     /// A worker's lease on a work item expired and another worker holds it now.
@@ -48,6 +51,7 @@ impl ErrorCode {
             ErrorCode::InvalidUtf8 => "invalid_utf8",
             ErrorCode::InvalidConversation => "invalid_conversation",
             ErrorCode::NotFound => "not_found",
+            ErrorCode::DocumentNotFound => "document_not_found",
             ErrorCode::Conflict => "conflict",
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::Provider => "provider",

@@ -316,6 +316,42 @@ pub struct DocumentRow {
     pub version_count: u32,
     /// When the lineage was created.
     pub created_at: Timestamp,
+    /// When the lineage was deleted (D135), if it is tombstoned.
+    pub deleted_at: Option<Timestamp>,
+}
+
+/// What deleting a document lineage did (D135): one atomic episode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocumentDeletion {
+    /// The lineage.
+    pub doc_id: DocumentId,
+    /// The tombstone instant (the first deletion's, for an episode finished by a repeat).
+    pub deleted_at: Timestamp,
+    /// Claims of the lineage that stopped being current testimony in this episode.
+    pub claims_retired: u64,
+    /// Relations closed (`retracted_source_removal`) because the lineage was their
+    /// only current support.
+    pub relations_closed: u64,
+    /// Observations closed likewise.
+    pub observations_closed: u64,
+    /// The closed facts (for profile refreshes; not part of the public answer).
+    #[serde(skip)]
+    pub closed_facts: Vec<FactId>,
+    /// Entities whose facts changed (subjects and objects of closed facts).
+    #[serde(skip)]
+    pub touched_entities: Vec<EntityId>,
+}
+
+/// The outcome of a deletion request at the store.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeletionOutcome {
+    /// No such lineage in the namespace.
+    NotFound,
+    /// The lineage was already deleted and the cascade changed nothing.
+    AlreadyDeleted,
+    /// The episode ran (a first deletion, or a repeat that finished an episode or
+    /// retired work that landed after the tombstone).
+    Deleted(DocumentDeletion),
 }
 
 /// A stored section.
@@ -632,6 +668,19 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>>;
     /// A version's sections with their chunk counts.
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>>;
+    /// Delete a lineage (D135) in one transaction: tombstone the lineage and every
+    /// version (no version is served any more), retire every current claim of the
+    /// lineage (reason `document_deleted`), and close, with the recorded reason
+    /// `retracted_source_removal`, every live fact that any claim of the lineage
+    /// evidences and that is left without current support. Facts with other current
+    /// support stay. Rerunning it on a deleted lineage retires whatever landed since
+    /// (work that was still queued) and reports `AlreadyDeleted` when nothing changed.
+    async fn delete_document(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        now: Timestamp,
+    ) -> Result<DeletionOutcome>;
 
     // --- vectors
     /// Which of `keys` already have a vector of `generation`.

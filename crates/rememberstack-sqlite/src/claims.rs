@@ -244,6 +244,10 @@ impl SqliteStore {
                 "SELECT extraction_input_hash, chunk_id, MAX(seq) AS seq FROM claim_extraction_decisions
                  WHERE namespace_id = ? AND document_id = ? AND kind <> 'reused'
                    AND extraction_input_hash IN ({})
+                   AND version_id NOT IN (SELECT id FROM document_versions
+                        WHERE namespace_id = claim_extraction_decisions.namespace_id
+                          AND document_id = claim_extraction_decisions.document_id
+                          AND deleted_at IS NOT NULL)
                  GROUP BY extraction_input_hash",
                 placeholders(batch.len())
             );
@@ -296,7 +300,10 @@ impl SqliteStore {
         for batch in keys.chunks(400) {
             let sql = format!(
                 "SELECT claim_key, id FROM claims WHERE namespace_id = ? AND document_id = ?
-                   AND claim_key IN ({}) ORDER BY seq",
+                   AND claim_key IN ({}) AND origin_version_id NOT IN
+                       (SELECT id FROM document_versions WHERE namespace_id = claims.namespace_id
+                          AND document_id = claims.document_id AND deleted_at IS NOT NULL)
+                 ORDER BY seq",
                 placeholders(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql))
@@ -368,8 +375,23 @@ impl SqliteStore {
     ) -> Result<u64> {
         let ns_s = ns.to_string();
         let at = to_rfc3339(&now);
-        let want: HashSet<String> = current.iter().map(|c| c.to_string()).collect();
         let mut tx = self.write.begin().await.map_err(db_err)?;
+        // A deleted lineage publishes no testimony (D135): work that lands after the
+        // tombstone leaves its claims retired.
+        let deleted: Option<String> = sqlx::query_scalar(
+            "SELECT deleted_at FROM documents WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .flatten();
+        let want: HashSet<String> = if deleted.is_some() {
+            HashSet::new()
+        } else {
+            current.iter().map(|c| c.to_string()).collect()
+        };
         let rows = sqlx::query(
             "SELECT id, is_current FROM claims WHERE namespace_id = ? AND document_id = ?",
         )

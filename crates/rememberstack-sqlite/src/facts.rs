@@ -36,8 +36,8 @@ const ASSERTION_SELECT: &str = "
 const FACT_SELECT: &str = "
     SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
            f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
-           f.invalidated_at, f.contradiction_group, f.superseded_by, f.embedding_key, f.updated_at,
-           COALESCE(s.canonical_name, '') AS subject_name,
+           f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
+           f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
            o.canonical_name AS object_name,
            (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
               JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
@@ -93,6 +93,7 @@ fn fact_row(r: &SqliteRow) -> Result<FactRecord> {
         validity_kind: enum_from::<ValidityKind>(&r.get::<String, _>("validity_kind"))?,
         recorded_at: ts(&r.get::<String, _>("recorded_at"))?,
         invalidated_at: opt_ts(r, "invalidated_at")?,
+        closed_reason: r.get("closed_reason"),
         contradiction_group: r
             .get::<Option<String>, _>("contradiction_group")
             .map(|s| {

@@ -10,6 +10,7 @@ mod blobs;
 mod claims;
 mod entities;
 mod facts;
+mod lifecycle;
 mod rows;
 mod vector_cache;
 
@@ -430,7 +431,7 @@ impl MemoryStore for SqliteStore {
         let now = to_rfc3339(&nv.now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
         let existing = sqlx::query(
-            "SELECT d.id, d.mode, d.latest_version_id, d.version_count, v.content_sha256
+            "SELECT d.id, d.mode, d.latest_version_id, d.version_count, d.deleted_at, v.content_sha256
              FROM documents d JOIN document_versions v
                ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
              WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?",
@@ -459,7 +460,10 @@ impl MemoryStore for SqliteStore {
                         ),
                     ));
                 }
-                if row.get::<String, _>("content_sha256") == nv.content.sha256 {
+                // Bytes that come back after a deletion are a new version processed
+                // afresh (D135): the identical-byte no-op never matches a deleted one.
+                let deleted = row.get::<Option<String>, _>("deleted_at").is_some();
+                if !deleted && row.get::<String, _>("content_sha256") == nv.content.sha256 {
                     let version_id = parse_id(&row.get::<String, _>("latest_version_id"))?;
                     return Ok(VersionOutcome::Unchanged {
                         document_id: doc_id,
@@ -468,7 +472,8 @@ impl MemoryStore for SqliteStore {
                 }
                 let count: i64 = row.get("version_count");
                 sqlx::query(
-                    "UPDATE documents SET latest_version_id = ?, version_count = version_count + 1, updated_at = ?
+                    "UPDATE documents SET latest_version_id = ?, version_count = version_count + 1,
+                         updated_at = ?, deleted_at = NULL
                      WHERE namespace_id = ? AND id = ?",
                 )
                 .bind(nv.version_id.to_string())
@@ -834,13 +839,17 @@ impl MemoryStore for SqliteStore {
             "UPDATE documents SET current_version_id = ?, updated_at = ?
              WHERE namespace_id = ? AND id = ? AND (current_version_id IS NULL OR
                  (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
-                      AND id = documents.current_version_id) <= ?)",
+                      AND id = documents.current_version_id) <= ?)
+               AND deleted_at IS NULL
+               AND (SELECT deleted_at FROM document_versions WHERE namespace_id = documents.namespace_id
+                      AND id = ?) IS NULL",
         )
         .bind(&vid)
         .bind(to_rfc3339(&now))
         .bind(&ns)
         .bind(&document_id)
         .bind(ordinal)
+        .bind(&vid)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -850,7 +859,8 @@ impl MemoryStore for SqliteStore {
 
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>> {
         let rows = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? ORDER BY d.created_at DESC, d.id"
+            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.deleted_at IS NULL
+             ORDER BY d.created_at DESC, d.id"
         )))
         .bind(ns.to_string())
         .fetch_all(&self.read)
@@ -883,6 +893,15 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         Ok(rows.iter().map(|r| r.get("name")).collect())
+    }
+
+    async fn delete_document(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        now: Timestamp,
+    ) -> Result<DeletionOutcome> {
+        self.delete_document_impl(ns, doc, now).await
     }
 
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {

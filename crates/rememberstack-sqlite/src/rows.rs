@@ -21,7 +21,7 @@ pub(crate) const VERSION_SELECT: &str = "
 
 pub(crate) const DOCUMENT_SELECT: &str = "
     SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
-           d.version_count, d.created_at, v.metadata_json,
+           d.version_count, d.created_at, d.deleted_at, v.metadata_json,
            (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
                 AND p.version_id = d.latest_version_id AND p.status IN ('pending', 'running', 'failed')
                 AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route')) AS open_work,
@@ -175,6 +175,10 @@ pub(crate) fn document_row(r: &SqliteRow) -> Result<DocumentRow> {
         },
         version_count: r.get::<i64, _>("version_count") as u32,
         created_at: ts(&r.get::<String, _>("created_at"))?,
+        deleted_at: r
+            .get::<Option<String>, _>("deleted_at")
+            .map(|s| ts(&s))
+            .transpose()?,
     })
 }
 

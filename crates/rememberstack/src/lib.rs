@@ -61,7 +61,7 @@ pub use rememberstack_core::source::{
 };
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{
-    ClaimRecord, DecisionRecord, Occurrence, Receipt, ReceiptSelection,
+    ClaimRecord, DecisionRecord, DocumentDeletion, Occurrence, Receipt, ReceiptSelection,
 };
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
@@ -458,6 +458,16 @@ impl Memory {
     /// One document with its versions and sections.
     pub async fn document(&self, id: DocumentId) -> Result<DocumentDetail> {
         self.engine.document(&self.namespace, id).await
+    }
+
+    /// Delete a document lineage (D135): its claims stop being current testimony,
+    /// facts it alone supported close (`retracted_source_removal`), facts with other
+    /// support stay. Soft and auditable (the original and retired claims remain):
+    /// it is not erasure. An unknown or already
+    /// deleted id is `document_not_found`. Ingesting the same bytes again later
+    /// creates a new version, processed afresh.
+    pub async fn delete_document(&self, id: DocumentId) -> Result<DocumentDeletion> {
+        self.engine.delete_document(&self.namespace, id).await
     }
 
     /// Check the store and every configured provider with one cheap call each.

@@ -597,3 +597,38 @@ fn search_targets_entities_and_documents_and_scopes_by_document() {
     let out = cli.run(&["search", "Maria", "--target", "entities", "--title", "x"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn documents_delete_reports_counts_and_a_repeat_is_document_not_found() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let docs = cli.ok_json(&["documents", "list", "--json"]);
+    let guide = docs["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["source_ref"] == "docs/guide.md")
+        .expect("the guide is listed");
+    let id = guide["doc_id"].as_str().unwrap().to_string();
+    let deleted = cli.ok_json(&["documents", "delete", &id, "--json"]);
+    assert_eq!(deleted["doc_id"], id.as_str());
+    assert!(deleted["claims_retired"].as_u64().unwrap() > 0, "{deleted}");
+    for key in ["deleted_at", "relations_closed", "observations_closed"] {
+        assert!(!deleted[key].is_null(), "{key}: {deleted}");
+    }
+    let docs = cli.ok_json(&["documents", "list", "--json"]);
+    assert!(
+        docs["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["doc_id"] != id.as_str()),
+        "{docs}"
+    );
+    let shown = cli.ok_json(&["documents", "show", &id, "--json"]);
+    assert_eq!(shown["status"], "deleted");
+    let out = cli.run(&["documents", "delete", &id, "--json"]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "document_not_found", "{body}");
+}

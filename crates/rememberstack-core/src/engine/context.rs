@@ -1255,7 +1255,8 @@ pub struct ReceiptResolution {
     pub receipt_id: ReceiptId,
     /// `resolved` or `refused`.
     pub status: String,
-    /// Why it was refused: `revoked`, `archived`, `superseded`, `changed` or `missing`.
+    /// Why it was refused: `deleted` (its document was deleted, or the fact closed
+    /// with it), `revoked`, `archived`, `superseded`, `changed` or `missing`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The record that caused the refusal.
@@ -1339,6 +1340,15 @@ impl Engine {
             .ok_or_else(|| Error::not_found(format!("no receipt {id} in `{namespace}`")))
     }
 
+    /// Whether a document lineage is deleted (a missing lineage is not "deleted").
+    async fn is_deleted(&self, ns: NamespaceId, doc: DocumentId) -> Result<bool> {
+        Ok(self
+            .store
+            .document(ns, doc)
+            .await?
+            .is_some_and(|d| d.deleted_at.is_some()))
+    }
+
     /// Re-check every selected record against current authority and return the
     /// current texts, or refuse the whole resolution with a typed reason; never
     /// reranks or substitutes.
@@ -1363,14 +1373,23 @@ impl Engine {
             let (text, title, current) = match s.kind.as_str() {
                 "claim" => match self.store.claims(ns, &[ClaimId(parsed)]).await?.pop() {
                     None => return Ok(refuse("missing", &s.id)),
+                    Some(c) if self.is_deleted(ns, c.document_id).await? => {
+                        return Ok(refuse("deleted", &s.id));
+                    }
                     Some(c) => (c.text, Some(c.document_title), c.is_current),
                 },
                 "chunk" => match self.store.chunks(ns, &[ChunkId(parsed)]).await?.pop() {
                     None => return Ok(refuse("missing", &s.id)),
+                    Some(c) if self.is_deleted(ns, c.document_id).await? => {
+                        return Ok(refuse("deleted", &s.id));
+                    }
                     Some(c) => (c.text, Some(c.document_title), c.is_current),
                 },
                 "fact" => match self.store.facts(ns, &[FactId(parsed)]).await?.pop() {
                     None => return Ok(refuse("missing", &s.id)),
+                    Some(f) if f.closed_reason.as_deref() == Some("retracted_source_removal") => {
+                        return Ok(refuse("deleted", &s.id));
+                    }
                     Some(f) if f.invalidated_at.is_some() => return Ok(refuse("revoked", &s.id)),
                     Some(f) => {
                         if f.superseded_by.is_some() {

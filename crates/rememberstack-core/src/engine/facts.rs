@@ -84,7 +84,7 @@ pub(super) struct Locks {
 }
 
 impl Locks {
-    fn get(&self, key: String) -> Arc<AsyncMutex<()>> {
+    pub(super) fn get(&self, key: String) -> Arc<AsyncMutex<()>> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() > 10_000 {
             map.retain(|_, v| Arc::strong_count(v) > 1);
@@ -951,7 +951,7 @@ impl Engine {
         };
         let root = self.root_of(ns, entity).await?;
         let lock = self.locks.get(format!("entity:{ns}:{}", root.entity_id));
-        let _guard = lock.lock().await;
+        let guard = lock.lock().await;
         let assertions = self.store.unapplied_assertions(ns, &[entity]).await?;
         let mut touched: BTreeSet<EntityId> = BTreeSet::new();
         touched.insert(root.entity_id);
@@ -1013,6 +1013,12 @@ impl Engine {
                 self.refresh_profile(ns, *e).await?;
             }
         }
+        drop(guard);
+        // Fact work that lands after its document was deleted is retired through
+        // the deletion cascade (D135): facts its testimony alone supports close.
+        // (After the entity's lock is released: the cascade refreshes profiles under
+        // their own locks.)
+        self.retire_if_deleted(ns, item.version_id).await?;
         self.store
             .complete(&Lease::of(item), vec![], self.clock.now())
             .await?;
@@ -1296,7 +1302,7 @@ impl Engine {
     }
 
     /// Rebuild an entity's profile (summary prose from its salient facts) and embed it.
-    async fn refresh_profile(&self, ns: NamespaceId, entity: EntityId) -> Result<()> {
+    pub(super) async fn refresh_profile(&self, ns: NamespaceId, entity: EntityId) -> Result<()> {
         let facts = self.entity_facts(ns, entity).await?;
         self.refresh_profile_from(ns, entity, facts).await
     }

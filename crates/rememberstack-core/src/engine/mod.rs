@@ -22,6 +22,7 @@ use std::time::Duration;
 mod context;
 mod extract;
 mod facts;
+mod lifecycle;
 mod primitives;
 mod search;
 
@@ -256,12 +257,17 @@ pub struct DocumentSummary {
     pub current_version_id: Option<VersionId>,
     /// The newest observed version.
     pub latest_version_id: VersionId,
-    /// `processing`, `ready`, `parked` (no conversion route) or `stalled` (a dead letter).
+    /// `processing`, `ready`, `parked` (no conversion route), `stalled` (a dead
+    /// letter) or `deleted`.
     pub status: String,
     /// Versioning mode.
     pub mode: VersioningMode,
     /// Versions.
     pub version_count: u32,
+    /// When the lineage was deleted (shown by a document's detail; deleted lineages
+    /// are not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<Timestamp>,
 }
 
 /// One version in a document's detail.
@@ -1332,7 +1338,9 @@ impl Engine {
     }
 
     async fn summarize(&self, ns: NamespaceId, row: DocumentRow) -> Result<DocumentSummary> {
-        let status = if row.latest_work.parked > 0 {
+        let status = if row.deleted_at.is_some() {
+            "deleted"
+        } else if row.latest_work.parked > 0 {
             "parked"
         } else if row.latest_work.dead_letter > 0 {
             "stalled"
@@ -1361,6 +1369,7 @@ impl Engine {
             status: status.to_string(),
             mode: row.mode,
             version_count: row.version_count,
+            deleted_at: row.deleted_at,
         })
     }
 

@@ -704,6 +704,7 @@ mod tests {
             validity_kind: vk,
             recorded_at: ts(2025, 1, 1),
             invalidated_at: None,
+            closed_reason: None,
             contradiction_group: None,
             superseded_by: None,
             evidence_count: 1,

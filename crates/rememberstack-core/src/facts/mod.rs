@@ -183,6 +183,10 @@ pub struct FactRecord {
     pub recorded_at: Timestamp,
     /// When it stopped being believed (a belief-clock close), if it did.
     pub invalidated_at: Option<Timestamp>,
+    /// Why a lifecycle operation closed it (`retracted_source_removal`,
+    /// `invalidated`, `corrected`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_reason: Option<String>,
     /// The contradiction group, when incompatible facts stand together.
     pub contradiction_group: Option<Uuid>,
     /// The fact that superseded it, if one did.

@@ -6,6 +6,7 @@ mod context;
 mod facts;
 mod ingest;
 mod ledger;
+mod lifecycle;
 mod search;
 
 use rememberstack::store::MemoryStore;

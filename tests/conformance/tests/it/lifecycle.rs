@@ -1,0 +1,250 @@
+//! Lifecycle: deleting a document (D135) — counts, the closing reason, a fact with
+//! independent support surviving, repeats, work landing after the tombstone,
+//! receipts, and delete-then-re-add.
+
+use crate::facts::at;
+use rememberstack::{
+    ClaimsAndSourcesInput, DocumentId, FactQuery, FactRecord, IngestOptions, Memory,
+};
+use rememberstack_conformance::stores;
+
+const ALPHA: &str = "# Alpha notes\n\nAlice lives in Lisbon.\n\nBob works for Acme.\n";
+const BETA: &str = "# Beta notes\n\nAlice lives in Lisbon.\n";
+
+async fn add(memory: &Memory, source_ref: &str, text: &str) -> DocumentId {
+    let r = memory
+        .ingest_text(
+            text,
+            IngestOptions::new(source_ref).source_time(at("2024-05-01T00:00:00Z")),
+        )
+        .await
+        .unwrap();
+    memory.process_until_idle().await.unwrap();
+    r.document_id
+}
+
+async fn facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
+    memory
+        .facts(&FactQuery {
+            history,
+            ..FactQuery::default()
+        })
+        .await
+        .unwrap()
+}
+
+fn about<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
+    facts
+        .iter()
+        .filter(|f| f.statement.contains(needle))
+        .collect()
+}
+
+async fn current_claims(memory: &Memory, doc: DocumentId) -> usize {
+    memory
+        .claims(Some(doc), false)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.is_current)
+        .count()
+}
+
+#[tokio::test]
+async fn deletion_retires_testimony_closes_sole_support_and_keeps_independent_facts() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let alpha = add(&memory, "notes/alpha", ALPHA).await;
+        add(&memory, "notes/beta", BETA).await;
+        let live = facts(&memory, false).await;
+        let lisbon = about(&live, "Lisbon");
+        let acme = about(&live, "Acme");
+        assert_eq!(lisbon.len(), 1, "{}: {live:#?}", h.kind);
+        assert_eq!(lisbon[0].evidence_count, 2, "{}", h.kind);
+        assert_eq!(acme.len(), 1, "{}: {live:#?}", h.kind);
+        let (lisbon_id, acme_fact) = (lisbon[0].fact_id, acme[0].clone());
+        let alpha_claims = current_claims(&memory, alpha).await;
+        assert!(alpha_claims >= 2, "{}: {alpha_claims}", h.kind);
+
+        // A receipt that selects Alpha's chunk or claims, recorded before the delete.
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "where does Bob work".into(),
+                k: Some(3),
+                record_receipt: Some(true),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(
+            env.results.iter().any(|r| r.text().contains("Acme")),
+            "{}",
+            h.kind
+        );
+        let receipt = env.receipt_id.expect("receipt recorded");
+
+        let deletion = memory.delete_document(alpha).await.unwrap();
+        assert_eq!(deletion.doc_id, alpha);
+        assert_eq!(deletion.claims_retired as usize, alpha_claims, "{}", h.kind);
+        // Only the Acme fact lost all its support; the Lisbon fact keeps Beta's.
+        let closed_kind = (acme_fact.kind == rememberstack::FactKind::Relation) as u64;
+        assert_eq!(
+            (deletion.relations_closed, deletion.observations_closed),
+            (closed_kind, 1 - closed_kind),
+            "{}: {deletion:?}",
+            h.kind
+        );
+        assert_eq!(current_claims(&memory, alpha).await, 0, "{}", h.kind);
+
+        let live = facts(&memory, false).await;
+        assert!(about(&live, "Acme").is_empty(), "{}: {live:#?}", h.kind);
+        let lisbon = about(&live, "Lisbon");
+        assert_eq!(lisbon.len(), 1, "{}", h.kind);
+        assert_eq!(lisbon[0].fact_id, lisbon_id);
+        assert_eq!(lisbon[0].evidence_count, 1, "{}: recounted", h.kind);
+        let history = facts(&memory, true).await;
+        let closed = history
+            .iter()
+            .find(|f| f.fact_id == acme_fact.fact_id)
+            .expect("the closed fact stays in history");
+        assert_eq!(
+            closed.closed_reason.as_deref(),
+            Some("retracted_source_removal")
+        );
+        assert_eq!(closed.invalidated_at, Some(deletion.deleted_at));
+
+        // Nothing of Alpha is served: search, evidence, listings.
+        let hits = memory.search("Bob works for Acme", 10).await.unwrap();
+        assert!(
+            hits.results.iter().all(|c| c.document_id != alpha),
+            "{}: {:?}",
+            h.kind,
+            hits.results
+        );
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "where does Bob work".into(),
+                k: Some(5),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(
+            env.results.iter().all(|r| !r.text().contains("Acme")),
+            "{}",
+            h.kind
+        );
+        let listed: Vec<DocumentId> = memory
+            .documents()
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| d.doc_id)
+            .collect();
+        assert!(!listed.contains(&alpha), "{}", h.kind);
+        let detail = memory.document(alpha).await.unwrap();
+        assert_eq!(detail.summary.status, "deleted");
+        assert_eq!(detail.summary.deleted_at, Some(deletion.deleted_at));
+
+        // The receipt refuses, naming the deletion.
+        let resolved = memory.resolve_receipt(receipt).await.unwrap();
+        assert_eq!(resolved.status, "refused", "{}", h.kind);
+        assert_eq!(resolved.reason.as_deref(), Some("deleted"), "{}", h.kind);
+
+        // A repeat after completion, and an unknown id, are document_not_found and
+        // change nothing.
+        for id in [alpha, DocumentId::new()] {
+            let err = memory.delete_document(id).await.unwrap_err();
+            assert_eq!(err.code().as_str(), "document_not_found", "{}", h.kind);
+        }
+        assert_eq!(facts(&memory, false).await.len(), live.len());
+
+        // The same bytes again: a new version processed afresh, contributing again.
+        let again = memory
+            .ingest_text(
+                ALPHA,
+                IngestOptions::new("notes/alpha").source_time(at("2024-05-01T00:00:00Z")),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again.document_id, alpha);
+        assert_eq!(again.outcome, "created", "{}", h.kind);
+        memory.process_until_idle().await.unwrap();
+        assert!(current_claims(&memory, alpha).await >= 2, "{}", h.kind);
+        let live = facts(&memory, false).await;
+        let acme = about(&live, "Acme");
+        assert_eq!(acme.len(), 1, "{}: {live:#?}", h.kind);
+        assert_ne!(
+            acme[0].fact_id, acme_fact.fact_id,
+            "a new fact, not a revival"
+        );
+        assert_eq!(acme[0].evidence_count, 1);
+        assert_eq!(about(&live, "Lisbon")[0].evidence_count, 2, "{}", h.kind);
+        let detail = memory.document(alpha).await.unwrap();
+        assert_eq!(detail.summary.deleted_at, None);
+        assert_eq!(detail.versions.len(), 2, "{}", h.kind);
+        assert!(
+            memory
+                .documents()
+                .await
+                .unwrap()
+                .iter()
+                .any(|d| d.doc_id == alpha)
+        );
+    }
+}
+
+#[tokio::test]
+async fn work_landing_after_the_tombstone_is_retired_by_the_cascade() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        add(&memory, "notes/beta", BETA).await;
+        // Deleted before any stage ran: nothing to retire yet, the tombstone stands.
+        let gamma = memory
+            .ingest_text(
+                "# Gamma\n\nCarol works for Globex.\n\nAlice lives in Lisbon.\n",
+                IngestOptions::new("notes/gamma").source_time(at("2024-06-01T00:00:00Z")),
+            )
+            .await
+            .unwrap()
+            .document_id;
+        let deletion = memory.delete_document(gamma).await.unwrap();
+        assert_eq!(
+            (
+                deletion.claims_retired,
+                deletion.relations_closed,
+                deletion.observations_closed
+            ),
+            (0, 0, 0)
+        );
+        // The queued work still runs once; it publishes no testimony, and the facts
+        // it produced close through the same cascade.
+        memory.process_until_idle().await.unwrap();
+        assert_eq!(current_claims(&memory, gamma).await, 0, "{}", h.kind);
+        let live = facts(&memory, false).await;
+        assert!(about(&live, "Globex").is_empty(), "{}: {live:#?}", h.kind);
+        let history = facts(&memory, true).await;
+        let globex = about(&history, "Globex");
+        assert_eq!(globex.len(), 1, "{}: the late work did adjudicate", h.kind);
+        assert_eq!(
+            globex[0].closed_reason.as_deref(),
+            Some("retracted_source_removal")
+        );
+        assert_eq!(about(&live, "Lisbon")[0].evidence_count, 1, "{}", h.kind);
+        let hits = memory.search("Carol works for Globex", 10).await.unwrap();
+        assert!(
+            hits.results.iter().all(|c| c.document_id != gamma),
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            memory
+                .delete_document(gamma)
+                .await
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "document_not_found"
+        );
+    }
+}
