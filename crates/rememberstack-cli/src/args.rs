@@ -333,6 +333,17 @@ pub enum FactsCommand {
         #[arg(long, default_value_t = 500)]
         limit: u32,
     },
+    /// End a fact's belief now, with a reason (shown by `trace`).
+    Invalidate {
+        /// The fact id.
+        fact_id: String,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: String,
+        /// Replay key: the same id and input return the first result.
+        #[arg(long)]
+        request_id: Option<String>,
+    },
 }
 
 /// `remember claims …`.
@@ -352,6 +363,18 @@ pub enum ClaimsCommand {
         /// The document.
         #[arg(long, value_name = "DOC_ID")]
         doc: String,
+    },
+    /// Retract a claim: it stops being current testimony for good; facts it alone
+    /// supported close (`retracted_claim`).
+    Retract {
+        /// The claim id.
+        claim_id: String,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: String,
+        /// Replay key: the same id and input return the first result.
+        #[arg(long)]
+        request_id: Option<String>,
     },
 }
 

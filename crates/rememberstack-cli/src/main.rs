@@ -5,8 +5,9 @@ mod args;
 use args::*;
 use clap::Parser;
 use rememberstack::{
-    Config, DeclaredKind, DocumentId, EntityId, Error, ErrorCode, FactId, FactQuery, IngestOptions,
-    Memory, MergeId, SearchRequest, SectionRole, SourceFormat, Stage, VersioningMode,
+    ClaimId, Config, DeclaredKind, DocumentId, EntityId, Error, ErrorCode, FactId, FactQuery,
+    IngestOptions, Memory, MergeId, SearchRequest, SectionRole, SourceFormat, Stage,
+    VersioningMode,
 };
 use serde_json::json;
 use std::io::Write;
@@ -350,6 +351,29 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         Ok(())
                     }
                 }
+                ClaimsCommand::Retract {
+                    claim_id,
+                    reason,
+                    request_id,
+                } => {
+                    let id: ClaimId = claim_id.parse()?;
+                    let r = memory
+                        .retract_claim(id, reason, request_id.as_deref())
+                        .await?;
+                    if cli.json {
+                        print_json(&r)
+                    } else {
+                        println!(
+                            "retracted {} ({}): {} facts recounted, {} relations and {} observations closed",
+                            r.claim_id,
+                            r.reason,
+                            r.facts_recounted,
+                            r.relations_closed,
+                            r.observations_closed
+                        );
+                        Ok(())
+                    }
+                }
                 ClaimsCommand::Decisions { doc } => {
                     let doc: DocumentId = doc.parse()?;
                     let decisions = memory.claim_decisions(doc).await?;
@@ -413,6 +437,31 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 for f in &facts {
                     println!("{}  {}", f.fact_id, fact_line(f));
                 }
+                Ok(())
+            }
+        }
+        Command::Facts {
+            command:
+                FactsCommand::Invalidate {
+                    fact_id,
+                    reason,
+                    request_id,
+                },
+        } => {
+            let memory = open(&cli).await?;
+            let id: FactId = fact_id.parse()?;
+            let r = memory
+                .invalidate_fact(id, reason, request_id.as_deref())
+                .await?;
+            if cli.json {
+                print_json(&r)
+            } else {
+                println!(
+                    "invalidated {} at {} ({})",
+                    r.fact_id,
+                    rememberstack::time::to_rfc3339(&r.invalidated_at),
+                    r.reason
+                );
                 Ok(())
             }
         }

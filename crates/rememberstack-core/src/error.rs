@@ -28,6 +28,8 @@ pub enum ErrorCode {
     DocumentNotFound,
     /// The request conflicts with the stored state (e.g. a lineage's versioning mode).
     Conflict,
+    /// A request id was reused with a different input.
+    RequestConflict,
     /// A worker's lease on a work item expired and another worker holds it now.
     LeaseLost,
     /// A provider (embedder, chat model) failed.
@@ -53,6 +55,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::DocumentNotFound => "document_not_found",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::RequestConflict => "request_conflict",
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::Provider => "provider",
             ErrorCode::Config => "config",

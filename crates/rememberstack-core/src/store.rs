@@ -342,6 +342,70 @@ pub struct DocumentDeletion {
     pub touched_entities: Vec<EntityId>,
 }
 
+/// A caller's request id with what it asked, for exact replay (the same id and
+/// input return the stored result; the same id with another input is refused with
+/// `request_conflict`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestKey {
+    /// The caller's id (1 to 200 characters).
+    pub request_id: String,
+    /// The operation (`retract_claim`, `invalidate_fact`, …).
+    pub operation: String,
+    /// sha256 of the operation's canonical input.
+    pub digest: String,
+}
+
+/// What retracting a claim did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimRetraction {
+    /// The claim.
+    pub claim_id: ClaimId,
+    /// When it was retracted (the first retraction's instant on a repeat).
+    pub retracted_at: Timestamp,
+    /// The recorded reason.
+    pub reason: String,
+    /// Whether the claim was current testimony when retracted.
+    pub was_current: bool,
+    /// Facts the claim evidenced (either stance), whose support was recounted.
+    pub facts_recounted: u64,
+    /// Relations closed (`retracted_claim`) because it was their only current support.
+    pub relations_closed: u64,
+    /// Observations closed likewise.
+    pub observations_closed: u64,
+    /// Entities whose facts changed (not part of the public answer).
+    #[serde(skip)]
+    pub touched_entities: Vec<EntityId>,
+}
+
+/// What invalidating a fact did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactInvalidation {
+    /// The fact.
+    pub fact_id: FactId,
+    /// When it stopped being believed.
+    pub invalidated_at: Timestamp,
+    /// The recorded closing reason (`invalidated`).
+    pub closed_reason: String,
+    /// The caller's reason.
+    pub reason: String,
+    /// Entities whose facts changed (not part of the public answer).
+    #[serde(skip)]
+    pub touched_entities: Vec<EntityId>,
+}
+
+/// One lifecycle event of a fact (append-only; shown by `trace`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactEvent {
+    /// `closed`, `invalidated`, `support_retracted`.
+    pub event: String,
+    /// The reason (`retracted_source_removal`, `retracted_claim`, or the caller's).
+    pub reason: String,
+    /// Ids the event concerns (a document, a claim, a request).
+    pub detail: serde_json::Value,
+    /// When.
+    pub created_at: Timestamp,
+}
+
 /// The outcome of a deletion request at the store.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeletionOutcome {
@@ -847,6 +911,34 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         version: Option<VersionId>,
         now: Timestamp,
     ) -> Result<u64>;
+    /// Retract a claim in one transaction: it stops being current testimony for
+    /// good (reason recorded; no later currency refresh revives it), every fact it
+    /// evidences gets a `support_retracted` event, and a live fact left without
+    /// current support closes with the reason `retracted_claim`. A repeat returns
+    /// the first retraction. `NotFound` for an unknown claim; `RequestConflict` for a
+    /// request id reused with another input.
+    async fn retract_claim(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<ClaimRetraction>;
+    /// Invalidate a fact (the belief ends now; `closed_reason = invalidated`, an
+    /// `invalidated` event with the caller's reason). A replayed request id returns
+    /// the stored result; `NotFound` for an unknown fact; `Conflict` for a fact
+    /// already closed by another request or path.
+    async fn invalidate_fact(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<FactInvalidation>;
+    /// A fact's lifecycle events, oldest first.
+    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>>;
     /// Claims of a namespace (optionally one lineage), newest first.
     async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>>;
     /// Claims by id, in the order asked; missing ids are skipped.

@@ -387,11 +387,25 @@ impl SqliteStore {
         .await
         .map_err(db_err)?
         .flatten();
-        let want: HashSet<String> = if deleted.is_some() {
+        let mut want: HashSet<String> = if deleted.is_some() {
             HashSet::new()
         } else {
             current.iter().map(|c| c.to_string()).collect()
         };
+        // A retracted claim is never current testimony again.
+        let retracted: Vec<String> = sqlx::query_scalar(
+            "SELECT r.claim_id FROM claim_retractions r
+             JOIN claims c ON c.namespace_id = r.namespace_id AND c.id = r.claim_id
+             WHERE r.namespace_id = ? AND c.document_id = ?",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for id in retracted {
+            want.remove(&id);
+        }
         let rows = sqlx::query(
             "SELECT id, is_current FROM claims WHERE namespace_id = ? AND document_id = ?",
         )

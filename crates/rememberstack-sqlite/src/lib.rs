@@ -904,6 +904,34 @@ impl MemoryStore for SqliteStore {
         self.delete_document_impl(ns, doc, now).await
     }
 
+    async fn retract_claim(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<ClaimRetraction> {
+        self.retract_claim_impl(ns, claim, reason, request, now)
+            .await
+    }
+
+    async fn invalidate_fact(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<FactInvalidation> {
+        self.invalidate_fact_impl(ns, fact, reason, request, now)
+            .await
+    }
+
+    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
+        self.fact_events_impl(ns, fact).await
+    }
+
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
         let rows = sqlx::query(
             "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,

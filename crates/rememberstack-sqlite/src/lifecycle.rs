@@ -1,15 +1,32 @@
 //! Lifecycle writes: document deletion (D135).
 
 use crate::{SqliteStore, db_err, parse_id, ts};
-use rememberstack_core::Result;
 use rememberstack_core::ids::*;
-use rememberstack_core::store::{DeletionOutcome, DocumentDeletion};
+use rememberstack_core::store::{
+    ClaimRetraction, DeletionOutcome, DocumentDeletion, FactEvent, FactInvalidation, RequestKey,
+};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
-use sqlx::{Row, Sqlite, Transaction};
+use rememberstack_core::{Error, ErrorCode, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use std::collections::BTreeSet;
 
 /// The reason recorded on a fact closed because its only current support was removed.
 pub(crate) const SOURCE_REMOVAL: &str = "retracted_source_removal";
+/// The reason recorded on a fact closed because its only current support was retracted.
+pub(crate) const CLAIM_RETRACTED: &str = "retracted_claim";
+/// The reason recorded on a fact a caller invalidated.
+pub(crate) const INVALIDATED: &str = "invalidated";
+
+/// Which testimony a cascade is about.
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    /// Every claim of a lineage.
+    Document(&'a str),
+    /// One claim.
+    Claim(&'a str),
+}
 
 impl SqliteStore {
     pub(crate) async fn delete_document_impl(
@@ -64,7 +81,7 @@ impl SqliteStore {
         .map_err(db_err)?;
         let claims_retired = retire_claims(&mut tx, &ns_s, &doc_s, &at).await?;
         let (closed, relations_closed, observations_closed, touched) =
-            close_unsupported(&mut tx, &ns_s, &doc_s, &at).await?;
+            close_unsupported(&mut tx, &ns_s, Scope::Document(&doc_s), &at).await?;
         if !first && claims_retired == 0 && closed.is_empty() {
             // Nothing changed: the episode was already complete.
             return Ok(DeletionOutcome::AlreadyDeleted);
@@ -95,6 +112,289 @@ impl SqliteStore {
             touched_entities: touched.into_iter().collect(),
         }))
     }
+}
+
+impl SqliteStore {
+    pub(crate) async fn retract_claim_impl(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<ClaimRetraction> {
+        let ns_s = ns.to_string();
+        let claim_s = claim.to_string();
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        if let Some(stored) = replay::<ClaimRetraction>(&mut tx, &ns_s, request).await? {
+            return Ok(stored);
+        }
+        let Some(row) = sqlx::query(
+            "SELECT c.is_current, r.reason, r.created_at FROM claims c
+             LEFT JOIN claim_retractions r ON r.namespace_id = c.namespace_id AND r.claim_id = c.id
+             WHERE c.namespace_id = ? AND c.id = ?",
+        )
+        .bind(&ns_s)
+        .bind(&claim_s)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("claim {claim} not found in this namespace"),
+            ));
+        };
+        let result = if let Some(first) = row.get::<Option<String>, _>("created_at") {
+            // Already retracted: the first retraction stands.
+            ClaimRetraction {
+                claim_id: claim,
+                retracted_at: ts(&first)?,
+                reason: row.get("reason"),
+                was_current: false,
+                facts_recounted: 0,
+                relations_closed: 0,
+                observations_closed: 0,
+                touched_entities: vec![],
+            }
+        } else {
+            let was_current = row.get::<i64, _>("is_current") != 0;
+            sqlx::query(
+                "INSERT INTO claim_retractions (namespace_id, claim_id, reason, request_id, created_at)
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&ns_s)
+            .bind(&claim_s)
+            .bind(reason)
+            .bind(request.map(|r| r.request_id.as_str()))
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if was_current {
+                sqlx::query("UPDATE claims SET is_current = 0 WHERE namespace_id = ? AND id = ?")
+                    .bind(&ns_s)
+                    .bind(&claim_s)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
+                     VALUES (?, ?, 0, 'retracted', NULL, ?)",
+                )
+                .bind(&ns_s)
+                .bind(&claim_s)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            // Every fact it evidences records the retraction, closed or not.
+            let recounted = sqlx::query(
+                "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
+                 SELECT DISTINCT namespace_id, fact_id, 'support_retracted', ?, ?, ?
+                 FROM fact_evidence WHERE namespace_id = ? AND claim_id = ?",
+            )
+            .bind(reason)
+            .bind(serde_json::json!({ "claim_id": claim_s }).to_string())
+            .bind(&at)
+            .bind(&ns_s)
+            .bind(&claim_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            let (_, relations_closed, observations_closed, touched) =
+                close_unsupported(&mut tx, &ns_s, Scope::Claim(&claim_s), &at).await?;
+            ClaimRetraction {
+                claim_id: claim,
+                retracted_at: ts(&at)?,
+                reason: reason.to_string(),
+                was_current,
+                facts_recounted: recounted,
+                relations_closed,
+                observations_closed,
+                touched_entities: touched.into_iter().collect(),
+            }
+        };
+        remember_request(&mut tx, &ns_s, request, &result, &at).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(result)
+    }
+
+    pub(crate) async fn invalidate_fact_impl(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<FactInvalidation> {
+        let ns_s = ns.to_string();
+        let fact_s = fact.to_string();
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        if let Some(stored) = replay::<FactInvalidation>(&mut tx, &ns_s, request).await? {
+            return Ok(stored);
+        }
+        let Some(row) = sqlx::query(
+            "SELECT invalidated_at, closed_reason, subject_id, object_id FROM facts
+             WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&ns_s)
+        .bind(&fact_s)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("fact {fact} not found in this namespace"),
+            ));
+        };
+        if row.get::<Option<String>, _>("invalidated_at").is_some() {
+            let why = row
+                .get::<Option<String>, _>("closed_reason")
+                .unwrap_or_else(|| "a verdict".into());
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("fact {fact} is already closed ({why})"),
+            ));
+        }
+        sqlx::query(
+            "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
+             WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(&at)
+        .bind(INVALIDATED)
+        .bind(&at)
+        .bind(&ns_s)
+        .bind(&fact_s)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
+             VALUES (?, ?, 'invalidated', ?, ?, ?)",
+        )
+        .bind(&ns_s)
+        .bind(&fact_s)
+        .bind(reason)
+        .bind(serde_json::json!({ "request_id": request.map(|r| r.request_id.clone()) }).to_string())
+        .bind(&at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut touched = vec![parse_id(&row.get::<String, _>("subject_id"))?];
+        if let Some(o) = row.get::<Option<String>, _>("object_id") {
+            touched.push(parse_id(&o)?);
+        }
+        let result = FactInvalidation {
+            fact_id: fact,
+            invalidated_at: ts(&at)?,
+            closed_reason: INVALIDATED.to_string(),
+            reason: reason.to_string(),
+            touched_entities: touched,
+        };
+        remember_request(&mut tx, &ns_s, request, &result, &at).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(result)
+    }
+
+    pub(crate) async fn fact_events_impl(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+    ) -> Result<Vec<FactEvent>> {
+        let rows = sqlx::query(
+            "SELECT event, reason, detail_json, created_at FROM fact_events
+             WHERE namespace_id = ? AND fact_id = ? ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(fact.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(FactEvent {
+                    event: r.get("event"),
+                    reason: r.get("reason"),
+                    detail: serde_json::from_str(&r.get::<String, _>("detail_json"))
+                        .map_err(|e| Error::store(format!("corrupt fact event: {e}")))?,
+                    created_at: ts(&r.get::<String, _>("created_at"))?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The stored result of a replayed request id, or `None` for a new request.
+/// The same id with another operation or input is `request_conflict`.
+async fn replay<T: DeserializeOwned>(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    request: Option<&RequestKey>,
+) -> Result<Option<T>> {
+    let Some(request) = request else {
+        return Ok(None);
+    };
+    let Some(row) = sqlx::query(
+        "SELECT operation, digest, result_json FROM lifecycle_requests
+         WHERE namespace_id = ? AND request_id = ?",
+    )
+    .bind(ns)
+    .bind(&request.request_id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?
+    else {
+        return Ok(None);
+    };
+    if row.get::<String, _>("operation") != request.operation
+        || row.get::<String, _>("digest") != request.digest
+    {
+        return Err(Error::new(
+            ErrorCode::RequestConflict,
+            format!(
+                "request id `{}` was already used for a different {} request",
+                request.request_id,
+                row.get::<String, _>("operation")
+            ),
+        ));
+    }
+    serde_json::from_str(&row.get::<String, _>("result_json"))
+        .map(Some)
+        .map_err(|e| Error::store(format!("corrupt stored request result: {e}")))
+}
+
+/// Store a request's result under its id (in the request's transaction).
+async fn remember_request<T: Serialize>(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    request: Option<&RequestKey>,
+    result: &T,
+    at: &str,
+) -> Result<()> {
+    let Some(request) = request else {
+        return Ok(());
+    };
+    let json = serde_json::to_string(result).map_err(|e| Error::internal(e.to_string()))?;
+    sqlx::query(
+        "INSERT INTO lifecycle_requests (namespace_id, request_id, operation, digest, result_json, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(ns)
+    .bind(&request.request_id)
+    .bind(&request.operation)
+    .bind(&request.digest)
+    .bind(json)
+    .bind(at)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 /// Retire every current claim of the lineage, recording each transition.
@@ -133,23 +433,37 @@ async fn retire_claims(
 async fn close_unsupported(
     tx: &mut Transaction<'_, Sqlite>,
     ns: &str,
-    doc: &str,
+    scope: Scope<'_>,
     at: &str,
 ) -> Result<(Vec<FactId>, u64, u64, BTreeSet<EntityId>)> {
-    let rows = sqlx::query(
+    let (condition, id, reason, detail) = match scope {
+        Scope::Document(doc) => (
+            "c.document_id = ?",
+            doc,
+            SOURCE_REMOVAL,
+            serde_json::json!({ "document_id": doc }),
+        ),
+        Scope::Claim(claim) => (
+            "e.claim_id = ?",
+            claim,
+            CLAIM_RETRACTED,
+            serde_json::json!({ "claim_id": claim }),
+        ),
+    };
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT f.id, f.kind, f.subject_id, f.object_id FROM facts f
          WHERE f.namespace_id = ? AND f.invalidated_at IS NULL
            AND f.id IN (SELECT e.fact_id FROM fact_evidence e
                         JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-                        WHERE e.namespace_id = ? AND c.document_id = ?)
+                        WHERE e.namespace_id = ? AND {condition})
            AND NOT EXISTS (SELECT 1 FROM fact_evidence e
                            JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
                            WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                             AND e.stance = 'support' AND c.is_current = 1)",
-    )
+                             AND e.stance = 'support' AND c.is_current = 1)"
+    )))
     .bind(ns)
     .bind(ns)
-    .bind(doc)
+    .bind(id)
     .fetch_all(&mut **tx)
     .await
     .map_err(db_err)?;
@@ -173,7 +487,7 @@ async fn close_unsupported(
              WHERE namespace_id = ? AND id = ?",
         )
         .bind(at)
-        .bind(SOURCE_REMOVAL)
+        .bind(reason)
         .bind(at)
         .bind(ns)
         .bind(&id)
@@ -186,8 +500,8 @@ async fn close_unsupported(
         )
         .bind(ns)
         .bind(&id)
-        .bind(SOURCE_REMOVAL)
-        .bind(serde_json::json!({ "document_id": doc }).to_string())
+        .bind(reason)
+        .bind(detail.to_string())
         .bind(at)
         .execute(&mut **tx)
         .await

@@ -61,7 +61,8 @@ pub use rememberstack_core::source::{
 };
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{
-    ClaimRecord, DecisionRecord, DocumentDeletion, Occurrence, Receipt, ReceiptSelection,
+    ClaimRecord, ClaimRetraction, DecisionRecord, DocumentDeletion, FactEvent, FactInvalidation,
+    Occurrence, Receipt, ReceiptSelection,
 };
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
@@ -468,6 +469,36 @@ impl Memory {
     /// creates a new version, processed afresh.
     pub async fn delete_document(&self, id: DocumentId) -> Result<DocumentDeletion> {
         self.engine.delete_document(&self.namespace, id).await
+    }
+
+    /// Retract a claim with a reason: it stops being current testimony for good,
+    /// support is recounted, and facts it alone supported close
+    /// (`retracted_claim`); facts with other support survive. Every fact it evidences
+    /// shows the retraction in [`Memory::trace`]. A `request_id` replays exactly; the
+    /// same id with another input is `request_conflict`.
+    pub async fn retract_claim(
+        &self,
+        id: ClaimId,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<ClaimRetraction> {
+        self.engine
+            .retract_claim(&self.namespace, id, reason, request_id)
+            .await
+    }
+
+    /// Invalidate a fact with a reason: the belief ends now (`closed_reason =
+    /// invalidated`, an event in [`Memory::trace`]). A fact already closed is a
+    /// `conflict`; a `request_id` replays exactly.
+    pub async fn invalidate_fact(
+        &self,
+        id: FactId,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<FactInvalidation> {
+        self.engine
+            .invalidate_fact(&self.namespace, id, reason, request_id)
+            .await
     }
 
     /// Check the store and every configured provider with one cheap call each.

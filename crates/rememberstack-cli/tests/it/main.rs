@@ -632,3 +632,58 @@ fn documents_delete_reports_counts_and_a_repeat_is_document_not_found() {
     let body: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["code"], "document_not_found", "{body}");
 }
+
+#[test]
+fn claims_retract_and_facts_invalidate_record_their_reasons() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let claims = cli.ok_json(&["claims", "list", "--json"]);
+    let claim = claims["claims"][0]["claim_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = cli.ok_json(&[
+        "claims",
+        "retract",
+        &claim,
+        "--reason",
+        "wrong transcript",
+        "--request-id",
+        "req-9",
+        "--json",
+    ]);
+    assert_eq!(r["claim_id"], claim.as_str());
+    assert_eq!(r["reason"], "wrong transcript");
+    assert_eq!(r["was_current"], true);
+    let out = cli.run(&[
+        "claims",
+        "retract",
+        &claim,
+        "--reason",
+        "other",
+        "--request-id",
+        "req-9",
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "request_conflict", "{body}");
+
+    let facts = cli.ok_json(&["facts", "list", "--json"]);
+    let fact = facts["facts"][0]["fact_id"].as_str().unwrap().to_string();
+    let r = cli.ok_json(&[
+        "facts",
+        "invalidate",
+        &fact,
+        "--reason",
+        "outdated",
+        "--json",
+    ]);
+    assert_eq!(r["closed_reason"], "invalidated");
+    let trace = cli.ok_json(&["trace", &fact, "--json"]);
+    assert_eq!(trace["events"][0]["event"], "invalidated", "{trace}");
+    assert_eq!(trace["events"][0]["reason"], "outdated");
+    let out = cli.run(&["facts", "invalidate", &fact, "--reason", "again", "--json"]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "conflict", "{body}");
+}

@@ -178,6 +178,10 @@ pub struct FactTrace {
     pub adjudications: Vec<AdjudicationRecord>,
     /// The resolution decisions of its entities.
     pub resolutions: Vec<ResolutionDecision>,
+    /// Its lifecycle events (closed with a deleted source, support retracted,
+    /// invalidated), oldest first, with their reasons.
+    #[serde(default)]
+    pub events: Vec<FactEvent>,
 }
 
 /// One evidence row with its claim.
@@ -1645,6 +1649,7 @@ impl Engine {
             evidence.push(TracedEvidence { evidence: e, claim });
         }
         let adjudications = self.store.adjudications(ns, fact).await?;
+        let events = self.store.fact_events(ns, fact).await?;
         let mut ids = vec![record.subject];
         ids.extend(record.object);
         let resolutions = self.store.resolution_decisions(ns, &ids).await?;
@@ -1659,6 +1664,7 @@ impl Engine {
             evidence,
             adjudications,
             resolutions,
+            events,
         })
     }
 

@@ -1,4 +1,5 @@
-//! Lifecycle writes: deleting a document lineage (D135).
+//! Lifecycle writes: deleting a document lineage (D135), retracting a claim and
+//! invalidating a fact.
 
 use super::*;
 
@@ -76,11 +77,75 @@ impl Engine {
         Ok(())
     }
 
-    /// Refresh the profiles of entities whose facts a deletion closed. Best effort:
-    /// the deletion has committed; a failed refresh is logged and the profile is
-    /// rebuilt by the entity's next adjudication.
+    /// Retract a claim: it stops being current testimony for good, with `reason`
+    /// recorded; support is recounted, and a fact it alone supported closes
+    /// (`retracted_claim`) while a fact with other support survives. Every fact it
+    /// evidences shows the retraction in `trace`. Idempotent: a repeat returns the
+    /// first retraction; a `request_id` replays exactly and refuses another input
+    /// (`request_conflict`).
+    pub async fn retract_claim(
+        &self,
+        namespace: &str,
+        claim: ClaimId,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<ClaimRetraction> {
+        validate_namespace(namespace)?;
+        let reason = lifecycle_reason(reason)?;
+        let request = request_key(
+            request_id,
+            "retract_claim",
+            &serde_json::json!({"claim_id": claim, "reason": reason}),
+        )?;
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let r = self
+            .store
+            .retract_claim(ns, claim, reason, request.as_ref(), self.clock.now())
+            .await?;
+        self.refresh_touched(ns, &r.touched_entities).await;
+        Ok(r)
+    }
+
+    /// Invalidate a fact: the belief ends now (`invalidated_at`, `closed_reason =
+    /// invalidated`) with the caller's reason as an event in `trace`. The evidence
+    /// stays. A `request_id` replays exactly and refuses another input; invalidating
+    /// a fact that is already closed is a `conflict`.
+    pub async fn invalidate_fact(
+        &self,
+        namespace: &str,
+        fact: FactId,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<FactInvalidation> {
+        validate_namespace(namespace)?;
+        let reason = lifecycle_reason(reason)?;
+        let request = request_key(
+            request_id,
+            "invalidate_fact",
+            &serde_json::json!({"fact_id": fact, "reason": reason}),
+        )?;
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let r = self
+            .store
+            .invalidate_fact(ns, fact, reason, request.as_ref(), self.clock.now())
+            .await?;
+        self.refresh_touched(ns, &r.touched_entities).await;
+        Ok(r)
+    }
+
+    /// Refresh the profiles of entities whose facts a deletion closed.
     async fn after_deletion(&self, ns: NamespaceId, deletion: &DocumentDeletion) {
-        let roots = match self.roots_of(ns, &deletion.touched_entities).await {
+        self.refresh_touched(ns, &deletion.touched_entities).await;
+    }
+
+    /// Refresh the profiles of entities whose facts a lifecycle write changed. Best
+    /// effort: the write has committed; a failed refresh is logged and the profile
+    /// is rebuilt by the entity's next adjudication.
+    async fn refresh_touched(&self, ns: NamespaceId, entities: &[EntityId]) {
+        if entities.is_empty() {
+            return;
+        }
+        let roots = match self.roots_of(ns, entities).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "profiles after a deletion: entities unreadable");
@@ -99,4 +164,38 @@ impl Engine {
             }
         }
     }
+}
+
+/// A caller's reason: trimmed, 1 to 1,000 characters.
+fn lifecycle_reason(reason: &str) -> Result<&str> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().count() > 1000 {
+        return Err(Error::new(
+            ErrorCode::InvalidInput,
+            "a reason of 1 to 1,000 characters is required",
+        ));
+    }
+    Ok(reason)
+}
+
+/// The replay key of a lifecycle write made under a caller's request id.
+pub(super) fn request_key(
+    request_id: Option<&str>,
+    operation: &str,
+    input: &serde_json::Value,
+) -> Result<Option<RequestKey>> {
+    let Some(id) = request_id else {
+        return Ok(None);
+    };
+    if id.trim().is_empty() || id.len() > 200 {
+        return Err(Error::new(
+            ErrorCode::InvalidInput,
+            "request_id must be 1 to 200 characters",
+        ));
+    }
+    Ok(Some(RequestKey {
+        request_id: id.to_string(),
+        operation: operation.to_string(),
+        digest: sha256_hex(input.to_string().as_bytes()),
+    }))
 }

@@ -40,6 +40,10 @@ fn about<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
         .collect()
 }
 
+fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap()
+}
+
 async fn current_claims(memory: &Memory, doc: DocumentId) -> usize {
     memory
         .claims(Some(doc), false)
@@ -246,5 +250,184 @@ async fn work_landing_after_the_tombstone_is_retired_by_the_cascade() {
                 .as_str(),
             "document_not_found"
         );
+    }
+}
+
+fn claim_saying<'a>(
+    claims: &'a [rememberstack::ClaimRecord],
+    needle: &str,
+) -> &'a rememberstack::ClaimRecord {
+    claims
+        .iter()
+        .find(|c| c.text.contains(needle))
+        .unwrap_or_else(|| panic!("no claim saying {needle}: {claims:#?}"))
+}
+
+#[tokio::test]
+async fn retraction_ends_currency_recounts_support_and_shows_in_trace() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let alpha = add(&memory, "notes/alpha", ALPHA).await;
+        add(&memory, "notes/beta", BETA).await;
+        let claims = memory.claims(Some(alpha), false).await.unwrap();
+        let acme_claim = claim_saying(&claims, "Acme").claim_id;
+        let lisbon_claim = claim_saying(&claims, "Lisbon").claim_id;
+        let live = facts(&memory, false).await;
+        let acme_fact = about(&live, "Acme")[0].fact_id;
+        let lisbon_fact = about(&live, "Lisbon")[0].fact_id;
+
+        let r = memory
+            .retract_claim(acme_claim, "misheard in the meeting", Some("r-1"))
+            .await
+            .unwrap();
+        assert!(r.was_current, "{}", h.kind);
+        assert_eq!(r.facts_recounted, 1, "{}: {r:?}", h.kind);
+        assert_eq!(r.relations_closed + r.observations_closed, 1, "{r:?}");
+        // Exact replay returns the stored result; the same id with another input is
+        // refused; a repeat without an id returns the first retraction.
+        let replay = memory
+            .retract_claim(acme_claim, "misheard in the meeting", Some("r-1"))
+            .await
+            .unwrap();
+        // (Compared as the public answer: internal bookkeeping is not replayed.)
+        assert_eq!(json(&replay), json(&r));
+        let err = memory
+            .retract_claim(acme_claim, "another reason", Some("r-1"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "request_conflict", "{}", h.kind);
+        let again = memory
+            .retract_claim(acme_claim, "another reason", None)
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.retracted_at, again.reason.as_str()),
+            (r.retracted_at, "misheard in the meeting")
+        );
+
+        let history = facts(&memory, true).await;
+        let closed = history.iter().find(|f| f.fact_id == acme_fact).unwrap();
+        assert_eq!(closed.closed_reason.as_deref(), Some("retracted_claim"));
+        assert!(about(&facts(&memory, false).await, "Acme").is_empty());
+        let trace = memory.trace(acme_fact).await.unwrap();
+        let events: Vec<(&str, &str)> = trace
+            .events
+            .iter()
+            .map(|e| (e.event.as_str(), e.reason.as_str()))
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                ("support_retracted", "misheard in the meeting"),
+                ("closed", "retracted_claim")
+            ],
+            "{}",
+            h.kind
+        );
+
+        // A fact with other support survives, recounted, and shows the retraction.
+        memory
+            .retract_claim(lisbon_claim, "wrong person", None)
+            .await
+            .unwrap();
+        let live = facts(&memory, false).await;
+        let lisbon = about(&live, "Lisbon");
+        assert_eq!(lisbon.len(), 1, "{}", h.kind);
+        assert_eq!(lisbon[0].fact_id, lisbon_fact);
+        assert_eq!(
+            lisbon[0].evidence_count, 1,
+            "{}: Beta still says it",
+            h.kind
+        );
+        let trace = memory.trace(lisbon_fact).await.unwrap();
+        assert_eq!(trace.events.len(), 1);
+        assert_eq!(trace.events[0].reason, "wrong person");
+
+        // A new version of the lineage repeating the sentence does not revive it.
+        add(
+            &memory,
+            "notes/alpha",
+            &format!("{ALPHA}\nCarol enjoys hiking.\n"),
+        )
+        .await;
+        let claims = memory.claims(Some(alpha), true).await.unwrap();
+        let acme = claim_saying(&claims, "Acme");
+        assert_eq!(acme.claim_id, acme_claim, "{}: the same testimony", h.kind);
+        assert!(
+            !acme.is_current,
+            "{}: a retracted claim stays retired",
+            h.kind
+        );
+        assert!(about(&facts(&memory, false).await, "Acme").is_empty());
+
+        // Bad input changes nothing.
+        let unknown = memory
+            .retract_claim(rememberstack::ClaimId::new(), "x", None)
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.code().as_str(), "not_found");
+        let empty = memory
+            .retract_claim(lisbon_claim, "  ", None)
+            .await
+            .unwrap_err();
+        assert_eq!(empty.code().as_str(), "invalid_input");
+    }
+}
+
+#[tokio::test]
+async fn invalidating_a_fact_ends_the_belief_with_its_reason() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        add(
+            &memory,
+            "notes/dana",
+            "# Staff\n\nDana works for Initech.\n",
+        )
+        .await;
+        let fact = about(&facts(&memory, false).await, "Initech")[0].clone();
+        let r = memory
+            .invalidate_fact(fact.fact_id, "Dana left in May", Some("i-1"))
+            .await
+            .unwrap();
+        assert_eq!(r.closed_reason, "invalidated");
+        assert!(about(&facts(&memory, false).await, "Initech").is_empty());
+        let closed = facts(&memory, true)
+            .await
+            .into_iter()
+            .find(|f| f.fact_id == fact.fact_id)
+            .unwrap();
+        assert_eq!(closed.invalidated_at, Some(r.invalidated_at));
+        assert_eq!(closed.closed_reason.as_deref(), Some("invalidated"));
+        assert_eq!(closed.evidence_count, 1, "{}: the evidence stays", h.kind);
+        let trace = memory.trace(fact.fact_id).await.unwrap();
+        assert_eq!(trace.events.len(), 1);
+        assert_eq!(
+            (
+                trace.events[0].event.as_str(),
+                trace.events[0].reason.as_str()
+            ),
+            ("invalidated", "Dana left in May")
+        );
+        let replay = memory
+            .invalidate_fact(fact.fact_id, "Dana left in May", Some("i-1"))
+            .await
+            .unwrap();
+        assert_eq!(json(&replay), json(&r));
+        for (reason, request, code) in [
+            ("another", Some("i-1"), "request_conflict"),
+            ("again", None, "conflict"),
+        ] {
+            let err = memory
+                .invalidate_fact(fact.fact_id, reason, request)
+                .await
+                .unwrap_err();
+            assert_eq!(err.code().as_str(), code, "{}", h.kind);
+        }
+        let err = memory
+            .invalidate_fact(rememberstack::FactId::new(), "x", None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "not_found");
+        assert_eq!(memory.trace(fact.fact_id).await.unwrap().events.len(), 1);
     }
 }
