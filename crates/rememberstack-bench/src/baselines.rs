@@ -316,10 +316,16 @@ impl TurnIndex {
     }
 }
 
-/// An in-memory SQLite database for the baselines' FTS5 tables.
+/// An in-memory SQLite database for the baselines' FTS5 tables. It lives exactly as
+/// long as its one connection, so the pool never retires that connection (by
+/// default a pooled connection is closed after ten idle minutes or half an hour,
+/// which would drop every table of a long run).
 pub async fn memory_pool() -> Result<SqlitePool> {
     Ok(SqlitePoolOptions::new()
         .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
         .connect_with(SqliteConnectOptions::from_str("sqlite::memory:")?)
         .await?)
 }
