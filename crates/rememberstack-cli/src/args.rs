@@ -33,6 +33,12 @@ pub enum Command {
     Process,
     /// Hybrid (semantic + lexical) chunk search.
     Search(SearchArgs),
+    /// Append messages to a conversation.
+    Conversations {
+        /// What to do.
+        #[command(subcommand)]
+        command: ConversationsCommand,
+    },
     /// List and inspect documents.
     Documents {
         /// What to do.
@@ -375,6 +381,27 @@ pub enum ClaimsCommand {
         /// Replay key: the same id and input return the first result.
         #[arg(long)]
         request_id: Option<String>,
+    },
+}
+
+/// `remember conversations …`.
+#[derive(Debug, Subcommand)]
+pub enum ConversationsCommand {
+    /// Append messages (each with an `event_id`) to a conversation lineage, creating
+    /// it on first use. FILE is JSON: `{"messages": [...]}` or an array of messages
+    /// (`event_id`, `speaker`, `text`, optional `timestamp`); `-` reads stdin.
+    Append {
+        /// The conversation's reference (its lineage key).
+        #[arg(long = "ref", value_name = "CONVERSATION_REF")]
+        conversation_ref: String,
+        /// The messages file (`-` for stdin).
+        file: String,
+        /// Source time for messages without a timestamp of their own (RFC 3339).
+        #[arg(long, value_name = "RFC3339")]
+        source_time: Option<String>,
+        /// Process the ledger until idle afterwards.
+        #[arg(long)]
+        wait: bool,
     },
 }
 

@@ -399,6 +399,56 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Entities { command } => entities(&cli, command).await,
+        Command::Conversations {
+            command:
+                ConversationsCommand::Append {
+                    conversation_ref,
+                    file,
+                    source_time,
+                    wait,
+                },
+        } => {
+            let bytes = if file == "-" {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+                    .map_err(|e| Error::invalid_input(format!("reading stdin: {e}")))?;
+                buf
+            } else {
+                std::fs::read(file)
+                    .map_err(|e| Error::new(ErrorCode::NotFound, format!("reading {file}: {e}")))?
+            };
+            let messages = rememberstack::text::parse_conversation(&bytes)?.messages;
+            let memory = open(&cli).await?;
+            let receipt = match source_time {
+                Some(t) => {
+                    let at = rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
+                        Error::invalid_input(format!("`{t}` is not an RFC 3339 instant"))
+                    })?;
+                    memory
+                        .append_messages_at(conversation_ref, messages, at)
+                        .await?
+                }
+                None => memory.append_messages(conversation_ref, messages).await?,
+            };
+            let processed = if *wait {
+                Some(memory.process_until_idle().await?)
+            } else {
+                None
+            };
+            if cli.json {
+                print_json(&json!({ "appended": receipt, "processed": processed }))
+            } else {
+                println!(
+                    "{} {} ({}): {} appended, {} already present",
+                    receipt.outcome,
+                    receipt.document_id,
+                    receipt.version_id,
+                    receipt.appended,
+                    receipt.already_present
+                );
+                Ok(())
+            }
+        }
         Command::Facts {
             command:
                 FactsCommand::List {

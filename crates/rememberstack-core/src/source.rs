@@ -189,6 +189,10 @@ pub struct IngestRequest {
     pub origin: Origin,
     /// A thread reference, if the caller has one.
     pub thread_ref: Option<String>,
+    /// Compare-and-set: create the version only if the lineage's latest version is
+    /// still this one (`conflict` otherwise). Appends use it so that two concurrent
+    /// appends cannot lose each other's messages.
+    pub expected_latest: Option<crate::ids::VersionId>,
 }
 
 impl IngestRequest {
@@ -211,6 +215,7 @@ impl IngestRequest {
             mode: None,
             origin: Origin::External,
             thread_ref: None,
+            expected_latest: None,
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct NewVersion {
     pub metadata: DocumentMetadata,
     /// The first unit of work, targeting `version_id`.
     pub work: NewWork,
+    /// Compare-and-set on the lineage's latest version (`Conflict` when it moved).
+    pub expected_latest: Option<VersionId>,
     /// When.
     pub now: Timestamp,
 }
@@ -728,6 +730,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>>;
     /// One lineage.
     async fn document(&self, ns: NamespaceId, doc: DocumentId) -> Result<Option<DocumentRow>>;
+    /// A lineage by its key, deleted or not.
+    async fn document_by_ref(
+        &self,
+        ns: NamespaceId,
+        source_kind: &str,
+        source_ref: &str,
+    ) -> Result<Option<DocumentRow>>;
     /// Every name (file name, title) the lineage was observed under, in first-seen order.
     async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>>;
     /// A version's sections with their chunk counts.

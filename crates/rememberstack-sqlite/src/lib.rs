@@ -446,6 +446,17 @@ impl MemoryStore for SqliteStore {
             Some(row) => {
                 let doc_id: DocumentId = parse_id(&row.get::<String, _>("id"))?;
                 let mode = VersioningMode::parse(&row.get::<String, _>("mode"))?;
+                if let Some(expected) = nv.expected_latest
+                    && row.get::<String, _>("latest_version_id") != expected.to_string()
+                {
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "lineage ({}, {}) moved past version {expected} during the request; retry",
+                            nv.source_kind, nv.source_ref
+                        ),
+                    ));
+                }
                 if let Some(requested) = nv.mode
                     && requested != mode
                 {
@@ -855,6 +866,24 @@ impl MemoryStore for SqliteStore {
         .map_err(db_err)?;
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    async fn document_by_ref(
+        &self,
+        ns: NamespaceId,
+        source_kind: &str,
+        source_ref: &str,
+    ) -> Result<Option<DocumentRow>> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?"
+        )))
+        .bind(ns.to_string())
+        .bind(source_kind)
+        .bind(source_ref)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.as_ref().map(document_row).transpose()
     }
 
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>> {

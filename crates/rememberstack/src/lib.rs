@@ -39,13 +39,13 @@ pub use config::{Config, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
-    ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport, DocumentDetail,
-    DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport, Engine,
-    EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace, FactsConfig,
-    FactsContextInput, HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest,
-    OperationDescriptor, PathResult, ProviderCheck, Providers, ReceiptResolution, RecordRef,
-    ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats, StatusReport, TemporalScope,
-    TracedEvidence, VersionSummary, operations,
+    AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
+    DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
+    Engine, EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace,
+    FactsConfig, FactsContextInput, HydratedEvidence, HydratedRecord, IngestReceipt,
+    NeighborhoodRequest, OperationDescriptor, PathResult, ProviderCheck, Providers,
+    ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats,
+    StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -469,6 +469,39 @@ impl Memory {
     /// creates a new version, processed afresh.
     pub async fn delete_document(&self, id: DocumentId) -> Result<DocumentDeletion> {
         self.engine.delete_document(&self.namespace, id).await
+    }
+
+    /// Append messages to the conversation `conversation_ref` (created on first
+    /// use). Every message needs an `event_id`; an id already present with the same
+    /// speaker and text is skipped (a replayed append is `unchanged`), one holding a
+    /// different message is refused (`conflict`) and nothing changes. Each append
+    /// that adds messages is a new version; unchanged chunks reuse their claims.
+    pub async fn append_messages(
+        &self,
+        conversation_ref: &str,
+        messages: Vec<Message>,
+    ) -> Result<AppendReceipt> {
+        self.engine
+            .append_messages(&self.namespace, conversation_ref, messages, None)
+            .await
+    }
+
+    /// [`Memory::append_messages`] with a source time for messages that carry no
+    /// timestamp of their own.
+    pub async fn append_messages_at(
+        &self,
+        conversation_ref: &str,
+        messages: Vec<Message>,
+        source_time: Timestamp,
+    ) -> Result<AppendReceipt> {
+        self.engine
+            .append_messages(
+                &self.namespace,
+                conversation_ref,
+                messages,
+                Some(source_time),
+            )
+            .await
     }
 
     /// Retract a claim with a reason: it stops being current testimony for good,

@@ -687,3 +687,51 @@ fn claims_retract_and_facts_invalidate_record_their_reasons() {
     let body: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["code"], "conflict", "{body}");
 }
+
+#[test]
+fn conversations_append_is_idempotent_and_refuses_a_changed_event() {
+    let cli = Cli::new();
+    let first = cli.write(
+        "first.json",
+        r#"{"messages": [
+            {"event_id": "e1", "speaker": "Ana", "text": "The release moved to Friday."},
+            {"event_id": "e2", "speaker": "Ben", "text": "I will tell the support team."}
+        ]}"#,
+    );
+    let a = cli.ok_json(&[
+        "conversations",
+        "append",
+        "--ref",
+        "chat/release",
+        first.to_str().unwrap(),
+        "--wait",
+        "--json",
+    ]);
+    assert_eq!(a["appended"]["outcome"], "created");
+    assert_eq!(a["appended"]["appended"], 2);
+    let again = cli.ok_json(&[
+        "conversations",
+        "append",
+        "--ref",
+        "chat/release",
+        first.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(again["appended"]["outcome"], "unchanged");
+    assert_eq!(again["appended"]["already_present"], 2);
+    let changed = cli.write(
+        "changed.json",
+        r#"[{"event_id": "e2", "speaker": "Ben", "text": "I will not tell anyone."}]"#,
+    );
+    let out = cli.run(&[
+        "conversations",
+        "append",
+        "--ref",
+        "chat/release",
+        changed.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "conflict", "{body}");
+}

@@ -3,7 +3,170 @@
 
 use super::*;
 
+/// What appending messages to a conversation did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppendReceipt {
+    /// The namespace.
+    pub namespace: String,
+    /// The conversation lineage.
+    pub document_id: DocumentId,
+    /// The version holding every message (new, or the unchanged latest).
+    pub version_id: VersionId,
+    /// `created` (a new version) or `unchanged` (every message was already there).
+    pub outcome: String,
+    /// Whether the conversation lineage was created by this append.
+    pub new_lineage: bool,
+    /// Messages added.
+    pub appended: u64,
+    /// Messages whose event id was already present with the same speaker and text.
+    pub already_present: u64,
+}
+
+/// How often an append re-reads the conversation when another append moved it.
+const APPEND_ATTEMPTS: usize = 5;
+
 impl Engine {
+    /// Append messages to a conversation lineage (`source_kind = conversation`,
+    /// `source_ref = conversation_ref`), creating it on first use. Every message needs
+    /// an `event_id`: an id already present with the same speaker and text is skipped
+    /// (so a replayed append is `unchanged`), with anything else it is refused
+    /// (`conflict`) and nothing changes. Each append that adds messages is a new
+    /// version of the lineage holding every message; unchanged chunks reuse their
+    /// claims, so an append costs what it adds. A message without a timestamp is
+    /// stamped with `source_time` (else now), so its time never shifts with later
+    /// appends. A deleted conversation starts over from the appended messages.
+    pub async fn append_messages(
+        &self,
+        namespace: &str,
+        conversation_ref: &str,
+        messages: Vec<text::Message>,
+        source_time: Option<Timestamp>,
+    ) -> Result<AppendReceipt> {
+        validate_namespace(namespace)?;
+        validate_lineage("conversation", conversation_ref)?;
+        // A message keeps the time it was appended at (its own timestamp, else the
+        // append's source time, else now) in every later version of the conversation.
+        let stamp = source_time.unwrap_or_else(|| self.clock.now());
+        let mut incoming = dedupe_appended(messages)?;
+        for m in &mut incoming {
+            m.timestamp = m.timestamp.or(Some(stamp));
+        }
+        for attempt in 0..APPEND_ATTEMPTS {
+            let (base, latest, deleted) = match self.store.namespace(namespace).await? {
+                None => (None, None, false),
+                Some(ns) => match self
+                    .store
+                    .document_by_ref(ns.id, "conversation", conversation_ref)
+                    .await?
+                {
+                    None => (None, None, false),
+                    Some(row) if row.deleted_at.is_some() => {
+                        (None, Some(row.latest_version_id), true)
+                    }
+                    Some(row) => {
+                        let v = self
+                            .store
+                            .version(ns.id, row.latest_version_id)
+                            .await?
+                            .ok_or_else(|| Error::store("a lineage's latest version is missing"))?;
+                        if v.format != Some(SourceFormat::Conversation) {
+                            return Err(Error::new(
+                                ErrorCode::InvalidConversation,
+                                format!(
+                                    "`{conversation_ref}` is not a conversation lineage: its latest version is not a conversation"
+                                ),
+                            ));
+                        }
+                        let bytes = self.store.content(ns.id, &v.content_sha256).await?;
+                        (
+                            Some(text::parse_conversation(&bytes)?),
+                            Some(row.latest_version_id),
+                            false,
+                        )
+                    }
+                },
+            };
+            let mut conversation = base.unwrap_or(text::Conversation {
+                session_time: None,
+                messages: vec![],
+            });
+            let known: HashMap<&str, &text::Message> = conversation
+                .messages
+                .iter()
+                .filter_map(|m| m.event_id.as_deref().map(|id| (id, m)))
+                .collect();
+            let mut fresh = Vec::new();
+            let mut already = 0u64;
+            for m in &incoming {
+                let id = m.event_id.as_deref().unwrap_or_default();
+                match known.get(id) {
+                    Some(old) if old.speaker == m.speaker && old.text == m.text => already += 1,
+                    Some(_) => {
+                        return Err(Error::new(
+                            ErrorCode::Conflict,
+                            format!(
+                                "event id `{id}` already holds a different message in `{conversation_ref}`; nothing was appended"
+                            ),
+                        ));
+                    }
+                    None => fresh.push(m.clone()),
+                }
+            }
+            if fresh.is_empty()
+                && let (Some(latest), false) = (latest, deleted)
+            {
+                let ns = self.namespace_or_not_found(namespace).await?;
+                let doc = self
+                    .store
+                    .document_by_ref(ns, "conversation", conversation_ref)
+                    .await?
+                    .ok_or_else(|| Error::store("the conversation vanished"))?;
+                return Ok(AppendReceipt {
+                    namespace: namespace.to_string(),
+                    document_id: doc.document_id,
+                    version_id: latest,
+                    outcome: "unchanged".into(),
+                    new_lineage: false,
+                    appended: 0,
+                    already_present: already,
+                });
+            }
+            let appended = fresh.len() as u64;
+            conversation.messages.extend(fresh);
+            let bytes = serde_json::to_vec(&conversation)
+                .map_err(|e| Error::internal(format!("conversation: {e}")))?;
+            let mut req = IngestRequest::new(namespace, "conversation", conversation_ref, bytes);
+            req.kind = DeclaredKind::Format(SourceFormat::Conversation);
+            req.source_time = source_time;
+            req.expected_latest = latest;
+            match self.ingest(req).await {
+                Ok(r) => {
+                    return Ok(AppendReceipt {
+                        namespace: r.namespace,
+                        document_id: r.document_id,
+                        version_id: r.version_id,
+                        outcome: r.outcome,
+                        new_lineage: r.new_lineage,
+                        appended,
+                        already_present: already,
+                    });
+                }
+                Err(e) if e.code() == ErrorCode::Conflict && attempt + 1 < APPEND_ATTEMPTS => {
+                    tracing::info!(
+                        conversation_ref,
+                        attempt,
+                        "conversation moved during an append: re-read"
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::new(
+            ErrorCode::Conflict,
+            format!("`{conversation_ref}` kept changing under concurrent appends; retry"),
+        ))
+    }
+
     /// Delete a document lineage (D135): soft, lineage grain, one atomic episode.
     /// Its claims stop being current testimony, evidence counts follow, and facts it
     /// alone supported close with the reason `retracted_source_removal`; facts with
@@ -198,4 +361,42 @@ pub(super) fn request_key(
         operation: operation.to_string(),
         digest: sha256_hex(input.to_string().as_bytes()),
     }))
+}
+
+/// The messages of one append, checked: at least one; every message has an event id,
+/// a speaker and text; an id repeated within the append must repeat the same message
+/// (it is kept once).
+fn dedupe_appended(messages: Vec<text::Message>) -> Result<Vec<text::Message>> {
+    let bad = |m: String| Error::new(ErrorCode::InvalidConversation, m);
+    if messages.is_empty() {
+        return Err(bad("an append needs at least one message".into()));
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out: Vec<text::Message> = Vec::with_capacity(messages.len());
+    for (i, m) in messages.into_iter().enumerate() {
+        let Some(id) = m.event_id.clone().filter(|id| !id.trim().is_empty()) else {
+            return Err(bad(format!(
+                "message {i} has no event_id: appended messages need one"
+            )));
+        };
+        if m.speaker.trim().is_empty() || m.text.trim().is_empty() {
+            return Err(bad(format!(
+                "message {i} (`{id}`) needs a speaker and text"
+            )));
+        }
+        match seen.get(&id) {
+            Some(&j) if out[j].speaker == m.speaker && out[j].text == m.text => {}
+            Some(_) => {
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!("event id `{id}` appears twice with different messages"),
+                ));
+            }
+            None => {
+                seen.insert(id, out.len());
+                out.push(m);
+            }
+        }
+    }
+    Ok(out)
 }

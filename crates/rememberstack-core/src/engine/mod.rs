@@ -35,6 +35,7 @@ pub use facts::{
     EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, TracedEvidence, profile_summary,
     unit_id,
 };
+pub use lifecycle::AppendReceipt;
 pub use primitives::{
     DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,
     HydratedRecord, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER,
@@ -838,6 +839,7 @@ impl Engine {
                 origin: req.origin,
                 metadata,
                 work,
+                expected_latest: req.expected_latest,
                 now,
             })
             .await?;

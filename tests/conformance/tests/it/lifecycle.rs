@@ -431,3 +431,154 @@ async fn invalidating_a_fact_ends_the_belief_with_its_reason() {
         assert_eq!(memory.trace(fact.fact_id).await.unwrap().events.len(), 1);
     }
 }
+
+fn turns(range: std::ops::Range<usize>) -> Vec<rememberstack::Message> {
+    let said = [
+        "Caroline adopted a rescue dog named Biscuit last weekend.",
+        "Melanie started pottery classes at the community centre.",
+        "Caroline is training for the Lisbon half marathon in October.",
+        "Melanie painted a sunrise over the lake for her sister.",
+        "Caroline moved to a flat near the old harbour in Porto.",
+        "Melanie booked a camping trip to the Dolomites for August.",
+        "Caroline joined a choir that rehearses on Thursday evenings.",
+    ];
+    range
+        .map(|i| rememberstack::Message {
+            event_id: Some(format!("D1:{i}")),
+            speaker: if i % 2 == 0 { "Caroline" } else { "Melanie" }.into(),
+            text: format!("On day {i}: {}", said[i % said.len()]),
+            timestamp: None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn conversation_appends_are_idempotent_versions_that_reuse_claims() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let first = memory
+            .append_messages_at("chat/cm", turns(0..40), at("2023-05-08T13:56:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.outcome.as_str(), first.new_lineage, first.appended),
+            ("created", true, 40)
+        );
+        memory.process_until_idle().await.unwrap();
+        let doc = first.document_id;
+        let before: Vec<_> = memory
+            .claims(Some(doc), false)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.claim_id)
+            .collect();
+        assert!(!before.is_empty(), "{}", h.kind);
+
+        // A replayed append changes nothing.
+        let replay = memory
+            .append_messages("chat/cm", turns(0..40))
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                replay.outcome.as_str(),
+                replay.appended,
+                replay.already_present
+            ),
+            ("unchanged", 0, 40)
+        );
+        assert_eq!(replay.version_id, first.version_id);
+
+        // New turns plus a repeated one: a new version holding all 42.
+        let mut more = turns(39..42);
+        more.rotate_left(1);
+        let second = memory
+            .append_messages_at("chat/cm", more, at("2023-05-09T10:00:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                second.outcome.as_str(),
+                second.appended,
+                second.already_present
+            ),
+            ("created", 2, 1)
+        );
+        assert_eq!(second.document_id, doc);
+        memory.process_until_idle().await.unwrap();
+        let detail = memory.document(doc).await.unwrap();
+        assert_eq!(detail.versions.len(), 2, "{}", h.kind);
+        // Unchanged chunks reused their claims: the earlier claims are still current
+        // and the second version's extraction ledger shows reuse.
+        let now: Vec<_> = memory
+            .claims(Some(doc), false)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.claim_id)
+            .collect();
+        assert!(before.iter().all(|c| now.contains(c)), "{}", h.kind);
+        assert!(
+            now.len() > before.len(),
+            "{}: the new turns added claims",
+            h.kind
+        );
+        let decisions = memory.claim_decisions(doc).await.unwrap();
+        assert!(
+            decisions
+                .iter()
+                .any(|d| d.version_id == second.version_id && d.row.kind == "reused"),
+            "{}: {:?}",
+            h.kind,
+            decisions
+                .iter()
+                .map(|d| (&d.row.kind, d.version_id))
+                .collect::<Vec<_>>()
+        );
+        // The append costs what it adds: fewer fresh extractions than the first version.
+        let fresh = |v| {
+            decisions
+                .iter()
+                .filter(|d| d.version_id == v && d.row.kind == "accepted")
+                .count()
+        };
+        assert!(
+            fresh(second.version_id) < fresh(first.version_id),
+            "{}: {} fresh claims after the append, {} at first",
+            h.kind,
+            fresh(second.version_id),
+            fresh(first.version_id)
+        );
+        // The new message keeps its event id into search results.
+        let hits = memory.search("On day 41", 3).await.unwrap();
+        assert!(
+            hits.results
+                .iter()
+                .any(|c| c.event_ids.contains(&"D1:41".to_string())),
+            "{}: {:?}",
+            h.kind,
+            hits.results
+        );
+
+        // A repeated event id with different text is refused and changes nothing;
+        // so is a message without an event id.
+        let mut changed = turns(1..2);
+        changed[0].text = "Melanie quit pottery.".into();
+        let err = memory
+            .append_messages("chat/cm", changed)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "conflict", "{}", h.kind);
+        let mut anonymous = turns(9..10);
+        anonymous[0].event_id = None;
+        let err = memory
+            .append_messages("chat/cm", anonymous)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_conversation");
+        let err = memory.append_messages("chat/cm", vec![]).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_conversation");
+        assert_eq!(memory.document(doc).await.unwrap().versions.len(), 2);
+    }
+}
