@@ -115,6 +115,31 @@ pub enum Command {
         #[command(subcommand)]
         command: ReceiptsCommand,
     },
+    /// Rate an item a recall receipt selected; list and prune feedback.
+    Feedback {
+        /// What to do.
+        #[command(subcommand)]
+        command: FeedbackCommand,
+    },
+    /// Write a canonical JSON memory pack: facts, their evidence claims with spans,
+    /// source documents, entities, omissions and a digest.
+    Export {
+        /// Only facts about this entity (id); repeatable.
+        #[arg(long = "entity", value_name = "ENTITY_ID")]
+        entities: Vec<String>,
+        /// Only facts supported by this document (id); repeatable.
+        #[arg(long = "document", value_name = "DOC_ID")]
+        documents: Vec<String>,
+        /// Closed and superseded facts too.
+        #[arg(long)]
+        history: bool,
+        /// At most this many facts.
+        #[arg(long, default_value_t = 10_000)]
+        limit: u32,
+        /// Write the pack here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
     /// Ask a question: resolve the named entities, run combined_context and print an
     /// answer sheet (facts with windows and evidence, then claims with sources).
     Ask(AskArgs),
@@ -272,6 +297,34 @@ pub enum ReceiptsCommand {
         /// The receipt id.
         id: String,
     },
+}
+
+/// `remember feedback …`.
+#[derive(Debug, Subcommand)]
+pub enum FeedbackCommand {
+    /// Rate one selected item of a receipt.
+    Add {
+        /// The receipt id.
+        receipt_id: String,
+        /// The item, `kind:id` (e.g. `claim:<id>`), as the receipt lists it.
+        item_ref: String,
+        /// `useful`, `not_useful` or `wrong`.
+        rating: String,
+        /// A comment.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// List feedback (optionally one receipt's), oldest first.
+    List {
+        /// Only this receipt's feedback.
+        #[arg(long, value_name = "RECEIPT_ID")]
+        receipt: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 500)]
+        limit: u32,
+    },
+    /// Delete feedback older than the configured retention.
+    Prune,
 }
 
 /// `remember ask`.

@@ -399,6 +399,107 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Entities { command } => entities(&cli, command).await,
+        Command::Feedback { command } => {
+            let memory = open(&cli).await?;
+            match command {
+                FeedbackCommand::Add {
+                    receipt_id,
+                    item_ref,
+                    rating,
+                    comment,
+                } => {
+                    let record = memory
+                        .feedback(rememberstack::FeedbackInput {
+                            receipt_id: receipt_id.parse()?,
+                            item_ref: item_ref.clone(),
+                            rating: rating.clone(),
+                            comment: comment.clone(),
+                        })
+                        .await?;
+                    if cli.json {
+                        print_json(&record)
+                    } else {
+                        println!("recorded {} on {}", record.rating, record.item_ref);
+                        Ok(())
+                    }
+                }
+                FeedbackCommand::List { receipt, limit } => {
+                    let receipt = receipt.as_deref().map(str::parse).transpose()?;
+                    let list = memory.list_feedback(receipt, *limit).await?;
+                    if cli.json {
+                        print_json(&json!({ "feedback": list }))
+                    } else {
+                        for f in &list {
+                            println!(
+                                "{}  {}  {:<10} {}  {}",
+                                rememberstack::time::to_rfc3339(&f.created_at),
+                                f.receipt_id,
+                                f.rating,
+                                f.item_ref,
+                                f.comment.as_deref().unwrap_or("")
+                            );
+                        }
+                        Ok(())
+                    }
+                }
+                FeedbackCommand::Prune => {
+                    let removed = memory.prune_feedback().await?;
+                    if cli.json {
+                        print_json(&json!({ "pruned": removed }))
+                    } else {
+                        println!("pruned {removed} feedback rows");
+                        Ok(())
+                    }
+                }
+            }
+        }
+        Command::Export {
+            entities,
+            documents,
+            history,
+            limit,
+            out,
+        } => {
+            let selection = rememberstack::ExportSelection {
+                entities: entities
+                    .iter()
+                    .map(|e| e.parse())
+                    .collect::<Result<_, _>>()?,
+                documents: documents
+                    .iter()
+                    .map(|d| d.parse())
+                    .collect::<Result<_, _>>()?,
+                history: *history,
+                limit: *limit,
+            };
+            let memory = open(&cli).await?;
+            let pack = memory.export_pack(&selection).await?;
+            match out {
+                Some(path) => {
+                    let text = serde_json::to_string_pretty(&pack)
+                        .map_err(|e| Error::internal(e.to_string()))?;
+                    std::fs::write(path, text).map_err(|e| {
+                        Error::invalid_input(format!("writing {}: {e}", path.display()))
+                    })?;
+                    if cli.json {
+                        print_json(&json!({
+                            "written": path,
+                            "digest": pack["digest"],
+                            "facts": pack["facts"].as_array().map_or(0, Vec::len),
+                        }))
+                    } else {
+                        println!(
+                            "wrote {} ({} facts, digest {})",
+                            path.display(),
+                            pack["facts"].as_array().map_or(0, Vec::len),
+                            pack["digest"].as_str().unwrap_or("")
+                        );
+                        Ok(())
+                    }
+                }
+                None => print_json(&pack),
+            }
+        }
         Command::Conversations {
             command:
                 ConversationsCommand::Append {

@@ -408,6 +408,26 @@ pub struct FactEvent {
     pub created_at: Timestamp,
 }
 
+/// Feedback on one item a recall receipt selected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackRecord {
+    /// Its id.
+    pub feedback_id: uuid::Uuid,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The receipt.
+    pub receipt_id: ReceiptId,
+    /// The selected item, `kind:id` (e.g. `claim:…`).
+    pub item_ref: String,
+    /// `useful`, `not_useful` or `wrong`.
+    pub rating: String,
+    /// The caller's comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// When.
+    pub created_at: Timestamp,
+}
+
 /// The outcome of a deletion request at the store.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeletionOutcome {
@@ -946,6 +966,18 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation>;
+    /// Store feedback, first pruning feedback recorded before `prune_before`
+    /// (every namespace), in one transaction.
+    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()>;
+    /// Feedback of a namespace (optionally one receipt), oldest first.
+    async fn list_feedback(
+        &self,
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>>;
+    /// Delete feedback recorded before `before`; returns how many rows went.
+    async fn prune_feedback(&self, before: Timestamp) -> Result<u64>;
     /// A fact's lifecycle events, oldest first.
     async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>>;
     /// Claims of a namespace (optionally one lineage), newest first.

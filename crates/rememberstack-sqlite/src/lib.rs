@@ -957,6 +957,23 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
+    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()> {
+        self.put_feedback_impl(feedback, prune_before).await
+    }
+
+    async fn list_feedback(
+        &self,
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        self.list_feedback_impl(ns, receipt, limit).await
+    }
+
+    async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
+        self.prune_feedback_impl(before).await
+    }
+
     async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
         self.fact_events_impl(ns, fact).await
     }

@@ -3,7 +3,8 @@
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::ids::*;
 use rememberstack_core::store::{
-    ClaimRetraction, DeletionOutcome, DocumentDeletion, FactEvent, FactInvalidation, RequestKey,
+    ClaimRetraction, DeletionOutcome, DocumentDeletion, FactEvent, FactInvalidation,
+    FeedbackRecord, RequestKey,
 };
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
@@ -327,6 +328,79 @@ impl SqliteStore {
                 })
             })
             .collect()
+    }
+}
+
+impl SqliteStore {
+    pub(crate) async fn put_feedback_impl(
+        &self,
+        f: FeedbackRecord,
+        prune_before: Timestamp,
+    ) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        sqlx::query("DELETE FROM feedback WHERE created_at < ?")
+            .bind(to_rfc3339(&prune_before))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO feedback (namespace_id, id, receipt_id, item_ref, rating, comment, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(f.namespace_id.to_string())
+        .bind(f.feedback_id.to_string())
+        .bind(f.receipt_id.to_string())
+        .bind(&f.item_ref)
+        .bind(&f.rating)
+        .bind(&f.comment)
+        .bind(to_rfc3339(&f.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn list_feedback_impl(
+        &self,
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        let rows = sqlx::query(
+            "SELECT id, receipt_id, item_ref, rating, comment, created_at FROM feedback
+             WHERE namespace_id = ? AND (? IS NULL OR receipt_id = ?)
+             ORDER BY seq LIMIT ?",
+        )
+        .bind(ns.to_string())
+        .bind(receipt.map(|r| r.to_string()))
+        .bind(receipt.map(|r| r.to_string()))
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(FeedbackRecord {
+                    feedback_id: uuid::Uuid::parse_str(&r.get::<String, _>("id"))
+                        .map_err(|_| Error::store("corrupt feedback id"))?,
+                    namespace_id: ns,
+                    receipt_id: parse_id(&r.get::<String, _>("receipt_id"))?,
+                    item_ref: r.get("item_ref"),
+                    rating: r.get("rating"),
+                    comment: r.get("comment"),
+                    created_at: ts(&r.get::<String, _>("created_at"))?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn prune_feedback_impl(&self, before: Timestamp) -> Result<u64> {
+        Ok(sqlx::query("DELETE FROM feedback WHERE created_at < ?")
+            .bind(to_rfc3339(&before))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?
+            .rows_affected())
     }
 }
 

@@ -32,7 +32,7 @@ mod config;
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
 /// record types, the work ledger, text processing, envelopes and the provider ports.
 pub use rememberstack_core::{
-    chat, claims, embed, entities, envelope, facts, ledger, source, store, text, time,
+    chat, claims, embed, entities, envelope, facts, hash, ledger, source, store, text, time,
 };
 
 pub use config::{Config, default_db_path};
@@ -41,11 +41,12 @@ pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
-    Engine, EngineConfig, EntityDetail, ExtractorModels, FactModels, FactQuery, FactTrace,
-    FactsConfig, FactsContextInput, HydratedEvidence, HydratedRecord, IngestReceipt,
-    NeighborhoodRequest, OperationDescriptor, PathResult, ProviderCheck, Providers,
-    ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats,
-    StatusReport, TemporalScope, TracedEvidence, VersionSummary, operations,
+    Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactModels, FactQuery,
+    FactTrace, FactsConfig, FactsContextInput, FeedbackInput, HydratedEvidence, HydratedRecord,
+    IngestReceipt, NeighborhoodRequest, OperationDescriptor, PACK_FORMAT, PathResult,
+    ProviderCheck, Providers, ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord,
+    SearchRequest, StageStats, StatusReport, TemporalScope, TracedEvidence, VersionSummary,
+    canonical_json, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -62,7 +63,7 @@ pub use rememberstack_core::source::{
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{
     ClaimRecord, ClaimRetraction, DecisionRecord, DocumentDeletion, FactEvent, FactInvalidation,
-    Occurrence, Receipt, ReceiptSelection,
+    FeedbackRecord, Occurrence, Receipt, ReceiptSelection,
 };
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
@@ -502,6 +503,35 @@ impl Memory {
                 Some(source_time),
             )
             .await
+    }
+
+    /// Rate one item (`kind:id`) a recall receipt selected: `useful`, `not_useful`
+    /// or `wrong`, with an optional comment. Kept for `feedback_retention`.
+    pub async fn feedback(&self, input: FeedbackInput) -> Result<FeedbackRecord> {
+        self.engine.feedback(&self.namespace, input).await
+    }
+
+    /// Feedback of this namespace (optionally one receipt's), oldest first.
+    pub async fn list_feedback(
+        &self,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        self.engine
+            .list_feedback(&self.namespace, receipt, limit)
+            .await
+    }
+
+    /// Delete feedback older than the configured retention (every namespace).
+    pub async fn prune_feedback(&self) -> Result<u64> {
+        self.engine.prune_feedback().await
+    }
+
+    /// A canonical JSON memory pack (`rememberstack.pack/v1`): the selected facts,
+    /// their current evidence claims with spans, the source documents with content
+    /// hashes, the entities, the omissions, and a digest over the rest.
+    pub async fn export_pack(&self, selection: &ExportSelection) -> Result<serde_json::Value> {
+        self.engine.export_pack(&self.namespace, selection).await
     }
 
     /// Retract a claim with a reason: it stops being current testimony for good,

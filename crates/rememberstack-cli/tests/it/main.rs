@@ -735,3 +735,39 @@ fn conversations_append_is_idempotent_and_refuses_a_changed_event() {
     let body: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["code"], "conflict", "{body}");
 }
+
+#[test]
+fn export_writes_a_pack_and_feedback_rates_a_receipt_item() {
+    let cli = Cli::new();
+    fixed_corpus(&cli);
+    let out = cli.dir.path().join("pack.json");
+    let written = cli.ok_json(&["export", "--out", out.to_str().unwrap(), "--json"]);
+    assert!(written["facts"].as_u64().unwrap() > 0, "{written}");
+    let pack: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(pack["format"], "rememberstack.pack/v1");
+    assert_eq!(pack["digest"], written["digest"]);
+
+    let env = cli.ok_json(&[
+        "operations",
+        "run",
+        "claims_and_sources_context",
+        "--input",
+        r#"{"query": "nightly backup", "record_receipt": true}"#,
+        "--json",
+    ]);
+    let receipt = env["receipt_id"].as_str().expect("a receipt").to_string();
+    let inspected = cli.ok_json(&["receipts", "inspect", &receipt, "--json"]);
+    let s = &inspected["selections"][0];
+    let item = format!(
+        "{}:{}",
+        s["kind"].as_str().unwrap(),
+        s["id"].as_str().unwrap()
+    );
+    let f = cli.ok_json(&["feedback", "add", &receipt, &item, "useful", "--json"]);
+    assert_eq!(f["rating"], "useful");
+    let listed = cli.ok_json(&["feedback", "list", "--json"]);
+    assert_eq!(listed["feedback"].as_array().unwrap().len(), 1);
+    let out = cli.run(&["feedback", "add", &receipt, &item, "meh", "--json"]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "invalid_parameter", "{body}");
+}

@@ -1,7 +1,8 @@
-//! Lifecycle writes: deleting a document lineage (D135), retracting a claim and
-//! invalidating a fact.
+//! Lifecycle writes: conversation appends, deleting a document lineage (D135),
+//! retracting a claim, invalidating a fact; feedback on receipts and the export pack.
 
 use super::*;
+use crate::facts::FactFilter;
 
 /// What appending messages to a conversation did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,49 @@ pub struct AppendReceipt {
     /// Messages whose event id was already present with the same speaker and text.
     pub already_present: u64,
 }
+
+/// Feedback on one item of a recall receipt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackInput {
+    /// The receipt.
+    pub receipt_id: ReceiptId,
+    /// One of its selections, `kind:id` (e.g. `claim:…`, `chunk:…`, `fact:…`).
+    pub item_ref: String,
+    /// `useful`, `not_useful` or `wrong`.
+    pub rating: String,
+    /// A comment (at most 2,000 characters).
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+/// What an export pack holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExportSelection {
+    /// Only facts about these entities (merges followed); empty = every entity.
+    pub entities: Vec<EntityId>,
+    /// Only facts supported by current testimony of these documents; empty = all.
+    pub documents: Vec<DocumentId>,
+    /// Closed and superseded facts too.
+    pub history: bool,
+    /// At most this many facts (1 to 100,000).
+    pub limit: u32,
+}
+
+impl Default for ExportSelection {
+    fn default() -> Self {
+        ExportSelection {
+            entities: vec![],
+            documents: vec![],
+            history: false,
+            limit: 10_000,
+        }
+    }
+}
+
+/// The export pack format.
+pub const PACK_FORMAT: &str = "rememberstack.pack/v1";
 
 /// How often an append re-reads the conversation when another append moved it.
 const APPEND_ATTEMPTS: usize = 5;
@@ -296,6 +340,250 @@ impl Engine {
         Ok(r)
     }
 
+    /// Record feedback on one item a recall receipt selected. The receipt must exist
+    /// in the namespace and the item must be one of its selections. Feedback older
+    /// than `feedback_retention` is pruned as new feedback arrives.
+    pub async fn feedback(&self, namespace: &str, input: FeedbackInput) -> Result<FeedbackRecord> {
+        const RATINGS: [&str; 3] = ["useful", "not_useful", "wrong"];
+        if !RATINGS.contains(&input.rating.as_str()) {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                format!(
+                    "rating must be one of useful, not_useful, wrong (got `{}`)",
+                    input.rating
+                ),
+            ));
+        }
+        if input
+            .comment
+            .as_ref()
+            .is_some_and(|c| c.chars().count() > 2000)
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "a comment is at most 2,000 characters",
+            ));
+        }
+        let receipt = self.inspect_receipt(namespace, input.receipt_id).await?;
+        let selected = receipt
+            .selections
+            .iter()
+            .any(|s| format!("{}:{}", s.kind, s.id) == input.item_ref);
+        if !selected {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                format!(
+                    "`{}` is not one of receipt {}'s selections (use `kind:id`, e.g. `claim:<id>`)",
+                    input.item_ref, input.receipt_id
+                ),
+            ));
+        }
+        // Milliseconds, as stored: the answer equals what a listing returns.
+        let now = chrono::SubsecRound::trunc_subsecs(self.clock.now(), 3);
+        let record = FeedbackRecord {
+            feedback_id: uuid::Uuid::new_v4(),
+            namespace_id: receipt.namespace_id,
+            receipt_id: input.receipt_id,
+            item_ref: input.item_ref,
+            rating: input.rating,
+            comment: input.comment.filter(|c| !c.trim().is_empty()),
+            created_at: now,
+        };
+        let cutoff = now
+            - chrono::Duration::from_std(self.config.feedback_retention)
+                .unwrap_or(chrono::Duration::days(180));
+        self.store.put_feedback(record.clone(), cutoff).await?;
+        Ok(record)
+    }
+
+    /// Feedback of a namespace (optionally one receipt's), oldest first.
+    pub async fn list_feedback(
+        &self,
+        namespace: &str,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        validate_namespace(namespace)?;
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(vec![]);
+        };
+        self.store
+            .list_feedback(ns.id, receipt, limit.clamp(1, 10_000))
+            .await
+    }
+
+    /// Delete feedback older than the configured retention (every namespace).
+    /// Returns how many rows were removed.
+    pub async fn prune_feedback(&self) -> Result<u64> {
+        let cutoff = self.clock.now()
+            - chrono::Duration::from_std(self.config.feedback_retention)
+                .unwrap_or(chrono::Duration::days(180));
+        self.store.prune_feedback(cutoff).await
+    }
+
+    /// A canonical JSON memory pack: the selected facts, the claims that evidence
+    /// them (text, validity, spans, provenance), the documents those come from
+    /// (lineage, versions, content hashes), the entities they name, and the list of
+    /// omissions (evidence that is no longer current testimony, facts beyond the
+    /// limit). `digest` is the sha256 of the pack without it, serialized canonically
+    /// ([`canonical_json`]: sorted keys, no whitespace).
+    pub async fn export_pack(
+        &self,
+        namespace: &str,
+        selection: &ExportSelection,
+    ) -> Result<serde_json::Value> {
+        use serde_json::{Value, json};
+        if selection.limit == 0 || selection.limit > 100_000 {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "limit must be 1 to 100000",
+            ));
+        }
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let mut entities: Vec<EntityId> = Vec::new();
+        for e in &selection.entities {
+            entities.extend(
+                self.members(ns, self.root_of(ns, *e).await?.entity_id)
+                    .await?,
+            );
+        }
+        let filter = FactFilter {
+            namespace_id: ns,
+            entities,
+            at: None,
+            history: selection.history,
+            overlap: None,
+            documents: (!selection.documents.is_empty()).then(|| selection.documents.clone()),
+            group: None,
+        };
+        let mut facts = self.store.list_facts(&filter, selection.limit + 1).await?;
+        let mut omissions: Vec<Value> = Vec::new();
+        if facts.len() > selection.limit as usize {
+            facts.truncate(selection.limit as usize);
+            omissions.push(json!({"kind": "facts", "reason": "limit", "limit": selection.limit}));
+        }
+        facts.sort_by_key(|f| f.fact_id);
+        let mut claim_ids: Vec<ClaimId> = Vec::new();
+        let mut entity_ids: Vec<EntityId> = Vec::new();
+        let mut fact_rows = Vec::with_capacity(facts.len());
+        for f in &facts {
+            let mut evidence = Vec::new();
+            for e in self.store.fact_evidence(ns, f.fact_id).await? {
+                if !e.is_current {
+                    omissions.push(json!({
+                        "kind": "evidence",
+                        "fact_id": f.fact_id,
+                        "claim_id": e.claim_id,
+                        "reason": "not_current_testimony",
+                    }));
+                    continue;
+                }
+                claim_ids.push(e.claim_id);
+                evidence.push(json!({"claim_id": e.claim_id, "stance": e.stance}));
+            }
+            entity_ids.push(f.subject);
+            entity_ids.extend(f.object);
+            let mut row = serde_json::to_value(f).map_err(|e| Error::internal(e.to_string()))?;
+            if let Some(obj) = row.as_object_mut() {
+                obj.remove("namespace_id");
+                obj.remove("embedding_key");
+                obj.insert("evidence".into(), Value::Array(evidence));
+            }
+            fact_rows.push(row);
+        }
+        claim_ids.sort();
+        claim_ids.dedup();
+        let mut claims = self.store.claims(ns, &claim_ids).await?;
+        claims.sort_by_key(|c| c.claim_id);
+        let mut docs: Vec<DocumentId> = claims.iter().map(|c| c.document_id).collect();
+        docs.sort();
+        docs.dedup();
+        let claim_rows: Vec<Value> = claims
+            .iter()
+            .map(|c| {
+                json!({
+                    "claim_id": c.claim_id,
+                    "document_id": c.document_id,
+                    "text": c.text,
+                    "added_context": c.added_context,
+                    "validity": c.validity,
+                    "asserted_at": c.asserted_at,
+                    "extractor_version": c.extractor_version,
+                    "text_sha256": sha256_hex(c.text.as_bytes()),
+                    "occurrences": c.occurrences.iter().map(|o| json!({
+                        "version_id": o.version_id,
+                        "chunk_id": o.chunk_id,
+                        "spans": o.spans,
+                        "event_ids": o.event_ids,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let mut doc_rows = Vec::with_capacity(docs.len());
+        for d in docs {
+            let Some(row) = self.store.document(ns, d).await? else {
+                continue;
+            };
+            let versions: Vec<Value> = self
+                .store
+                .versions(ns, d)
+                .await?
+                .into_iter()
+                .map(|v| {
+                    json!({
+                        "version_id": v.version_id,
+                        "ordinal": v.ordinal,
+                        "content_sha256": v.content_sha256,
+                        "source_modified_at": v.source_modified_at,
+                    })
+                })
+                .collect();
+            doc_rows.push(json!({
+                "document_id": d,
+                "source_kind": row.source_kind,
+                "source_ref": row.source_ref,
+                "title": row.metadata.display_title(&row.source_ref),
+                "versions": versions,
+            }));
+        }
+        entity_ids.sort();
+        entity_ids.dedup();
+        let mut ents = self.store.entities(ns, &entity_ids).await?;
+        ents.sort_by_key(|e| e.entity_id);
+        let entity_rows: Vec<Value> = ents
+            .iter()
+            .map(|e| {
+                json!({
+                    "entity_id": e.entity_id,
+                    "canonical_name": e.canonical_name,
+                    "aliases": e.aliases,
+                    "merged_into": e.merged_into,
+                })
+            })
+            .collect();
+        let mut pack = json!({
+            "format": PACK_FORMAT,
+            "namespace": namespace,
+            "exported_at": self.clock.now(),
+            "selection": selection,
+            "components": {
+                "extractor": self.extractor_version(),
+                "normalizer": self.normalizer_version(),
+                "adjudicator": self.adjudicator_version(),
+            },
+            "facts": fact_rows,
+            "claims": claim_rows,
+            "documents": doc_rows,
+            "entities": entity_rows,
+            "omissions": omissions,
+        });
+        let digest = sha256_hex(canonical_json(&pack).as_bytes());
+        if let Some(obj) = pack.as_object_mut() {
+            obj.insert("digest".into(), Value::String(digest));
+        }
+        Ok(pack)
+    }
+
     /// Refresh the profiles of entities whose facts a deletion closed.
     async fn after_deletion(&self, ns: NamespaceId, deletion: &DocumentDeletion) {
         self.refresh_touched(ns, &deletion.touched_entities).await;
@@ -399,4 +687,26 @@ fn dedupe_appended(messages: Vec<text::Message>) -> Result<Vec<text::Message>> {
         }
     }
     Ok(out)
+}
+
+/// JSON with every object's keys sorted and no insignificant whitespace, whatever
+/// the map order of the `serde_json` build: the text an export pack's digest covers.
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical_json).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
 }

@@ -35,7 +35,7 @@ pub use facts::{
     EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, TracedEvidence, profile_summary,
     unit_id,
 };
-pub use lifecycle::AppendReceipt;
+pub use lifecycle::{AppendReceipt, ExportSelection, FeedbackInput, PACK_FORMAT, canonical_json};
 pub use primitives::{
     DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,
     HydratedRecord, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER,
@@ -71,6 +71,9 @@ pub struct EngineConfig {
     pub max_k: usize,
     /// Entity resolution and fact adjudication (E3).
     pub facts: FactsConfig,
+    /// How long feedback on recall receipts is kept (seconds; default 180 days).
+    #[serde(with = "secs")]
+    pub feedback_retention: Duration,
 }
 
 mod secs {
@@ -99,6 +102,7 @@ impl Default for EngineConfig {
             claim_limit: 32,
             max_k: 100,
             facts: FactsConfig::default(),
+            feedback_retention: Duration::from_secs(180 * 24 * 3600),
         }
     }
 }

@@ -582,3 +582,161 @@ async fn conversation_appends_are_idempotent_versions_that_reuse_claims() {
         assert_eq!(memory.document(doc).await.unwrap().versions.len(), 2);
     }
 }
+
+#[tokio::test]
+async fn feedback_is_checked_against_the_receipt_listed_and_pruned_after_retention() {
+    for h in stores().await {
+        let clock = rememberstack_conformance::ManualClock::new();
+        let mut config = rememberstack_conformance::test_config();
+        config.engine.feedback_retention = std::time::Duration::from_secs(24 * 3600);
+        let memory = h.memory_with(config, None, Some(clock.clone())).await;
+        add(&memory, "notes/alpha", ALPHA).await;
+        let env = memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "where does Bob work".into(),
+                record_receipt: Some(true),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let receipt_id = env.receipt_id.unwrap();
+        let receipt = memory.inspect_receipt(receipt_id).await.unwrap();
+        let item = format!(
+            "{}:{}",
+            receipt.selections[0].kind, receipt.selections[0].id
+        );
+        let input = |item_ref: &str, rating: &str| rememberstack::FeedbackInput {
+            receipt_id,
+            item_ref: item_ref.into(),
+            rating: rating.into(),
+            comment: Some("exactly what I needed".into()),
+        };
+        let first = memory.feedback(input(&item, "useful")).await.unwrap();
+        assert_eq!(first.rating, "useful");
+        // Bad input is refused and stores nothing.
+        for (item_ref, rating, code) in [
+            (
+                "claim:00000000-0000-0000-0000-000000000000",
+                "useful",
+                "invalid_parameter",
+            ),
+            (item.as_str(), "great", "invalid_parameter"),
+        ] {
+            let err = memory.feedback(input(item_ref, rating)).await.unwrap_err();
+            assert_eq!(err.code().as_str(), code, "{}", h.kind);
+        }
+        let mut unknown = input(&item, "wrong");
+        unknown.receipt_id = rememberstack::ReceiptId::new();
+        assert_eq!(
+            memory.feedback(unknown).await.unwrap_err().code().as_str(),
+            "not_found"
+        );
+        let listed = memory.list_feedback(Some(receipt_id), 100).await.unwrap();
+        assert_eq!(listed, vec![first.clone()], "{}", h.kind);
+
+        // Two days later, new feedback prunes the expired row.
+        clock.advance(std::time::Duration::from_secs(2 * 24 * 3600));
+        let second = memory.feedback(input(&item, "not_useful")).await.unwrap();
+        let listed = memory.list_feedback(None, 100).await.unwrap();
+        assert_eq!(listed, vec![second], "{}", h.kind);
+        clock.advance(std::time::Duration::from_secs(2 * 24 * 3600));
+        assert_eq!(memory.prune_feedback().await.unwrap(), 1);
+        assert!(memory.list_feedback(None, 100).await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn export_pack_holds_facts_evidence_sources_entities_and_omissions() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let alpha = add(&memory, "notes/alpha", ALPHA).await;
+        add(&memory, "notes/beta", BETA).await;
+        let pack = memory
+            .export_pack(&rememberstack::ExportSelection::default())
+            .await
+            .unwrap();
+        assert_eq!(pack["format"], rememberstack::PACK_FORMAT);
+        let live = facts(&memory, false).await;
+        let packed = pack["facts"].as_array().unwrap();
+        assert_eq!(packed.len(), live.len(), "{}", h.kind);
+        let claim_ids: Vec<&str> = pack["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["claim_id"].as_str().unwrap())
+            .collect();
+        for f in packed {
+            let evidence = f["evidence"].as_array().unwrap();
+            assert!(!evidence.is_empty(), "{f}");
+            for e in evidence {
+                assert!(claim_ids.contains(&e["claim_id"].as_str().unwrap()), "{e}");
+            }
+        }
+        for c in pack["claims"].as_array().unwrap() {
+            let spans = &c["occurrences"][0]["spans"];
+            assert!(
+                spans.as_array().is_some_and(|s| !s.is_empty()),
+                "{}: {c}",
+                h.kind
+            );
+        }
+        let docs = pack["documents"].as_array().unwrap();
+        assert_eq!(docs.len(), 2, "{}", h.kind);
+        assert!(
+            docs.iter()
+                .all(|d| d["versions"][0]["content_sha256"].as_str().unwrap().len() == 64)
+        );
+        let names: Vec<&str> = pack["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["canonical_name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"Bob") && names.contains(&"Acme"),
+            "{names:?}"
+        );
+        assert_eq!(pack["omissions"], serde_json::json!([]));
+        // The digest covers the canonical form of everything else.
+        let mut rest = pack.clone();
+        let digest = rest.as_object_mut().unwrap().remove("digest").unwrap();
+        assert_eq!(
+            digest.as_str().unwrap(),
+            rememberstack::hash::sha256_hex(rememberstack::canonical_json(&rest).as_bytes())
+        );
+
+        // After a deletion, history still lists the closed fact, and its retired
+        // evidence is named as an omission.
+        memory.delete_document(alpha).await.unwrap();
+        let pack = memory
+            .export_pack(&rememberstack::ExportSelection {
+                history: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let acme = pack["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["statement"].as_str().unwrap().contains("Acme"))
+            .expect("history keeps the closed fact");
+        assert_eq!(acme["closed_reason"], "retracted_source_removal");
+        let omitted: Vec<&serde_json::Value> = pack["omissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["fact_id"] == acme["fact_id"])
+            .collect();
+        assert_eq!(omitted.len(), 1, "{}", h.kind);
+        assert_eq!(omitted[0]["reason"], "not_current_testimony");
+        let bad = memory
+            .export_pack(&rememberstack::ExportSelection {
+                limit: 0,
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code().as_str(), "invalid_parameter");
+    }
+}
