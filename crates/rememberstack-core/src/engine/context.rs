@@ -1341,7 +1341,7 @@ impl Engine {
     }
 
     /// Whether a document lineage is deleted (a missing lineage is not "deleted").
-    async fn is_deleted(&self, ns: NamespaceId, doc: DocumentId) -> Result<bool> {
+    pub(super) async fn is_deleted(&self, ns: NamespaceId, doc: DocumentId) -> Result<bool> {
         Ok(self
             .store
             .document(ns, doc)

@@ -237,6 +237,8 @@ impl Engine {
                 "no chunk {chunk} in `{namespace}`"
             )));
         };
+        // A deleted document serves nothing, not even around a remembered chunk id.
+        let deleted = self.is_deleted(ns, target.document_id).await?;
         let lo = target.ordinal.saturating_sub(window as u32);
         let hi = target.ordinal + window as u32;
         let ids: Vec<ChunkId> = self
@@ -244,7 +246,7 @@ impl Engine {
             .version_chunks(ns, target.version_id)
             .await?
             .into_iter()
-            .filter(|c| (lo..=hi).contains(&c.ordinal))
+            .filter(|c| !deleted && (lo..=hi).contains(&c.ordinal))
             .map(|c| c.chunk_id)
             .collect();
         let none = Scores {
@@ -275,7 +277,13 @@ impl Engine {
         );
         env.truncation.returned = env.results.len();
         env.applied = Some(serde_json::json!({"chunk_id": chunk, "window": window}));
-        if !target.is_current {
+        if deleted {
+            env.negative = Some(Negative {
+                kind: "boundary".into(),
+                message: "the chunk belongs to a deleted document".into(),
+                limitation: Some("deleted_document".into()),
+            });
+        } else if !target.is_current {
             env.negative = Some(Negative {
                 kind: "boundary".into(),
                 message: "the chunk belongs to a version that is no longer current".into(),

@@ -87,6 +87,15 @@ async fn deletion_retires_testimony_closes_sole_support_and_keeps_independent_fa
         );
         let receipt = env.receipt_id.expect("receipt recorded");
 
+        let alpha_chunk = memory
+            .search("Bob works for Acme", 5)
+            .await
+            .unwrap()
+            .results
+            .iter()
+            .find(|c| c.document_id == alpha)
+            .expect("Alpha's chunk is found before the delete")
+            .chunk_id;
         let deletion = memory.delete_document(alpha).await.unwrap();
         assert_eq!(deletion.doc_id, alpha);
         assert_eq!(deletion.claims_retired as usize, alpha_claims, "{}", h.kind);
@@ -149,6 +158,14 @@ async fn deletion_retires_testimony_closes_sole_support_and_keeps_independent_fa
         let detail = memory.document(alpha).await.unwrap();
         assert_eq!(detail.summary.status, "deleted");
         assert_eq!(detail.summary.deleted_at, Some(deletion.deleted_at));
+
+        // A remembered chunk id serves nothing either.
+        let env = memory.adjacent_chunks(alpha_chunk, 1).await.unwrap();
+        assert!(env.results.is_empty(), "{}", h.kind);
+        assert_eq!(
+            env.negative.unwrap().limitation.as_deref(),
+            Some("deleted_document")
+        );
 
         // The receipt refuses, naming the deletion.
         let resolved = memory.resolve_receipt(receipt).await.unwrap();
