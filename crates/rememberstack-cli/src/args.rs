@@ -33,6 +33,12 @@ pub enum Command {
     Process,
     /// Hybrid (semantic + lexical) chunk search.
     Search(SearchArgs),
+    /// Explicit memory writes: remember, promote, archive and list notes.
+    Notes {
+        /// What to do.
+        #[command(subcommand)]
+        command: NotesCommand,
+    },
     /// Append messages to a conversation.
     Conversations {
         /// What to do.
@@ -434,6 +440,58 @@ pub enum ClaimsCommand {
         /// Replay key: the same id and input return the first result.
         #[arg(long)]
         request_id: Option<String>,
+    },
+}
+
+/// `remember notes …`.
+#[derive(Debug, Subcommand)]
+pub enum NotesCommand {
+    /// Remember a note revision (idempotent by request id).
+    Add {
+        /// The note's source key (its lineage).
+        #[arg(long)]
+        key: String,
+        /// The revision label.
+        #[arg(long)]
+        revision: String,
+        /// The idempotency key.
+        #[arg(long)]
+        request_id: String,
+        /// The text (`-` reads stdin).
+        text: String,
+        /// Metadata as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+    },
+    /// Promote a candidate revision (compare-and-set on its lifecycle version).
+    Promote {
+        /// The revision's version id.
+        version_id: String,
+        /// The lifecycle version you read.
+        #[arg(long)]
+        expected_version: u32,
+    },
+    /// Archive the promoted revision (compare-and-set on its lifecycle version).
+    Archive {
+        /// The revision's version id.
+        version_id: String,
+        /// The lifecycle version you read.
+        #[arg(long)]
+        expected_version: u32,
+    },
+    /// List revisions' metadata (never text).
+    List {
+        /// Continue after a previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Page size (1 to 500).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Set the state new notes start in: `promoted` (default) or `candidate`.
+    Policy {
+        /// `promoted` or `candidate`.
+        start_as: String,
     },
 }
 

@@ -399,6 +399,104 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Entities { command } => entities(&cli, command).await,
+        Command::Notes { command } => {
+            let memory = open(&cli).await?;
+            let show = |n: &rememberstack::NoteRecord| {
+                println!(
+                    "{}  {}@{}  {} v{}  {}",
+                    n.version_id,
+                    n.source_key,
+                    n.source_revision,
+                    n.lifecycle.as_str(),
+                    n.lifecycle_version,
+                    n.digest
+                );
+            };
+            match command {
+                NotesCommand::Add {
+                    key,
+                    revision,
+                    request_id,
+                    text,
+                    metadata,
+                } => {
+                    let text = if text == "-" {
+                        let mut buf = String::new();
+                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+                            .map_err(|e| Error::invalid_input(format!("reading stdin: {e}")))?;
+                        buf
+                    } else {
+                        text.clone()
+                    };
+                    let metadata = metadata
+                        .as_deref()
+                        .map(|m| {
+                            serde_json::from_str(m).map_err(|e| {
+                                Error::invalid_input(format!("--metadata is not JSON: {e}"))
+                            })
+                        })
+                        .transpose()?;
+                    let note = memory
+                        .remember_note(rememberstack::NoteInput {
+                            request_id: request_id.clone(),
+                            source_key: key.clone(),
+                            source_revision: revision.clone(),
+                            text,
+                            metadata,
+                        })
+                        .await?;
+                    if cli.json {
+                        print_json(&note)
+                    } else {
+                        show(&note);
+                        Ok(())
+                    }
+                }
+                NotesCommand::Promote {
+                    version_id,
+                    expected_version,
+                }
+                | NotesCommand::Archive {
+                    version_id,
+                    expected_version,
+                } => {
+                    let id: rememberstack::VersionId = version_id.parse()?;
+                    let note = if matches!(command, NotesCommand::Promote { .. }) {
+                        memory.promote_note(id, *expected_version).await?
+                    } else {
+                        memory.archive_note(id, *expected_version).await?
+                    };
+                    if cli.json {
+                        print_json(&note)
+                    } else {
+                        show(&note);
+                        Ok(())
+                    }
+                }
+                NotesCommand::List { cursor, limit } => {
+                    let page = memory.list_notes(cursor.as_deref(), *limit).await?;
+                    if cli.json {
+                        print_json(&page)
+                    } else {
+                        page.notes.iter().for_each(show);
+                        if let Some(c) = &page.cursor {
+                            println!("more: --cursor {c}");
+                        }
+                        Ok(())
+                    }
+                }
+                NotesCommand::Policy { start_as } => {
+                    let state = rememberstack::Admission::parse(start_as)?;
+                    memory.set_note_policy(state).await?;
+                    if cli.json {
+                        print_json(&json!({ "start_as": state }))
+                    } else {
+                        println!("new notes start as {}", state.as_str());
+                        Ok(())
+                    }
+                }
+            }
+        }
         Command::Feedback { command } => {
             let memory = open(&cli).await?;
             match command {

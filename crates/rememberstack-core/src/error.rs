@@ -30,6 +30,8 @@ pub enum ErrorCode {
     Conflict,
     /// A request id was reused with a different input.
     RequestConflict,
+    /// A note's source key and revision already hold different text.
+    RevisionConflict,
     /// A worker's lease on a work item expired and another worker holds it now.
     LeaseLost,
     /// A provider (embedder, chat model) failed.
@@ -56,6 +58,7 @@ impl ErrorCode {
             ErrorCode::DocumentNotFound => "document_not_found",
             ErrorCode::Conflict => "conflict",
             ErrorCode::RequestConflict => "request_conflict",
+            ErrorCode::RevisionConflict => "revision_conflict",
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::Provider => "provider",
             ErrorCode::Config => "config",

@@ -67,6 +67,46 @@ impl Origin {
     }
 }
 
+/// A version's admission state: only `promoted` versions are eligible for recall.
+/// Ordinary documents are promoted on ingest; notes follow their lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Admission {
+    /// Awaiting promotion: stored and processed, never served.
+    Candidate,
+    /// Eligible for recall (the default).
+    #[default]
+    Promoted,
+    /// Kept, no longer served.
+    Archived,
+    /// Withdrawn; its text is to be cleared (a tombstone remains).
+    Revoked,
+}
+
+impl Admission {
+    /// The snake_case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Admission::Candidate => "candidate",
+            Admission::Promoted => "promoted",
+            Admission::Archived => "archived",
+            Admission::Revoked => "revoked",
+        }
+    }
+    /// Parse the snake_case name.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "candidate" => Ok(Admission::Candidate),
+            "promoted" => Ok(Admission::Promoted),
+            "archived" => Ok(Admission::Archived),
+            "revoked" => Ok(Admission::Revoked),
+            other => Err(Error::invalid_input(format!(
+                "unknown lifecycle state `{other}`: use candidate, promoted, archived or revoked"
+            ))),
+        }
+    }
+}
+
 /// Who declared a metadata value (D134).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -193,6 +233,11 @@ pub struct IngestRequest {
     /// still this one (`conflict` otherwise). Appends use it so that two concurrent
     /// appends cannot lose each other's messages.
     pub expected_latest: Option<crate::ids::VersionId>,
+    /// The new version's admission (promoted unless a note policy says otherwise).
+    pub admission: Admission,
+    /// Always create a version, even for bytes identical to the latest (a note
+    /// revision is its own version).
+    pub distinct: bool,
 }
 
 impl IngestRequest {
@@ -216,6 +261,8 @@ impl IngestRequest {
             origin: Origin::External,
             thread_ref: None,
             expected_latest: None,
+            admission: Admission::Promoted,
+            distinct: false,
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::ledger::{
     BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
     WorkStatus,
 };
-use crate::source::{DocumentMetadata, Origin, VersioningMode};
+use crate::source::{Admission, DocumentMetadata, Origin, VersioningMode};
 use crate::text::{Block, ChunkPlan, Representation, Section, SectionRole, SourceFormat};
 use crate::time::Timestamp;
 use async_trait::async_trait;
@@ -78,6 +78,12 @@ pub struct NewVersion {
     pub work: NewWork,
     /// Compare-and-set on the lineage's latest version (`Conflict` when it moved).
     pub expected_latest: Option<VersionId>,
+    /// The version's admission state.
+    pub admission: Admission,
+    /// Create a version even for bytes identical to the latest.
+    pub distinct: bool,
+    /// A note revision recorded with the version, in the same transaction.
+    pub note: Option<NewNote>,
     /// When.
     pub now: Timestamp,
 }
@@ -355,6 +361,62 @@ pub struct RequestKey {
     pub operation: String,
     /// sha256 of the operation's canonical input.
     pub digest: String,
+}
+
+/// A note revision to record with its version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewNote {
+    /// The source key (the note lineage's `source_ref`).
+    pub source_key: String,
+    /// The caller's revision label.
+    pub source_revision: String,
+    /// sha256 of the note text.
+    pub content_digest: String,
+    /// sha256 of the whole request (key, revision, text, metadata).
+    pub request_digest: String,
+    /// The caller's request id.
+    pub request_id: String,
+    /// Caller metadata.
+    pub metadata: serde_json::Value,
+}
+
+/// A note revision's metadata (never its text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteRecord {
+    /// The note lineage.
+    pub note_id: DocumentId,
+    /// The revision's version.
+    pub version_id: VersionId,
+    /// The source key.
+    pub source_key: String,
+    /// The revision label.
+    pub source_revision: String,
+    /// sha256 of the text.
+    pub digest: String,
+    /// `candidate`, `promoted`, `archived` or `revoked`.
+    pub lifecycle: Admission,
+    /// Bumped by every transition; a transition names the version it expects.
+    pub lifecycle_version: u32,
+    /// Caller metadata.
+    pub metadata: serde_json::Value,
+    /// When the revision was remembered.
+    pub created_at: Timestamp,
+    /// The last transition.
+    pub updated_at: Timestamp,
+    /// Keyset position (listing order).
+    #[serde(skip)]
+    pub seq: i64,
+}
+
+/// How a note intake request relates to what is stored.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoteLookup {
+    /// Nothing stored under this request id or revision.
+    New,
+    /// The request id is known: its request digest and note.
+    Request(String, NoteRecord),
+    /// The revision is known (under another request id).
+    Revision(NoteRecord),
 }
 
 /// What retracting a claim did.
@@ -940,6 +1002,40 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         version: Option<VersionId>,
         now: Timestamp,
     ) -> Result<u64>;
+    /// Look up a note intake: by request id first, then by (source key, revision).
+    async fn note_lookup(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        source_key: &str,
+        source_revision: &str,
+    ) -> Result<NoteLookup>;
+    /// Remember another request id for an existing revision.
+    async fn add_note_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        request_digest: &str,
+        version: VersionId,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// A note revision by its version.
+    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>>;
+    /// Move a note revision to `to` if its lifecycle version is still `expected`
+    /// (`Conflict` otherwise), in one transaction: promotion archives the source's
+    /// earlier promoted revision and makes this one the lineage's current version;
+    /// archiving the current revision leaves the lineage without one. Returns the
+    /// revision and the revision archived by a promotion, if any.
+    async fn transition_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        to: Admission,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Option<NoteRecord>)>;
+    /// Note revisions' metadata in remember order, after a keyset position.
+    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
     /// Retract a claim in one transaction: it stops being current testimony for
     /// good (reason recorded; no later currency refresh revives it), every fact it
     /// evidences gets a `support_retracted` event, and a live fact left without

@@ -159,6 +159,16 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
     }
     if !filter.history {
         sql.push_str(" AND f.invalidated_at IS NULL");
+        // Only facts some current testimony supports: testimony that is not promoted
+        // (a candidate or archived note) or no longer current never serves a fact.
+        if !filter.unsupported {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+                 AND e.stance = 'support' AND c.is_current = 1)",
+            );
+        }
         if filter.at.is_none() && filter.overlap.is_none() {
             // Current view: a superseded fact no longer holds. As of an instant, its
             // (capped) window decides.
@@ -1274,6 +1284,8 @@ mod tests {
             overlap: None,
             documents: None,
             group: None,
+            // These facts have no claims rows: the support rule is tested end to end.
+            unsupported: true,
         };
         assert_eq!(
             ids(store
@@ -1357,6 +1369,8 @@ mod tests {
             overlap: None,
             documents: None,
             group: None,
+            // These facts have no claims rows: the support rule is tested end to end.
+            unsupported: true,
         };
         assert!(
             store

@@ -27,7 +27,7 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::*;
-use rememberstack_core::source::VersioningMode;
+use rememberstack_core::source::{Admission, VersioningMode};
 use rememberstack_core::store::*;
 use rememberstack_core::text::{SectionRole, SourceFormat};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -474,7 +474,10 @@ impl MemoryStore for SqliteStore {
                 // Bytes that come back after a deletion are a new version processed
                 // afresh (D135): the identical-byte no-op never matches a deleted one.
                 let deleted = row.get::<Option<String>, _>("deleted_at").is_some();
-                if !deleted && row.get::<String, _>("content_sha256") == nv.content.sha256 {
+                if !deleted
+                    && !nv.distinct
+                    && row.get::<String, _>("content_sha256") == nv.content.sha256
+                {
                     let version_id = parse_id(&row.get::<String, _>("latest_version_id"))?;
                     return Ok(VersionOutcome::Unchanged {
                         document_id: doc_id,
@@ -532,8 +535,8 @@ impl MemoryStore for SqliteStore {
             serde_json::to_string(&nv.metadata).map_err(|e| Error::internal(e.to_string()))?;
         sqlx::query(
             "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
-                 mime, format, source_modified_at, origin, metadata_json, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 mime, format, source_modified_at, origin, metadata_json, created_at, admission)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&ns)
         .bind(nv.version_id.to_string())
@@ -547,9 +550,21 @@ impl MemoryStore for SqliteStore {
         .bind(nv.origin.as_str())
         .bind(metadata_json)
         .bind(&now)
+        .bind(nv.admission.as_str())
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        if let Some(note) = &nv.note {
+            lifecycle::insert_note(
+                &mut tx,
+                &ns,
+                (document_id, nv.version_id),
+                note,
+                nv.admission,
+                &now,
+            )
+            .await?;
+        }
         let mut names: Vec<&str> = Vec::new();
         if let Some(f) = &nv.metadata.file_name {
             names.push(&f.value);
@@ -852,8 +867,8 @@ impl MemoryStore for SqliteStore {
                  (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
                       AND id = documents.current_version_id) <= ?)
                AND deleted_at IS NULL
-               AND (SELECT deleted_at FROM document_versions WHERE namespace_id = documents.namespace_id
-                      AND id = ?) IS NULL",
+               AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
+                      WHERE namespace_id = documents.namespace_id AND id = ?)",
         )
         .bind(&vid)
         .bind(to_rfc3339(&now))
@@ -972,6 +987,49 @@ impl MemoryStore for SqliteStore {
 
     async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
         self.prune_feedback_impl(before).await
+    }
+
+    async fn note_lookup(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        source_key: &str,
+        source_revision: &str,
+    ) -> Result<NoteLookup> {
+        self.note_lookup_impl(ns, request_id, source_key, source_revision)
+            .await
+    }
+
+    async fn add_note_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        request_digest: &str,
+        version: VersionId,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.add_note_request_impl(ns, request_id, request_digest, version, now)
+            .await
+    }
+
+    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>> {
+        self.note_impl(ns, version).await
+    }
+
+    async fn transition_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        to: Admission,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Option<NoteRecord>)> {
+        self.transition_note_impl(ns, version, expected, to, now)
+            .await
+    }
+
+    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>> {
+        self.list_notes_impl(ns, after, limit).await
     }
 
     async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {

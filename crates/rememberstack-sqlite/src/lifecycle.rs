@@ -2,14 +2,16 @@
 
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::ids::*;
+use rememberstack_core::source::Admission;
 use rememberstack_core::store::{
     ClaimRetraction, DeletionOutcome, DocumentDeletion, FactEvent, FactInvalidation,
-    FeedbackRecord, RequestKey,
+    FeedbackRecord, NewNote, NoteLookup, NoteRecord, RequestKey,
 };
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use std::collections::BTreeSet;
 
@@ -80,7 +82,7 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        let claims_retired = retire_claims(&mut tx, &ns_s, &doc_s, &at).await?;
+        let claims_retired = retire_claims(&mut tx, &ns_s, &doc_s, &at, "document_deleted").await?;
         let (closed, relations_closed, observations_closed, touched) =
             close_unsupported(&mut tx, &ns_s, Scope::Document(&doc_s), &at).await?;
         if !first && claims_retired == 0 && closed.is_empty() {
@@ -477,12 +479,14 @@ async fn retire_claims(
     ns: &str,
     doc: &str,
     at: &str,
+    reason: &str,
 ) -> Result<u64> {
     sqlx::query(
         "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-         SELECT namespace_id, id, 0, 'document_deleted', NULL, ?
+         SELECT namespace_id, id, 0, ?, NULL, ?
          FROM claims WHERE namespace_id = ? AND document_id = ? AND is_current = 1",
     )
+    .bind(reason)
     .bind(at)
     .bind(ns)
     .bind(doc)
@@ -583,4 +587,378 @@ async fn close_unsupported(
         closed.push(parse_id(&id)?);
     }
     Ok((closed, relations, observations, touched))
+}
+
+const NOTE_SELECT: &str =
+    "SELECT seq, document_id, version_id, source_key, source_revision, digest,
+        lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes";
+
+fn note_row(r: &SqliteRow) -> Result<NoteRecord> {
+    Ok(NoteRecord {
+        note_id: parse_id(&r.get::<String, _>("document_id"))?,
+        version_id: parse_id(&r.get::<String, _>("version_id"))?,
+        source_key: r.get("source_key"),
+        source_revision: r.get("source_revision"),
+        digest: r.get("digest"),
+        lifecycle: Admission::parse(&r.get::<String, _>("lifecycle"))?,
+        lifecycle_version: r.get::<i64, _>("lifecycle_version") as u32,
+        metadata: serde_json::from_str(&r.get::<String, _>("metadata_json"))
+            .map_err(|e| Error::store(format!("corrupt note metadata: {e}")))?,
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+        updated_at: ts(&r.get::<String, _>("updated_at"))?,
+        seq: r.get("seq"),
+    })
+}
+
+/// Archive the source's promoted revisions (other than `keep`): their notes and
+/// versions; a lineage served from one of them serves nothing until the next
+/// promoted revision is chunked, and its claims stop being current testimony.
+/// Returns the archived revisions.
+async fn archive_promoted(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    doc: &str,
+    source_key: &str,
+    keep: &str,
+    at: &str,
+) -> Result<Vec<NoteRecord>> {
+    let rows = sqlx::query(AssertSqlSafe(format!(
+        "{NOTE_SELECT} WHERE namespace_id = ? AND source_key = ? AND lifecycle = 'promoted'
+           AND version_id <> ?"
+    )))
+    .bind(ns)
+    .bind(source_key)
+    .bind(keep)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let mut archived = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut note = note_row(r)?;
+        set_lifecycle(
+            tx,
+            ns,
+            &note.version_id.to_string(),
+            Admission::Archived,
+            at,
+        )
+        .await?;
+        note.lifecycle = Admission::Archived;
+        note.lifecycle_version += 1;
+        note.updated_at = ts(at)?;
+        archived.push(note);
+    }
+    if !archived.is_empty() {
+        unserve(tx, ns, doc, at, "note_archived").await?;
+    }
+    Ok(archived)
+}
+
+/// Set a revision's lifecycle (note row, bumping its version) and its version's
+/// admission.
+async fn set_lifecycle(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    version: &str,
+    to: Admission,
+    at: &str,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE notes SET lifecycle = ?, lifecycle_version = lifecycle_version + 1, updated_at = ?
+         WHERE namespace_id = ? AND version_id = ?",
+    )
+    .bind(to.as_str())
+    .bind(at)
+    .bind(ns)
+    .bind(version)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    sqlx::query("UPDATE document_versions SET admission = ? WHERE namespace_id = ? AND id = ?")
+        .bind(to.as_str())
+        .bind(ns)
+        .bind(version)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// The lineage serves nothing: no current version and no current claims, when its
+/// current version is no longer promoted.
+async fn unserve(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    doc: &str,
+    at: &str,
+    reason: &str,
+) -> Result<()> {
+    let cleared = sqlx::query(
+        "UPDATE documents SET current_version_id = NULL, updated_at = ?
+         WHERE namespace_id = ? AND id = ? AND current_version_id IN
+             (SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?
+                AND admission <> 'promoted')",
+    )
+    .bind(at)
+    .bind(ns)
+    .bind(doc)
+    .bind(ns)
+    .bind(doc)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?
+    .rows_affected();
+    if cleared > 0 {
+        retire_claims(tx, ns, doc, at, reason).await?;
+    }
+    Ok(())
+}
+
+/// Record a note revision with its version (inside `create_version`'s transaction).
+pub(crate) async fn insert_note(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    (doc, version): (DocumentId, VersionId),
+    note: &NewNote,
+    admission: Admission,
+    at: &str,
+) -> Result<()> {
+    let (doc_s, version_s) = (doc.to_string(), version.to_string());
+    if admission == Admission::Promoted {
+        archive_promoted(tx, ns, &doc_s, &note.source_key, &version_s, at).await?;
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
+             lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+         ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING",
+    )
+    .bind(ns)
+    .bind(&doc_s)
+    .bind(&version_s)
+    .bind(&note.source_key)
+    .bind(&note.source_revision)
+    .bind(&note.content_digest)
+    .bind(admission.as_str())
+    .bind(note.metadata.to_string())
+    .bind(at)
+    .bind(at)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?
+    .rows_affected();
+    if inserted == 0 {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "revision `{}` of `{}` was remembered concurrently; retry",
+                note.source_revision, note.source_key
+            ),
+        ));
+    }
+    sqlx::query(
+        "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(ns)
+    .bind(&note.request_id)
+    .bind(&note.request_digest)
+    .bind(&version_s)
+    .bind(at)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+impl SqliteStore {
+    pub(crate) async fn note_lookup_impl(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        source_key: &str,
+        source_revision: &str,
+    ) -> Result<NoteLookup> {
+        let ns_s = ns.to_string();
+        if let Some(r) = sqlx::query(
+            "SELECT digest, version_id FROM note_requests WHERE namespace_id = ? AND request_id = ?",
+        )
+        .bind(&ns_s)
+        .bind(request_id)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_err)?
+        {
+            let version: VersionId = parse_id(&r.get::<String, _>("version_id"))?;
+            let note = self
+                .note_impl(ns, version)
+                .await?
+                .ok_or_else(|| Error::store("a note request names a missing revision"))?;
+            return Ok(NoteLookup::Request(r.get("digest"), note));
+        }
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{NOTE_SELECT} WHERE namespace_id = ? AND source_key = ? AND source_revision = ?"
+        )))
+        .bind(&ns_s)
+        .bind(source_key)
+        .bind(source_revision)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(match row {
+            Some(r) => NoteLookup::Revision(note_row(&r)?),
+            None => NoteLookup::New,
+        })
+    }
+
+    pub(crate) async fn add_note_request_impl(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        request_digest: &str,
+        version: VersionId,
+        now: Timestamp,
+    ) -> Result<()> {
+        let done = sqlx::query(
+            "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, request_id) DO NOTHING",
+        )
+        .bind(ns.to_string())
+        .bind(request_id)
+        .bind(request_digest)
+        .bind(version.to_string())
+        .bind(to_rfc3339(&now))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("request id `{request_id}` was used concurrently; retry"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn note_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<Option<NoteRecord>> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
+        )))
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_err)?;
+        row.as_ref().map(note_row).transpose()
+    }
+
+    pub(crate) async fn transition_note_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        to: Admission,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Option<NoteRecord>)> {
+        let ns_s = ns.to_string();
+        let version_s = version.to_string();
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let Some(row) = sqlx::query(AssertSqlSafe(format!(
+            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
+        )))
+        .bind(&ns_s)
+        .bind(&version_s)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no note revision {version} in this namespace"),
+            ));
+        };
+        let note = note_row(&row)?;
+        if note.lifecycle_version != expected {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "stale lifecycle version: the revision is at version {}, not {expected}; read it again and decide",
+                    note.lifecycle_version
+                ),
+            ));
+        }
+        let allowed = matches!(
+            (note.lifecycle, to),
+            (Admission::Candidate, Admission::Promoted)
+                | (Admission::Promoted, Admission::Archived)
+        );
+        if !allowed {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "a {} revision cannot become {} (candidate → promoted → archived)",
+                    note.lifecycle.as_str(),
+                    to.as_str()
+                ),
+            ));
+        }
+        let doc_s = note.note_id.to_string();
+        let mut archived = None;
+        set_lifecycle(&mut tx, &ns_s, &version_s, to, &at).await?;
+        match to {
+            Admission::Promoted => {
+                archived =
+                    archive_promoted(&mut tx, &ns_s, &doc_s, &note.source_key, &version_s, &at)
+                        .await?
+                        .into_iter()
+                        .next();
+                sqlx::query(
+                    "UPDATE documents SET current_version_id = ?, updated_at = ?
+                     WHERE namespace_id = ? AND id = ? AND deleted_at IS NULL",
+                )
+                .bind(&version_s)
+                .bind(&at)
+                .bind(&ns_s)
+                .bind(&doc_s)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            _ => unserve(&mut tx, &ns_s, &doc_s, &at, "note_archived").await?,
+        }
+        let fresh = sqlx::query(AssertSqlSafe(format!(
+            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
+        )))
+        .bind(&ns_s)
+        .bind(&version_s)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let fresh = note_row(&fresh)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok((fresh, archived))
+    }
+
+    pub(crate) async fn list_notes_impl(
+        &self,
+        ns: NamespaceId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<NoteRecord>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{NOTE_SELECT} WHERE namespace_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+        )))
+        .bind(ns.to_string())
+        .bind(after)
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(note_row).collect()
+    }
 }

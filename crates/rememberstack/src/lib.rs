@@ -43,10 +43,10 @@ pub use rememberstack_core::engine::{
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
     Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactModels, FactQuery,
     FactTrace, FactsConfig, FactsContextInput, FeedbackInput, HydratedEvidence, HydratedRecord,
-    IngestReceipt, NeighborhoodRequest, OperationDescriptor, PACK_FORMAT, PathResult,
-    ProviderCheck, Providers, ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord,
-    SearchRequest, StageStats, StatusReport, TemporalScope, TracedEvidence, VersionSummary,
-    canonical_json, operations,
+    IngestReceipt, NeighborhoodRequest, NoteInput, NotePage, OperationDescriptor, PACK_FORMAT,
+    PathResult, ProviderCheck, Providers, ReceiptResolution, RecordRef, ResolveEntityInput,
+    ResolvedRecord, SearchRequest, StageStats, StatusReport, TemporalScope, TracedEvidence,
+    VersionSummary, canonical_json, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -58,12 +58,12 @@ pub use rememberstack_core::facts::{AdjudicationRecord, FactKind, FactRecord, Pr
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
-    DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
+    Admission, DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
 };
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{
     ClaimRecord, ClaimRetraction, DecisionRecord, DocumentDeletion, FactEvent, FactInvalidation,
-    FeedbackRecord, Occurrence, Receipt, ReceiptSelection,
+    FeedbackRecord, NoteRecord, Occurrence, Receipt, ReceiptSelection,
 };
 pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
@@ -503,6 +503,58 @@ impl Memory {
                 Some(source_time),
             )
             .await
+    }
+
+    /// Remember a note revision (an explicit memory write): idempotent by request
+    /// id, refused on a reused request id with other content (`request_conflict`)
+    /// or other text under an existing source key and revision
+    /// (`revision_conflict`). It starts promoted (archiving the source's earlier
+    /// promoted revision) or as a candidate, per [`Memory::set_note_policy`].
+    pub async fn remember_note(&self, input: NoteInput) -> Result<NoteRecord> {
+        self.engine.remember_note(&self.namespace, input).await
+    }
+
+    /// Promote a note revision if its lifecycle version is still `expected_version`.
+    pub async fn promote_note(
+        &self,
+        version: VersionId,
+        expected_version: u32,
+    ) -> Result<NoteRecord> {
+        self.engine
+            .transition_note(
+                &self.namespace,
+                version,
+                expected_version,
+                Admission::Promoted,
+            )
+            .await
+    }
+
+    /// Archive a promoted note revision if its lifecycle version is still
+    /// `expected_version`: it stops being served.
+    pub async fn archive_note(
+        &self,
+        version: VersionId,
+        expected_version: u32,
+    ) -> Result<NoteRecord> {
+        self.engine
+            .transition_note(
+                &self.namespace,
+                version,
+                expected_version,
+                Admission::Archived,
+            )
+            .await
+    }
+
+    /// Note revisions' metadata (never text), a page at a time.
+    pub async fn list_notes(&self, cursor: Option<&str>, limit: u32) -> Result<NotePage> {
+        self.engine.list_notes(&self.namespace, cursor, limit).await
+    }
+
+    /// The state new notes start in for this namespace (`promoted` by default).
+    pub async fn set_note_policy(&self, start_as: Admission) -> Result<()> {
+        self.engine.set_note_policy(&self.namespace, start_as).await
     }
 
     /// Rate one item (`kind:id`) a recall receipt selected: `useful`, `not_useful`

@@ -771,3 +771,60 @@ fn export_writes_a_pack_and_feedback_rates_a_receipt_item() {
     let body: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["code"], "invalid_parameter", "{body}");
 }
+
+#[test]
+fn notes_add_promote_and_list_with_typed_conflicts() {
+    let cli = Cli::new();
+    cli.ok_json(&["notes", "policy", "candidate", "--json"]);
+    let add = |request: &str, text: &str| {
+        cli.run(&[
+            "notes",
+            "add",
+            "--key",
+            "prefs/editor",
+            "--revision",
+            "1",
+            "--request-id",
+            request,
+            text,
+            "--json",
+        ])
+    };
+    let out = add("req-1", "Ana prefers vim.");
+    assert!(out.status.success());
+    let note: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(note["lifecycle"], "candidate");
+    let version = note["version_id"].as_str().unwrap().to_string();
+    for (request, text, code) in [
+        ("req-1", "Ana prefers emacs.", "request_conflict"),
+        ("req-2", "Ana prefers emacs.", "revision_conflict"),
+    ] {
+        let out = add(request, text);
+        assert!(!out.status.success());
+        let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(body["code"], code, "{body}");
+    }
+    let out = cli.run(&[
+        "notes",
+        "promote",
+        &version,
+        "--expected-version",
+        "7",
+        "--json",
+    ]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "conflict", "{body}");
+    let promoted = cli.ok_json(&[
+        "notes",
+        "promote",
+        &version,
+        "--expected-version",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(promoted["lifecycle"], "promoted");
+    assert_eq!(promoted["lifecycle_version"], 2);
+    let listed = cli.ok_json(&["notes", "list", "--json"]);
+    assert_eq!(listed["notes"][0]["lifecycle"], "promoted");
+    assert!(!listed.to_string().contains("vim"), "{listed}");
+}

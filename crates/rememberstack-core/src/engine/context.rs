@@ -129,6 +129,7 @@ impl Scope {
             },
             documents: None,
             group: None,
+            unsupported: false,
         }
     }
 }
@@ -1002,6 +1003,7 @@ impl Engine {
                         overlap: None,
                         documents: None,
                         group: Some(group),
+                        unsupported: false,
                     },
                     10_000,
                 )

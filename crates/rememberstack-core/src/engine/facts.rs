@@ -729,6 +729,7 @@ impl Engine {
                         overlap: None,
                         documents: None,
                         group: None,
+                        unsupported: false,
                     },
                     8,
                 )
@@ -963,7 +964,7 @@ impl Engine {
         // assertion lands (the unit holds the entity's lock): a hub's list is not
         // re-read and re-decoded for every assertion.
         let mut block: Vec<(FactRecord, Vec<u64>)> = self
-            .entity_facts(ns, root.entity_id)
+            .entity_facts(ns, root.entity_id, true)
             .await?
             .into_iter()
             .map(|f| {
@@ -1029,8 +1030,16 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
-    /// The live facts an entity takes part in (as subject or object), current view.
-    async fn entity_facts(&self, ns: NamespaceId, entity: EntityId) -> Result<Vec<FactRecord>> {
+    /// The live facts an entity takes part in (as subject or object), current view;
+    /// with `unsupported`, also those no current testimony supports (adjudication
+    /// compares new testimony against them, so returning support revives a fact
+    /// instead of duplicating it).
+    async fn entity_facts(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        unsupported: bool,
+    ) -> Result<Vec<FactRecord>> {
         self.store
             .list_facts(
                 &FactFilter {
@@ -1041,6 +1050,7 @@ impl Engine {
                     overlap: None,
                     documents: None,
                     group: None,
+                    unsupported,
                 },
                 10_000,
             )
@@ -1307,7 +1317,7 @@ impl Engine {
 
     /// Rebuild an entity's profile (summary prose from its salient facts) and embed it.
     pub(super) async fn refresh_profile(&self, ns: NamespaceId, entity: EntityId) -> Result<()> {
-        let facts = self.entity_facts(ns, entity).await?;
+        let facts = self.entity_facts(ns, entity, false).await?;
         self.refresh_profile_from(ns, entity, facts).await
     }
 
@@ -1321,6 +1331,8 @@ impl Engine {
         let Some(e) = self.store.entities(ns, &[entity]).await?.into_iter().next() else {
             return Ok(());
         };
+        // A profile speaks only of served facts.
+        facts.retain(|f| f.evidence_count > 0);
         facts.sort_by(|a, b| {
             b.evidence_count
                 .cmp(&a.evidence_count)
@@ -1447,6 +1459,7 @@ impl Engine {
                     overlap: None,
                     documents: None,
                     group: None,
+                    unsupported: false,
                 },
                 1_000,
             )
@@ -1621,6 +1634,7 @@ impl Engine {
                     overlap: None,
                     documents: None,
                     group: None,
+                    unsupported: false,
                 },
                 if query.limit == 0 { 1_000 } else { query.limit },
             )

@@ -63,6 +63,33 @@ impl Default for ExportSelection {
     }
 }
 
+/// An explicit memory write: one revision of a note.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteInput {
+    /// The caller's idempotency key (1 to 200 characters).
+    pub request_id: String,
+    /// The note's stable source key (1 to 200 characters): its lineage.
+    pub source_key: String,
+    /// The revision label (1 to 200 characters).
+    pub source_revision: String,
+    /// The text.
+    pub text: String,
+    /// Caller metadata (a JSON object), stored with the revision.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// A page of note metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotePage {
+    /// Revisions in remember order (metadata only, never text).
+    pub notes: Vec<NoteRecord>,
+    /// Pass it back to continue; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
 /// The export pack format.
 pub const PACK_FORMAT: &str = "rememberstack.pack/v1";
 
@@ -340,6 +367,240 @@ impl Engine {
         Ok(r)
     }
 
+    /// Remember a note revision (an explicit memory write). Exact replay of a
+    /// request id returns the original revision with its current lifecycle; the same
+    /// request id with different content is `request_conflict`; different text under
+    /// an existing source key and revision is `revision_conflict`; another request
+    /// id naming the same exact revision returns the same note. New revisions start
+    /// `promoted` (archiving the source's earlier promoted revision) or, under the
+    /// namespace policy `candidate` ([`Engine::set_note_policy`]), as candidates
+    /// that are never served until promoted.
+    pub async fn remember_note(&self, namespace: &str, input: NoteInput) -> Result<NoteRecord> {
+        validate_namespace(namespace)?;
+        let candidate = self.note_policy(namespace).await? == Admission::Candidate;
+        for (what, v) in [
+            ("request_id", &input.request_id),
+            ("source_key", &input.source_key),
+            ("source_revision", &input.source_revision),
+        ] {
+            if v.trim().is_empty() || v.chars().count() > 200 {
+                return Err(Error::new(
+                    ErrorCode::InvalidParameter,
+                    format!("{what} must be 1 to 200 characters"),
+                ));
+            }
+        }
+        if input.text.trim().is_empty() {
+            return Err(Error::new(ErrorCode::EmptyInput, "the note text is empty"));
+        }
+        let metadata = input.metadata.clone().unwrap_or(serde_json::json!({}));
+        if !metadata.is_object() {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "metadata must be a JSON object",
+            ));
+        }
+        let content_digest = sha256_hex(input.text.as_bytes());
+        let request_digest = sha256_hex(
+            canonical_json(&serde_json::json!({
+                "source_key": input.source_key,
+                "source_revision": input.source_revision,
+                "text_sha256": content_digest,
+                "metadata": metadata,
+            }))
+            .as_bytes(),
+        );
+        for _ in 0..3 {
+            let ns = self
+                .store
+                .ensure_namespace(namespace, self.clock.now())
+                .await?;
+            match self
+                .store
+                .note_lookup(
+                    ns.id,
+                    &input.request_id,
+                    &input.source_key,
+                    &input.source_revision,
+                )
+                .await?
+            {
+                NoteLookup::Request(digest, note) if digest == request_digest => return Ok(note),
+                NoteLookup::Request(..) => {
+                    return Err(Error::new(
+                        ErrorCode::RequestConflict,
+                        format!(
+                            "request id `{}` already remembered different content",
+                            input.request_id
+                        ),
+                    ));
+                }
+                NoteLookup::Revision(note) if note.digest == content_digest => {
+                    match self
+                        .store
+                        .add_note_request(
+                            ns.id,
+                            &input.request_id,
+                            &request_digest,
+                            note.version_id,
+                            self.clock.now(),
+                        )
+                        .await
+                    {
+                        Ok(()) => return Ok(note),
+                        Err(e) if e.code() == ErrorCode::Conflict => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                NoteLookup::Revision(note) => {
+                    return Err(Error::new(
+                        ErrorCode::RevisionConflict,
+                        format!(
+                            "revision `{}` of `{}` already holds different text (digest {})",
+                            note.source_revision, note.source_key, note.digest
+                        ),
+                    ));
+                }
+                NoteLookup::New => {}
+            }
+            let mut req = IngestRequest::new(
+                namespace,
+                "note",
+                &input.source_key,
+                input.text.clone().into_bytes(),
+            );
+            req.kind = DeclaredKind::Format(SourceFormat::Markdown);
+            req.mode = Some(VersioningMode::Living);
+            req.distinct = true;
+            req.admission = if candidate {
+                Admission::Candidate
+            } else {
+                Admission::Promoted
+            };
+            let note = NewNote {
+                source_key: input.source_key.clone(),
+                source_revision: input.source_revision.clone(),
+                content_digest: content_digest.clone(),
+                request_digest: request_digest.clone(),
+                request_id: input.request_id.clone(),
+                metadata: metadata.clone(),
+            };
+            match self.ingest_with(req, Some(note)).await {
+                Ok(receipt) => {
+                    return self
+                        .store
+                        .note(ns.id, receipt.version_id)
+                        .await?
+                        .ok_or_else(|| Error::store("the remembered note vanished"));
+                }
+                Err(e) if e.code() == ErrorCode::Conflict => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::new(
+            ErrorCode::Conflict,
+            "the note kept changing under concurrent writers; retry",
+        ))
+    }
+
+    /// The namespace's note policy: the state new note revisions start in
+    /// (`promoted`, the default, or `candidate`).
+    pub async fn note_policy(&self, namespace: &str) -> Result<Admission> {
+        validate_namespace(namespace)?;
+        match self
+            .store
+            .setting(&format!("note_policy/{namespace}"))
+            .await?
+        {
+            Some(s) => Admission::parse(&s),
+            None => Ok(Admission::Promoted),
+        }
+    }
+
+    /// Set the namespace's note policy: `promoted` or `candidate`.
+    pub async fn set_note_policy(&self, namespace: &str, start_as: Admission) -> Result<()> {
+        validate_namespace(namespace)?;
+        if !matches!(start_as, Admission::Promoted | Admission::Candidate) {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "new notes start as promoted or candidate",
+            ));
+        }
+        self.store
+            .set_setting(&format!("note_policy/{namespace}"), start_as.as_str())
+            .await
+    }
+
+    /// Move a note revision along its lifecycle (`candidate → promoted →
+    /// archived`) if its lifecycle version is still `expected_version`; a stale
+    /// version is a `conflict`, never guessed. Promotion archives the source's
+    /// earlier promoted revision in the same transaction and makes this revision the
+    /// one served; archiving the served revision leaves the note serving nothing.
+    pub async fn transition_note(
+        &self,
+        namespace: &str,
+        version: VersionId,
+        expected_version: u32,
+        to: Admission,
+    ) -> Result<NoteRecord> {
+        validate_namespace(namespace)?;
+        if !matches!(to, Admission::Promoted | Admission::Archived) {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "a note revision can be promoted or archived",
+            ));
+        }
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let (note, _archived) = self
+            .store
+            .transition_note(ns, version, expected_version, to, self.clock.now())
+            .await?;
+        if to == Admission::Promoted {
+            self.refresh_currency(ns, note.note_id, Some(version), "note_promoted")
+                .await?;
+        }
+        Ok(note)
+    }
+
+    /// Note revisions' metadata (source, revision, digest, lifecycle, version,
+    /// times — never text), `limit` (1 to 500) per page, in remember order.
+    pub async fn list_notes(
+        &self,
+        namespace: &str,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<NotePage> {
+        validate_namespace(namespace)?;
+        if !(1..=500).contains(&limit) {
+            return Err(Error::new(
+                ErrorCode::InvalidParameter,
+                "limit must be 1 to 500",
+            ));
+        }
+        let after = match cursor {
+            None => 0,
+            Some(c) => c
+                .strip_prefix("n")
+                .and_then(|n| n.parse::<i64>().ok())
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| Error::new(ErrorCode::InvalidParameter, "invalid cursor"))?,
+        };
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(NotePage {
+                notes: vec![],
+                cursor: None,
+            });
+        };
+        let mut notes = self.store.list_notes(ns.id, after, limit + 1).await?;
+        let cursor = if notes.len() > limit as usize {
+            notes.truncate(limit as usize);
+            notes.last().map(|n| format!("n{}", n.seq))
+        } else {
+            None
+        };
+        Ok(NotePage { notes, cursor })
+    }
+
     /// Record feedback on one item a recall receipt selected. The receipt must exist
     /// in the namespace and the item must be one of its selections. Feedback older
     /// than `feedback_retention` is pruned as new feedback arrives.
@@ -455,6 +716,7 @@ impl Engine {
             overlap: None,
             documents: (!selection.documents.is_empty()).then(|| selection.documents.clone()),
             group: None,
+            unsupported: false,
         };
         let mut facts = self.store.list_facts(&filter, selection.limit + 1).await?;
         let mut omissions: Vec<Value> = Vec::new();

@@ -35,7 +35,9 @@ pub use facts::{
     EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, TracedEvidence, profile_summary,
     unit_id,
 };
-pub use lifecycle::{AppendReceipt, ExportSelection, FeedbackInput, PACK_FORMAT, canonical_json};
+pub use lifecycle::{
+    AppendReceipt, ExportSelection, FeedbackInput, NoteInput, NotePage, PACK_FORMAT, canonical_json,
+};
 pub use primitives::{
     DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,
     HydratedRecord, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER,
@@ -678,6 +680,7 @@ impl Engine {
                     overlap: None,
                     documents: None,
                     group: None,
+                    unsupported: false,
                 };
                 let facts = self.store.list_facts(&filter, u32::MAX).await?;
                 let keys: Vec<String> = facts.iter().map(|f| f.embedding_key.clone()).collect();
@@ -756,6 +759,15 @@ impl Engine {
     /// Store a source and enqueue its processing. Bad input is refused with a typed
     /// error and writes nothing; identical bytes to the lineage's latest version are a no-op.
     pub async fn ingest(&self, req: IngestRequest) -> Result<IngestReceipt> {
+        self.ingest_with(req, None).await
+    }
+
+    /// [`Engine::ingest`], recording a note revision with the version.
+    pub(super) async fn ingest_with(
+        &self,
+        req: IngestRequest,
+        mut note: Option<NewNote>,
+    ) -> Result<IngestReceipt> {
         validate_namespace(&req.namespace)?;
         validate_lineage(&req.source_kind, &req.source_ref)?;
         if req.bytes.iter().all(|b| b.is_ascii_whitespace()) {
@@ -844,6 +856,9 @@ impl Engine {
                 metadata,
                 work,
                 expected_latest: req.expected_latest,
+                admission: req.admission,
+                distinct: req.distinct,
+                note: note.take(),
                 now,
             })
             .await?;

@@ -379,6 +379,7 @@ impl Engine {
             overlap: None,
             documents: None,
             group: None,
+            unsupported: false,
         };
         self.search_facts_in(&req, filter).await
     }

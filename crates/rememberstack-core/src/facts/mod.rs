@@ -328,6 +328,9 @@ pub struct FactFilter {
     pub documents: Option<Vec<DocumentId>>,
     /// Only the members of this contradiction group.
     pub group: Option<Uuid>,
+    /// Also facts no current testimony supports (adjudication compares against
+    /// them; reads never serve them).
+    pub unsupported: bool,
 }
 
 /// A predicate registry row of a namespace (D5).

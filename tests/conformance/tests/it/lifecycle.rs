@@ -757,3 +757,168 @@ async fn export_pack_holds_facts_evidence_sources_entities_and_omissions() {
         assert_eq!(bad.code().as_str(), "invalid_parameter");
     }
 }
+
+fn note(request: &str, key: &str, revision: &str, text: &str) -> rememberstack::NoteInput {
+    rememberstack::NoteInput {
+        request_id: request.into(),
+        source_key: key.into(),
+        source_revision: revision.into(),
+        text: text.into(),
+        metadata: Some(serde_json::json!({"author": "agent-3"})),
+    }
+}
+
+#[tokio::test]
+async fn note_intake_idempotency_matrix() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let text = "Erin leads the Atlas project.";
+        let first = memory
+            .remember_note(note("r1", "notes/erin", "1", text))
+            .await
+            .unwrap();
+        assert_eq!(first.lifecycle, rememberstack::Admission::Promoted);
+        assert_eq!(first.lifecycle_version, 1);
+        // Exact replay: the same note.
+        let replay = memory
+            .remember_note(note("r1", "notes/erin", "1", text))
+            .await
+            .unwrap();
+        assert_eq!(replay, first);
+        // The same request id with different content.
+        let err = memory
+            .remember_note(note("r1", "notes/erin", "1", "Erin left."))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "request_conflict", "{}", h.kind);
+        // Another request id naming the same exact revision: the same note.
+        let same = memory
+            .remember_note(note("r2", "notes/erin", "1", text))
+            .await
+            .unwrap();
+        assert_eq!(same.version_id, first.version_id);
+        // Different bytes under an existing key and revision.
+        let err = memory
+            .remember_note(note("r3", "notes/erin", "1", "Erin leads Borealis."))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "revision_conflict", "{}", h.kind);
+        // Bad input changes nothing.
+        let err = memory
+            .remember_note(note(" ", "notes/erin", "2", text))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_parameter");
+        let err = memory
+            .remember_note(note("r4", "notes/erin", "2", "  "))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "empty_input");
+        // The listing: metadata, never text.
+        let page = memory.list_notes(None, 10).await.unwrap();
+        assert_eq!(page.notes.len(), 1, "{}", h.kind);
+        assert_eq!(page.notes[0].digest, first.digest);
+        assert_eq!(page.notes[0].metadata["author"], "agent-3");
+        let listed = serde_json::to_string(&page).unwrap();
+        assert!(!listed.contains("Atlas"), "{listed}");
+    }
+}
+
+#[tokio::test]
+async fn note_lifecycle_is_compare_and_set_and_only_promoted_is_served() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        memory
+            .set_note_policy(rememberstack::Admission::Candidate)
+            .await
+            .unwrap();
+        let served = |memory: Memory, needle: &'static str| async move {
+            let chunks = memory.search(needle, 10).await.unwrap();
+            let claims = memory
+                .claims_and_sources_context(ClaimsAndSourcesInput {
+                    query: format!("which project does Erin lead {needle}"),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let live = facts(&memory, false).await;
+            chunks.results.iter().any(|c| c.text.contains(needle))
+                || claims.results.iter().any(|r| r.text().contains(needle))
+                || !about(&live, needle).is_empty()
+        };
+        let v1 = memory
+            .remember_note(note(
+                "r1",
+                "notes/erin",
+                "1",
+                "Erin leads the Atlas project.",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(v1.lifecycle, rememberstack::Admission::Candidate);
+        memory.process_until_idle().await.unwrap();
+        assert!(
+            !served(memory.clone(), "Atlas").await,
+            "{}: a candidate",
+            h.kind
+        );
+
+        // A stale lifecycle version is refused, never guessed.
+        let err = memory.promote_note(v1.version_id, 2).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "conflict", "{}", h.kind);
+        let v1 = memory.promote_note(v1.version_id, 1).await.unwrap();
+        assert_eq!(
+            (v1.lifecycle, v1.lifecycle_version),
+            (rememberstack::Admission::Promoted, 2)
+        );
+        assert!(
+            served(memory.clone(), "Atlas").await,
+            "{}: promoted",
+            h.kind
+        );
+
+        // Promoting the next revision archives the first in the same step.
+        let v2 = memory
+            .remember_note(note(
+                "r2",
+                "notes/erin",
+                "2",
+                "Erin leads the Borealis project.",
+            ))
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        assert!(!served(memory.clone(), "Borealis").await, "{}", h.kind);
+        let v2 = memory.promote_note(v2.version_id, 1).await.unwrap();
+        memory.process_until_idle().await.unwrap();
+        let page = memory.list_notes(None, 10).await.unwrap();
+        let states: Vec<(&str, u32)> = page
+            .notes
+            .iter()
+            .map(|n| (n.lifecycle.as_str(), n.lifecycle_version))
+            .collect();
+        assert_eq!(states, vec![("archived", 3), ("promoted", 2)], "{}", h.kind);
+        assert!(served(memory.clone(), "Borealis").await, "{}", h.kind);
+        assert!(
+            !served(memory.clone(), "Atlas").await,
+            "{}: archived",
+            h.kind
+        );
+
+        // Archive: stale refused; then nothing of the note is served.
+        let err = memory.archive_note(v2.version_id, 1).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "conflict");
+        memory.archive_note(v2.version_id, 2).await.unwrap();
+        assert!(!served(memory.clone(), "Borealis").await, "{}", h.kind);
+        let err = memory.archive_note(v2.version_id, 3).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "conflict", "archived is final");
+
+        // Paging: a stable keyset cursor.
+        let first = memory.list_notes(None, 1).await.unwrap();
+        let cursor = first.cursor.expect("a second page");
+        let second = memory.list_notes(Some(&cursor), 1).await.unwrap();
+        assert_eq!(second.notes.len(), 1);
+        assert_ne!(second.notes[0].version_id, first.notes[0].version_id);
+        assert!(second.cursor.is_none());
+    }
+}
