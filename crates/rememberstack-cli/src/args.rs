@@ -398,6 +398,24 @@ pub enum FactsCommand {
         #[arg(long, default_value_t = 500)]
         limit: u32,
     },
+    /// Correct a fact: invalidate it and remember the corrected statement as a
+    /// system note that the pipeline processes (run `process` afterwards, or `--wait`).
+    Correct {
+        /// The fact id.
+        fact_id: String,
+        /// The corrected statement.
+        #[arg(long)]
+        statement: String,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: String,
+        /// Replay key: the same id and input return the first result.
+        #[arg(long)]
+        request_id: Option<String>,
+        /// Process the ledger until idle afterwards.
+        #[arg(long)]
+        wait: bool,
+    },
     /// End a fact's belief now, with a reason (shown by `trace`).
     Invalidate {
         /// The fact id.

@@ -691,6 +691,34 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Facts {
             command:
+                FactsCommand::Correct {
+                    fact_id,
+                    statement,
+                    reason,
+                    request_id,
+                    wait,
+                },
+        } => {
+            let memory = open(&cli).await?;
+            let id: FactId = fact_id.parse()?;
+            let r = memory
+                .correct_fact(id, statement, reason, request_id.as_deref())
+                .await?;
+            if *wait {
+                memory.process_until_idle().await?;
+            }
+            if cli.json {
+                print_json(&r)
+            } else {
+                println!(
+                    "corrected {} ({}): remembered as note {}",
+                    r.fact_id, r.reason, r.note.version_id
+                );
+                Ok(())
+            }
+        }
+        Command::Facts {
+            command:
                 FactsCommand::Invalidate {
                     fact_id,
                     reason,

@@ -448,7 +448,7 @@ pub struct FactInvalidation {
     pub fact_id: FactId,
     /// When it stopped being believed.
     pub invalidated_at: Timestamp,
-    /// The recorded closing reason (`invalidated`).
+    /// The recorded closing reason (`invalidated` or `corrected`).
     pub closed_reason: String,
     /// The caller's reason.
     pub reason: String,
@@ -1054,11 +1054,14 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// `invalidated` event with the caller's reason). A replayed request id returns
     /// the stored result; `NotFound` for an unknown fact; `Conflict` for a fact
     /// already closed by another request or path.
+    /// With `correction` (the corrected statement), the closing reason is
+    /// `corrected` and the event `corrected` records the statement.
     async fn invalidate_fact(
         &self,
         ns: NamespaceId,
         fact: FactId,
         reason: &str,
+        correction: Option<&str>,
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation>;

@@ -965,10 +965,11 @@ impl MemoryStore for SqliteStore {
         ns: NamespaceId,
         fact: FactId,
         reason: &str,
+        correction: Option<&str>,
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation> {
-        self.invalidate_fact_impl(ns, fact, reason, request, now)
+        self.invalidate_fact_impl(ns, fact, reason, correction, request, now)
             .await
     }
 

@@ -21,6 +21,8 @@ pub(crate) const SOURCE_REMOVAL: &str = "retracted_source_removal";
 pub(crate) const CLAIM_RETRACTED: &str = "retracted_claim";
 /// The reason recorded on a fact a caller invalidated.
 pub(crate) const INVALIDATED: &str = "invalidated";
+/// The reason recorded on a fact a caller corrected.
+pub(crate) const CORRECTED: &str = "corrected";
 
 /// Which testimony a cascade is about.
 #[derive(Clone, Copy)]
@@ -231,9 +233,14 @@ impl SqliteStore {
         ns: NamespaceId,
         fact: FactId,
         reason: &str,
+        correction: Option<&str>,
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation> {
+        let (closed_reason, event) = match correction {
+            Some(_) => (CORRECTED, "corrected"),
+            None => (INVALIDATED, "invalidated"),
+        };
         let ns_s = ns.to_string();
         let fact_s = fact.to_string();
         let at = to_rfc3339(&now);
@@ -270,7 +277,7 @@ impl SqliteStore {
              WHERE namespace_id = ? AND id = ?",
         )
         .bind(&at)
-        .bind(INVALIDATED)
+        .bind(closed_reason)
         .bind(&at)
         .bind(&ns_s)
         .bind(&fact_s)
@@ -279,12 +286,19 @@ impl SqliteStore {
         .map_err(db_err)?;
         sqlx::query(
             "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-             VALUES (?, ?, 'invalidated', ?, ?, ?)",
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(&ns_s)
         .bind(&fact_s)
+        .bind(event)
         .bind(reason)
-        .bind(serde_json::json!({ "request_id": request.map(|r| r.request_id.clone()) }).to_string())
+        .bind(
+            serde_json::json!({
+                "request_id": request.map(|r| r.request_id.clone()),
+                "corrected_statement": correction,
+            })
+            .to_string(),
+        )
         .bind(&at)
         .execute(&mut *tx)
         .await
@@ -296,7 +310,7 @@ impl SqliteStore {
         let result = FactInvalidation {
             fact_id: fact,
             invalidated_at: ts(&at)?,
-            closed_reason: INVALIDATED.to_string(),
+            closed_reason: closed_reason.to_string(),
             reason: reason.to_string(),
             touched_entities: touched,
         };

@@ -41,12 +41,12 @@ pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
-    Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactModels, FactQuery,
-    FactTrace, FactsConfig, FactsContextInput, FeedbackInput, HydratedEvidence, HydratedRecord,
-    IngestReceipt, NeighborhoodRequest, NoteInput, NotePage, OperationDescriptor, PACK_FORMAT,
-    PathResult, ProviderCheck, Providers, ReceiptResolution, RecordRef, ResolveEntityInput,
-    ResolvedRecord, SearchRequest, StageStats, StatusReport, TemporalScope, TracedEvidence,
-    VersionSummary, canonical_json, operations,
+    Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection,
+    FactModels, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
+    HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest, NoteInput, NotePage,
+    OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers, ReceiptResolution,
+    RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats, StatusReport,
+    TemporalScope, TracedEvidence, VersionSummary, canonical_json, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -502,6 +502,23 @@ impl Memory {
                 messages,
                 Some(source_time),
             )
+            .await
+    }
+
+    /// Correct a fact: invalidate it (`closed_reason = corrected`, an event with
+    /// the statement and reason in [`Memory::trace`]) and remember the corrected
+    /// statement as a system-origin note, processed like any source, so the
+    /// correction has evidence. Run [`Memory::process_until_idle`] to derive its
+    /// facts. A `request_id` replays exactly.
+    pub async fn correct_fact(
+        &self,
+        id: FactId,
+        statement: &str,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<FactCorrection> {
+        self.engine
+            .correct_fact(&self.namespace, id, statement, reason, request_id)
             .await
     }
 

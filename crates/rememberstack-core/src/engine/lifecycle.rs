@@ -80,6 +80,21 @@ pub struct NoteInput {
     pub metadata: Option<serde_json::Value>,
 }
 
+/// What correcting a fact did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactCorrection {
+    /// The corrected (now invalidated) fact.
+    pub fact_id: FactId,
+    /// When it stopped being believed.
+    pub invalidated_at: Timestamp,
+    /// The caller's reason.
+    pub reason: String,
+    /// The corrected statement.
+    pub statement: String,
+    /// The system-origin note carrying the statement through the pipeline.
+    pub note: NoteRecord,
+}
+
 /// A page of note metadata.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NotePage {
@@ -361,7 +376,7 @@ impl Engine {
         let ns = self.namespace_or_not_found(namespace).await?;
         let r = self
             .store
-            .invalidate_fact(ns, fact, reason, request.as_ref(), self.clock.now())
+            .invalidate_fact(ns, fact, reason, None, request.as_ref(), self.clock.now())
             .await?;
         self.refresh_touched(ns, &r.touched_entities).await;
         Ok(r)
@@ -376,6 +391,17 @@ impl Engine {
     /// namespace policy `candidate` ([`Engine::set_note_policy`]), as candidates
     /// that are never served until promoted.
     pub async fn remember_note(&self, namespace: &str, input: NoteInput) -> Result<NoteRecord> {
+        self.remember_note_as(namespace, input, Origin::External)
+            .await
+    }
+
+    /// [`Engine::remember_note`] with the note's origin (D42).
+    async fn remember_note_as(
+        &self,
+        namespace: &str,
+        input: NoteInput,
+        origin: Origin,
+    ) -> Result<NoteRecord> {
         validate_namespace(namespace)?;
         let candidate = self.note_policy(namespace).await? == Admission::Candidate;
         for (what, v) in [
@@ -471,6 +497,7 @@ impl Engine {
             );
             req.kind = DeclaredKind::Format(SourceFormat::Markdown);
             req.mode = Some(VersioningMode::Living);
+            req.origin = origin;
             req.distinct = true;
             req.admission = if candidate {
                 Admission::Candidate
@@ -844,6 +871,70 @@ impl Engine {
             obj.insert("digest".into(), Value::String(digest));
         }
         Ok(pack)
+    }
+
+    /// Correct a fact: it is invalidated (`closed_reason = corrected`, a
+    /// `corrected` event with the statement and reason), and the corrected statement
+    /// is remembered as a system-origin note (`corrections/<fact id>`) that flows
+    /// through the ordinary pipeline, so the correction has evidence of its own.
+    /// Idempotent by `request_id` like [`Engine::invalidate_fact`]; a repeat after an
+    /// interruption finishes the note.
+    pub async fn correct_fact(
+        &self,
+        namespace: &str,
+        fact: FactId,
+        statement: &str,
+        reason: &str,
+        request_id: Option<&str>,
+    ) -> Result<FactCorrection> {
+        validate_namespace(namespace)?;
+        let reason = lifecycle_reason(reason)?;
+        let statement = statement.trim();
+        if statement.is_empty() || statement.chars().count() > 2000 {
+            return Err(Error::new(
+                ErrorCode::InvalidInput,
+                "a corrected statement of 1 to 2,000 characters is required",
+            ));
+        }
+        let request = request_key(
+            request_id,
+            "correct_fact",
+            &serde_json::json!({"fact_id": fact, "statement": statement, "reason": reason}),
+        )?;
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let invalidation = self
+            .store
+            .invalidate_fact(
+                ns,
+                fact,
+                reason,
+                Some(statement),
+                request.as_ref(),
+                self.clock.now(),
+            )
+            .await?;
+        self.refresh_touched(ns, &invalidation.touched_entities)
+            .await;
+        let note = self
+            .remember_note_as(
+                namespace,
+                NoteInput {
+                    request_id: format!("correct_fact/{fact}"),
+                    source_key: format!("corrections/{fact}"),
+                    source_revision: "1".into(),
+                    text: statement.to_string(),
+                    metadata: Some(serde_json::json!({"corrects": fact, "reason": reason})),
+                },
+                Origin::System,
+            )
+            .await?;
+        Ok(FactCorrection {
+            fact_id: fact,
+            invalidated_at: invalidation.invalidated_at,
+            reason: reason.to_string(),
+            statement: statement.to_string(),
+            note,
+        })
     }
 
     /// Refresh the profiles of entities whose facts a deletion closed.

@@ -36,7 +36,8 @@ pub use facts::{
     unit_id,
 };
 pub use lifecycle::{
-    AppendReceipt, ExportSelection, FeedbackInput, NoteInput, NotePage, PACK_FORMAT, canonical_json,
+    AppendReceipt, ExportSelection, FactCorrection, FeedbackInput, NoteInput, NotePage,
+    PACK_FORMAT, canonical_json,
 };
 pub use primitives::{
     DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,

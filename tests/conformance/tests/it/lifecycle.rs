@@ -922,3 +922,63 @@ async fn note_lifecycle_is_compare_and_set_and_only_promoted_is_served() {
         assert!(second.cursor.is_none());
     }
 }
+
+#[tokio::test]
+async fn correcting_a_fact_invalidates_it_and_the_correction_has_evidence() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        add(
+            &memory,
+            "notes/dana",
+            "# Staff\n\nDana works for Initech.\n",
+        )
+        .await;
+        let wrong = about(&facts(&memory, false).await, "Initech")[0].clone();
+        let c = memory
+            .correct_fact(
+                wrong.fact_id,
+                "Dana works for Globex.",
+                "HR records say Globex",
+                Some("c-1"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(c.note.source_key, format!("corrections/{}", wrong.fact_id));
+        memory.process_until_idle().await.unwrap();
+        let live = facts(&memory, false).await;
+        assert!(about(&live, "Initech").is_empty(), "{}", h.kind);
+        let right = about(&live, "Globex");
+        assert_eq!(right.len(), 1, "{}: {live:#?}", h.kind);
+        // The correction's evidence is the system-origin note.
+        let trace = memory.trace(right[0].fact_id).await.unwrap();
+        let doc = trace.evidence[0].evidence.document_id;
+        assert_eq!(doc, c.note.note_id, "{}", h.kind);
+        let detail = memory.document(doc).await.unwrap();
+        assert_eq!(detail.versions[0].origin, rememberstack::Origin::System);
+        // The wrong fact's trace names the correction.
+        let trace = memory.trace(wrong.fact_id).await.unwrap();
+        assert_eq!(trace.fact.closed_reason.as_deref(), Some("corrected"));
+        assert_eq!(trace.events[0].event, "corrected");
+        assert_eq!(trace.events[0].reason, "HR records say Globex");
+        assert_eq!(
+            trace.events[0].detail["corrected_statement"],
+            "Dana works for Globex."
+        );
+        // Replay, and a reused request id.
+        let again = memory
+            .correct_fact(
+                wrong.fact_id,
+                "Dana works for Globex.",
+                "HR records say Globex",
+                Some("c-1"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(json(&again), json(&c));
+        let err = memory
+            .correct_fact(wrong.fact_id, "Dana works for Umbrella.", "x", Some("c-1"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code().as_str(), "request_conflict", "{}", h.kind);
+    }
+}
