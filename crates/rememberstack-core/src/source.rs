@@ -93,6 +93,15 @@ impl Admission {
             Admission::Revoked => "revoked",
         }
     }
+    /// Whether a note revision in this state may move to `to`
+    /// (`candidate → promoted → archived`).
+    pub fn may_become(self, to: Admission) -> bool {
+        matches!(
+            (self, to),
+            (Admission::Candidate, Admission::Promoted)
+                | (Admission::Promoted, Admission::Archived)
+        )
+    }
     /// Parse the snake_case name.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
@@ -310,6 +319,37 @@ pub fn validate_lineage(source_kind: &str, source_ref: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn note_lifecycle_moves_only_forward() {
+        use Admission::*;
+        assert!(Candidate.may_become(Promoted));
+        assert!(Promoted.may_become(Archived));
+        for (from, to) in [
+            (Candidate, Archived),
+            (Archived, Promoted),
+            (Promoted, Candidate),
+            (Promoted, Promoted),
+            (Revoked, Promoted),
+        ] {
+            assert!(!from.may_become(to), "{from:?} -> {to:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_id_replays_only_the_same_operation_and_input() {
+        let key = crate::store::RequestKey {
+            request_id: "r-1".into(),
+            operation: "retract_claim".into(),
+            digest: "abc".into(),
+        };
+        assert!(key.check_replay("retract_claim", "abc").is_ok());
+        for (op, digest) in [("retract_claim", "abd"), ("invalidate_fact", "abc")] {
+            let err = key.check_replay(op, digest).unwrap_err();
+            assert_eq!(err.code(), crate::ErrorCode::RequestConflict);
+        }
+    }
+
     use super::*;
 
     #[test]

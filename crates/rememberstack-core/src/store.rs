@@ -342,9 +342,6 @@ pub struct DocumentDeletion {
     pub relations_closed: u64,
     /// Observations closed likewise.
     pub observations_closed: u64,
-    /// The closed facts (for profile refreshes; not part of the public answer).
-    #[serde(skip)]
-    pub closed_facts: Vec<FactId>,
     /// Entities whose facts changed (subjects and objects of closed facts).
     #[serde(skip)]
     pub touched_entities: Vec<EntityId>,
@@ -361,6 +358,23 @@ pub struct RequestKey {
     pub operation: String,
     /// sha256 of the operation's canonical input.
     pub digest: String,
+}
+
+impl RequestKey {
+    /// A stored request under this id may be replayed only if it was the same
+    /// operation with the same input; anything else is `request_conflict`.
+    pub fn check_replay(&self, operation: &str, digest: &str) -> Result<()> {
+        if operation == self.operation && digest == self.digest {
+            return Ok(());
+        }
+        Err(crate::Error::new(
+            crate::ErrorCode::RequestConflict,
+            format!(
+                "request id `{}` was already used for a different {operation} request",
+                self.request_id
+            ),
+        ))
+    }
 }
 
 /// A note revision to record with its version.
@@ -1022,10 +1036,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// A note revision by its version.
     async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>>;
     /// Move a note revision to `to` if its lifecycle version is still `expected`
-    /// (`Conflict` otherwise), in one transaction: promotion archives the source's
-    /// earlier promoted revision and makes this one the lineage's current version;
-    /// archiving the current revision leaves the lineage without one. Returns the
-    /// revision and the revision archived by a promotion, if any.
+    /// and [`Admission::may_become`] allows it (`Conflict` otherwise), in one
+    /// transaction: promotion archives the source's earlier promoted revision and
+    /// makes this one the lineage's current version; archiving the current
+    /// revision leaves the lineage without one. Returns the revision.
     async fn transition_note(
         &self,
         ns: NamespaceId,
@@ -1033,7 +1047,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         expected: u32,
         to: Admission,
         now: Timestamp,
-    ) -> Result<(NoteRecord, Option<NoteRecord>)>;
+    ) -> Result<NoteRecord>;
     /// Note revisions' metadata in remember order, after a keyset position.
     async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
     /// Retract a claim in one transaction: it stops being current testimony for

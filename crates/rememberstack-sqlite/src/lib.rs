@@ -1024,7 +1024,7 @@ impl MemoryStore for SqliteStore {
         expected: u32,
         to: Admission,
         now: Timestamp,
-    ) -> Result<(NoteRecord, Option<NoteRecord>)> {
+    ) -> Result<NoteRecord> {
         self.transition_note_impl(ns, version, expected, to, now)
             .await
     }

@@ -1,6 +1,9 @@
 //! Lifecycle writes: document deletion (D135).
 
 use crate::{SqliteStore, db_err, parse_id, ts};
+use rememberstack_core::facts::closed_reason::{
+    CLAIM_RETRACTED, CORRECTED, INVALIDATED, SOURCE_REMOVAL,
+};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{
@@ -14,15 +17,6 @@ use serde::de::DeserializeOwned;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use std::collections::BTreeSet;
-
-/// The reason recorded on a fact closed because its only current support was removed.
-pub(crate) const SOURCE_REMOVAL: &str = "retracted_source_removal";
-/// The reason recorded on a fact closed because its only current support was retracted.
-pub(crate) const CLAIM_RETRACTED: &str = "retracted_claim";
-/// The reason recorded on a fact a caller invalidated.
-pub(crate) const INVALIDATED: &str = "invalidated";
-/// The reason recorded on a fact a caller corrected.
-pub(crate) const CORRECTED: &str = "corrected";
 
 /// Which testimony a cascade is about.
 #[derive(Clone, Copy)]
@@ -113,7 +107,6 @@ impl SqliteStore {
             claims_retired,
             relations_closed,
             observations_closed,
-            closed_facts: closed,
             touched_entities: touched.into_iter().collect(),
         }))
     }
@@ -442,18 +435,10 @@ async fn replay<T: DeserializeOwned>(
     else {
         return Ok(None);
     };
-    if row.get::<String, _>("operation") != request.operation
-        || row.get::<String, _>("digest") != request.digest
-    {
-        return Err(Error::new(
-            ErrorCode::RequestConflict,
-            format!(
-                "request id `{}` was already used for a different {} request",
-                request.request_id,
-                row.get::<String, _>("operation")
-            ),
-        ));
-    }
+    request.check_replay(
+        &row.get::<String, _>("operation"),
+        &row.get::<String, _>("digest"),
+    )?;
     serde_json::from_str(&row.get::<String, _>("result_json"))
         .map(Some)
         .map_err(|e| Error::store(format!("corrupt stored request result: {e}")))
@@ -627,7 +612,6 @@ fn note_row(r: &SqliteRow) -> Result<NoteRecord> {
 /// Archive the source's promoted revisions (other than `keep`): their notes and
 /// versions; a lineage served from one of them serves nothing until the next
 /// promoted revision is chunked, and its claims stop being current testimony.
-/// Returns the archived revisions.
 async fn archive_promoted(
     tx: &mut Transaction<'_, Sqlite>,
     ns: &str,
@@ -635,37 +619,24 @@ async fn archive_promoted(
     source_key: &str,
     keep: &str,
     at: &str,
-) -> Result<Vec<NoteRecord>> {
-    let rows = sqlx::query(AssertSqlSafe(format!(
-        "{NOTE_SELECT} WHERE namespace_id = ? AND source_key = ? AND lifecycle = 'promoted'
-           AND version_id <> ?"
-    )))
+) -> Result<()> {
+    let versions: Vec<String> = sqlx::query_scalar(
+        "SELECT version_id FROM notes WHERE namespace_id = ? AND source_key = ?
+           AND lifecycle = 'promoted' AND version_id <> ?",
+    )
     .bind(ns)
     .bind(source_key)
     .bind(keep)
     .fetch_all(&mut **tx)
     .await
     .map_err(db_err)?;
-    let mut archived = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let mut note = note_row(r)?;
-        set_lifecycle(
-            tx,
-            ns,
-            &note.version_id.to_string(),
-            Admission::Archived,
-            at,
-        )
-        .await?;
-        note.lifecycle = Admission::Archived;
-        note.lifecycle_version += 1;
-        note.updated_at = ts(at)?;
-        archived.push(note);
+    for version in &versions {
+        set_lifecycle(tx, ns, version, Admission::Archived, at).await?;
     }
-    if !archived.is_empty() {
+    if !versions.is_empty() {
         unserve(tx, ns, doc, at, "note_archived").await?;
     }
-    Ok(archived)
+    Ok(())
 }
 
 /// Set a revision's lifecycle (note row, bumping its version) and its version's
@@ -877,7 +848,7 @@ impl SqliteStore {
         expected: u32,
         to: Admission,
         now: Timestamp,
-    ) -> Result<(NoteRecord, Option<NoteRecord>)> {
+    ) -> Result<NoteRecord> {
         let ns_s = ns.to_string();
         let version_s = version.to_string();
         let at = to_rfc3339(&now);
@@ -906,12 +877,7 @@ impl SqliteStore {
                 ),
             ));
         }
-        let allowed = matches!(
-            (note.lifecycle, to),
-            (Admission::Candidate, Admission::Promoted)
-                | (Admission::Promoted, Admission::Archived)
-        );
-        if !allowed {
+        if !note.lifecycle.may_become(to) {
             return Err(Error::new(
                 ErrorCode::Conflict,
                 format!(
@@ -922,15 +888,10 @@ impl SqliteStore {
             ));
         }
         let doc_s = note.note_id.to_string();
-        let mut archived = None;
         set_lifecycle(&mut tx, &ns_s, &version_s, to, &at).await?;
         match to {
             Admission::Promoted => {
-                archived =
-                    archive_promoted(&mut tx, &ns_s, &doc_s, &note.source_key, &version_s, &at)
-                        .await?
-                        .into_iter()
-                        .next();
+                archive_promoted(&mut tx, &ns_s, &doc_s, &note.source_key, &version_s, &at).await?;
                 sqlx::query(
                     "UPDATE documents SET current_version_id = ?, updated_at = ?
                      WHERE namespace_id = ? AND id = ? AND deleted_at IS NULL",
@@ -955,7 +916,7 @@ impl SqliteStore {
         .map_err(db_err)?;
         let fresh = note_row(&fresh)?;
         tx.commit().await.map_err(db_err)?;
-        Ok((fresh, archived))
+        Ok(fresh)
     }
 
     pub(crate) async fn list_notes_impl(

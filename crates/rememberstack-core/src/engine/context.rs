@@ -1389,7 +1389,10 @@ impl Engine {
                 },
                 "fact" => match self.store.facts(ns, &[FactId(parsed)]).await?.pop() {
                     None => return Ok(refuse("missing", &s.id)),
-                    Some(f) if f.closed_reason.as_deref() == Some("retracted_source_removal") => {
+                    Some(f)
+                        if f.closed_reason.as_deref()
+                            == Some(crate::facts::closed_reason::SOURCE_REMOVAL) =>
+                    {
                         return Ok(refuse("deleted", &s.id));
                     }
                     Some(f) if f.invalidated_at.is_some() => return Ok(refuse("revoked", &s.id)),

@@ -147,7 +147,7 @@ impl Engine {
                 {
                     None => (None, None, false),
                     Some(row) if row.deleted_at.is_some() => {
-                        (None, Some(row.latest_version_id), true)
+                        (None, Some((row.document_id, row.latest_version_id)), true)
                     }
                     Some(row) => {
                         let v = self
@@ -166,7 +166,7 @@ impl Engine {
                         let bytes = self.store.content(ns.id, &v.content_sha256).await?;
                         (
                             Some(text::parse_conversation(&bytes)?),
-                            Some(row.latest_version_id),
+                            Some((row.document_id, row.latest_version_id)),
                             false,
                         )
                     }
@@ -199,17 +199,11 @@ impl Engine {
                 }
             }
             if fresh.is_empty()
-                && let (Some(latest), false) = (latest, deleted)
+                && let (Some((document_id, latest)), false) = (latest, deleted)
             {
-                let ns = self.namespace_or_not_found(namespace).await?;
-                let doc = self
-                    .store
-                    .document_by_ref(ns, "conversation", conversation_ref)
-                    .await?
-                    .ok_or_else(|| Error::store("the conversation vanished"))?;
                 return Ok(AppendReceipt {
                     namespace: namespace.to_string(),
-                    document_id: doc.document_id,
+                    document_id,
                     version_id: latest,
                     outcome: "unchanged".into(),
                     new_lineage: false,
@@ -224,7 +218,7 @@ impl Engine {
             let mut req = IngestRequest::new(namespace, "conversation", conversation_ref, bytes);
             req.kind = DeclaredKind::Format(SourceFormat::Conversation);
             req.source_time = source_time;
-            req.expected_latest = latest;
+            req.expected_latest = latest.map(|(_, v)| v);
             match self.ingest(req).await {
                 Ok(r) => {
                     return Ok(AppendReceipt {
@@ -578,7 +572,7 @@ impl Engine {
             ));
         }
         let ns = self.namespace_or_not_found(namespace).await?;
-        let (note, _archived) = self
+        let note = self
             .store
             .transition_note(ns, version, expected_version, to, self.clock.now())
             .await?;
@@ -1000,7 +994,7 @@ pub(super) fn request_key(
     Ok(Some(RequestKey {
         request_id: id.to_string(),
         operation: operation.to_string(),
-        digest: sha256_hex(input.to_string().as_bytes()),
+        digest: sha256_hex(canonical_json(input).as_bytes()),
     }))
 }
 

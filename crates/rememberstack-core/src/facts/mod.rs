@@ -307,6 +307,19 @@ pub struct FactKey {
     pub statement: String,
 }
 
+/// Why a lifecycle operation closed a fact (`FactRecord::closed_reason`), one
+/// vocabulary for every store.
+pub mod closed_reason {
+    /// Its only current support was a document that was deleted (D54, D135).
+    pub const SOURCE_REMOVAL: &str = "retracted_source_removal";
+    /// Its only current support was a claim that was retracted.
+    pub const CLAIM_RETRACTED: &str = "retracted_claim";
+    /// A caller invalidated it.
+    pub const INVALIDATED: &str = "invalidated";
+    /// A caller corrected it (the correction is a note of its own).
+    pub const CORRECTED: &str = "corrected";
+}
+
 /// Listing filter for facts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FactFilter {
@@ -317,6 +330,9 @@ pub struct FactFilter {
     /// Only facts whose window holds at this instant (and are not invalidated);
     /// superseded facts count when their capped window holds. Without it (and
     /// without `history`), only current facts: not invalidated, not superseded.
+    /// Without `history` (and without `unsupported`), a fact is listed only while
+    /// some current testimony supports it: every store applies this rule in the
+    /// ranked statement, so testimony that is not promoted never serves a fact.
     pub at: Option<Timestamp>,
     /// Include facts that no longer hold (closed windows, invalidated, superseded).
     pub history: bool,

@@ -120,7 +120,7 @@ pub(crate) async fn ingest(memory: &Memory, source_ref: &str, text: &str, source
     memory.process_until_idle().await.unwrap();
 }
 
-async fn all_facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
+pub(crate) async fn all_facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
     memory
         .facts(&FactQuery {
             history,
@@ -130,7 +130,7 @@ async fn all_facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
         .unwrap()
 }
 
-fn named<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
+pub(crate) fn named<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
     facts
         .iter()
         .filter(|f| f.statement.contains(needle))

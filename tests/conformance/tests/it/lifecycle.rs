@@ -2,10 +2,8 @@
 //! independent support surviving, repeats, work landing after the tombstone,
 //! receipts, and delete-then-re-add.
 
-use crate::facts::at;
-use rememberstack::{
-    ClaimsAndSourcesInput, DocumentId, FactQuery, FactRecord, IngestOptions, Memory,
-};
+use crate::facts::{all_facts as facts, at, named as about};
+use rememberstack::{ClaimsAndSourcesInput, DocumentId, IngestOptions, Memory};
 use rememberstack_conformance::stores;
 
 const ALPHA: &str = "# Alpha notes\n\nAlice lives in Lisbon.\n\nBob works for Acme.\n";
@@ -21,23 +19,6 @@ async fn add(memory: &Memory, source_ref: &str, text: &str) -> DocumentId {
         .unwrap();
     memory.process_until_idle().await.unwrap();
     r.document_id
-}
-
-async fn facts(memory: &Memory, history: bool) -> Vec<FactRecord> {
-    memory
-        .facts(&FactQuery {
-            history,
-            ..FactQuery::default()
-        })
-        .await
-        .unwrap()
-}
-
-fn about<'a>(facts: &'a [FactRecord], needle: &str) -> Vec<&'a FactRecord> {
-    facts
-        .iter()
-        .filter(|f| f.statement.contains(needle))
-        .collect()
 }
 
 fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
