@@ -16,6 +16,10 @@ pub struct Cli {
     /// A TOML configuration file (default: $REMEMBERSTACK_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The hard-forget manifest root (default: $REMEMBERSTACK_MANIFEST_ROOT, the
+    /// configuration's `[store] manifest_root`, else `<db>.manifests`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub manifest_root: Option<PathBuf>,
     /// Print JSON on stdout (errors too, as {"code", "message"}).
     #[arg(long, global = true)]
     pub json: bool,
@@ -33,7 +37,7 @@ pub enum Command {
     Process,
     /// Hybrid (semantic + lexical) chunk search.
     Search(SearchArgs),
-    /// Explicit memory writes: remember, promote, archive and list notes.
+    /// Explicit memory writes: remember, promote, archive, revoke, forget and list notes.
     Notes {
         /// What to do.
         #[command(subcommand)]
@@ -44,6 +48,13 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: ConversationsCommand,
+    },
+    /// Hard-forget a document lineage (or a note): erasure, not deletion. The bytes
+    /// and everything derived from them are removed and the store files compacted;
+    /// the same bytes are refused from then on (`forgotten_content`).
+    Forget {
+        /// The document (or note) id.
+        doc_id: String,
     },
     /// List and inspect documents.
     Documents {
@@ -496,6 +507,21 @@ pub enum NotesCommand {
         /// The lifecycle version you read.
         #[arg(long)]
         expected_version: u32,
+    },
+    /// Revoke a candidate or promoted revision (compare-and-set on its lifecycle
+    /// version): its text, chunks, claims only it carried, vectors and index rows are
+    /// removed; a tombstone stays and the revision can never be remembered again.
+    Revoke {
+        /// The revision's version id.
+        version_id: String,
+        /// The lifecycle version you read.
+        #[arg(long)]
+        expected_version: u32,
+    },
+    /// Hard-forget a note: every revision, as `remember forget` does.
+    Forget {
+        /// The note id (its lineage).
+        note_id: String,
     },
     /// List revisions' metadata (never text).
     List {

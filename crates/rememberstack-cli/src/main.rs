@@ -45,7 +45,10 @@ fn init_tracing() {
 }
 
 async fn open(cli: &Cli) -> Result<Memory, Error> {
-    let config = Config::load(cli.config.as_deref())?;
+    let mut config = Config::load(cli.config.as_deref())?;
+    if let Some(root) = &cli.manifest_root {
+        config.store.manifest_root = Some(root.clone());
+    }
     let path = match &cli.db {
         Some(p) => p.clone(),
         None => rememberstack::default_db_path()?,
@@ -56,6 +59,28 @@ async fn open(cli: &Cli) -> Result<Memory, Error> {
         .namespace(cli.namespace.clone())
         .open()
         .await
+}
+
+fn print_forget(cli: &Cli, r: &rememberstack::ForgetReport) -> Result<(), Error> {
+    if cli.json {
+        return print_json(r);
+    }
+    println!(
+        "forgot {} (manifest {}): {} versions, {} chunks, {} claims, {} facts, {} entities, {} vectors, {} blobs removed; {} receipts rewritten",
+        r.doc_id,
+        r.manifest_id,
+        r.versions,
+        r.chunks,
+        r.claims,
+        r.facts,
+        r.entities,
+        r.vectors,
+        r.blobs,
+        r.receipts_rewritten
+    );
+    let checks = r.verification.len();
+    println!("verified: {checks} checks, nothing remains");
+    Ok(())
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
@@ -473,6 +498,24 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         Ok(())
                     }
                 }
+                NotesCommand::Revoke {
+                    version_id,
+                    expected_version,
+                } => {
+                    let id: rememberstack::VersionId = version_id.parse()?;
+                    let note = memory.revoke_note(id, *expected_version).await?;
+                    if cli.json {
+                        print_json(&note)
+                    } else {
+                        show(&note);
+                        Ok(())
+                    }
+                }
+                NotesCommand::Forget { note_id } => {
+                    let id: DocumentId = note_id.parse()?;
+                    let report = memory.forget_note(id).await?;
+                    print_forget(&cli, &report)
+                }
                 NotesCommand::List { cursor, limit } => {
                     let page = memory.list_notes(cursor.as_deref(), *limit).await?;
                     if cli.json {
@@ -550,6 +593,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     }
                 }
             }
+        }
+        Command::Forget { doc_id } => {
+            let memory = open(&cli).await?;
+            let id: DocumentId = doc_id.parse()?;
+            let report = memory.forget_document(id).await?;
+            print_forget(&cli, &report)
         }
         Command::Export {
             entities,

@@ -32,6 +32,13 @@ pub enum ErrorCode {
     RequestConflict,
     /// A note's source key and revision already hold different text.
     RevisionConflict,
+    /// A note revision was revoked: it can never be remembered again.
+    Revoked,
+    /// The bytes were forgotten (hard forget): they can never be ingested again.
+    ForgottenContent,
+    /// A hard forget in this namespace is incomplete: every read and write fails
+    /// closed until it is resumed and completed.
+    ForgetInProgress,
     /// A worker's lease on a work item expired and another worker holds it now.
     LeaseLost,
     /// A provider (embedder, chat model) failed.
@@ -59,6 +66,9 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::RequestConflict => "request_conflict",
             ErrorCode::RevisionConflict => "revision_conflict",
+            ErrorCode::Revoked => "revoked",
+            ErrorCode::ForgottenContent => "forgotten_content",
+            ErrorCode::ForgetInProgress => "forget_in_progress",
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::Provider => "provider",
             ErrorCode::Config => "config",

@@ -2,7 +2,8 @@
 //! [`MemoryStore`](store::MemoryStore) trait and the provider traits.
 //!
 //! Not for direct use: depend on the `rememberstack` facade. This crate does no
-//! IO of its own: stores and providers are reached through traits.
+//! IO of its own (stores and providers are reached through traits), except the
+//! forget manifest root ([`forget::ManifestRoot`]) that every store shares.
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
@@ -14,6 +15,7 @@ pub mod entities;
 pub mod envelope;
 pub mod error;
 pub mod facts;
+pub mod forget;
 pub mod fuse;
 pub mod hash;
 pub mod ids;

@@ -100,6 +100,8 @@ impl Admission {
             (self, to),
             (Admission::Candidate, Admission::Promoted)
                 | (Admission::Promoted, Admission::Archived)
+                | (Admission::Candidate, Admission::Revoked)
+                | (Admission::Promoted, Admission::Revoked)
         )
     }
     /// Parse the snake_case name.

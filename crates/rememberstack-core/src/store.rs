@@ -1048,6 +1048,47 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         to: Admission,
         now: Timestamp,
     ) -> Result<NoteRecord>;
+    /// Revoke a note revision if its lifecycle version is still `expected` (a
+    /// candidate or promoted revision; `Conflict` otherwise), in one transaction:
+    /// the revision becomes `revoked` and serves nothing; its text (representation,
+    /// blocks, sections, chunks and their lexical rows), the claims only it carried
+    /// (with their mentions, evidence, normalizations and staged assertions),
+    /// facts and entities left without support, and vectors no record uses any
+    /// more are removed. The note row and the version row stay as a tombstone (ids,
+    /// digests, times). Returns the revision and the entities whose facts changed.
+    async fn revoke_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Vec<EntityId>)>;
+    /// Hard-forget a lineage (D74), resumable: append `manifest` to the manifest
+    /// root first, fail the namespace closed (`forget_in_progress`), scrub every
+    /// record derived from the lineage in one transaction (see
+    /// [`ForgetReport`](crate::forget::ForgetReport)), keep the content hashes as
+    /// ingest guards (`forgotten_content`), remove the bytes from the store's
+    /// files, verify that nothing remains, and reopen the namespace. Running it
+    /// again with the same manifest finishes an interrupted forget. Returns the
+    /// report and the surviving entities whose facts changed.
+    async fn forget(
+        &self,
+        manifest: &crate::forget::ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(crate::forget::ForgetReport, Vec<EntityId>)>;
+    /// The first step of [`MemoryStore::forget`] alone: append the manifest and
+    /// fail the namespace closed. A forget that stops here (a crash) is finished by
+    /// `forget` with the same manifest, or when the store next opens.
+    async fn begin_forget(
+        &self,
+        manifest: &crate::forget::ForgetManifest,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// Manifests of the namespace's forgets that are not complete.
+    async fn incomplete_forgets(
+        &self,
+        ns: NamespaceId,
+    ) -> Result<Vec<crate::forget::ForgetManifest>>;
     /// Note revisions' metadata in remember order, after a keyset position.
     async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
     /// Retract a claim in one transaction: it stops being current testimony for

@@ -58,3 +58,36 @@ impl BlobDir {
             .map_err(|e| Error::store(format!("cannot read blob {}: {e}", path.display())))
     }
 }
+
+impl BlobDir {
+    /// Remove the bytes stored under `sha256`, and any temporary file a crashed
+    /// write left for them. Returns whether a blob was there.
+    pub(crate) async fn remove(&self, ns: &str, sha256: &str) -> Result<bool> {
+        let path = self.path(ns, sha256)?;
+        if let Some(dir) = path.parent()
+            && let Ok(mut entries) = tokio::fs::read_dir(dir).await
+        {
+            let prefix = format!(".{sha256}.");
+            while let Ok(Some(e)) = entries.next_entry().await {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = tokio::fs::remove_file(e.path()).await;
+                }
+            }
+        }
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::store(format!(
+                "cannot remove blob {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Whether bytes are stored under `sha256`.
+    pub(crate) async fn exists(&self, ns: &str, sha256: &str) -> Result<bool> {
+        Ok(tokio::fs::try_exists(self.path(ns, sha256)?)
+            .await
+            .unwrap_or(false))
+    }
+}

@@ -10,6 +10,7 @@ mod blobs;
 mod claims;
 mod entities;
 mod facts;
+mod forget;
 mod lifecycle;
 mod rows;
 mod vector_cache;
@@ -25,6 +26,7 @@ use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
+use rememberstack_core::forget::{ForgetManifest, ForgetReport, ManifestRoot};
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::*;
 use rememberstack_core::source::{Admission, VersioningMode};
@@ -52,6 +54,8 @@ pub struct SqliteStore {
     /// The single writer: SQLite admits one writer at a time, so writes queue here.
     write: SqlitePool,
     blobs: BlobDir,
+    /// The forget manifest root, apart from the database (D74).
+    manifests: ManifestRoot,
     path: PathBuf,
     /// Work claims since the planner statistics were last refreshed.
     claims_since_optimize: Arc<AtomicU64>,
@@ -120,15 +124,44 @@ async fn upgrade_fts_tokenizers(write: &sqlx::SqlitePool) -> Result<()> {
 /// How long a reader connection lives before the pool replaces it.
 const READER_LIFETIME: Duration = Duration::from_secs(60);
 
+/// The refusal of every read and write in a namespace whose forget is incomplete.
+fn forget_in_progress(slug: &str) -> Error {
+    Error::new(
+        ErrorCode::ForgetInProgress,
+        format!(
+            "a hard forget in namespace `{slug}` is incomplete: the namespace refuses reads and \
+             writes until it is resumed (`remember forget` again, or reopen the store)"
+        ),
+    )
+}
+
 fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
 
 impl SqliteStore {
     /// Open (creating if missing) the store at `path`: the SQLite file, and the blob
-    /// directory beside it (`<path>.blobs`). Applies migrations.
+    /// directory beside it (`<path>.blobs`). Applies migrations, then re-honours
+    /// every forget manifest in the manifest root beside it (`<path>.manifests`)
+    /// before anything is served.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, None).await
+    }
+
+    /// The default manifest root of the store at `path`: `<path>.manifests`.
+    pub fn default_manifest_root(path: &Path) -> PathBuf {
+        let mut dir = path.to_path_buf().into_os_string();
+        dir.push(".manifests");
+        PathBuf::from(dir)
+    }
+
+    /// [`SqliteStore::open`] with the forget manifest root at `manifest_root`
+    /// (default `<path>.manifests`). A root that exists but cannot be read fails
+    /// the open: the store must not serve before it has honoured every manifest.
+    pub async fn open_with(path: impl AsRef<Path>, manifest_root: Option<PathBuf>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        let manifests =
+            ManifestRoot::new(manifest_root.unwrap_or_else(|| Self::default_manifest_root(&path)));
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::store(format!("cannot create directory {}: {e}", parent.display()))
@@ -171,14 +204,17 @@ impl SqliteStore {
             .map_err(db_err)?;
         let mut blob_dir = path.clone().into_os_string();
         blob_dir.push(".blobs");
-        Ok(SqliteStore {
+        let store = SqliteStore {
             read,
             write,
             blobs: BlobDir::new(PathBuf::from(blob_dir)),
+            manifests,
             path,
             claims_since_optimize: Arc::new(AtomicU64::new(0)),
             vector_cache: Arc::default(),
-        })
+        };
+        store.rehonour_manifests().await?;
+        Ok(store)
     }
 
     /// Count a work claim; refresh the planner statistics when enough work has
@@ -211,10 +247,15 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Close both pools.
+    /// Close both pools: the readers first, then the writer, which checkpoints the
+    /// write-ahead log into the database file, so that the file alone holds the
+    /// store once closed.
     pub async fn close(&self) {
-        self.write.close().await;
         self.read.close().await;
+        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.write)
+            .await;
+        self.write.close().await;
     }
 }
 
@@ -296,7 +337,7 @@ fn ns_table(prefix: &str, ns: &str) -> Result<String> {
 }
 
 /// The namespace's chunk FTS5 table (`chunk_fts_<uuid>`), rowid = chunks.seq.
-fn fts_table(ns: &str) -> Result<String> {
+pub(crate) fn fts_table(ns: &str) -> Result<String> {
     ns_table("chunk_fts_", ns)
 }
 
@@ -389,11 +430,20 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
-        let row = sqlx::query("SELECT id, slug, created_at FROM namespaces WHERE slug = ?")
-            .bind(slug)
-            .fetch_optional(&self.read)
-            .await
-            .map_err(db_err)?;
+        let row = sqlx::query(
+            "SELECT id, slug, created_at, EXISTS (SELECT 1 FROM forget_episodes e
+                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL) AS gated
+             FROM namespaces WHERE slug = ?",
+        )
+        .bind(slug)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        if let Some(r) = &row
+            && r.get::<bool, _>("gated")
+        {
+            return Err(forget_in_progress(slug));
+        }
         row.map(|r| namespace_row(&r)).transpose()
     }
 
@@ -430,6 +480,22 @@ impl MemoryStore for SqliteStore {
         let ns = nv.namespace_id.to_string();
         let now = to_rfc3339(&nv.now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
+        let forgotten =
+            sqlx::query("SELECT 1 FROM forgotten_content WHERE namespace_id = ? AND sha256 = ?")
+                .bind(&ns)
+                .bind(&nv.content.sha256)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if forgotten.is_some() {
+            return Err(Error::new(
+                ErrorCode::ForgottenContent,
+                format!(
+                    "these bytes (sha256 {}) were forgotten in this namespace and can never be ingested again",
+                    nv.content.sha256
+                ),
+            ));
+        }
         let existing = sqlx::query(
             "SELECT d.id, d.mode, d.latest_version_id, d.version_count, d.deleted_at, v.content_sha256
              FROM documents d JOIN document_versions v
@@ -1037,6 +1103,32 @@ impl MemoryStore for SqliteStore {
         self.fact_events_impl(ns, fact).await
     }
 
+    async fn revoke_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Vec<EntityId>)> {
+        self.revoke_note_impl(ns, version, expected, now).await
+    }
+
+    async fn forget(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        self.forget_impl(manifest, now).await
+    }
+
+    async fn begin_forget(&self, manifest: &ForgetManifest, now: Timestamp) -> Result<()> {
+        self.begin_forget_impl(manifest, now).await
+    }
+
+    async fn incomplete_forgets(&self, ns: NamespaceId) -> Result<Vec<ForgetManifest>> {
+        self.incomplete_forgets_impl(ns).await
+    }
+
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
         let rows = sqlx::query(
             "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
@@ -1340,6 +1432,9 @@ impl MemoryStore for SqliteStore {
                          UNION ALL
                          SELECT id, not_before, created_at FROM processing_state
                          WHERE stage = ? AND status = 'running' AND lease_expires_at <= ?)
+                     WHERE id NOT IN (SELECT p.id FROM processing_state p
+                         JOIN forget_episodes e ON e.namespace_id = p.namespace_id
+                         WHERE e.completed_at IS NULL)
                      ORDER BY not_before, created_at, id
                      LIMIT ?)
                  RETURNING *",

@@ -592,6 +592,25 @@ const NOTE_SELECT: &str =
     "SELECT seq, document_id, version_id, source_key, source_revision, digest,
         lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes";
 
+/// A note revision read inside a transaction.
+pub(crate) async fn note_in(
+    tx: &mut Transaction<'_, Sqlite>,
+    ns: &str,
+    version: &str,
+) -> Result<Option<NoteRecord>> {
+    sqlx::query(AssertSqlSafe(format!(
+        "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
+    )))
+    .bind(ns)
+    .bind(version)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?
+    .as_ref()
+    .map(note_row)
+    .transpose()
+}
+
 fn note_row(r: &SqliteRow) -> Result<NoteRecord> {
     Ok(NoteRecord {
         note_id: parse_id(&r.get::<String, _>("document_id"))?,
@@ -641,7 +660,7 @@ async fn archive_promoted(
 
 /// Set a revision's lifecycle (note row, bumping its version) and its version's
 /// admission.
-async fn set_lifecycle(
+pub(crate) async fn set_lifecycle(
     tx: &mut Transaction<'_, Sqlite>,
     ns: &str,
     version: &str,
@@ -671,7 +690,7 @@ async fn set_lifecycle(
 
 /// The lineage serves nothing: no current version and no current claims, when its
 /// current version is no longer promoted.
-async fn unserve(
+pub(crate) async fn unserve(
     tx: &mut Transaction<'_, Sqlite>,
     ns: &str,
     doc: &str,

@@ -25,6 +25,9 @@ use std::path::{Path, PathBuf};
 /// dimension = 768
 /// api_key_env = "OPENAI_API_KEY"
 ///
+/// [store]
+/// manifest_root = "/var/lib/rememberstack/forget"   # default: `<db>.manifests`
+///
 /// [chat]
 /// provider = "openai"            # or "none" (the default: the offline extractor)
 /// base_url = "https://openrouter.ai/api/v1"
@@ -41,6 +44,18 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     /// The chat model for model-backed pipeline stages (`none`: offline stages).
     pub chat: ChatConfig,
+    /// The store.
+    pub store: StoreConfig,
+}
+
+/// Store settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The hard-forget manifest root (D74), kept apart from the database: every
+    /// manifest in it is re-honoured when the store opens. Default: the directory
+    /// `<db>.manifests` beside the database file.
+    pub manifest_root: Option<PathBuf>,
 }
 
 fn config_err(msg: impl Into<String>) -> Error {
@@ -75,6 +90,9 @@ impl Config {
     /// Apply `REMEMBERSTACK_*` overrides read through `var`.
     pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<()> {
         let var = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        if let Some(v) = var("REMEMBERSTACK_MANIFEST_ROOT") {
+            self.store.manifest_root = Some(PathBuf::from(v));
+        }
         if let Some(v) = var("REMEMBERSTACK_MAX_SOURCE_BYTES") {
             self.engine.max_source_bytes = v.trim().parse().map_err(|_| {
                 config_err(format!(

@@ -35,7 +35,7 @@ pub use rememberstack_core::{
     chat, claims, embed, entities, envelope, facts, hash, ledger, source, store, text, time,
 };
 
-pub use config::{Config, default_db_path};
+pub use config::{Config, StoreConfig, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
@@ -55,6 +55,10 @@ pub use rememberstack_core::envelope::{
     OperationInfo, ScopeEcho, Scores, SemanticReadiness, Truncation,
 };
 pub use rememberstack_core::facts::{AdjudicationRecord, FactKind, FactRecord, PredicateRow};
+pub use rememberstack_core::forget::{
+    ForgetCheck, ForgetManifest, ForgetReport, ForgetTarget,
+    MANIFEST_FORMAT as FORGET_MANIFEST_FORMAT,
+};
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
@@ -199,8 +203,13 @@ impl MemoryBuilder {
         };
         let store: Arc<dyn MemoryStore> = match (self.store, self.path) {
             (Some(s), _) => s,
-            (None, Some(p)) => Arc::new(SqliteStore::open(p).await?),
-            (None, None) => Arc::new(SqliteStore::open(default_db_path()?).await?),
+            (None, Some(p)) => {
+                Arc::new(SqliteStore::open_with(p, config.store.manifest_root.clone()).await?)
+            }
+            (None, None) => Arc::new(
+                SqliteStore::open_with(default_db_path()?, config.store.manifest_root.clone())
+                    .await?,
+            ),
         };
         let embedder = match self.embedder {
             Some(e) => e,
@@ -472,6 +481,28 @@ impl Memory {
         self.engine.delete_document(&self.namespace, id).await
     }
 
+    /// Hard-forget a document lineage (D74): erasure, not deletion. A content-free
+    /// manifest goes to the manifest root first (`<db>.manifests` by default,
+    /// `[store] manifest_root` or `REMEMBERSTACK_MANIFEST_ROOT`); while the forget
+    /// is incomplete the namespace refuses every read and write
+    /// (`forget_in_progress`). The bytes and everything derived from them are
+    /// removed, facts and entities left without support go, receipts resolve as if
+    /// the records never existed, and the store files are compacted so no copy of
+    /// the text remains. Ingesting the same bytes again is `forgotten_content`.
+    /// Opening the store re-honours every manifest, so restoring an older copy of
+    /// the database cannot bring the content back. An unknown id, and a repeat
+    /// after completion, are `document_not_found`; a repeat after an interruption
+    /// finishes the forget.
+    pub async fn forget_document(&self, id: DocumentId) -> Result<ForgetReport> {
+        self.engine.forget_document(&self.namespace, id).await
+    }
+
+    /// Hard-forget a note (every revision of the note lineage `note_id`), as
+    /// [`Memory::forget_document`] does.
+    pub async fn forget_note(&self, note_id: DocumentId) -> Result<ForgetReport> {
+        self.engine.forget_note(&self.namespace, note_id).await
+    }
+
     /// Append messages to the conversation `conversation_ref` (created on first
     /// use). Every message needs an `event_id`; an id already present with the same
     /// speaker and text is skipped (a replayed append is `unchanged`), one holding a
@@ -544,6 +575,20 @@ impl Memory {
                 expected_version,
                 Admission::Promoted,
             )
+            .await
+    }
+
+    /// Revoke a candidate or promoted note revision if its lifecycle version is
+    /// still `expected_version`: its text, chunks, the claims only it carried,
+    /// vectors and index rows are removed; a tombstone (ids, digests, times)
+    /// stays, and the revision can never be remembered again (`revoked`).
+    pub async fn revoke_note(
+        &self,
+        version: VersionId,
+        expected_version: u32,
+    ) -> Result<NoteRecord> {
+        self.engine
+            .revoke_note(&self.namespace, version, expected_version)
             .await
     }
 

@@ -828,3 +828,115 @@ fn notes_add_promote_and_list_with_typed_conflicts() {
     assert_eq!(listed["notes"][0]["lifecycle"], "promoted");
     assert!(!listed.to_string().contains("vim"), "{listed}");
 }
+
+#[test]
+fn forget_erases_a_document_and_refuses_its_bytes_with_a_custom_manifest_root() {
+    let cli = Cli::new();
+    let root = cli.dir.path().join("forget-manifests");
+    let root_s = root.to_str().unwrap().to_string();
+    let secret = cli.write("secret.md", "# Secret\n\nQwzmarker works for Zentrix.\n");
+    let ingested = cli.ok_json(&[
+        "ingest",
+        secret.to_str().unwrap(),
+        "--wait",
+        "--json",
+        "--manifest-root",
+        &root_s,
+    ]);
+    let id = ingested["ingested"][0]["document_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ingested}"))
+        .to_string();
+    let report = cli.ok_json(&["forget", &id, "--json", "--manifest-root", &root_s]);
+    assert_eq!(report["doc_id"], id.as_str());
+    assert!(report["claims"].as_u64().unwrap() >= 1, "{report}");
+    assert!(
+        report["verification"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["remaining"] == 0),
+        "{report}"
+    );
+    // The manifest is in the configured root, and holds no text.
+    let manifests: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+    assert_eq!(manifests.len(), 1);
+    let body = std::fs::read_to_string(manifests[0].as_ref().unwrap().path()).unwrap();
+    assert!(
+        body.contains(&id) && !body.to_lowercase().contains("qwzmarker"),
+        "{body}"
+    );
+    for (args, code) in [
+        (vec!["forget", id.as_str(), "--json"], "document_not_found"),
+        (
+            vec!["ingest", secret.to_str().unwrap(), "--json"],
+            "forgotten_content",
+        ),
+    ] {
+        let out = cli.run(&args);
+        assert!(!out.status.success());
+        let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(body["code"], code, "{body}");
+    }
+}
+
+#[test]
+fn notes_revoke_and_forget_from_the_command_line() {
+    let cli = Cli::new();
+    let add = |key: &str, request: &str, text: &str| {
+        cli.ok_json(&[
+            "notes",
+            "add",
+            "--key",
+            key,
+            "--revision",
+            "1",
+            "--request-id",
+            request,
+            text,
+            "--json",
+        ])
+    };
+    let note = add("prefs/editor", "req-1", "Ana prefers vim.");
+    let version = note["version_id"].as_str().unwrap().to_string();
+    let out = cli.run(&[
+        "notes",
+        "revoke",
+        &version,
+        "--expected-version",
+        "3",
+        "--json",
+    ]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "conflict", "{body}");
+    let revoked = cli.ok_json(&[
+        "notes",
+        "revoke",
+        &version,
+        "--expected-version",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(revoked["lifecycle"], "revoked");
+    let out = cli.run(&[
+        "notes",
+        "add",
+        "--key",
+        "prefs/editor",
+        "--revision",
+        "1",
+        "--request-id",
+        "req-2",
+        "Ana prefers vim.",
+        "--json",
+    ]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "revoked", "{body}");
+
+    let other = add("prefs/shell", "req-3", "Ana uses fish.");
+    let note_id = other["note_id"].as_str().unwrap().to_string();
+    let report = cli.ok_json(&["notes", "forget", &note_id, "--json"]);
+    assert_eq!(report["versions"], 1, "{report}");
+    let listed = cli.ok_json(&["notes", "list", "--json"]);
+    assert_eq!(listed["notes"].as_array().unwrap().len(), 1, "{listed}");
+}

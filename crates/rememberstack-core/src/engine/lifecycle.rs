@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::facts::FactFilter;
+use crate::forget::{ForgetManifest, ForgetReport, ForgetTarget};
 
 /// What appending messages to a conversation did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -292,6 +293,135 @@ impl Engine {
         }
     }
 
+    /// Hard-forget a document lineage (D74): erasure, not deletion. A content-free
+    /// manifest is appended to the manifest root first; while the forget is
+    /// incomplete every read and write in the namespace fails with
+    /// `forget_in_progress`. The lineage's bytes, representations, chunks, claims,
+    /// mentions, evidence, vectors, lexical rows, ledger rows and transcripts go,
+    /// with the facts and entities left without support; receipts that selected
+    /// its records resolve as if they never existed; surviving entities' profiles
+    /// are rebuilt. The content hash stays as a guard: ingesting the same bytes
+    /// again is `forgotten_content`.
+    ///
+    /// A forget that was interrupted (in this namespace, for any lineage) is
+    /// finished first. An unknown id, and a repeat after completion, are
+    /// `document_not_found`.
+    pub async fn forget_document(&self, namespace: &str, doc: DocumentId) -> Result<ForgetReport> {
+        self.forget_lineage(namespace, doc, ForgetTarget::Document)
+            .await
+    }
+
+    /// Hard-forget a note: every revision of the note lineage `note`, as
+    /// [`Engine::forget_document`] does. `document_not_found` when `note` is not a
+    /// note of the namespace.
+    pub async fn forget_note(&self, namespace: &str, note: DocumentId) -> Result<ForgetReport> {
+        self.forget_lineage(namespace, note, ForgetTarget::Note)
+            .await
+    }
+
+    async fn forget_lineage(
+        &self,
+        namespace: &str,
+        doc: DocumentId,
+        target: ForgetTarget,
+    ) -> Result<ForgetReport> {
+        validate_namespace(namespace)?;
+        let not_found = || {
+            Error::new(
+                ErrorCode::DocumentNotFound,
+                format!(
+                    "{} {doc} not found in namespace `{namespace}`",
+                    match target {
+                        ForgetTarget::Document => "document",
+                        ForgetTarget::Note => "note",
+                    }
+                ),
+            )
+        };
+        // The namespace may be closed by an interrupted forget: find it without the gate.
+        let Some(ns) = self
+            .store
+            .namespaces()
+            .await?
+            .into_iter()
+            .find(|n| n.slug == namespace)
+        else {
+            return Err(not_found());
+        };
+        let mut resumed = None;
+        for m in self.store.incomplete_forgets(ns.id).await? {
+            tracing::info!(manifest = %m.manifest_id, doc = %m.document_id, "resuming an interrupted forget");
+            let (report, touched) = self.store.forget(&m, self.clock.now()).await?;
+            self.refresh_touched(ns.id, &touched).await;
+            if m.document_id == doc {
+                resumed = Some(report);
+            }
+        }
+        if let Some(report) = resumed {
+            return Ok(report);
+        }
+        let row = self
+            .store
+            .document(ns.id, doc)
+            .await?
+            .ok_or_else(not_found)?;
+        if target == ForgetTarget::Note && row.source_kind != "note" {
+            return Err(not_found());
+        }
+        let versions = self.store.versions(ns.id, doc).await?;
+        let mut shas: Vec<String> = versions.iter().map(|v| v.content_sha256.clone()).collect();
+        shas.sort();
+        shas.dedup();
+        let manifest = ForgetManifest {
+            format: crate::forget::MANIFEST_FORMAT.into(),
+            manifest_id: uuid::Uuid::new_v4(),
+            namespace_id: ns.id,
+            namespace: ns.slug.clone(),
+            target,
+            document_id: doc,
+            version_ids: versions.iter().map(|v| v.version_id).collect(),
+            content_sha256: shas,
+            source_identity_sha256: crate::forget::source_identity_sha256(
+                &row.source_kind,
+                &row.source_ref,
+            ),
+            requested_at: self.clock.now(),
+        };
+        let (report, touched) = self.store.forget(&manifest, self.clock.now()).await?;
+        self.refresh_touched(ns.id, &touched).await;
+        tracing::info!(
+            %doc,
+            manifest = %manifest.manifest_id,
+            claims = report.claims,
+            facts = report.facts,
+            entities = report.entities,
+            "lineage forgotten"
+        );
+        Ok(report)
+    }
+
+    /// Revoke a note revision (candidate or promoted) if its lifecycle version is
+    /// still `expected_version` (a stale version is a `conflict`): the revision
+    /// serves nothing from now on, its text, chunks, the claims only it carried,
+    /// their vectors and index rows are removed, and a tombstone (ids, digests,
+    /// times) stays. The revoked revision can never be remembered again
+    /// (`revoked`).
+    pub async fn revoke_note(
+        &self,
+        namespace: &str,
+        version: VersionId,
+        expected_version: u32,
+    ) -> Result<NoteRecord> {
+        validate_namespace(namespace)?;
+        let ns = self.namespace_or_not_found(namespace).await?;
+        let (note, touched) = self
+            .store
+            .revoke_note(ns, version, expected_version, self.clock.now())
+            .await?;
+        self.refresh_touched(ns, &touched).await;
+        Ok(note)
+    }
+
     /// Rerun the deletion cascade for the document of `version` if its lineage is
     /// deleted: work that lands after the tombstone is retired the same way.
     pub(super) async fn retire_if_deleted(
@@ -452,6 +582,15 @@ impl Engine {
                         format!(
                             "request id `{}` already remembered different content",
                             input.request_id
+                        ),
+                    ));
+                }
+                NoteLookup::Revision(note) if note.lifecycle == Admission::Revoked => {
+                    return Err(Error::new(
+                        ErrorCode::Revoked,
+                        format!(
+                            "revision `{}` of `{}` was revoked and can never be remembered again",
+                            note.source_revision, note.source_key
                         ),
                     ));
                 }

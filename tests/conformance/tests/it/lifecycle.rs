@@ -9,7 +9,7 @@ use rememberstack_conformance::stores;
 const ALPHA: &str = "# Alpha notes\n\nAlice lives in Lisbon.\n\nBob works for Acme.\n";
 const BETA: &str = "# Beta notes\n\nAlice lives in Lisbon.\n";
 
-async fn add(memory: &Memory, source_ref: &str, text: &str) -> DocumentId {
+pub(crate) async fn add(memory: &Memory, source_ref: &str, text: &str) -> DocumentId {
     let r = memory
         .ingest_text(
             text,

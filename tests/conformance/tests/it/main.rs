@@ -4,6 +4,7 @@ mod claimify;
 mod claims;
 mod context;
 mod facts;
+mod forget;
 mod ingest;
 mod ledger;
 mod lifecycle;

@@ -1,0 +1,237 @@
+//! Hard forget (D74, D75): the content-free manifest, the manifest root every
+//! store appends to before it scrubs, and the report of a completed forget.
+//!
+//! The manifest root is the one piece of IO in core: it lives apart from every
+//! database, so that restoring an older copy of a database cannot resurrect what
+//! was forgotten — a store re-honours every manifest when it opens.
+
+use crate::ids::{DocumentId, NamespaceId, VersionId};
+use crate::time::Timestamp;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The manifest format.
+pub const MANIFEST_FORMAT: &str = "rememberstack.forget/v1";
+
+/// What a forget targets: one document lineage (a note is a lineage too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForgetTarget {
+    /// An ingested document or conversation.
+    Document,
+    /// A note (every revision).
+    Note,
+}
+
+/// A content-free record of one hard forget: stable ids and hashes, never text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForgetManifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// Its id (one per forget request; a resumed forget keeps it).
+    pub manifest_id: uuid::Uuid,
+    /// The namespace.
+    pub namespace_id: NamespaceId,
+    /// The namespace's slug: a restored database that predates the namespace gets
+    /// it back with the same id, so the ingest guards keep applying.
+    pub namespace: String,
+    /// Document or note.
+    pub target: ForgetTarget,
+    /// The lineage.
+    pub document_id: DocumentId,
+    /// Every version the lineage had when the forget was requested.
+    pub version_ids: Vec<VersionId>,
+    /// sha256 of each version's bytes: they are refused at ingest from now on.
+    pub content_sha256: Vec<String>,
+    /// sha256 of the lineage's source kind and reference (`kind\0ref`).
+    pub source_identity_sha256: String,
+    /// When it was requested.
+    pub requested_at: Timestamp,
+}
+
+impl ForgetManifest {
+    /// The manifest's file name in the root.
+    fn file_name(&self) -> String {
+        format!("{}.json", self.manifest_id.simple())
+    }
+}
+
+/// One verification query of a forget and what it found (0 when clean).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForgetCheck {
+    /// What was checked (`chunks`, `claims`, `blob`, …).
+    pub check: String,
+    /// Rows (or files) still holding the forgotten records.
+    pub remaining: u64,
+}
+
+/// What a completed hard forget removed, and its verification.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForgetReport {
+    /// The manifest.
+    pub manifest_id: uuid::Uuid,
+    /// The lineage.
+    pub doc_id: DocumentId,
+    /// When the forget completed.
+    pub forgotten_at: Option<Timestamp>,
+    /// Versions removed.
+    pub versions: u64,
+    /// Chunks removed.
+    pub chunks: u64,
+    /// Claims removed (every claim of the lineage).
+    pub claims: u64,
+    /// Facts removed: no support was left.
+    pub facts: u64,
+    /// Entities removed: nothing mentioned them any more.
+    pub entities: u64,
+    /// Vectors removed: nothing used their key any more.
+    pub vectors: u64,
+    /// Blob files removed.
+    pub blobs: u64,
+    /// Recall receipts rewritten without the forgotten records.
+    pub receipts_rewritten: u64,
+    /// Blobs kept because another live lineage holds the same bytes.
+    pub shared_blobs_kept: u64,
+    /// The verification queries, all 0.
+    pub verification: Vec<ForgetCheck>,
+}
+
+/// The directory of forget manifests, apart from the database.
+#[derive(Clone, Debug)]
+pub struct ManifestRoot {
+    dir: PathBuf,
+}
+
+fn root_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::store(format!(
+        "forget manifest root: cannot {what} {}: {e}",
+        path.display()
+    ))
+}
+
+impl ManifestRoot {
+    /// The root at `dir` (created on first append).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ManifestRoot { dir: dir.into() }
+    }
+
+    /// Its directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Append a manifest durably (written to a temporary file, synced, renamed into
+    /// place, and the directory synced). Appending the same manifest again is a no-op.
+    pub fn append(&self, manifest: &ForgetManifest) -> Result<()> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| root_err("create", &self.dir, e))?;
+        let path = self.dir.join(manifest.file_name());
+        if path.exists() {
+            return Ok(());
+        }
+        let tmp = self
+            .dir
+            .join(format!(".{}.tmp", manifest.manifest_id.simple()));
+        let body = serde_json::to_vec_pretty(manifest)
+            .map_err(|e| Error::store(format!("manifest encoding: {e}")))?;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| root_err("write", &tmp, e))?;
+        f.write_all(&body).map_err(|e| root_err("write", &tmp, e))?;
+        f.sync_all().map_err(|e| root_err("sync", &tmp, e))?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(|e| root_err("rename", &path, e))?;
+        if let Ok(d) = std::fs::File::open(&self.dir) {
+            d.sync_all().map_err(|e| root_err("sync", &self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Every manifest in the root, oldest request first. A missing root holds none;
+    /// a root that exists but cannot be read, or a manifest that does not parse, is
+    /// an error: a store must not serve before it has honoured every manifest.
+    pub fn list(&self) -> Result<Vec<ForgetManifest>> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(root_err("read", &self.dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| root_err("read", &self.dir, e))?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || !name.ends_with(".json") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(|e| root_err("read", &path, e))?;
+            let m: ForgetManifest = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::store(format!(
+                    "forget manifest {} is unreadable: {e}",
+                    path.display()
+                ))
+            })?;
+            if m.format != MANIFEST_FORMAT {
+                return Err(Error::store(format!(
+                    "forget manifest {} has an unknown format `{}`",
+                    path.display(),
+                    m.format
+                )));
+            }
+            out.push(m);
+        }
+        out.sort_by(|a, b| {
+            a.requested_at
+                .cmp(&b.requested_at)
+                .then(a.manifest_id.cmp(&b.manifest_id))
+        });
+        Ok(out)
+    }
+}
+
+/// sha256 of a lineage's source identity, as a manifest records it.
+pub fn source_identity_sha256(source_kind: &str, source_ref: &str) -> String {
+    crate::hash::sha256_hex(format!("{source_kind}\0{source_ref}").as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(at: &str) -> ForgetManifest {
+        ForgetManifest {
+            format: MANIFEST_FORMAT.into(),
+            manifest_id: uuid::Uuid::new_v4(),
+            namespace_id: NamespaceId::new(),
+            namespace: "default".into(),
+            target: ForgetTarget::Document,
+            document_id: DocumentId::new(),
+            version_ids: vec![VersionId::new()],
+            content_sha256: vec!["ab".repeat(32)],
+            source_identity_sha256: source_identity_sha256("file", "a.md"),
+            requested_at: crate::time::parse_rfc3339(at).unwrap(),
+        }
+    }
+
+    #[test]
+    fn manifests_append_durably_and_list_in_request_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ManifestRoot::new(dir.path().join("manifests"));
+        assert!(root.list().unwrap().is_empty(), "a missing root holds none");
+        let (late, early) = (
+            manifest("2024-02-01T00:00:00Z"),
+            manifest("2024-01-01T00:00:00Z"),
+        );
+        root.append(&late).unwrap();
+        root.append(&early).unwrap();
+        root.append(&early).unwrap();
+        assert_eq!(root.list().unwrap(), vec![early, late]);
+    }
+
+    #[test]
+    fn an_unreadable_manifest_is_an_error_not_an_empty_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.json"), b"{not json").unwrap();
+        assert!(ManifestRoot::new(dir.path()).list().is_err());
+    }
+}

@@ -1,0 +1,1144 @@
+//! Hard forget (D74) and note revocation: the scrub of every record derived from
+//! a lineage (or one note revision), the fail-closed episode around it, the
+//! compaction that leaves no copy of the bytes in the database files, the
+//! verification, and the re-honouring of every manifest when the store opens.
+
+use crate::claims::claim_fts_table;
+use crate::facts::fact_fts_table;
+use crate::{SqliteStore, db_err, fts_table, parse_id};
+use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport};
+use rememberstack_core::ids::*;
+use rememberstack_core::source::Admission;
+use rememberstack_core::store::{NoteRecord, Receipt};
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, ErrorCode, Result};
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use std::collections::{BTreeSet, HashSet};
+
+type Tx<'a> = Transaction<'a, Sqlite>;
+
+/// A list bound as one JSON array parameter, read with `json_each`.
+fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    serde_json::Value::Array(
+        items
+            .into_iter()
+            .map(|s| serde_json::Value::String(s.as_ref().to_string()))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// `IN` over a JSON array parameter.
+const IN_LIST: &str = "IN (SELECT value FROM json_each(?))";
+
+/// What a scrub removed.
+#[derive(Default)]
+pub(crate) struct Scrubbed {
+    pub(crate) chunks: u64,
+    pub(crate) claims: u64,
+    pub(crate) facts: u64,
+    pub(crate) entities: u64,
+    pub(crate) vectors: u64,
+    pub(crate) receipts_rewritten: u64,
+    /// Content hashes no remaining version holds: their blobs go.
+    pub(crate) unreferenced_blobs: Vec<String>,
+    /// Content hashes another live version still holds.
+    pub(crate) shared_blobs: Vec<String>,
+    /// Surviving entities whose facts, aliases or mentions changed.
+    pub(crate) touched: Vec<EntityId>,
+}
+
+async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
+    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect())
+}
+
+/// Records selected as `(seq, id, embedding_key)`.
+#[derive(Default)]
+struct Records {
+    seqs: Vec<i64>,
+    ids: Vec<String>,
+    keys: Vec<String>,
+}
+
+async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
+    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    let mut out = Records::default();
+    for r in q.fetch_all(&mut **tx).await.map_err(db_err)? {
+        out.seqs.push(r.get("seq"));
+        out.ids.push(r.get("id"));
+        out.keys.push(r.get("embedding_key"));
+    }
+    Ok(out)
+}
+
+async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
+    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.execute(&mut **tx).await.map_err(db_err)?.rows_affected())
+}
+
+async fn table_exists(tx: &mut Tx<'_>, name: &str) -> Result<bool> {
+    Ok(
+        sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(name)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_err)?
+            .is_some(),
+    )
+}
+
+/// Delete FTS rows by rowid (the base table's `seq`).
+async fn delete_fts(tx: &mut Tx<'_>, table: &str, seqs: &[i64]) -> Result<()> {
+    if seqs.is_empty() || !table_exists(tx, table).await? {
+        return Ok(());
+    }
+    let list = serde_json::to_string(seqs).map_err(|e| Error::internal(e.to_string()))?;
+    exec(
+        tx,
+        &format!("DELETE FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))"),
+        &[&list],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Remove every record derived from `versions` of lineage `doc` (all of its
+/// versions and the lineage rows themselves when `whole`): representations,
+/// chunks, claims that occur nowhere else, their mentions, decisions, evidence,
+/// normalizations and staged assertions, facts and entities left without
+/// support, vectors no record uses any more, ledger rows and transcripts of the
+/// versions' work, and the forgotten records' traces in receipts and feedback.
+pub(crate) async fn scrub(
+    tx: &mut Tx<'_>,
+    ns: &str,
+    doc: &str,
+    versions: &[String],
+    whole: bool,
+) -> Result<Scrubbed> {
+    let mut out = Scrubbed::default();
+    let vlist = json_list(versions);
+
+    // Chunks of the versions.
+    let chunks = records(
+        tx,
+        &format!(
+            "SELECT seq, id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"
+        ),
+        &[ns, &vlist],
+    )
+    .await?;
+    let (chunk_seqs, chunk_ids) = (chunks.seqs, chunks.ids);
+    let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
+
+    // Claims: every claim of the lineage, or those occurring only in the versions.
+    let claims = if whole {
+        records(
+            tx,
+            "SELECT seq, id, embedding_key FROM claims WHERE namespace_id = ? AND document_id = ?",
+            &[ns, doc],
+        )
+        .await?
+    } else {
+        records(
+            tx,
+            &format!(
+                "SELECT c.seq, c.id, c.embedding_key FROM claims c
+                 WHERE c.namespace_id = ? AND c.document_id = ?
+                   AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
+                       WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
+                         AND cc.version_id NOT {IN_LIST})"
+            ),
+            &[ns, doc, &vlist],
+        )
+        .await?
+    };
+    let (claim_seqs, claim_ids) = (claims.seqs, claims.ids);
+    keys.extend(claims.keys);
+    let clist = json_list(&claim_ids);
+
+    // Facts the claims evidence; those left with no evidence at all go.
+    let affected_facts = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!("DELETE FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        &[ns, &clist],
+    )
+    .await?;
+    let flist_affected = json_list(&affected_facts);
+    let facts = records(
+        tx,
+        &format!(
+            "SELECT f.seq, f.id, f.embedding_key FROM facts f
+             WHERE f.namespace_id = ? AND f.id {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM fact_evidence e
+                   WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)"
+        ),
+        &[ns, &flist_affected],
+    )
+    .await?;
+    let (fact_seqs, fact_ids) = (facts.seqs, facts.ids);
+    keys.extend(facts.keys);
+    let flist = json_list(&fact_ids);
+    // Entities of every affected fact, removed or surviving.
+    let mut entity_candidates: BTreeSet<String> = strings(
+        tx,
+        &format!(
+            "SELECT subject_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
+             UNION SELECT object_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
+               AND object_id IS NOT NULL"
+        ),
+        &[ns, &flist_affected, ns, &flist_affected],
+    )
+    .await?
+    .into_iter()
+    .collect();
+
+    // Removed facts: their lexical rows, events, transcripts, staged assertions.
+    let fts = fact_fts_table(ns)?;
+    delete_fts(tx, &fts, &fact_seqs).await?;
+    exec(
+        tx,
+        &format!("DELETE FROM fact_events WHERE namespace_id = ? AND fact_id {IN_LIST}"),
+        &[ns, &flist],
+    )
+    .await?;
+    // Adjudication transcripts of the claims, or naming a removed fact anywhere
+    // (target, result or candidate).
+    let mut adjudication_sql = format!(
+        "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
+           OR target_fact {IN_LIST} OR result_fact {IN_LIST}"
+    );
+    for _ in &fact_ids {
+        adjudication_sql.push_str(" OR instr(candidates_json, ?) > 0 OR instr(input_json, ?) > 0");
+    }
+    adjudication_sql.push(')');
+    let mut binds: Vec<&str> = vec![ns, &clist, &flist, &flist];
+    for f in &fact_ids {
+        binds.push(f);
+        binds.push(f);
+    }
+    exec(tx, &adjudication_sql, &binds).await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM staged_assertions WHERE namespace_id = ?
+               AND (claim_id {IN_LIST} OR fact_id {IN_LIST})"
+        ),
+        &[ns, &clist, &flist],
+    )
+    .await?;
+    // A surviving fact superseded by a removed one was never superseded.
+    exec(
+        tx,
+        &format!(
+            "UPDATE facts SET superseded_by = NULL WHERE namespace_id = ? AND superseded_by {IN_LIST}"
+        ),
+        &[ns, &flist],
+    )
+    .await?;
+    out.facts = exec(
+        tx,
+        &format!("DELETE FROM facts WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &flist],
+    )
+    .await?;
+
+    // Claims and everything keyed by them.
+    let cfts = claim_fts_table(ns)?;
+    delete_fts(tx, &cfts, &claim_seqs).await?;
+    let mention_entities = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT entity_id FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}
+             UNION SELECT DISTINCT entity_id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist, ns, &clist],
+    )
+    .await?;
+    entity_candidates.extend(mention_entities);
+    let decisions = strings(
+        tx,
+        &format!(
+            "SELECT id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist],
+    )
+    .await?;
+    let dlist = json_list(&decisions);
+    for sql in [
+        format!("DELETE FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM normalizations WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM claim_currency_events WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM claim_retractions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+    ] {
+        exec(tx, &sql, &[ns, &clist]).await?;
+    }
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM resolution_exclusions WHERE namespace_id = ? AND decision_id {IN_LIST}"
+        ),
+        &[ns, &dlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND anchor_decision_id {IN_LIST}"
+        ),
+        &[ns, &dlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM chunk_claims WHERE namespace_id = ? AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
+        ),
+        &[ns, &clist, &vlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM claim_extraction_decisions WHERE namespace_id = ?
+               AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
+        ),
+        &[ns, &clist, &vlist],
+    )
+    .await?;
+    out.claims = exec(
+        tx,
+        &format!("DELETE FROM claims WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &clist],
+    )
+    .await?;
+
+    // Chunks and the versions' representations.
+    delete_fts(tx, &fts_table(ns)?, &chunk_seqs).await?;
+    out.chunks = exec(
+        tx,
+        &format!("DELETE FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"),
+        &[ns, &vlist],
+    )
+    .await?;
+    for table in ["representations", "blocks", "sections"] {
+        exec(
+            tx,
+            &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),
+            &[ns, &vlist],
+        )
+        .await?;
+    }
+
+    // Ledger rows of the versions' work (and of the removed records), with their
+    // transcripts and accounting.
+    let work = strings(
+        tx,
+        &format!(
+            "SELECT id FROM processing_state WHERE namespace_id = ?
+               AND (version_id {IN_LIST} OR target_id {IN_LIST} OR target_id {IN_LIST}
+                    OR target_id {IN_LIST})"
+        ),
+        &[ns, &vlist, &clist, &flist, &json_list(&chunk_ids)],
+    )
+    .await?;
+    let wlist = json_list(&work);
+    for table in ["llm_transcripts", "cost_ledger"] {
+        exec(
+            tx,
+            &format!("DELETE FROM {table} WHERE namespace_id = ? AND processing_id {IN_LIST}"),
+            &[ns, &wlist],
+        )
+        .await?;
+    }
+    exec(
+        tx,
+        &format!("DELETE FROM processing_state WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &wlist],
+    )
+    .await?;
+
+    // Entities: those nothing mentions, no fact names and no survivor redirects
+    // into go, with their aliases, keys, bindings, exclusions and merges.
+    let elist_candidates = json_list(&entity_candidates);
+    let doomed = strings(
+        tx,
+        &format!(
+            "SELECT e.id FROM entities e WHERE e.namespace_id = ? AND e.id {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM entity_mentions m
+                   WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
+               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = e.namespace_id
+                   AND (f.subject_id = e.id OR f.object_id = e.id))
+               AND NOT EXISTS (SELECT 1 FROM entities s WHERE s.namespace_id = e.namespace_id
+                   AND s.merged_into = e.id)"
+        ),
+        &[ns, &elist_candidates],
+    )
+    .await?;
+    let elist = json_list(&doomed);
+    for sql in [
+        format!("DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+        format!("DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+        format!(
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND entity_id {IN_LIST}"
+        ),
+        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+    ] {
+        exec(tx, &sql, &[ns, &elist]).await?;
+    }
+    exec(
+        tx,
+        &format!("DELETE FROM resolution_exclusions WHERE namespace_id = ? AND (a {IN_LIST} OR b {IN_LIST})"),
+        &[ns, &elist, &elist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM merge_events WHERE namespace_id = ? AND (from_id {IN_LIST} OR into_id {IN_LIST})"
+        ),
+        &[ns, &elist, &elist],
+    )
+    .await?;
+    keys.extend(
+        strings(
+            tx,
+            &format!(
+                "SELECT profile_key FROM entities WHERE namespace_id = ? AND profile_key IS NOT NULL
+                   AND id {IN_LIST}"
+            ),
+            &[ns, &elist_candidates],
+        )
+        .await?,
+    );
+    out.entities = exec(
+        tx,
+        &format!("DELETE FROM entities WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &elist],
+    )
+    .await?;
+    // Surviving decisions no longer list removed entities among their candidates.
+    for e in &doomed {
+        let rows = sqlx::query(
+            "SELECT id, candidates_json FROM resolution_decisions
+             WHERE namespace_id = ? AND instr(candidates_json, ?) > 0",
+        )
+        .bind(ns)
+        .bind(e)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        for r in rows {
+            let mut candidates: Vec<serde_json::Value> =
+                serde_json::from_str(&r.get::<String, _>("candidates_json"))
+                    .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
+            candidates.retain(|c| c.get("entity_id").and_then(|v| v.as_str()) != Some(e));
+            let json = serde_json::Value::Array(candidates).to_string();
+            exec(
+                tx,
+                "UPDATE resolution_decisions SET candidates_json = ? WHERE namespace_id = ? AND id = ?",
+                &[&json, ns, &r.get::<String, _>("id")],
+            )
+            .await?;
+        }
+    }
+    // Surviving entities: aliases only the removed mentions carried go; a
+    // canonical name they alone carried yields to a remaining surface; the profile
+    // is cleared (the engine rebuilds it from the surviving facts).
+    let doomed_set: HashSet<&String> = doomed.iter().collect();
+    let survivors: Vec<String> = entity_candidates
+        .iter()
+        .filter(|e| !doomed_set.contains(e))
+        .cloned()
+        .collect();
+    for e in &survivors {
+        let surfaces = strings(
+            tx,
+            "SELECT surface FROM entity_mentions WHERE namespace_id = ? AND entity_id = ?
+             GROUP BY surface ORDER BY COUNT(*) DESC, MIN(seq)",
+            &[ns, e],
+        )
+        .await?;
+        if !surfaces.is_empty() {
+            let slist = json_list(&surfaces);
+            exec(
+                tx,
+                &format!(
+                    "DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id = ?
+                       AND surface NOT {IN_LIST}"
+                ),
+                &[ns, e, &slist],
+            )
+            .await?;
+            exec(
+                tx,
+                "DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id = ?
+                   AND alias_lemma NOT IN (SELECT lemma FROM entity_aliases
+                       WHERE namespace_id = ? AND entity_id = ?)",
+                &[ns, e, ns, e],
+            )
+            .await?;
+            exec(
+                tx,
+                &format!(
+                    "UPDATE entities SET
+                       canonical_name = (SELECT surface FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?),
+                       lemma = (SELECT lemma FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?)
+                     WHERE namespace_id = ? AND id = ? AND canonical_name NOT {IN_LIST}
+                       AND EXISTS (SELECT 1 FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?)"
+                ),
+                &[&surfaces[0], &surfaces[0], ns, e, &slist, &surfaces[0]],
+            )
+            .await?;
+        }
+        exec(
+            tx,
+            "UPDATE entities SET profile_summary = NULL, profile_key = NULL, profile_updated_at = NULL
+             WHERE namespace_id = ? AND id = ?",
+            &[ns, e],
+        )
+        .await?;
+        if let Ok(id) = parse_id(e) {
+            out.touched.push(id);
+        }
+    }
+    exec(
+        tx,
+        "DELETE FROM entity_key_counts WHERE namespace_id = ? AND n <= 0",
+        &[ns],
+    )
+    .await?;
+    exec(
+        tx,
+        "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
+           AND NOT EXISTS (SELECT 1 FROM staged_assertions s
+               WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)
+           AND NOT EXISTS (SELECT 1 FROM facts f
+               WHERE f.namespace_id = predicates.namespace_id AND f.predicate = predicates.name)",
+        &[ns],
+    )
+    .await?;
+
+    // Vectors no remaining record uses.
+    let klist = json_list(&keys);
+    out.vectors = exec(
+        tx,
+        &format!(
+            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
+                   AND f.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
+                   AND e.profile_key = vectors.embedding_key)"
+        ),
+        &[ns, &klist],
+    )
+    .await?;
+
+    // The versions' bytes: a hash no other version of the namespace still serves
+    // from goes with them.
+    let shas = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT content_sha256 FROM document_versions WHERE namespace_id = ? AND id {IN_LIST}"
+        ),
+        &[ns, &vlist],
+    )
+    .await?;
+    for sha in shas {
+        let shared = sqlx::query(AssertSqlSafe(format!(
+            "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
+               AND id NOT {IN_LIST} AND admission <> 'revoked' LIMIT 1"
+        )))
+        .bind(ns)
+        .bind(&sha)
+        .bind(&vlist)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .is_some();
+        if shared {
+            out.shared_blobs.push(sha);
+        } else {
+            exec(
+                tx,
+                "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
+                &[ns, &sha],
+            )
+            .await?;
+            out.unreferenced_blobs.push(sha);
+        }
+    }
+
+    if whole {
+        for sql in [
+            "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM note_requests WHERE namespace_id = ? AND version_id IN
+               (SELECT version_id FROM notes WHERE namespace_id = ? AND document_id = ?)",
+            "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
+        ] {
+            if sql.contains("note_requests") {
+                exec(tx, sql, &[ns, ns, doc]).await?;
+            } else {
+                exec(tx, sql, &[ns, doc]).await?;
+            }
+        }
+    }
+
+    // Receipts and feedback: the removed records were never selected.
+    let mut removed: HashSet<String> = HashSet::new();
+    removed.extend(chunk_ids);
+    removed.extend(claim_ids);
+    removed.extend(fact_ids);
+    out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
+    let rlist = json_list(&removed);
+    exec(
+        tx,
+        &format!("DELETE FROM feedback WHERE namespace_id = ? AND item_ref {IN_LIST}"),
+        &[ns, &rlist],
+    )
+    .await?;
+    Ok(out)
+}
+
+/// Drop `removed` records from every receipt of the namespace that selected them.
+async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
+    if removed.is_empty() {
+        return Ok(0);
+    }
+    let rows = sqlx::query("SELECT id, body_json FROM recall_receipts WHERE namespace_id = ?")
+        .bind(ns)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    let mut n = 0;
+    for r in rows {
+        let mut receipt: Receipt = serde_json::from_str(&r.get::<String, _>("body_json"))
+            .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
+        let before = receipt.selections.len();
+        receipt.selections.retain(|s| !removed.contains(&s.id));
+        if receipt.selections.len() == before {
+            continue;
+        }
+        let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
+        exec(
+            tx,
+            "UPDATE recall_receipts SET body_json = ? WHERE namespace_id = ? AND id = ?",
+            &[&body, ns, &r.get::<String, _>("id")],
+        )
+        .await?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+impl SqliteStore {
+    pub(crate) async fn revoke_note_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Vec<EntityId>)> {
+        let (ns_s, version_s, at) = (ns.to_string(), version.to_string(), to_rfc3339(&now));
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let Some(note) = crate::lifecycle::note_in(&mut tx, &ns_s, &version_s).await? else {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no note revision {version} in this namespace"),
+            ));
+        };
+        if note.lifecycle_version != expected {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "stale lifecycle version: the revision is at version {}, not {expected}; read it again and decide",
+                    note.lifecycle_version
+                ),
+            ));
+        }
+        if !note.lifecycle.may_become(Admission::Revoked) {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "a {} revision cannot be revoked (only candidate and promoted revisions)",
+                    note.lifecycle.as_str()
+                ),
+            ));
+        }
+        let doc_s = note.note_id.to_string();
+        crate::lifecycle::set_lifecycle(&mut tx, &ns_s, &version_s, Admission::Revoked, &at)
+            .await?;
+        crate::lifecycle::unserve(&mut tx, &ns_s, &doc_s, &at, "note_revoked").await?;
+        let scrubbed = scrub(
+            &mut tx,
+            &ns_s,
+            &doc_s,
+            std::slice::from_ref(&version_s),
+            false,
+        )
+        .await?;
+        // The tombstone keeps ids, digests and times; the metadata goes with the text.
+        exec(
+            &mut tx,
+            "UPDATE notes SET metadata_json = '{}' WHERE namespace_id = ? AND version_id = ?",
+            &[&ns_s, &version_s],
+        )
+        .await?;
+        exec(
+            &mut tx,
+            "UPDATE document_versions SET metadata_json = '{}' WHERE namespace_id = ? AND id = ?",
+            &[&ns_s, &version_s],
+        )
+        .await?;
+        let fresh = crate::lifecycle::note_in(&mut tx, &ns_s, &version_s)
+            .await?
+            .ok_or_else(|| Error::store("the revoked note vanished"))?;
+        tx.commit().await.map_err(db_err)?;
+        for sha in &scrubbed.unreferenced_blobs {
+            self.blobs.remove(&ns_s, sha).await?;
+        }
+        Ok((fresh, scrubbed.touched))
+    }
+
+    pub(crate) async fn begin_forget_impl(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<()> {
+        // The manifest is durable before anything changes (append-first).
+        self.manifests.append(manifest)?;
+        let json = serde_json::to_string(manifest).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
+             VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (namespace_id, manifest_id) DO UPDATE SET completed_at = NULL, report_json = NULL",
+        )
+        .bind(manifest.namespace_id.to_string())
+        .bind(manifest.manifest_id.to_string())
+        .bind(manifest.document_id.to_string())
+        .bind(&json)
+        .bind(to_rfc3339(&now))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    pub(crate) async fn incomplete_forgets_impl(
+        &self,
+        ns: NamespaceId,
+    ) -> Result<Vec<ForgetManifest>> {
+        let rows = sqlx::query(
+            "SELECT manifest_json FROM forget_episodes
+             WHERE namespace_id = ? AND completed_at IS NULL ORDER BY started_at, manifest_id",
+        )
+        .bind(ns.to_string())
+        .fetch_all(&self.write)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                serde_json::from_str(&r.get::<String, _>("manifest_json"))
+                    .map_err(|e| Error::store(format!("corrupt forget manifest: {e}")))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn forget_impl(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        self.begin_forget_impl(manifest, now).await?;
+        let ns_s = manifest.namespace_id.to_string();
+        // A restored database may predate the namespace: it comes back under its id,
+        // so the guards below apply to the namespace users reach by its slug.
+        sqlx::query(
+            "INSERT INTO namespaces (id, slug, created_at) VALUES (?, ?, ?)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&ns_s)
+        .bind(&manifest.namespace)
+        .bind(to_rfc3339(&manifest.requested_at))
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        let doc_s = manifest.document_id.to_string();
+        let mut report = ForgetReport {
+            manifest_id: manifest.manifest_id,
+            doc_id: manifest.document_id,
+            ..ForgetReport::default()
+        };
+        // Secure delete: freed pages and cells are overwritten with zeros.
+        let mut conn = self.write.acquire().await.map_err(db_err)?;
+        sqlx::query("PRAGMA secure_delete = ON")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        drop(conn);
+        let scrubbed = {
+            let mut tx = self.write.begin().await.map_err(db_err)?;
+            let mut versions: BTreeSet<String> =
+                manifest.version_ids.iter().map(|v| v.to_string()).collect();
+            versions.extend(
+                strings(
+                    &mut tx,
+                    "SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+                    &[&ns_s, &doc_s],
+                )
+                .await?,
+            );
+            let versions: Vec<String> = versions.into_iter().collect();
+            report.versions = versions.len() as u64;
+            let scrubbed = scrub(&mut tx, &ns_s, &doc_s, &versions, true).await?;
+            for sha in &manifest.content_sha256 {
+                sqlx::query(
+                    "INSERT INTO forgotten_content (namespace_id, sha256, manifest_id, document_id,
+                         source_identity_sha256, forgotten_at)
+                     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, sha256) DO NOTHING",
+                )
+                .bind(&ns_s)
+                .bind(sha)
+                .bind(manifest.manifest_id.to_string())
+                .bind(&doc_s)
+                .bind(&manifest.source_identity_sha256)
+                .bind(to_rfc3339(&now))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            scrubbed
+        };
+        report.chunks = scrubbed.chunks;
+        report.claims = scrubbed.claims;
+        report.facts = scrubbed.facts;
+        report.entities = scrubbed.entities;
+        report.vectors = scrubbed.vectors;
+        report.receipts_rewritten = scrubbed.receipts_rewritten;
+        report.shared_blobs_kept = scrubbed.shared_blobs.len() as u64;
+        // A hash the manifest names that no live version holds any more is gone
+        // from the blob directory too (also after a restore re-honours it).
+        let mut blob_shas: BTreeSet<String> = scrubbed.unreferenced_blobs.into_iter().collect();
+        for sha in &manifest.content_sha256 {
+            if !scrubbed.shared_blobs.contains(sha) {
+                blob_shas.insert(sha.clone());
+            }
+        }
+        for sha in &blob_shas {
+            if self.blobs.remove(&ns_s, sha).await? {
+                report.blobs += 1;
+            }
+        }
+        self.compact(&ns_s).await?;
+        report.verification = self.verify_forget(manifest, &scrubbed.shared_blobs).await?;
+        if let Some(dirty) = report.verification.iter().find(|c| c.remaining > 0) {
+            return Err(Error::store(format!(
+                "forget {} is not verified: {} row(s) remain in `{}`; the namespace stays closed",
+                manifest.manifest_id, dirty.remaining, dirty.check
+            )));
+        }
+        report.forgotten_at = Some(now);
+        let json = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(
+            "UPDATE forget_episodes SET completed_at = ?, report_json = ?
+             WHERE namespace_id = ? AND manifest_id = ?",
+        )
+        .bind(to_rfc3339(&now))
+        .bind(&json)
+        .bind(&ns_s)
+        .bind(manifest.manifest_id.to_string())
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        // Completion itself is a write: checkpoint it out of the WAL.
+        self.checkpoint_truncate().await?;
+        Ok((report, scrubbed.touched))
+    }
+
+    /// Leave no copy of removed bytes in the database files: merge the lexical
+    /// indexes (a deleted row's tokens survive in old FTS5 segments until then),
+    /// refresh the planner statistics (their samples hold index keys), and rewrite
+    /// the file (VACUUM) between WAL checkpoints that truncate the log.
+    async fn compact(&self, ns: &str) -> Result<()> {
+        let mut conn = self.write.acquire().await.map_err(db_err)?;
+        for table in [fts_table(ns)?, claim_fts_table(ns)?, fact_fts_table(ns)?] {
+            let exists =
+                sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+                    .bind(&table)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db_err)?
+                    .is_some();
+            if exists {
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO {table} ({table}) VALUES ('optimize')"
+                )))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        sqlx::raw_sql("ANALYZE")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        drop(conn);
+        self.checkpoint_truncate().await?;
+        let mut conn = self.write.acquire().await.map_err(db_err)?;
+        sqlx::raw_sql("VACUUM")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("PRAGMA secure_delete = OFF")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        drop(conn);
+        self.checkpoint_truncate().await
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`, retried while readers hold old snapshots.
+    async fn checkpoint_truncate(&self) -> Result<()> {
+        for attempt in 0..50 {
+            let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&self.write)
+                .await
+                .map_err(db_err)?;
+            let busy: i64 = row.get(0);
+            if busy == 0 {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20 * (attempt + 1))).await;
+        }
+        Err(Error::store(
+            "the write-ahead log could not be truncated: readers kept it busy",
+        ))
+    }
+
+    /// The verification queries of a forget: every count must be 0.
+    async fn verify_forget(
+        &self,
+        manifest: &ForgetManifest,
+        shared: &[String],
+    ) -> Result<Vec<ForgetCheck>> {
+        let ns = manifest.namespace_id.to_string();
+        let doc = manifest.document_id.to_string();
+        let vlist = json_list(manifest.version_ids.iter().map(|v| v.to_string()));
+        let owned: Vec<&String> = manifest
+            .content_sha256
+            .iter()
+            .filter(|s| !shared.contains(s))
+            .collect();
+        let slist = json_list(&owned);
+        let mut checks = Vec::new();
+        let by_doc = [
+            (
+                "documents",
+                "SELECT COUNT(*) FROM documents WHERE namespace_id = ? AND id = ?",
+            ),
+            (
+                "document_versions",
+                "SELECT COUNT(*) FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "document_names",
+                "SELECT COUNT(*) FROM document_names WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "claims",
+                "SELECT COUNT(*) FROM claims WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "chunks",
+                "SELECT COUNT(*) FROM chunks WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "chunk_claims",
+                "SELECT COUNT(*) FROM chunk_claims WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "extraction_decisions",
+                "SELECT COUNT(*) FROM claim_extraction_decisions WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "staged_assertions",
+                "SELECT COUNT(*) FROM staged_assertions WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "resolution_decisions",
+                "SELECT COUNT(*) FROM resolution_decisions WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "notes",
+                "SELECT COUNT(*) FROM notes WHERE namespace_id = ? AND document_id = ?",
+            ),
+            (
+                "entity_bindings",
+                "SELECT COUNT(*) FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
+            ),
+        ];
+        for (name, sql) in by_doc {
+            let n: i64 = sqlx::query_scalar(sql)
+                .bind(&ns)
+                .bind(&doc)
+                .fetch_one(&self.read)
+                .await
+                .map_err(db_err)?;
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        for (name, table) in [
+            ("representations", "representations"),
+            ("blocks", "blocks"),
+            ("sections", "sections"),
+            ("work_items", "processing_state"),
+        ] {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
+            )))
+            .bind(&ns)
+            .bind(&vlist)
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT COUNT(*) FROM content_objects WHERE namespace_id = ? AND sha256 {IN_LIST}"
+        )))
+        .bind(&ns)
+        .bind(&slist)
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        checks.push(ForgetCheck {
+            check: "content_objects".into(),
+            remaining: n as u64,
+        });
+        let guards: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT COUNT(*) FROM forgotten_content WHERE namespace_id = ? AND sha256 {IN_LIST}"
+        )))
+        .bind(&ns)
+        .bind(json_list(&manifest.content_sha256))
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        checks.push(ForgetCheck {
+            check: "missing_guards".into(),
+            remaining: (manifest.content_sha256.len() as u64).saturating_sub(guards as u64),
+        });
+        // Lexical rows whose record is gone (a forgotten row's tokens).
+        for (name, fts, base) in [
+            ("chunk_index", fts_table(&ns)?, "chunks"),
+            ("claim_index", claim_fts_table(&ns)?, "claims"),
+            ("fact_index", fact_fts_table(&ns)?, "facts"),
+        ] {
+            let exists =
+                sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+                    .bind(&fts)
+                    .fetch_optional(&self.read)
+                    .await
+                    .map_err(db_err)?
+                    .is_some();
+            let n: i64 = if exists {
+                sqlx::query_scalar(AssertSqlSafe(format!(
+                    "SELECT COUNT(*) FROM {fts} WHERE rowid NOT IN (SELECT seq FROM {base})"
+                )))
+                .fetch_one(&self.read)
+                .await
+                .map_err(db_err)?
+            } else {
+                0
+            };
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        let mut blobs = 0;
+        for sha in owned {
+            if self.blobs.exists(&ns, sha).await? {
+                blobs += 1;
+            }
+        }
+        checks.push(ForgetCheck {
+            check: "blobs".into(),
+            remaining: blobs,
+        });
+        Ok(checks)
+    }
+
+    /// Re-honour every manifest of the root before the store serves: a manifest
+    /// whose episode is not complete, or whose records are back (an older copy of
+    /// the database was restored), runs again.
+    pub(crate) async fn rehonour_manifests(&self) -> Result<()> {
+        let manifests = self.manifests.list()?;
+        for m in manifests {
+            let completed = sqlx::query_scalar::<_, Option<String>>(
+                "SELECT completed_at FROM forget_episodes WHERE namespace_id = ? AND manifest_id = ?",
+            )
+            .bind(m.namespace_id.to_string())
+            .bind(m.manifest_id.to_string())
+            .fetch_optional(&self.write)
+            .await
+            .map_err(db_err)?
+            .flatten()
+            .is_some();
+            let clean = completed
+                && self
+                    .verify_forget(&m, &[])
+                    .await?
+                    .iter()
+                    .filter(|c| c.check != "content_objects" && c.check != "blobs")
+                    .all(|c| c.remaining == 0);
+            if !clean {
+                tracing::info!(manifest = %m.manifest_id, "re-honouring a forget manifest");
+                self.forget_impl(&m, m.requested_at).await?;
+            }
+        }
+        Ok(())
+    }
+}
