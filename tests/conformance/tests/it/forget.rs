@@ -43,6 +43,31 @@ async fn served(memory: &Memory) -> Vec<String> {
             .filter(|r| r.text().contains(MARKER))
             .map(|r| format!("context {}", r.text())),
     );
+    // The fact and combined operations, asked without naming it.
+    let facts_env = memory
+        .facts_context(rememberstack::FactsContextInput {
+            query: "who works for which company".into(),
+            k: Some(20),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let bundle = memory
+        .combined_context(rememberstack::CombinedContextInput {
+            query: "who works for which company".into(),
+            entity_ids: None,
+            temporal_scope: None,
+        })
+        .await
+        .unwrap();
+    for (what, json) in [
+        ("facts_context", serde_json::to_string(&facts_env).unwrap()),
+        ("combined_context", serde_json::to_string(&bundle).unwrap()),
+    ] {
+        if json.contains(MARKER) || json.contains("Zentrix") {
+            seen.push(what.to_string());
+        }
+    }
     for c in memory.claims(None, true).await.unwrap() {
         if c.text.contains(MARKER) {
             seen.push(format!("claim {}", c.text));

@@ -823,9 +823,27 @@ async fn note_lifecycle_is_compare_and_set_and_only_promoted_is_served() {
                 .await
                 .unwrap();
             let live = facts(&memory, false).await;
+            // The fact and combined operations, asked without naming the project.
+            let facts_env = memory
+                .facts_context(rememberstack::FactsContextInput {
+                    query: "which project does Erin lead".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let bundle = memory
+                .combined_context(rememberstack::CombinedContextInput {
+                    query: "which project does Erin lead".into(),
+                    entity_ids: None,
+                    temporal_scope: None,
+                })
+                .await
+                .unwrap();
             chunks.results.iter().any(|c| c.text.contains(needle))
                 || claims.results.iter().any(|r| r.text().contains(needle))
                 || !about(&live, needle).is_empty()
+                || serde_json::to_string(&facts_env).unwrap().contains(needle)
+                || serde_json::to_string(&bundle).unwrap().contains(needle)
         };
         let v1 = memory
             .remember_note(note(
