@@ -105,6 +105,35 @@ impl ProviderError {
     }
 }
 
+/// The dot product of two vectors of equal length, summed in eight lanes so that
+/// the compiler can vectorize it.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let mut sum: f32 = lanes.iter().sum();
+    for (x, y) in ra.iter().zip(rb) {
+        sum += x * y;
+    }
+    sum
+}
+
+/// `v` scaled to unit length (a zero vector stays zero): the cosine of two unit
+/// vectors is their [`dot`] product.
+pub fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = dot(v, v).sqrt();
+    if norm == 0.0 {
+        v.to_vec()
+    } else {
+        v.iter().map(|x| x / norm).collect()
+    }
+}
+
 /// Cosine similarity of two vectors of equal length (0 when either is zero).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let mut dot = 0.0f32;

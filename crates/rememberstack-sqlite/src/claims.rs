@@ -570,6 +570,26 @@ impl SqliteStore {
         if !self.table_exists(&fts).await? {
             return Ok(vec![]);
         }
+        if filter.entities.is_empty() && filter.documents.is_none() && filter.document_id.is_none()
+        {
+            let (ns_c, retired) = (ns_s.clone(), filter.include_retired);
+            let sql = "SELECT c.seq AS seq, c.id AS id FROM claims c
+                 WHERE c.seq IN (SELECT value FROM json_each(?)) AND c.namespace_id = ?
+                   AND (? OR c.is_current = 1)";
+            return self
+                .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
+                    sqlx::query(sql).bind(list).bind(ns_c.clone()).bind(retired)
+                })
+                .await?
+                .into_iter()
+                .map(|(id, score)| {
+                    Ok(ClaimHit {
+                        claim_id: parse_id(&id)?,
+                        score,
+                    })
+                })
+                .collect();
+        }
         let sql = format!(
             "SELECT c.id, bm25({fts}) AS rank FROM {fts}
              JOIN claims c ON c.seq = {fts}.rowid

@@ -711,6 +711,24 @@ impl SqliteStore {
         }
         // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
         let (cond, binds) = eligibility(filter);
+        if filter.entities.is_empty() && filter.documents.is_none() && filter.group.is_none() {
+            let sql = format!(
+                "SELECT f.seq AS seq, f.id AS id FROM facts f
+                 WHERE f.seq IN (SELECT value FROM json_each(?)) AND {cond}"
+            );
+            return self
+                .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
+                    let mut q = sqlx::query(AssertSqlSafe(sql.clone())).bind(list);
+                    for b in &binds {
+                        q = q.bind(b.clone());
+                    }
+                    q
+                })
+                .await?
+                .into_iter()
+                .map(|(id, score)| Ok((parse_id(&id)?, score)))
+                .collect();
+        }
         let sql = format!(
             "SELECT f.id, bm25({fts}) AS rank FROM {fts}
              JOIN facts f ON f.seq = {fts}.rowid

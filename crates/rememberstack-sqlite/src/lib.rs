@@ -11,6 +11,7 @@ mod claims;
 mod entities;
 mod facts;
 mod forget;
+mod lexical;
 mod lifecycle;
 mod rows;
 mod vector_cache;
@@ -61,6 +62,8 @@ pub struct SqliteStore {
     claims_since_optimize: Arc<AtomicU64>,
     /// Decoded vectors and candidate lists for the exact semantic scan.
     vector_cache: Arc<vector_cache::VectorCache>,
+    /// Rows matching each lexical term, for the bounded first pass.
+    df_cache: Arc<lexical::DfCache>,
 }
 
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
@@ -212,6 +215,7 @@ impl SqliteStore {
             path,
             claims_since_optimize: Arc::new(AtomicU64::new(0)),
             vector_cache: Arc::default(),
+            df_cache: Arc::default(),
         };
         store.rehonour_manifests().await?;
         Ok(store)
@@ -342,7 +346,7 @@ pub(crate) fn fts_table(ns: &str) -> Result<String> {
 }
 
 /// Quote a plain word as an FTS5 string: the caller's text is never query syntax.
-fn fts_query(terms: &[String]) -> String {
+pub(crate) fn fts_query(terms: &[String]) -> String {
     terms
         .iter()
         .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
@@ -1293,6 +1297,34 @@ impl MemoryStore for SqliteStore {
         let fts = fts_table(&filter.namespace_id.to_string())?;
         if !self.table_exists(&fts).await? {
             return Ok(vec![]);
+        }
+        if filter.entities.is_empty() && filter.documents.is_none() {
+            let ns_s = filter.namespace_id.to_string();
+            let sql = format!(
+                "SELECT c.seq AS seq, c.id AS id FROM chunks c
+                 JOIN documents d ON d.namespace_id = c.namespace_id
+                                 AND d.current_version_id = c.version_id
+                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                                AND s.ordinal = c.section_ordinal
+                 WHERE c.seq IN (SELECT value FROM json_each(?)) AND c.namespace_id = ?
+                   AND s.role IN ({roles})",
+                roles = role_list(&filter.roles)
+            );
+            return self
+                .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
+                    sqlx::query(AssertSqlSafe(sql.clone()))
+                        .bind(list)
+                        .bind(ns_s.clone())
+                })
+                .await?
+                .into_iter()
+                .map(|(id, score)| {
+                    Ok(ChunkHit {
+                        chunk_id: parse_id(&id)?,
+                        score,
+                    })
+                })
+                .collect();
         }
         let sql = format!(
             "SELECT c.id, bm25({fts}) AS rank FROM {fts}

@@ -4,7 +4,7 @@
 //! their embedding keys in one statement (joined to `vectors`, so only keys with a
 //! stored vector come back). Two things are kept in memory:
 //!
-//! - decoded vectors, by (namespace, generation, embedding key). A stored vector
+//! - decoded vectors (scaled to unit length), by (namespace, generation, embedding key). A stored vector
 //!   never changes, so a cached one is never stale; a deleted one is never asked
 //!   for, because the SQL no longer returns its key;
 //! - the candidate list of each eligibility statement, under the namespace's change
@@ -17,6 +17,7 @@
 use crate::db_err;
 use crate::parse_id;
 use crate::rows::decode_vector;
+use rememberstack_core::embed::{dot, unit};
 use rememberstack_core::{Error, Result};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -127,7 +128,8 @@ impl VectorCache {
             .await
             .map_err(db_err)?;
             for r in &fetched {
-                let v = decode_vector(&r.get::<Vec<u8>, _>("vector"))?;
+                // Kept at unit length: a scan's cosine is then one dot product.
+                let v = unit(&decode_vector(&r.get::<Vec<u8>, _>("vector"))?);
                 loaded.push((r.get::<String, _>("embedding_key"), Arc::from(v)));
             }
         }
@@ -147,7 +149,7 @@ impl VectorCache {
     }
 }
 
-/// Exact cosine ranking of `candidates` against `query`: best first, ties by id, at
+/// Exact cosine ranking of `candidates` (unit vectors) against `query`: best first, ties by id, at
 /// most `limit`. Vectors of another dimension are skipped. Only the kept ids are
 /// parsed (a hyphenated lowercase UUID orders as its bytes do).
 pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
@@ -155,15 +157,11 @@ pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
     query: &[f32],
     limit: usize,
 ) -> Result<Vec<(Id, f64)>> {
+    let query = unit(query);
     let mut scored: Vec<(f64, &str)> = candidates
         .iter()
         .filter(|(_, v)| v.len() == query.len())
-        .map(|(id, v)| {
-            (
-                rememberstack_core::embed::cosine(query, v) as f64,
-                id.as_str(),
-            )
-        })
+        .map(|(id, v)| (dot(&query, v) as f64, id.as_str()))
         .collect();
     let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
     if scored.len() > limit && limit > 0 {

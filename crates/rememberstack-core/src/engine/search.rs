@@ -100,40 +100,43 @@ impl Engine {
     {
         let mut reports = BTreeMap::new();
         let terms = text::lexical_terms(&paging.query);
-        let lexical = if terms.is_empty() {
-            reports.insert(
-                "lexical".into(),
-                channel("skipped", 0, Some("the query has no words to match".into())),
-            );
-            vec![]
-        } else {
+        // The two channels run concurrently: the lexical statement on the store
+        // while the query is embedded and scanned.
+        let lexical = async {
+            if terms.is_empty() {
+                return Ok((
+                    channel("skipped", 0, Some("the query has no words to match".into())),
+                    vec![],
+                ));
+            }
             let hits = lexical(terms, paging.depth).await?;
-            reports.insert("lexical".into(), channel("ok", hits.len(), None));
-            hits
+            Ok::<_, Error>((channel("ok", hits.len(), None), hits))
         };
-        let semantic = match self.query_vector(&paging.query).await {
-            Ok(qv) => {
-                let hits = semantic(qv, paging.depth).await?;
-                let (status, msg) = if coverage.missing == 0 {
-                    ("ok", None)
-                } else {
-                    (
-                        "partial",
-                        Some(format!(
-                            "{} current {what} have no vector of {} yet",
-                            coverage.missing,
-                            self.embedder.identity().generation()
-                        )),
-                    )
-                };
-                reports.insert("semantic".into(), channel(status, hits.len(), msg));
-                hits
-            }
-            Err(message) => {
-                reports.insert("semantic".into(), channel("error", 0, Some(message)));
-                vec![]
+        let semantic = async {
+            match self.query_vector(&paging.query).await {
+                Ok(qv) => {
+                    let hits = semantic(qv, paging.depth).await?;
+                    let (status, msg) = if coverage.missing == 0 {
+                        ("ok", None)
+                    } else {
+                        (
+                            "partial",
+                            Some(format!(
+                                "{} current {what} have no vector of {} yet",
+                                coverage.missing,
+                                self.embedder.identity().generation()
+                            )),
+                        )
+                    };
+                    Ok::<_, Error>((channel(status, hits.len(), msg), hits))
+                }
+                Err(message) => Ok((channel("error", 0, Some(message)), vec![])),
             }
         };
+        let ((lexical_report, lexical), (semantic_report, semantic)) =
+            tokio::try_join!(lexical, semantic)?;
+        reports.insert("lexical".into(), lexical_report);
+        reports.insert("semantic".into(), semantic_report);
         Ok(Channels {
             semantic,
             lexical,

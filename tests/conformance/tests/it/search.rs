@@ -321,3 +321,43 @@ async fn the_semantic_channel_sees_every_write_after_a_cached_read() {
         );
     }
 }
+
+/// The lexical channel ranks the full-text index first and checks eligibility for
+/// the best rows only: when the best matches are all ineligible (deleted
+/// documents), the pass widens until an eligible row is found, so the answer is
+/// the one ranking every eligible match would give.
+#[tokio::test]
+async fn lexical_ranking_reaches_past_many_better_ineligible_matches() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        for i in 0..80 {
+            let r = memory
+                .ingest_text(
+                    &format!("# Stripes {i}\n\nZebra zebra zebra crossing number {i}.\n"),
+                    IngestOptions::new(format!("stripes/{i}")),
+                )
+                .await
+                .unwrap();
+            memory.process_until_idle().await.unwrap();
+            memory.delete_document(r.document_id).await.unwrap();
+        }
+        let kept = memory
+            .ingest_text(
+                "# Savanna\n\nA long walk across the plains, past acacia trees and dry \
+                 riverbeds, where at dusk a single zebra appeared near the water hole.\n",
+                IngestOptions::new("savanna"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let hits = memory.search("zebra", 1).await.unwrap();
+        assert_eq!(hits.results.len(), 1, "{}", h.kind);
+        assert_eq!(hits.results[0].document_id, kept.document_id, "{}", h.kind);
+        assert!(
+            hits.results[0].scores.lexical.is_some(),
+            "{}: found by the lexical channel: {:?}",
+            h.kind,
+            hits.results[0].scores
+        );
+    }
+}
