@@ -330,7 +330,10 @@ async fn the_semantic_channel_sees_every_write_after_a_cached_read() {
 async fn lexical_ranking_reaches_past_many_better_ineligible_matches() {
     for h in stores().await {
         let memory = h.memory().await;
-        for i in 0..80 {
+        // More better-ranked ineligible matches than the first pass ranks (twice
+        // the channel depth of 50).
+        let mut stripes = Vec::new();
+        for i in 0..120 {
             let r = memory
                 .ingest_text(
                     &format!("# Stripes {i}\n\nZebra zebra zebra crossing number {i}.\n"),
@@ -338,8 +341,11 @@ async fn lexical_ranking_reaches_past_many_better_ineligible_matches() {
                 )
                 .await
                 .unwrap();
-            memory.process_until_idle().await.unwrap();
-            memory.delete_document(r.document_id).await.unwrap();
+            stripes.push(r.document_id);
+        }
+        memory.process_until_idle().await.unwrap();
+        for d in stripes {
+            memory.delete_document(d).await.unwrap();
         }
         let kept = memory
             .ingest_text(
