@@ -32,8 +32,38 @@ const MAX_LISTS: usize = 128;
 /// Decoded vectors of one (namespace, generation), by embedding key.
 type Vectors = HashMap<String, Arc<[f32]>>;
 
-/// The eligible records of one statement: ids with their vectors.
-pub(crate) type Candidates = Arc<Vec<(String, Arc<[f32]>)>>;
+/// The eligible records of one statement: ids with their (unit) vectors, copied
+/// into one contiguous block so that a scan reads memory in order.
+#[derive(Debug, Default)]
+pub(crate) struct CandidateList {
+    ids: Vec<String>,
+    /// (start, length) of each id's vector in `data`.
+    spans: Vec<(usize, usize)>,
+    data: Vec<f32>,
+}
+
+impl CandidateList {
+    /// A list of `(id, vector)` pairs, in order.
+    pub(crate) fn new<'a>(pairs: impl IntoIterator<Item = (String, &'a [f32])>) -> Self {
+        let mut list = CandidateList::default();
+        for (id, v) in pairs {
+            list.spans.push((list.data.len(), v.len()));
+            list.data.extend_from_slice(v);
+            list.ids.push(id);
+        }
+        list
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &[f32])> {
+        self.ids
+            .iter()
+            .zip(&self.spans)
+            .map(|(id, (start, len))| (id.as_str(), &self.data[*start..*start + *len]))
+    }
+}
+
+/// The eligible records of one statement.
+pub(crate) type Candidates = Arc<CandidateList>;
 
 #[derive(Debug, Default)]
 pub(crate) struct VectorCache {
@@ -78,12 +108,11 @@ impl VectorCache {
             })
             .collect();
         let vectors = self.vectors_for(pool, ns, generation, &pairs).await?;
-        let list: Candidates = Arc::new(
+        let list: Candidates = Arc::new(CandidateList::new(
             pairs
                 .into_iter()
-                .filter_map(|(id, k)| vectors.get(&k).map(|v| (id, v.clone())))
-                .collect(),
-        );
+                .filter_map(|(id, k)| vectors.get(&k).map(|v| (id, &v[..]))),
+        ));
         let mut lists = lock(&self.lists);
         if lists.len() >= MAX_LISTS {
             lists.clear();
@@ -161,7 +190,7 @@ pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
     let mut scored: Vec<(f64, &str)> = candidates
         .iter()
         .filter(|(_, v)| v.len() == query.len())
-        .map(|(id, v)| (dot(&query, v) as f64, id.as_str()))
+        .map(|(id, v)| (dot(&query, v) as f64, id))
         .collect();
     let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
     if scored.len() > limit && limit > 0 {
@@ -184,14 +213,16 @@ mod tests {
     #[test]
     fn top_k_ranks_by_score_then_id_and_skips_other_dimensions() {
         let id = |n: u8| format!("00000000-0000-0000-0000-0000000000{n:02x}");
-        let v = |x: f32, y: f32| -> Arc<[f32]> { Arc::from(vec![x, y]) };
-        let candidates: Candidates = Arc::new(vec![
-            (id(3), v(1.0, 0.0)),
-            (id(1), v(1.0, 0.0)),
-            (id(2), v(0.0, 1.0)),
-            (id(4), Arc::from(vec![1.0, 0.0, 0.0])),
-            (id(5), v(0.6, 0.8)),
-        ]);
+        let vectors: Vec<(String, Vec<f32>)> = vec![
+            (id(3), vec![1.0, 0.0]),
+            (id(1), vec![1.0, 0.0]),
+            (id(2), vec![0.0, 1.0]),
+            (id(4), vec![1.0, 0.0, 0.0]),
+            (id(5), vec![0.6, 0.8]),
+        ];
+        let candidates: Candidates = Arc::new(CandidateList::new(
+            vectors.iter().map(|(i, v)| (i.clone(), &v[..])),
+        ));
         let hits: Vec<(ChunkId, f64)> = top_k(&candidates, &[1.0, 0.0], 3).unwrap();
         let order: Vec<String> = hits.iter().map(|h| h.0.to_string()).collect();
         assert_eq!(order, vec![id(1), id(3), id(5)]);
