@@ -52,6 +52,33 @@ pub struct ForgetManifest {
 }
 
 impl ForgetManifest {
+    /// A new manifest (fresh id) for the lineage `document_id` of namespace
+    /// `namespace` with these versions and source identity.
+    pub fn new(
+        namespace: &crate::store::Namespace,
+        target: ForgetTarget,
+        document_id: DocumentId,
+        versions: &[crate::store::VersionRecord],
+        (source_kind, source_ref): (&str, &str),
+        requested_at: Timestamp,
+    ) -> Self {
+        let mut shas: Vec<String> = versions.iter().map(|v| v.content_sha256.clone()).collect();
+        shas.sort();
+        shas.dedup();
+        ForgetManifest {
+            format: MANIFEST_FORMAT.into(),
+            manifest_id: uuid::Uuid::new_v4(),
+            namespace_id: namespace.id,
+            namespace: namespace.slug.clone(),
+            target,
+            document_id,
+            version_ids: versions.iter().map(|v| v.version_id).collect(),
+            content_sha256: shas,
+            source_identity_sha256: source_identity_sha256(source_kind, source_ref),
+            requested_at,
+        }
+    }
+
     /// The manifest's file name in the root.
     fn file_name(&self) -> String {
         format!("{}.json", self.manifest_id.simple())

@@ -422,6 +422,35 @@ pub struct NoteRecord {
     pub seq: i64,
 }
 
+impl NoteRecord {
+    /// The compare-and-set rule of every note transition: the caller's
+    /// `expected` lifecycle version must be current (a stale one is refused, never
+    /// guessed) and [`Admission::may_become`] must allow `to`; `Conflict` otherwise.
+    pub fn check_transition(&self, expected: u32, to: Admission) -> crate::Result<()> {
+        use crate::{Error, ErrorCode};
+        if self.lifecycle_version != expected {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "stale lifecycle version: the revision is at version {}, not {expected}; read it again and decide",
+                    self.lifecycle_version
+                ),
+            ));
+        }
+        if !self.lifecycle.may_become(to) {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "a {} revision cannot become {} (candidate → promoted → archived; candidate or promoted → revoked)",
+                    self.lifecycle.as_str(),
+                    to.as_str()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How a note intake request relates to what is stored.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NoteLookup {

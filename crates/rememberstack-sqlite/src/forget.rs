@@ -603,21 +603,21 @@ pub(crate) async fn scrub(
     }
 
     if whole {
+        exec(
+            tx,
+            &format!("DELETE FROM note_requests WHERE namespace_id = ? AND version_id {IN_LIST}"),
+            &[ns, &vlist],
+        )
+        .await?;
         for sql in [
             "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
             "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
             "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM note_requests WHERE namespace_id = ? AND version_id IN
-               (SELECT version_id FROM notes WHERE namespace_id = ? AND document_id = ?)",
             "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
             "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
             "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
         ] {
-            if sql.contains("note_requests") {
-                exec(tx, sql, &[ns, ns, doc]).await?;
-            } else {
-                exec(tx, sql, &[ns, doc]).await?;
-            }
+            exec(tx, sql, &[ns, doc]).await?;
         }
     }
 
@@ -684,24 +684,7 @@ impl SqliteStore {
                 format!("no note revision {version} in this namespace"),
             ));
         };
-        if note.lifecycle_version != expected {
-            return Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "stale lifecycle version: the revision is at version {}, not {expected}; read it again and decide",
-                    note.lifecycle_version
-                ),
-            ));
-        }
-        if !note.lifecycle.may_become(Admission::Revoked) {
-            return Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "a {} revision cannot be revoked (only candidate and promoted revisions)",
-                    note.lifecycle.as_str()
-                ),
-            ));
-        }
+        note.check_transition(expected, Admission::Revoked)?;
         let doc_s = note.note_id.to_string();
         crate::lifecycle::set_lifecycle(&mut tx, &ns_s, &version_s, Admission::Revoked, &at)
             .await?;
@@ -900,14 +883,7 @@ impl SqliteStore {
     async fn compact(&self, ns: &str) -> Result<()> {
         let mut conn = self.write.acquire().await.map_err(db_err)?;
         for table in [fts_table(ns)?, claim_fts_table(ns)?, fact_fts_table(ns)?] {
-            let exists =
-                sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-                    .bind(&table)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(db_err)?
-                    .is_some();
-            if exists {
+            if self.table_exists(&table).await? {
                 sqlx::query(AssertSqlSafe(format!(
                     "INSERT INTO {table} ({table}) VALUES ('optimize')"
                 )))
@@ -1076,14 +1052,7 @@ impl SqliteStore {
             ("claim_index", claim_fts_table(&ns)?, "claims"),
             ("fact_index", fact_fts_table(&ns)?, "facts"),
         ] {
-            let exists =
-                sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-                    .bind(&fts)
-                    .fetch_optional(&self.read)
-                    .await
-                    .map_err(db_err)?
-                    .is_some();
-            let n: i64 = if exists {
+            let n: i64 = if self.table_exists(&fts).await? {
                 sqlx::query_scalar(AssertSqlSafe(format!(
                     "SELECT COUNT(*) FROM {fts} WHERE rowid NOT IN (SELECT seq FROM {base})"
                 )))

@@ -872,40 +872,13 @@ impl SqliteStore {
         let version_s = version.to_string();
         let at = to_rfc3339(&now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        let Some(row) = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
-        )))
-        .bind(&ns_s)
-        .bind(&version_s)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
-        else {
+        let Some(note) = note_in(&mut tx, &ns_s, &version_s).await? else {
             return Err(Error::new(
                 ErrorCode::NotFound,
                 format!("no note revision {version} in this namespace"),
             ));
         };
-        let note = note_row(&row)?;
-        if note.lifecycle_version != expected {
-            return Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "stale lifecycle version: the revision is at version {}, not {expected}; read it again and decide",
-                    note.lifecycle_version
-                ),
-            ));
-        }
-        if !note.lifecycle.may_become(to) {
-            return Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "a {} revision cannot become {} (candidate → promoted → archived)",
-                    note.lifecycle.as_str(),
-                    to.as_str()
-                ),
-            ));
-        }
+        note.check_transition(expected, to)?;
         let doc_s = note.note_id.to_string();
         set_lifecycle(&mut tx, &ns_s, &version_s, to, &at).await?;
         match to {
@@ -925,15 +898,9 @@ impl SqliteStore {
             }
             _ => unserve(&mut tx, &ns_s, &doc_s, &at, "note_archived").await?,
         }
-        let fresh = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
-        )))
-        .bind(&ns_s)
-        .bind(&version_s)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let fresh = note_row(&fresh)?;
+        let fresh = note_in(&mut tx, &ns_s, &version_s)
+            .await?
+            .ok_or_else(|| Error::store("the note revision vanished"))?;
         tx.commit().await.map_err(db_err)?;
         Ok(fresh)
     }

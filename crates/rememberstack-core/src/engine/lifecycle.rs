@@ -369,24 +369,14 @@ impl Engine {
             return Err(not_found());
         }
         let versions = self.store.versions(ns.id, doc).await?;
-        let mut shas: Vec<String> = versions.iter().map(|v| v.content_sha256.clone()).collect();
-        shas.sort();
-        shas.dedup();
-        let manifest = ForgetManifest {
-            format: crate::forget::MANIFEST_FORMAT.into(),
-            manifest_id: uuid::Uuid::new_v4(),
-            namespace_id: ns.id,
-            namespace: ns.slug.clone(),
+        let manifest = ForgetManifest::new(
+            &ns,
             target,
-            document_id: doc,
-            version_ids: versions.iter().map(|v| v.version_id).collect(),
-            content_sha256: shas,
-            source_identity_sha256: crate::forget::source_identity_sha256(
-                &row.source_kind,
-                &row.source_ref,
-            ),
-            requested_at: self.clock.now(),
-        };
+            doc,
+            &versions,
+            (&row.source_kind, &row.source_ref),
+            self.clock.now(),
+        );
         let (report, touched) = self.store.forget(&manifest, self.clock.now()).await?;
         self.refresh_touched(ns.id, &touched).await;
         tracing::info!(

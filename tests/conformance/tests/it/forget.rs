@@ -91,23 +91,18 @@ async fn served(memory: &Memory) -> Vec<String> {
     seen
 }
 
-fn manifest_for(
-    ns: rememberstack::NamespaceId,
-    doc: DocumentId,
-    versions: &[rememberstack::store::VersionRecord],
-) -> ForgetManifest {
-    ForgetManifest {
-        format: rememberstack::FORGET_MANIFEST_FORMAT.into(),
-        manifest_id: uuid::Uuid::new_v4(),
-        namespace_id: ns,
-        namespace: "default".into(),
-        target: ForgetTarget::Document,
-        document_id: doc,
-        version_ids: versions.iter().map(|v| v.version_id).collect(),
-        content_sha256: versions.iter().map(|v| v.content_sha256.clone()).collect(),
-        source_identity_sha256: "0".repeat(64),
-        requested_at: at("2024-06-01T00:00:00Z"),
-    }
+/// The manifest `forget_document` would write for `doc`.
+async fn manifest_for(store: &dyn MemoryStore, doc: DocumentId) -> ForgetManifest {
+    let ns = store.namespace("default").await.unwrap().unwrap();
+    let versions = store.versions(ns.id, doc).await.unwrap();
+    ForgetManifest::new(
+        &ns,
+        ForgetTarget::Document,
+        doc,
+        &versions,
+        ("text", "notes/alpha"),
+        at("2024-06-01T00:00:00Z"),
+    )
 }
 
 #[tokio::test]
@@ -238,12 +233,10 @@ async fn an_interrupted_forget_fails_closed_until_it_is_resumed() {
         let memory = h.memory().await;
         let alpha = add(&memory, "notes/alpha", ALPHA).await;
         add(&memory, "notes/beta", BETA).await;
-        let ns = h.store.namespace("default").await.unwrap().unwrap().id;
-        let versions = h.store.versions(ns, alpha).await.unwrap();
         // The process dies right after the manifest and the gate.
         h.store
             .begin_forget(
-                &manifest_for(ns, alpha, &versions),
+                &manifest_for(h.store.as_ref(), alpha).await,
                 at("2024-06-01T00:00:00Z"),
             )
             .await
@@ -537,11 +530,9 @@ async fn sqlite_an_interrupted_forget_is_finished_when_the_store_opens() {
     let (store, memory) = sqlite_memory(&path).await;
     let alpha = add(&memory, "notes/alpha", ALPHA).await;
     add(&memory, "notes/beta", BETA).await;
-    let ns = store.namespace("default").await.unwrap().unwrap().id;
-    let versions = store.versions(ns, alpha).await.unwrap();
     store
         .begin_forget(
-            &manifest_for(ns, alpha, &versions),
+            &manifest_for(store.as_ref(), alpha).await,
             at("2024-06-01T00:00:00Z"),
         )
         .await
