@@ -133,50 +133,55 @@ impl SqliteStore {
         } else {
             self.selective_keys(ns, kind, keys).await?
         };
+        // One statement: the `limit + 1` entities sharing the most keys, and the
+        // alias lemmas through which each shares them.
+        // Numbered placeholders: the key list appears twice and binds once.
+        let list = (4..4 + keys.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
         let sql = format!(
-            "SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
-             WHERE namespace_id = ? AND kind = ? AND key IN ({})
-             GROUP BY entity_id ORDER BY shared DESC, entity_id LIMIT ?",
-            in_list(keys.len())
+            "WITH top AS (
+                 SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
+                 WHERE namespace_id = ?1 AND kind = ?2 AND key IN ({list})
+                 GROUP BY entity_id ORDER BY shared DESC, entity_id LIMIT ?3)
+             SELECT DISTINCT k.entity_id, k.alias_lemma, t.shared FROM top t
+             JOIN entity_keys k ON k.namespace_id = ?1 AND k.kind = ?2
+                  AND k.entity_id = t.entity_id AND k.key IN ({list})
+             ORDER BY t.shared DESC, k.entity_id, k.alias_lemma"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
+        let mut q = sqlx::query(AssertSqlSafe(sql))
+            .bind(ns)
+            .bind(kind)
+            .bind(limit.saturating_add(1) as i64);
         for k in &keys {
             q = q.bind(k);
         }
-        let rows = q
-            .bind(limit.saturating_add(1) as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
-        let mut entities: Vec<String> = rows.iter().map(|r| r.get("entity_id")).collect();
-        let truncated = entities.len() > limit || pruned;
-        entities.truncate(limit);
-        if entities.is_empty() {
-            return Ok((vec![], truncated));
+        let rows = q.fetch_all(&self.read).await.map_err(db_err)?;
+        // Rows come grouped by entity in rank order: keep the first `limit` entities.
+        let mut kept: Vec<(String, String)> = Vec::with_capacity(rows.len());
+        let mut entities = 0usize;
+        let mut truncated = pruned;
+        let mut last: Option<String> = None;
+        for r in &rows {
+            let entity: String = r.get("entity_id");
+            if last.as_deref() != Some(entity.as_str()) {
+                entities += 1;
+                last = Some(entity.clone());
+            }
+            if entities > limit {
+                truncated = true;
+                break;
+            }
+            kept.push((entity, r.get("alias_lemma")));
         }
-        let sql = format!(
-            "SELECT DISTINCT entity_id, alias_lemma FROM entity_keys
-             WHERE namespace_id = ? AND kind = ? AND key IN ({}) AND entity_id IN ({})
-             ORDER BY entity_id, alias_lemma",
-            in_list(keys.len()),
-            in_list(entities.len())
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        for e in &entities {
-            q = q.bind(e);
-        }
-        let hits = q
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?
-            .iter()
-            .map(|r| {
+        kept.sort();
+        let hits = kept
+            .into_iter()
+            .map(|(entity, alias_lemma)| {
                 Ok(AliasHit {
-                    entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
-                    alias_lemma: r.get("alias_lemma"),
+                    entity_id: parse_id(&entity)?,
+                    alias_lemma,
                     via,
                 })
             })

@@ -179,8 +179,11 @@ impl SqliteStore {
             .foreign_keys(true)
             // Each connection keeps a larger page cache (16 MiB) for the hot indexes.
             .pragma("cache_size", "-16384");
+        // Connections are in-process: a ping before every acquire is a wasted round
+        // trip to SQLite's worker thread, paid by every statement.
         let write = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .connect_with(opts.clone())
             .await
             .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
@@ -196,13 +199,17 @@ impl SqliteStore {
             .map_err(db_err)?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             // A connection plans with the statistics it loaded when it opened: readers
             // are replaced every minute, so plans follow the refreshed statistics of a
             // growing store instead of those of its first, tiny tables.
             .max_lifetime(READER_LIFETIME)
-            // Readers map the file instead of copying pages through read(2). The
-            // writer does not: a growing file would be remapped again and again.
-            .connect_with(opts.read_only(true).pragma("mmap_size", "268435456"))
+            // Readers read pages through their page cache, not a memory map: every
+            // checkpoint that grows the file made each reader unmap and fault its
+            // whole map in again (a third of ingest time went to the kernel), and the
+            // mapped pages counted twice in resident memory. Measured at 100k claims,
+            // reads were no slower without the map.
+            .connect_with(opts.read_only(true))
             .await
             .map_err(db_err)?;
         let mut blob_dir = path.clone().into_os_string();
