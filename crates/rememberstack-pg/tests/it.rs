@@ -1,0 +1,403 @@
+//! The PostgreSQL store against a real server. Every test needs `DATABASE_URL`
+//! (`scripts/pg-local.sh start` prints one) and is skipped, saying so, without it.
+//! Each test works in a schema of its own, dropped at the end, so tests run in
+//! parallel and leave nothing behind.
+
+use chrono::{TimeZone, Utc};
+use pgvector::Vector;
+use rememberstack_core::ErrorCode;
+use rememberstack_core::ids::NamespaceId;
+use rememberstack_core::store::MemoryStore;
+use rememberstack_pg::{PgStore, PgStoreConfig};
+use sqlx::{Executor, Row};
+
+fn database_url(test: &str) -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            eprintln!("{test}: skipped, DATABASE_URL is not set (scripts/pg-local.sh start)");
+            None
+        }
+    }
+}
+
+/// A schema name no other test (or run) uses.
+fn fresh_schema(tag: &str) -> String {
+    format!("rs_it_{tag}_{}", uuid::Uuid::new_v4().simple())
+}
+
+fn config(schema: &str) -> PgStoreConfig {
+    PgStoreConfig {
+        max_connections: 2,
+        schema: Some(schema.to_string()),
+        ..PgStoreConfig::default()
+    }
+}
+
+async fn drop_schema(store: &PgStore) {
+    let schema = store.schema().expect("tests use a schema");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(store.pool())
+    .await
+    .expect("drop the test schema");
+    store.close().await;
+}
+
+fn at(secs: i64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(1_780_000_000 + secs, 0).unwrap()
+}
+
+#[tokio::test]
+async fn pg_migrations_apply_twice() {
+    let Some(url) = database_url("pg_migrations_apply_twice") else {
+        return;
+    };
+    let schema = fresh_schema("migrate");
+    let first = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    assert_eq!(first.kind(), "postgres");
+    first.close().await;
+    // A second connect finds the migrations applied and changes nothing.
+    let store = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 1);
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+          WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
+    )
+    .bind(&schema)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    for t in [
+        "namespaces",
+        "documents",
+        "document_versions",
+        "chunks",
+        "chunk_lexical",
+        "vectors",
+        "processing_state",
+        "claims",
+        "claim_lexical",
+        "entities",
+        "entity_keys",
+        "entity_key_counts",
+        "facts",
+        "fact_lexical",
+        "notes",
+        "forget_episodes",
+        "forgotten_content",
+        "change_stamps",
+    ] {
+        assert!(
+            tables.iter().any(|x| x == t),
+            "table {t} missing: {tables:?}"
+        );
+    }
+    // 45 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
+    assert_eq!(tables.len(), 49, "{tables:?}");
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_namespaces_roundtrip() {
+    let Some(url) = database_url("pg_namespaces_roundtrip") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("ns")))
+        .await
+        .unwrap();
+    assert!(store.namespace("beta").await.unwrap().is_none());
+    let beta = store.ensure_namespace("beta", at(1)).await.unwrap();
+    assert_eq!(beta.slug, "beta");
+    assert_eq!(beta.created_at, at(1));
+    // Idempotent: the same namespace, the first creation time.
+    let again = store.ensure_namespace("beta", at(2)).await.unwrap();
+    assert_eq!(again, beta);
+    let alpha = store.ensure_namespace("alpha", at(3)).await.unwrap();
+    assert_ne!(alpha.id, beta.id);
+    assert_eq!(store.namespace("beta").await.unwrap(), Some(beta.clone()));
+    // Ordered by slug, bytewise.
+    let upper = store.ensure_namespace("Zed", at(4)).await.unwrap();
+    let slugs: Vec<String> = store
+        .namespaces()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.slug)
+        .collect();
+    assert_eq!(slugs, ["Zed", "alpha", "beta"]);
+    assert_ne!(upper.id, alpha.id);
+
+    // An incomplete forget fails the namespace closed.
+    sqlx::query(
+        "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
+         VALUES ($1, 'm1', 'd1', '{}'::jsonb, now())",
+    )
+    .bind(alpha.id.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let err = store.namespace("alpha").await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ForgetInProgress);
+    assert!(store.namespace("beta").await.unwrap().is_some());
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_unported_methods_fail_typed() {
+    let Some(url) = database_url("pg_unported_methods_fail_typed") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("unported")))
+        .await
+        .unwrap();
+    let err = store.documents(NamespaceId::new()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Store);
+    assert!(
+        err.to_string().contains("`documents` is not yet available"),
+        "{err}"
+    );
+    let err = store.setting("x").await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Store);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_schema_triggers_stamp_and_count() {
+    let Some(url) = database_url("pg_schema_triggers_stamp_and_count") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("triggers")))
+        .await
+        .unwrap();
+    let pool = store.pool();
+    // Key counts follow entity_keys inserts and deletes.
+    sqlx::query(
+        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) VALUES
+         ('n1', 'tri', 'abc', 'e1', 'l'), ('n1', 'tri', 'abc', 'e2', 'l'), ('n1', 'dm', '123', 'e1', 'l')",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let count = |kind: &'static str, key: &'static str| async move {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT n FROM entity_key_counts WHERE namespace_id = 'n1' AND kind = $1 AND key = $2",
+        )
+        .bind(kind)
+        .bind(key)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(count("tri", "abc").await, 2);
+    assert_eq!(count("dm", "123").await, 1);
+    sqlx::query("DELETE FROM entity_keys WHERE entity_id = 'e2'")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(count("tri", "abc").await, 1);
+
+    // Every write to a stamped table moves its namespace's change stamp.
+    let stamp = || async move {
+        sqlx::query_scalar::<_, i64>("SELECT n FROM change_stamps WHERE namespace_id = 'n1'")
+            .fetch_optional(pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(stamp().await, None);
+    sqlx::query(
+        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+             block_start, block_end, start_byte, end_byte, char_start, char_end, text,
+             content_hash, token_estimate, embedding_key, event_ids_json)
+         VALUES ('n1', 'c1', 'v1', 'd1', 0, 0, 0, 0, 0, 10, 0, 10, 'the runners were running',
+             'h', 4, 'k1', '[]'::jsonb)",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let after_insert = stamp().await.unwrap();
+    sqlx::query("UPDATE chunks SET token_estimate = 5 WHERE id = 'c1'")
+        .execute(pool)
+        .await
+        .unwrap();
+    let after_update = stamp().await.unwrap();
+    assert!(after_update > after_insert);
+
+    // Full text: stemmed with the `english` configuration, keyed by namespace.
+    sqlx::query(
+        "INSERT INTO chunk_lexical (namespace_id, seq, text)
+         SELECT namespace_id, seq, text FROM chunks WHERE id = 'c1'",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let hits: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM chunk_lexical
+          WHERE namespace_id = 'n1' AND tsv @@ to_tsquery('english', 'run')",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(hits, 1);
+    // Deleting the chunk removes its lexical row and moves the stamp again.
+    sqlx::query("DELETE FROM chunks WHERE id = 'c1'")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert!(stamp().await.unwrap() > after_update);
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM chunk_lexical")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_hnsw_cosine_index_works() {
+    let Some(url) = database_url("pg_hnsw_cosine_index_works") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("hnsw")))
+        .await
+        .unwrap();
+    // One connection: the temporary table and the planner setting are per session.
+    let mut conn = store.pool().acquire().await.unwrap();
+    conn.execute("CREATE TEMP TABLE items (id bigint PRIMARY KEY, embedding vector(3) NOT NULL)")
+        .await
+        .unwrap();
+    conn.execute("CREATE INDEX items_hnsw ON items USING hnsw (embedding vector_cosine_ops)")
+        .await
+        .unwrap();
+    let rows: [(i64, [f32; 3]); 5] = [
+        (1, [1.0, 0.0, 0.0]),
+        (2, [0.9, 0.1, 0.0]),
+        (3, [0.0, 1.0, 0.0]),
+        (4, [0.0, 0.0, 1.0]),
+        (5, [-1.0, 0.0, 0.0]),
+    ];
+    for (id, v) in rows {
+        sqlx::query("INSERT INTO items (id, embedding) VALUES ($1, $2)")
+            .bind(id)
+            .bind(Vector::from(v.to_vec()))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    conn.execute("SET enable_seqscan = off").await.unwrap();
+    let query = Vector::from(vec![1.0_f32, 0.05, 0.0]);
+    let plan: Vec<String> =
+        sqlx::query_scalar("EXPLAIN SELECT id FROM items ORDER BY embedding <=> $1 LIMIT 3")
+            .bind(query.clone())
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+    assert!(
+        plan.iter().any(|l| l.contains("items_hnsw")),
+        "the HNSW index is not used: {plan:?}"
+    );
+    let nearest = sqlx::query(
+        "SELECT id, embedding, embedding <=> $1 AS distance FROM items ORDER BY embedding <=> $1 LIMIT 3",
+    )
+    .bind(query)
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let ids: Vec<i64> = nearest.iter().map(|r| r.get("id")).collect();
+    assert_eq!(ids[..2], [1, 2]);
+    assert!(ids[2] == 3 || ids[2] == 4, "{ids:?}");
+    let first: Vector = nearest[0].get("embedding");
+    assert_eq!(first.to_vec(), vec![1.0, 0.0, 0.0]);
+    let distance: f64 = nearest[0].get("distance");
+    assert!(distance < 0.01, "{distance}");
+    drop(conn);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_vectors_partial_hnsw_index_per_generation() {
+    let Some(url) = database_url("pg_vectors_partial_hnsw_index_per_generation") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("gen")))
+        .await
+        .unwrap();
+    let mut conn = store.pool().acquire().await.unwrap();
+    // Two generations of different dimensions share the table; each gets its own
+    // partial expression index, as the migration describes.
+    let rows: [(&str, &str, Vec<f32>); 5] = [
+        ("g3", "a", vec![1.0, 0.0, 0.0]),
+        ("g3", "b", vec![0.0, 1.0, 0.0]),
+        ("g3", "c", vec![0.7, 0.7, 0.0]),
+        ("g2", "a", vec![1.0, 0.0]),
+        ("g2", "b", vec![0.0, 1.0]),
+    ];
+    for (generation, key, v) in rows {
+        sqlx::query(
+            "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, embedding, created_at)
+             VALUES ('n1', $1, $2, $3, $4, now())",
+        )
+        .bind(generation)
+        .bind(key)
+        .bind(v.len() as i32)
+        .bind(Vector::from(v))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+    conn.execute(
+        "CREATE INDEX vectors_hnsw_g3 ON vectors
+             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'g3'",
+    )
+    .await
+    .unwrap();
+    conn.execute("SET enable_seqscan = off").await.unwrap();
+    let sql = "SELECT embedding_key FROM vectors
+                WHERE generation = 'g3' AND namespace_id = 'n1'
+                ORDER BY embedding::vector(3) <=> $1::vector(3) LIMIT 2";
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")))
+        .bind(Vector::from(vec![0.0_f32, 1.0, 0.0]))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert!(
+        plan.iter().any(|l| l.contains("vectors_hnsw_g3")),
+        "the generation's HNSW index is not used: {plan:?}"
+    );
+    let keys: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(Vector::from(vec![0.0_f32, 1.0, 0.0]))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(keys, ["b", "c"]);
+    // The dimension column must agree with the vector.
+    let err = sqlx::query(
+        "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, embedding, created_at)
+         VALUES ('n1', 'g3', 'bad', 3, '[1,2]', now())",
+    )
+    .execute(&mut *conn)
+    .await;
+    assert!(err.is_err());
+    drop(conn);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_connect_refuses_a_bad_schema_name_before_connecting() {
+    // No server needed: the name is checked first.
+    let err = PgStore::connect_with(
+        "postgres://nobody@127.0.0.1:1/none",
+        PgStoreConfig {
+            schema: Some("Robert'); DROP TABLE students;--".into()),
+            ..PgStoreConfig::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Config);
+}
