@@ -1,130 +1,862 @@
 //! Entities (E3): blocking, resolution decisions, aliases, bindings, profiles, merge and unmerge.
 //!
-//! Not yet ported: every method returns [`not_yet_ported`](crate::not_yet_ported).
-//! Port one from the SQLite store's counterpart, then list it as ported in `lib.rs`.
+//! Ported statement by statement from the SQLite store's `entities.rs`. Where SQLite
+//! relies on its single writer, identity writes here take a transaction-scoped
+//! advisory lock on the normalized lemma (`lemma:<ns>:<lemma>`, D99/D103) and merge
+//! writes lock the rows they check (`FOR UPDATE`).
 
-use crate::{PgStore, not_yet_ported};
-use rememberstack_core::Result;
+use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::entities::{
-    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, MergeEvent,
-    ResolutionCommit, ResolutionDecision,
+    AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
+    EntityFilter, EntityRecord, Mention, MergeEvent, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
-use rememberstack_core::time::Timestamp;
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, Result};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Row};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+const ENTITY_SELECT: &str = "
+    SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
+           e.profile_key, e.created_at,
+           (SELECT COUNT(*) FROM entity_mentions m
+             WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
+    FROM entities e";
+
+/// One column, decoded; a type mismatch is a store error.
+fn col<'r, T>(r: &'r PgRow, name: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    r.try_get(name).map_err(db_err)
+}
+
+fn id_col<T: std::str::FromStr<Err = Error>>(r: &PgRow, name: &str) -> Result<T> {
+    parse_id(&col::<String>(r, name)?)
+}
+
+fn opt_id_col<T: std::str::FromStr<Err = Error>>(r: &PgRow, name: &str) -> Result<Option<T>> {
+    col::<Option<String>>(r, name)?
+        .map(|s| parse_id(&s))
+        .transpose()
+}
+
+fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
+    ids.iter().map(ToString::to_string).collect()
+}
+
+fn entity_row(r: &PgRow) -> Result<EntityRecord> {
+    Ok(EntityRecord {
+        entity_id: id_col(r, "id")?,
+        namespace_id: id_col(r, "namespace_id")?,
+        canonical_name: col(r, "canonical_name")?,
+        lemma: col(r, "lemma")?,
+        aliases: vec![],
+        merged_into: opt_id_col(r, "merged_into")?,
+        profile_summary: col(r, "profile_summary")?,
+        profile_key: col(r, "profile_key")?,
+        created_at: col(r, "created_at")?,
+        mention_count: col::<i64>(r, "mention_count")?.max(0) as u64,
+    })
+}
+
+const DECISION_COLUMNS: &str = "seq, namespace_id, id, claim_id, document_id, ordinal, name, lemma,
+    tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id, rationale, model,
+    resolver_version, features_json, created_at";
+
+fn decision_row(r: &PgRow) -> Result<ResolutionDecision> {
+    Ok(ResolutionDecision {
+        decision_id: id_col(r, "id")?,
+        namespace_id: id_col(r, "namespace_id")?,
+        claim_id: id_col(r, "claim_id")?,
+        document_id: id_col(r, "document_id")?,
+        ordinal: col::<i32>(r, "ordinal")? as u32,
+        name: col(r, "name")?,
+        lemma: col(r, "lemma")?,
+        tier: col(r, "tier")?,
+        candidates: serde_json::from_value::<Vec<CandidateAudit>>(col(r, "candidates_json")?)
+            .map_err(|e| Error::store(format!("corrupt JSON column: {e}")))?,
+        complete: col(r, "complete")?,
+        t3_score: col::<Option<f64>>(r, "t3_score")?.map(|s| s as f32),
+        t3_outcome: col(r, "t3_outcome")?,
+        verdict: col(r, "verdict")?,
+        entity_id: id_col(r, "entity_id")?,
+        rationale: col(r, "rationale")?,
+        model: col(r, "model")?,
+        resolver_version: col(r, "resolver_version")?,
+        features: col(r, "features_json")?,
+        created_at: col(r, "created_at")?,
+    })
+}
+
+const MERGE_COLUMNS: &str =
+    "seq, namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at";
+
+fn merge_row(r: &PgRow) -> Result<MergeEvent> {
+    Ok(MergeEvent {
+        merge_id: id_col(r, "id")?,
+        namespace_id: id_col(r, "namespace_id")?,
+        from: id_col(r, "from_id")?,
+        into: id_col(r, "into_id")?,
+        snapshot: col(r, "snapshot_json")?,
+        created_at: col(r, "created_at")?,
+        reverted_at: col(r, "reverted_at")?,
+    })
+}
+
+/// Sorted, deduplicated, non-empty keys.
+fn distinct_keys(keys: &[String]) -> Vec<String> {
+    keys.iter()
+        .filter(|k| !k.is_empty())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped) in one
+/// statement; the `entity_key_counts` trigger counts the rows actually inserted.
+async fn insert_keys(
+    tx: &mut sqlx::PgConnection,
+    ns: &str,
+    keys: &[(&str, &str)],
+    entity: &str,
+    alias_lemma: &str,
+) -> Result<()> {
+    let (kinds, keys): (Vec<String>, Vec<String>) = keys
+        .iter()
+        .filter(|(_, k)| !k.is_empty())
+        .map(|(kind, key)| (kind.to_string(), key.to_string()))
+        .unzip();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
+         SELECT $1, k.kind, k.key, $4, $5 FROM UNNEST($2::text[], $3::text[]) AS k(kind, key)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(ns)
+    .bind(kinds)
+    .bind(keys)
+    .bind(entity)
+    .bind(alias_lemma)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
 
 impl PgStore {
-    pub(crate) async fn block_entities_impl(
+    /// One blocking tier: the entities sharing most keys of `kind` with `keys` (ties
+    /// by id, bytewise), at most `limit`, and whether there were more; then their
+    /// matching (entity, alias lemma) pairs.
+    async fn block_tier(
         &self,
-        _query: &BlockingQuery,
-    ) -> Result<BlockingResult> {
-        Err(not_yet_ported("block_entities"))
+        ns: &str,
+        kind: &str,
+        keys: &[String],
+        limit: usize,
+        via: BlockingTier,
+    ) -> Result<(Vec<AliasHit>, bool)> {
+        let keys = distinct_keys(keys);
+        if keys.is_empty() {
+            return Ok((vec![], false));
+        }
+        let (keys, pruned) = if kind == "lemma" {
+            (keys, false)
+        } else {
+            self.selective_keys(ns, kind, keys).await?
+        };
+        let rows = sqlx::query(
+            "SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
+             WHERE namespace_id = $1 AND kind = $2 AND key = ANY($3)
+             GROUP BY entity_id ORDER BY shared DESC, entity_id COLLATE \"C\" LIMIT $4",
+        )
+        .bind(ns)
+        .bind(kind)
+        .bind(&keys)
+        .bind(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut entities: Vec<String> = rows
+            .iter()
+            .map(|r| col(r, "entity_id"))
+            .collect::<Result<_>>()?;
+        let truncated = entities.len() > limit || pruned;
+        entities.truncate(limit);
+        if entities.is_empty() {
+            return Ok((vec![], truncated));
+        }
+        let hits = sqlx::query(
+            "SELECT DISTINCT entity_id COLLATE \"C\" AS entity_id, alias_lemma COLLATE \"C\" AS alias_lemma
+             FROM entity_keys
+             WHERE namespace_id = $1 AND kind = $2 AND key = ANY($3) AND entity_id = ANY($4)
+             ORDER BY 1, 2",
+        )
+        .bind(ns)
+        .bind(kind)
+        .bind(&keys)
+        .bind(&entities)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| {
+            Ok(AliasHit {
+                entity_id: id_col(r, "entity_id")?,
+                alias_lemma: col(r, "alias_lemma")?,
+                via,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        Ok((hits, truncated))
+    }
+
+    /// The keys worth blocking on, by the core rule
+    /// ([`rememberstack_core::entities::selective_keys`]) over the stored key counts.
+    async fn selective_keys(
+        &self,
+        ns: &str,
+        kind: &str,
+        keys: Vec<String>,
+    ) -> Result<(Vec<String>, bool)> {
+        let counts: HashMap<String, u64> = sqlx::query(
+            "SELECT key, n FROM entity_key_counts
+             WHERE namespace_id = $1 AND kind = $2 AND key = ANY($3)",
+        )
+        .bind(ns)
+        .bind(kind)
+        .bind(&keys)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| Ok((col::<String>(r, "key")?, col::<i64>(r, "n")?.max(0) as u64)))
+        .collect::<Result<_>>()?;
+        Ok(rememberstack_core::entities::selective_keys(keys, |k| {
+            counts.get(k).copied().unwrap_or(0)
+        }))
+    }
+
+    pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
+        let ns = q.namespace_id.to_string();
+        let mut result = BlockingResult::default();
+        // The three tiers read independently, on separate pool connections.
+        let tiers = tokio::try_join!(
+            self.block_tier(
+                &ns,
+                "lemma",
+                std::slice::from_ref(&q.lemma),
+                q.limit,
+                BlockingTier::T0
+            ),
+            self.block_tier(&ns, "tri", &q.trigrams, q.limit, BlockingTier::T1),
+            self.block_tier(&ns, "dm", &q.phonetic, q.limit, BlockingTier::T2),
+        )?;
+        for (hits, truncated) in [tiers.0, tiers.1, tiers.2] {
+            result.hits.extend(hits);
+            result.truncated |= truncated;
+        }
+        Ok(result)
+    }
+
+    async fn attach_aliases(&self, ns: &str, entities: &mut [EntityRecord]) -> Result<()> {
+        if entities.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = entities.iter().map(|e| e.entity_id.to_string()).collect();
+        // SQLite orders ties by rowid (insertion order); `entity_aliases` has no
+        // sequence column here, and its rows are never updated, so the heap position
+        // (`ctid`) stands in for it.
+        let rows = sqlx::query(
+            "SELECT entity_id, surface FROM entity_aliases
+             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY created_at, ctid",
+        )
+        .bind(ns)
+        .bind(&ids)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_entity: HashMap<EntityId, Vec<String>> = HashMap::new();
+        for r in rows {
+            by_entity
+                .entry(id_col(&r, "entity_id")?)
+                .or_default()
+                .push(col(&r, "surface")?);
+        }
+        for e in entities.iter_mut() {
+            e.aliases = by_entity.remove(&e.entity_id).unwrap_or_default();
+        }
+        Ok(())
     }
 
     pub(crate) async fn entities_impl(
         &self,
-        _ns: NamespaceId,
-        _ids: &[EntityId],
+        ns: NamespaceId,
+        ids: &[EntityId],
     ) -> Result<Vec<EntityRecord>> {
-        Err(not_yet_ported("entities"))
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let ns_s = ns.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{ENTITY_SELECT} WHERE e.namespace_id = $1 AND e.id = ANY($2)"
+        )))
+        .bind(&ns_s)
+        .bind(id_strings(ids))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_id: HashMap<EntityId, EntityRecord> = HashMap::new();
+        for r in &rows {
+            let e = entity_row(r)?;
+            by_id.insert(e.entity_id, e);
+        }
+        let mut out: Vec<EntityRecord> = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+        self.attach_aliases(&ns_s, &mut out).await?;
+        Ok(out)
     }
 
     pub(crate) async fn list_entities_impl(
         &self,
-        _filter: &EntityFilter,
-        _limit: u32,
+        filter: &EntityFilter,
+        limit: u32,
     ) -> Result<Vec<EntityRecord>> {
-        Err(not_yet_ported("list_entities"))
+        let ns_s = filter.namespace_id.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{ENTITY_SELECT} WHERE e.namespace_id = $1 AND ($2 OR e.merged_into IS NULL)
+               AND ($3::text IS NULL OR e.lemma = $3 OR EXISTS (
+                   SELECT 1 FROM entity_aliases a WHERE a.namespace_id = e.namespace_id
+                      AND a.entity_id = e.id AND a.lemma = $3))
+             ORDER BY e.created_at, e.seq LIMIT $4"
+        )))
+        .bind(&ns_s)
+        .bind(filter.include_merged)
+        .bind(filter.lemma.as_deref())
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut out = rows.iter().map(entity_row).collect::<Result<Vec<_>>>()?;
+        self.attach_aliases(&ns_s, &mut out).await?;
+        Ok(out)
     }
 
     pub(crate) async fn resolution_for_impl(
         &self,
-        _ns: NamespaceId,
-        _claim: ClaimId,
-        _ordinal: u32,
-        _resolver_version: &str,
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        resolver_version: &str,
     ) -> Result<Option<ResolutionDecision>> {
-        Err(not_yet_ported("resolution_for"))
+        // No stored ordinal is out of the column's range.
+        let Ok(ordinal) = i32::try_from(ordinal) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM resolution_decisions
+             WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4"
+        )))
+        .bind(ns.to_string())
+        .bind(claim.to_string())
+        .bind(ordinal)
+        .bind(resolver_version)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)?;
+        row.map(|r| decision_row(&r)).transpose()
     }
 
     pub(crate) async fn commit_resolution_impl(
         &self,
-        _commit: ResolutionCommit,
-        _now: Timestamp,
+        commit: ResolutionCommit,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("commit_resolution"))
+        let d = &commit.decision;
+        let ns = d.namespace_id.to_string();
+        let entity = d.entity_id.to_string();
+        let decision = d.decision_id.to_string();
+        let ordinal = ordinal_param(d.ordinal)?;
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // Identity writes serialize on the normalized lemma (D99/D103): the decision's
+        // lemma and, when minting, the new entity's (sorted, so two writers never
+        // wait on each other crosswise).
+        let mut lemmas: BTreeSet<&str> = BTreeSet::new();
+        lemmas.insert(d.lemma.as_str());
+        if let Some((_, lemma)) = &commit.mint {
+            lemmas.insert(lemma.as_str());
+        }
+        for lemma in lemmas {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("lemma:{ns}:{lemma}"))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        // A decision already committed for (claim, ordinal, resolver) makes the whole
+        // commit a no-op: a re-run after a crash writes nothing twice.
+        let existing = sqlx::query(
+            "SELECT 1 FROM resolution_decisions
+             WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4",
+        )
+        .bind(&ns)
+        .bind(d.claim_id.to_string())
+        .bind(ordinal)
+        .bind(&d.resolver_version)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if existing.is_some() {
+            return Ok(());
+        }
+        if let Some((canonical_name, lemma)) = &commit.mint {
+            sqlx::query(
+                "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace_id, id) DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(&entity)
+            .bind(canonical_name)
+            .bind(lemma)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for a in &commit.aliases {
+            let inserted = sqlx::query(
+                "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(&entity)
+            .bind(&a.surface)
+            .bind(&a.lemma)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            // An alias's keys derive from its surface alone and were written with it:
+            // a known alias has them already.
+            if inserted.rows_affected() == 0 {
+                continue;
+            }
+            let keys: Vec<(&str, &str)> = std::iter::once(("lemma", a.lemma.as_str()))
+                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
+                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
+                .collect();
+            insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
+        }
+        let m = &commit.mention;
+        sqlx::query(
+            "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+                 surface, decision_id, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&ns)
+        .bind(&entity)
+        .bind(m.claim_id.to_string())
+        .bind(m.start.map(|s| s as i64))
+        .bind(m.end.map(|e| e as i64))
+        .bind(&m.surface)
+        .bind(&decision)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+                 lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
+                 rationale, model, resolver_version, features_json, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19)",
+        )
+        .bind(&ns)
+        .bind(&decision)
+        .bind(d.claim_id.to_string())
+        .bind(d.document_id.to_string())
+        .bind(ordinal)
+        .bind(&d.name)
+        .bind(&d.lemma)
+        .bind(&d.tier)
+        .bind(Json(&d.candidates))
+        .bind(d.complete)
+        .bind(d.t3_score.map(|s| s as f64))
+        .bind(&d.t3_outcome)
+        .bind(&d.verdict)
+        .bind(&entity)
+        .bind(&d.rationale)
+        .bind(&d.model)
+        .bind(&d.resolver_version)
+        .bind(Json(&d.features))
+        .bind(d.created_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for other in &commit.exclusions {
+            let other = other.to_string();
+            if other == entity {
+                continue;
+            }
+            let (a, b) = if entity < other {
+                (&entity, &other)
+            } else {
+                (&other, &entity)
+            };
+            sqlx::query(
+                "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(a)
+            .bind(b)
+            .bind(&decision)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        if let Some(b) = &commit.binding {
+            // An existing anchor is kept: the first T4 match anchors replay. The row is
+            // only rewritten when it gains an anchor (the COALESCE of SQLite, without
+            // a no-op update that would move the row).
+            sqlx::query(
+                "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
+                     anchor_decision_id)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
+                     anchor_decision_id = COALESCE(document_entity_bindings.anchor_decision_id,
+                                                   excluded.anchor_decision_id)
+                 WHERE document_entity_bindings.anchor_decision_id IS NULL
+                   AND excluded.anchor_decision_id IS NOT NULL",
+            )
+            .bind(&ns)
+            .bind(b.document_id.to_string())
+            .bind(&b.lemma)
+            .bind(b.entity_id.to_string())
+            .bind(b.anchor.map(|a| a.to_string()))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn exclusions_impl(
         &self,
-        _ns: NamespaceId,
-        _ids: &[EntityId],
+        ns: NamespaceId,
+        ids: &[EntityId],
     ) -> Result<Vec<(EntityId, EntityId)>> {
-        Err(not_yet_ported("exclusions"))
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let rows = sqlx::query(
+            "SELECT a, b FROM resolution_exclusions
+             WHERE namespace_id = $1 AND (a = ANY($2) OR b = ANY($2))",
+        )
+        .bind(ns.to_string())
+        .bind(id_strings(ids))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
+        for r in rows {
+            pairs.insert((col(&r, "a")?, col(&r, "b")?));
+        }
+        pairs
+            .into_iter()
+            .map(|(a, b)| Ok((parse_id(&a)?, parse_id(&b)?)))
+            .collect()
     }
 
     pub(crate) async fn document_bindings_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
-        _lemma: &str,
+        ns: NamespaceId,
+        doc: DocumentId,
+        lemma: &str,
     ) -> Result<Vec<DocumentBinding>> {
-        Err(not_yet_ported("document_bindings"))
+        // SQLite orders by rowid (insertion order); this table has no sequence column
+        // here, so the heap position (`ctid`) stands in for it (rows are only
+        // rewritten when they first gain an anchor).
+        let rows = sqlx::query(
+            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+             WHERE namespace_id = $1 AND document_id = $2 AND lemma = $3 ORDER BY ctid",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .bind(lemma)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DocumentBinding {
+                    document_id: id_col(r, "document_id")?,
+                    lemma: col(r, "lemma")?,
+                    entity_id: id_col(r, "entity_id")?,
+                    anchor: opt_id_col(r, "anchor_decision_id")?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn resolution_decision_impl(
         &self,
-        _ns: NamespaceId,
-        _id: DecisionId,
+        ns: NamespaceId,
+        id: DecisionId,
     ) -> Result<Option<ResolutionDecision>> {
-        Err(not_yet_ported("resolution_decision"))
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM resolution_decisions WHERE namespace_id = $1 AND id = $2"
+        )))
+        .bind(ns.to_string())
+        .bind(id.to_string())
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)?;
+        row.map(|r| decision_row(&r)).transpose()
     }
 
     pub(crate) async fn resolution_decisions_impl(
         &self,
-        _ns: NamespaceId,
-        _entities: &[EntityId],
+        ns: NamespaceId,
+        entities: &[EntityId],
     ) -> Result<Vec<ResolutionDecision>> {
-        Err(not_yet_ported("resolution_decisions"))
+        if entities.is_empty() {
+            return Ok(vec![]);
+        }
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM resolution_decisions
+             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY seq"
+        )))
+        .bind(ns.to_string())
+        .bind(id_strings(entities))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(decision_row).collect()
     }
 
     pub(crate) async fn mentions_impl(
         &self,
-        _ns: NamespaceId,
-        _entity: EntityId,
-        _limit: u32,
-    ) -> Result<Vec<rememberstack_core::entities::Mention>> {
-        Err(not_yet_ported("mentions"))
+        ns: NamespaceId,
+        entity: EntityId,
+        limit: u32,
+    ) -> Result<Vec<Mention>> {
+        let rows = sqlx::query(
+            "SELECT claim_id, start_byte, end_byte, surface FROM entity_mentions
+             WHERE namespace_id = $1 AND entity_id = $2 ORDER BY seq LIMIT $3",
+        )
+        .bind(ns.to_string())
+        .bind(entity.to_string())
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Mention {
+                    claim_id: id_col(r, "claim_id")?,
+                    start: col::<Option<i64>>(r, "start_byte")?.map(|s| s as usize),
+                    end: col::<Option<i64>>(r, "end_byte")?.map(|e| e as usize),
+                    surface: col(r, "surface")?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn set_profile_impl(
         &self,
-        _ns: NamespaceId,
-        _entity: EntityId,
-        _summary: &str,
-        _profile_key: &str,
-        _now: Timestamp,
+        ns: NamespaceId,
+        entity: EntityId,
+        summary: &str,
+        profile_key: &str,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("set_profile"))
+        let r = sqlx::query(
+            "UPDATE entities SET profile_summary = $1, profile_key = $2, profile_updated_at = $3
+             WHERE namespace_id = $4 AND id = $5",
+        )
+        .bind(summary)
+        .bind(profile_key)
+        .bind(now)
+        .bind(ns.to_string())
+        .bind(entity.to_string())
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(Error::not_found(format!("entity {entity} not found")));
+        }
+        Ok(())
     }
 
-    pub(crate) async fn merge_entities_impl(&self, _event: MergeEvent) -> Result<()> {
-        Err(not_yet_ported("merge_entities"))
+    pub(crate) async fn merge_entities_impl(&self, event: MergeEvent) -> Result<()> {
+        let ns = event.namespace_id.to_string();
+        if event.from == event.into {
+            return Err(Error::invalid_input(format!(
+                "cannot merge entity {} into itself",
+                event.from
+            )));
+        }
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // Lock both rows (in id order, so concurrent merges cannot deadlock) before
+        // the checks: a concurrent merge of either waits for this one.
+        let mut ids = [event.from.to_string(), event.into.to_string()];
+        ids.sort();
+        let locked: HashMap<String, Option<String>> = sqlx::query(
+            "SELECT id, merged_into FROM entities WHERE namespace_id = $1 AND id = ANY($2)
+             ORDER BY id FOR UPDATE",
+        )
+        .bind(&ns)
+        .bind(&ids[..])
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| Ok((col(r, "id")?, col(r, "merged_into")?)))
+        .collect::<Result<_>>()?;
+        for id in [event.from, event.into] {
+            let Some(merged_into) = locked.get(&id.to_string()) else {
+                return Err(Error::invalid_input(format!(
+                    "entity {id} does not exist in this namespace"
+                )));
+            };
+            if let Some(target) = merged_into {
+                return Err(Error::invalid_input(format!(
+                    "entity {id} is already merged into {target}; unmerge it first"
+                )));
+            }
+        }
+        sqlx::query(
+            "UPDATE entities SET merged_into = $1
+             WHERE namespace_id = $2 AND id = $3 AND merged_into IS NULL",
+        )
+        .bind(event.into.to_string())
+        .bind(&ns)
+        .bind(event.from.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO merge_events (namespace_id, id, from_id, into_id, snapshot_json, created_at,
+                 reverted_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&ns)
+        .bind(event.merge_id.to_string())
+        .bind(event.from.to_string())
+        .bind(event.into.to_string())
+        .bind(Json(&event.snapshot))
+        .bind(event.created_at)
+        .bind(event.reverted_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn unmerge_entities_impl(
         &self,
-        _ns: NamespaceId,
-        _merge: MergeId,
-        _now: Timestamp,
+        ns: NamespaceId,
+        merge: MergeId,
+        now: Timestamp,
     ) -> Result<MergeEvent> {
-        Err(not_yet_ported("unmerge_entities"))
+        let ns_s = ns.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // The event row is locked: two unmerges of one event serialize, and the
+        // second sees it reverted.
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {MERGE_COLUMNS} FROM merge_events WHERE namespace_id = $1 AND id = $2
+             FOR UPDATE"
+        )))
+        .bind(&ns_s)
+        .bind(merge.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            return Err(Error::invalid_input(format!(
+                "merge event {merge} does not exist in this namespace"
+            )));
+        };
+        let mut event = merge_row(&row)?;
+        if let Some(at) = event.reverted_at {
+            return Err(Error::invalid_input(format!(
+                "merge event {merge} was already reverted at {}",
+                to_rfc3339(&at)
+            )));
+        }
+        let cleared = sqlx::query(
+            "UPDATE entities SET merged_into = NULL
+             WHERE namespace_id = $1 AND id = $2 AND merged_into = $3",
+        )
+        .bind(&ns_s)
+        .bind(event.from.to_string())
+        .bind(event.into.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if cleared.rows_affected() == 0 {
+            return Err(Error::invalid_input(format!(
+                "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",
+                event.from, event.into
+            )));
+        }
+        // The stored value (microsecond precision), so the returned event equals what
+        // a later read returns.
+        let reverted: Timestamp = sqlx::query_scalar(
+            "UPDATE merge_events SET reverted_at = $1 WHERE namespace_id = $2 AND id = $3
+             RETURNING reverted_at",
+        )
+        .bind(now)
+        .bind(&ns_s)
+        .bind(merge.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        event.reverted_at = Some(reverted);
+        Ok(event)
     }
 
     pub(crate) async fn merge_events_impl(
         &self,
-        _ns: NamespaceId,
-        _entities: &[EntityId],
+        ns: NamespaceId,
+        entities: &[EntityId],
     ) -> Result<Vec<MergeEvent>> {
-        Err(not_yet_ported("merge_events"))
+        let ns_s = ns.to_string();
+        if entities.is_empty() {
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {MERGE_COLUMNS} FROM merge_events WHERE namespace_id = $1 ORDER BY seq"
+            )))
+            .bind(&ns_s)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            return rows.iter().map(merge_row).collect();
+        }
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {MERGE_COLUMNS} FROM merge_events
+             WHERE namespace_id = $1 AND (from_id = ANY($2) OR into_id = ANY($2)) ORDER BY seq"
+        )))
+        .bind(&ns_s)
+        .bind(id_strings(entities))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
+        for r in &rows {
+            by_seq.insert(col(r, "seq")?, merge_row(r)?);
+        }
+        Ok(by_seq.into_values().collect())
     }
+}
+
+/// An ordinal as the `integer` column binds it.
+fn ordinal_param(ordinal: u32) -> Result<i32> {
+    i32::try_from(ordinal)
+        .map_err(|_| Error::invalid_input(format!("ordinal {ordinal} is out of range")))
 }
