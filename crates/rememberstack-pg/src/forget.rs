@@ -1,13 +1,708 @@
-//! Hard forget (D74) and note revocation: scrub, manifests, ingest guards.
+//! Hard forget (D74) on PostgreSQL: the scrub of every record derived from a
+//! lineage, the fail-closed episode around it, the vacuum that drops the dead
+//! rows' tuples and index entries, the verification, and the re-honouring of
+//! every manifest when the store connects. The scrub is the SQLite store's,
+//! statement for statement (`rememberstack-sqlite/src/forget.rs`); lexical rows
+//! go with their base rows (`ON DELETE CASCADE`), and originals live in
+//! `content_objects`, so no blob directory is involved.
 //!
-//! Not yet ported: every method returns [`not_yet_ported`](crate::not_yet_ported).
-//! Port one from the SQLite store's counterpart, then list it as ported in `lib.rs`.
+//! Note revocation is not ported yet: [`not_yet_ported`](crate::not_yet_ported).
 
-use crate::{PgStore, not_yet_ported};
-use rememberstack_core::Result;
-use rememberstack_core::ids::{EntityId, NamespaceId, VersionId};
-use rememberstack_core::store::NoteRecord;
+use crate::{PgStore, db_err, not_yet_ported, parse_id};
+use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport};
+use rememberstack_core::ids::*;
+use rememberstack_core::store::{NoteRecord, Receipt};
 use rememberstack_core::time::Timestamp;
+use rememberstack_core::{Error, Result};
+use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
+use std::collections::{BTreeSet, HashSet};
+
+type Tx<'a> = Transaction<'a, Postgres>;
+
+/// The scrub's SQL is written with `?` placeholders (as in the SQLite store);
+/// PostgreSQL numbers them: each `?` becomes `$1`, `$2`, … in order. No statement
+/// here has a `?` inside a string literal.
+fn pg_sql(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A list bound as one JSON array parameter.
+fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    serde_json::Value::Array(
+        items
+            .into_iter()
+            .map(|s| serde_json::Value::String(s.as_ref().to_string()))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// `IN` over a JSON array parameter.
+const IN_LIST: &str = "IN (SELECT jsonb_array_elements_text(?::jsonb))";
+
+/// What a scrub removed.
+#[derive(Default)]
+pub(crate) struct Scrubbed {
+    pub(crate) chunks: u64,
+    pub(crate) claims: u64,
+    pub(crate) facts: u64,
+    pub(crate) entities: u64,
+    pub(crate) vectors: u64,
+    pub(crate) receipts_rewritten: u64,
+    /// Content hashes no remaining version holds: their originals went.
+    pub(crate) unreferenced_blobs: Vec<String>,
+    /// Content hashes another live version still holds.
+    pub(crate) shared_blobs: Vec<String>,
+    /// Surviving entities whose facts, aliases or mentions changed.
+    pub(crate) touched: Vec<EntityId>,
+}
+
+async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
+    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect())
+}
+
+/// Records selected as `(id, embedding_key)`.
+#[derive(Default)]
+struct Records {
+    ids: Vec<String>,
+    keys: Vec<String>,
+}
+
+async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
+    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    let mut out = Records::default();
+    for r in q.fetch_all(&mut **tx).await.map_err(db_err)? {
+        out.ids.push(r.get("id"));
+        out.keys.push(r.get("embedding_key"));
+    }
+    Ok(out)
+}
+
+async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
+    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.execute(&mut **tx).await.map_err(db_err)?.rows_affected())
+}
+
+/// Remove every record derived from `versions` of lineage `doc` (all of its
+/// versions and the lineage rows themselves when `whole`): representations,
+/// chunks, claims that occur nowhere else, their mentions, decisions, evidence,
+/// normalizations and staged assertions, facts and entities left without
+/// support, vectors no record uses any more, ledger rows and transcripts of the
+/// versions' work, and the forgotten records' traces in receipts and feedback.
+pub(crate) async fn scrub(
+    tx: &mut Tx<'_>,
+    ns: &str,
+    doc: &str,
+    versions: &[String],
+    whole: bool,
+) -> Result<Scrubbed> {
+    let mut out = Scrubbed::default();
+    let vlist = json_list(versions);
+
+    // Chunks of the versions.
+    let chunks = records(
+        tx,
+        &format!(
+            "SELECT id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"
+        ),
+        &[ns, &vlist],
+    )
+    .await?;
+    let chunk_ids = chunks.ids;
+    let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
+
+    // Claims: every claim of the lineage, or those occurring only in the versions.
+    let claims = if whole {
+        records(
+            tx,
+            "SELECT id, embedding_key FROM claims WHERE namespace_id = ? AND document_id = ?",
+            &[ns, doc],
+        )
+        .await?
+    } else {
+        records(
+            tx,
+            &format!(
+                "SELECT c.id, c.embedding_key FROM claims c
+                 WHERE c.namespace_id = ? AND c.document_id = ?
+                   AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
+                       WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
+                         AND cc.version_id NOT {IN_LIST})"
+            ),
+            &[ns, doc, &vlist],
+        )
+        .await?
+    };
+    let claim_ids = claims.ids;
+    keys.extend(claims.keys);
+    let clist = json_list(&claim_ids);
+
+    // Facts the claims evidence; those left with no evidence at all go.
+    let affected_facts = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!("DELETE FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        &[ns, &clist],
+    )
+    .await?;
+    let flist_affected = json_list(&affected_facts);
+    let facts = records(
+        tx,
+        &format!(
+            "SELECT f.id, f.embedding_key FROM facts f
+             WHERE f.namespace_id = ? AND f.id {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM fact_evidence e
+                   WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)"
+        ),
+        &[ns, &flist_affected],
+    )
+    .await?;
+    let fact_ids = facts.ids;
+    keys.extend(facts.keys);
+    let flist = json_list(&fact_ids);
+    // Entities of every affected fact, removed or surviving.
+    let mut entity_candidates: BTreeSet<String> = strings(
+        tx,
+        &format!(
+            "SELECT subject_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
+             UNION SELECT object_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
+               AND object_id IS NOT NULL"
+        ),
+        &[ns, &flist_affected, ns, &flist_affected],
+    )
+    .await?
+    .into_iter()
+    .collect();
+
+    // Removed facts: their lexical rows, events, transcripts, staged assertions.
+    exec(
+        tx,
+        &format!("DELETE FROM fact_events WHERE namespace_id = ? AND fact_id {IN_LIST}"),
+        &[ns, &flist],
+    )
+    .await?;
+    // Adjudication transcripts of the claims, or naming a removed fact anywhere
+    // (target, result or candidate).
+    let mut adjudication_sql = format!(
+        "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
+           OR target_fact {IN_LIST} OR result_fact {IN_LIST}"
+    );
+    for _ in &fact_ids {
+        adjudication_sql.push_str(
+            " OR strpos(candidates_json::text, ?) > 0 OR strpos(input_json::text, ?) > 0",
+        );
+    }
+    adjudication_sql.push(')');
+    let mut binds: Vec<&str> = vec![ns, &clist, &flist, &flist];
+    for f in &fact_ids {
+        binds.push(f);
+        binds.push(f);
+    }
+    exec(tx, &adjudication_sql, &binds).await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM staged_assertions WHERE namespace_id = ?
+               AND (claim_id {IN_LIST} OR fact_id {IN_LIST})"
+        ),
+        &[ns, &clist, &flist],
+    )
+    .await?;
+    // A surviving fact superseded by a removed one was never superseded.
+    exec(
+        tx,
+        &format!(
+            "UPDATE facts SET superseded_by = NULL WHERE namespace_id = ? AND superseded_by {IN_LIST}"
+        ),
+        &[ns, &flist],
+    )
+    .await?;
+    out.facts = exec(
+        tx,
+        &format!("DELETE FROM facts WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &flist],
+    )
+    .await?;
+
+    // Claims and everything keyed by them.
+    let mention_entities = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT entity_id FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}
+             UNION SELECT DISTINCT entity_id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist, ns, &clist],
+    )
+    .await?;
+    entity_candidates.extend(mention_entities);
+    let decisions = strings(
+        tx,
+        &format!(
+            "SELECT id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
+        ),
+        &[ns, &clist],
+    )
+    .await?;
+    let dlist = json_list(&decisions);
+    for sql in [
+        format!("DELETE FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM normalizations WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM claim_currency_events WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM claim_retractions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
+    ] {
+        exec(tx, &sql, &[ns, &clist]).await?;
+    }
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM resolution_exclusions WHERE namespace_id = ? AND decision_id {IN_LIST}"
+        ),
+        &[ns, &dlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND anchor_decision_id {IN_LIST}"
+        ),
+        &[ns, &dlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM chunk_claims WHERE namespace_id = ? AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
+        ),
+        &[ns, &clist, &vlist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM claim_extraction_decisions WHERE namespace_id = ?
+               AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
+        ),
+        &[ns, &clist, &vlist],
+    )
+    .await?;
+    out.claims = exec(
+        tx,
+        &format!("DELETE FROM claims WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &clist],
+    )
+    .await?;
+
+    // Chunks and the versions' representations.
+    out.chunks = exec(
+        tx,
+        &format!("DELETE FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"),
+        &[ns, &vlist],
+    )
+    .await?;
+    for table in ["representations", "blocks", "sections"] {
+        exec(
+            tx,
+            &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),
+            &[ns, &vlist],
+        )
+        .await?;
+    }
+
+    // Ledger rows of the versions' work (and of the removed records), with their
+    // transcripts and accounting.
+    let work = strings(
+        tx,
+        &format!(
+            "SELECT id FROM processing_state WHERE namespace_id = ?
+               AND (version_id {IN_LIST} OR target_id {IN_LIST} OR target_id {IN_LIST}
+                    OR target_id {IN_LIST})"
+        ),
+        &[ns, &vlist, &clist, &flist, &json_list(&chunk_ids)],
+    )
+    .await?;
+    let wlist = json_list(&work);
+    for table in ["llm_transcripts", "cost_ledger"] {
+        exec(
+            tx,
+            &format!("DELETE FROM {table} WHERE namespace_id = ? AND processing_id {IN_LIST}"),
+            &[ns, &wlist],
+        )
+        .await?;
+    }
+    exec(
+        tx,
+        &format!("DELETE FROM processing_state WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &wlist],
+    )
+    .await?;
+
+    // Entities: those nothing mentions, no fact names and no survivor redirects
+    // into go, with their aliases, keys, bindings, exclusions and merges.
+    let elist_candidates = json_list(&entity_candidates);
+    let doomed = strings(
+        tx,
+        &format!(
+            "SELECT e.id FROM entities e WHERE e.namespace_id = ? AND e.id {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM entity_mentions m
+                   WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
+               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = e.namespace_id
+                   AND (f.subject_id = e.id OR f.object_id = e.id))
+               AND NOT EXISTS (SELECT 1 FROM entities s WHERE s.namespace_id = e.namespace_id
+                   AND s.merged_into = e.id)"
+        ),
+        &[ns, &elist_candidates],
+    )
+    .await?;
+    let elist = json_list(&doomed);
+    for sql in [
+        format!("DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+        format!("DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+        format!(
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND entity_id {IN_LIST}"
+        ),
+        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND entity_id {IN_LIST}"),
+    ] {
+        exec(tx, &sql, &[ns, &elist]).await?;
+    }
+    exec(
+        tx,
+        &format!("DELETE FROM resolution_exclusions WHERE namespace_id = ? AND (a {IN_LIST} OR b {IN_LIST})"),
+        &[ns, &elist, &elist],
+    )
+    .await?;
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM merge_events WHERE namespace_id = ? AND (from_id {IN_LIST} OR into_id {IN_LIST})"
+        ),
+        &[ns, &elist, &elist],
+    )
+    .await?;
+    keys.extend(
+        strings(
+            tx,
+            &format!(
+                "SELECT profile_key FROM entities WHERE namespace_id = ? AND profile_key IS NOT NULL
+                   AND id {IN_LIST}"
+            ),
+            &[ns, &elist_candidates],
+        )
+        .await?,
+    );
+    out.entities = exec(
+        tx,
+        &format!("DELETE FROM entities WHERE namespace_id = ? AND id {IN_LIST}"),
+        &[ns, &elist],
+    )
+    .await?;
+    // Surviving decisions no longer list removed entities among their candidates.
+    for e in &doomed {
+        let rows = sqlx::query(
+            "SELECT id, candidates_json FROM resolution_decisions
+             WHERE namespace_id = $1 AND strpos(candidates_json::text, $2) > 0",
+        )
+        .bind(ns)
+        .bind(e)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        for r in rows {
+            let mut candidates: Vec<serde_json::Value> =
+                serde_json::from_value(r.get::<serde_json::Value, _>("candidates_json"))
+                    .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
+            candidates.retain(|c| c.get("entity_id").and_then(|v| v.as_str()) != Some(e));
+            let json = serde_json::Value::Array(candidates).to_string();
+            exec(
+                tx,
+                "UPDATE resolution_decisions SET candidates_json = ?::jsonb WHERE namespace_id = ? AND id = ?",
+                &[&json, ns, &r.get::<String, _>("id")],
+            )
+            .await?;
+        }
+    }
+    // Surviving entities: aliases only the removed mentions carried go; a
+    // canonical name they alone carried yields to a remaining surface; the profile
+    // is cleared (the engine rebuilds it from the surviving facts).
+    let doomed_set: HashSet<&String> = doomed.iter().collect();
+    let survivors: Vec<String> = entity_candidates
+        .iter()
+        .filter(|e| !doomed_set.contains(e))
+        .cloned()
+        .collect();
+    for e in &survivors {
+        let surfaces = strings(
+            tx,
+            "SELECT surface FROM entity_mentions WHERE namespace_id = ? AND entity_id = ?
+             GROUP BY surface ORDER BY COUNT(*) DESC, MIN(seq)",
+            &[ns, e],
+        )
+        .await?;
+        if !surfaces.is_empty() {
+            let slist = json_list(&surfaces);
+            exec(
+                tx,
+                &format!(
+                    "DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id = ?
+                       AND surface NOT {IN_LIST}"
+                ),
+                &[ns, e, &slist],
+            )
+            .await?;
+            exec(
+                tx,
+                "DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id = ?
+                   AND alias_lemma NOT IN (SELECT lemma FROM entity_aliases
+                       WHERE namespace_id = ? AND entity_id = ?)",
+                &[ns, e, ns, e],
+            )
+            .await?;
+            exec(
+                tx,
+                &format!(
+                    "UPDATE entities SET
+                       canonical_name = (SELECT surface FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?),
+                       lemma = (SELECT lemma FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?)
+                     WHERE namespace_id = ? AND id = ? AND canonical_name NOT {IN_LIST}
+                       AND EXISTS (SELECT 1 FROM entity_aliases a
+                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                             AND a.surface = ?)"
+                ),
+                &[&surfaces[0], &surfaces[0], ns, e, &slist, &surfaces[0]],
+            )
+            .await?;
+        }
+        exec(
+            tx,
+            "UPDATE entities SET profile_summary = NULL, profile_key = NULL, profile_updated_at = NULL
+             WHERE namespace_id = ? AND id = ?",
+            &[ns, e],
+        )
+        .await?;
+        if let Ok(id) = parse_id(e) {
+            out.touched.push(id);
+        }
+    }
+    exec(
+        tx,
+        "DELETE FROM entity_key_counts WHERE namespace_id = ? AND n <= 0",
+        &[ns],
+    )
+    .await?;
+    exec(
+        tx,
+        "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
+           AND NOT EXISTS (SELECT 1 FROM staged_assertions s
+               WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)
+           AND NOT EXISTS (SELECT 1 FROM facts f
+               WHERE f.namespace_id = predicates.namespace_id AND f.predicate = predicates.name)",
+        &[ns],
+    )
+    .await?;
+
+    // Vectors no remaining record uses.
+    let klist = json_list(&keys);
+    out.vectors = exec(
+        tx,
+        &format!(
+            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST}
+               AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
+                   AND f.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
+                   AND e.profile_key = vectors.embedding_key)"
+        ),
+        &[ns, &klist],
+    )
+    .await?;
+
+    // The versions' bytes: a hash no other version of the namespace still serves
+    // from goes with them.
+    let shas = strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT content_sha256 FROM document_versions WHERE namespace_id = ? AND id {IN_LIST}"
+        ),
+        &[ns, &vlist],
+    )
+    .await?;
+    for sha in shas {
+        let shared = sqlx::query(AssertSqlSafe(pg_sql(&format!(
+            "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
+               AND id NOT {IN_LIST} AND admission <> 'revoked' LIMIT 1"
+        ))))
+        .bind(ns)
+        .bind(&sha)
+        .bind(&vlist)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .is_some();
+        if shared {
+            out.shared_blobs.push(sha);
+        } else {
+            exec(
+                tx,
+                "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
+                &[ns, &sha],
+            )
+            .await?;
+            out.unreferenced_blobs.push(sha);
+        }
+    }
+
+    if whole {
+        exec(
+            tx,
+            &format!("DELETE FROM note_requests WHERE namespace_id = ? AND version_id {IN_LIST}"),
+            &[ns, &vlist],
+        )
+        .await?;
+        for sql in [
+            "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+            "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
+        ] {
+            exec(tx, sql, &[ns, doc]).await?;
+        }
+    }
+
+    // Receipts and feedback: the removed records were never selected.
+    let mut removed: HashSet<String> = HashSet::new();
+    removed.extend(chunk_ids);
+    removed.extend(claim_ids);
+    removed.extend(fact_ids);
+    out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
+    let rlist = json_list(&removed);
+    exec(
+        tx,
+        &format!("DELETE FROM feedback WHERE namespace_id = ? AND item_ref {IN_LIST}"),
+        &[ns, &rlist],
+    )
+    .await?;
+    Ok(out)
+}
+
+/// Drop `removed` records from every receipt of the namespace that selected them.
+async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
+    if removed.is_empty() {
+        return Ok(0);
+    }
+    let rows = sqlx::query("SELECT id, body_json FROM recall_receipts WHERE namespace_id = $1")
+        .bind(ns)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    let mut n = 0;
+    for r in rows {
+        let mut receipt: Receipt =
+            serde_json::from_value(r.get::<serde_json::Value, _>("body_json"))
+                .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
+        let before = receipt.selections.len();
+        receipt.selections.retain(|s| !removed.contains(&s.id));
+        if receipt.selections.len() == before {
+            continue;
+        }
+        let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
+        exec(
+            tx,
+            "UPDATE recall_receipts SET body_json = ?::jsonb WHERE namespace_id = ? AND id = ?",
+            &[&body, ns, &r.get::<String, _>("id")],
+        )
+        .await?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The tables a scrub deletes from: vacuumed after a forget so that the dead
+/// tuples and their index entries are reclaimed, not left for autovacuum.
+const SCRUBBED_TABLES: &[&str] = &[
+    "fact_evidence",
+    "fact_events",
+    "adjudications",
+    "staged_assertions",
+    "facts",
+    "fact_lexical",
+    "entity_mentions",
+    "normalizations",
+    "claim_currency_events",
+    "claim_retractions",
+    "resolution_decisions",
+    "resolution_exclusions",
+    "document_entity_bindings",
+    "chunk_claims",
+    "claim_extraction_decisions",
+    "claims",
+    "claim_lexical",
+    "chunks",
+    "chunk_lexical",
+    "representations",
+    "blocks",
+    "sections",
+    "llm_transcripts",
+    "cost_ledger",
+    "processing_state",
+    "entity_aliases",
+    "entity_keys",
+    "entity_key_counts",
+    "merge_events",
+    "entities",
+    "predicates",
+    "vectors",
+    "content_objects",
+    "note_requests",
+    "document_names",
+    "document_deletions",
+    "notes",
+    "document_versions",
+    "documents",
+    "recall_receipts",
+    "feedback",
+];
 
 impl PgStore {
     pub(crate) async fn revoke_note_impl(
@@ -20,26 +715,308 @@ impl PgStore {
         Err(not_yet_ported("revoke_note"))
     }
 
-    pub(crate) async fn forget_impl(
-        &self,
-        _manifest: &rememberstack_core::forget::ForgetManifest,
-        _now: Timestamp,
-    ) -> Result<(rememberstack_core::forget::ForgetReport, Vec<EntityId>)> {
-        Err(not_yet_ported("forget"))
-    }
-
     pub(crate) async fn begin_forget_impl(
         &self,
-        _manifest: &rememberstack_core::forget::ForgetManifest,
-        _now: Timestamp,
+        manifest: &ForgetManifest,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("begin_forget"))
+        // The manifest is durable before anything changes (append-first).
+        self.manifests.append(manifest)?;
+        let json = serde_json::to_value(manifest).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (namespace_id, manifest_id) DO UPDATE SET completed_at = NULL, report_json = NULL",
+        )
+        .bind(manifest.namespace_id.to_string())
+        .bind(manifest.manifest_id.to_string())
+        .bind(manifest.document_id.to_string())
+        .bind(sqlx::types::Json(json))
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
 
     pub(crate) async fn incomplete_forgets_impl(
         &self,
-        _ns: NamespaceId,
-    ) -> Result<Vec<rememberstack_core::forget::ForgetManifest>> {
-        Err(not_yet_ported("incomplete_forgets"))
+        ns: NamespaceId,
+    ) -> Result<Vec<ForgetManifest>> {
+        let rows = sqlx::query(
+            "SELECT manifest_json FROM forget_episodes
+             WHERE namespace_id = $1 AND completed_at IS NULL ORDER BY started_at, manifest_id",
+        )
+        .bind(ns.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                serde_json::from_value(r.get::<serde_json::Value, _>("manifest_json"))
+                    .map_err(|e| Error::store(format!("corrupt forget manifest: {e}")))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn forget_impl(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        self.begin_forget_impl(manifest, now).await?;
+        let ns_s = manifest.namespace_id.to_string();
+        // A restored database may predate the namespace: it comes back under its id,
+        // so the guards below apply to the namespace users reach by its slug.
+        sqlx::query(
+            "INSERT INTO namespaces (id, slug, created_at) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&ns_s)
+        .bind(&manifest.namespace)
+        .bind(manifest.requested_at)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let doc_s = manifest.document_id.to_string();
+        let mut report = ForgetReport {
+            manifest_id: manifest.manifest_id,
+            doc_id: manifest.document_id,
+            ..ForgetReport::default()
+        };
+        let scrubbed = {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // One forget of a lineage at a time, across processes.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("forget:{ns_s}:{doc_s}"))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let mut versions: BTreeSet<String> =
+                manifest.version_ids.iter().map(|v| v.to_string()).collect();
+            versions.extend(
+                strings(
+                    &mut tx,
+                    "SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+                    &[&ns_s, &doc_s],
+                )
+                .await?,
+            );
+            let versions: Vec<String> = versions.into_iter().collect();
+            report.versions = versions.len() as u64;
+            let scrubbed = scrub(&mut tx, &ns_s, &doc_s, &versions, true).await?;
+            for sha in &manifest.content_sha256 {
+                sqlx::query(
+                    "INSERT INTO forgotten_content (namespace_id, sha256, manifest_id, document_id,
+                         source_identity_sha256, forgotten_at)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (namespace_id, sha256) DO NOTHING",
+                )
+                .bind(&ns_s)
+                .bind(sha)
+                .bind(manifest.manifest_id.to_string())
+                .bind(&doc_s)
+                .bind(&manifest.source_identity_sha256)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            scrubbed
+        };
+        report.chunks = scrubbed.chunks;
+        report.claims = scrubbed.claims;
+        report.facts = scrubbed.facts;
+        report.entities = scrubbed.entities;
+        report.vectors = scrubbed.vectors;
+        report.receipts_rewritten = scrubbed.receipts_rewritten;
+        report.shared_blobs_kept = scrubbed.shared_blobs.len() as u64;
+        // Originals are rows of `content_objects`, removed inside the transaction.
+        report.blobs = scrubbed.unreferenced_blobs.len() as u64;
+        self.vacuum_scrubbed().await?;
+        report.verification = self.verify_forget(manifest, &scrubbed.shared_blobs).await?;
+        if let Some(dirty) = report.verification.iter().find(|c| c.remaining > 0) {
+            return Err(Error::store(format!(
+                "forget {} is not verified: {} row(s) remain in `{}`; the namespace stays closed",
+                manifest.manifest_id, dirty.remaining, dirty.check
+            )));
+        }
+        report.forgotten_at = Some(now);
+        let json = serde_json::to_value(&report).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(
+            "UPDATE forget_episodes SET completed_at = $1, report_json = $2
+             WHERE namespace_id = $3 AND manifest_id = $4",
+        )
+        .bind(now)
+        .bind(sqlx::types::Json(json))
+        .bind(&ns_s)
+        .bind(manifest.manifest_id.to_string())
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok((report, scrubbed.touched))
+    }
+
+    /// Reclaim the scrubbed tables' dead tuples and index entries now (VACUUM runs
+    /// outside a transaction), and refresh their statistics, whose samples hold
+    /// column values. PostgreSQL may still hold old page images in its write-ahead
+    /// log until the next checkpoints recycle it; the operator's retention of WAL
+    /// archives and base backups is outside the store (README, "Outgrowing one
+    /// machine").
+    async fn vacuum_scrubbed(&self) -> Result<()> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        let sql = format!("VACUUM (ANALYZE) {}", SCRUBBED_TABLES.join(", "));
+        sqlx::query(AssertSqlSafe(sql))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// The verification queries of a forget: every count must be 0.
+    async fn verify_forget(
+        &self,
+        manifest: &ForgetManifest,
+        shared: &[String],
+    ) -> Result<Vec<ForgetCheck>> {
+        let ns = manifest.namespace_id.to_string();
+        let doc = manifest.document_id.to_string();
+        let vlist = json_list(manifest.version_ids.iter().map(|v| v.to_string()));
+        let owned: Vec<&String> = manifest
+            .content_sha256
+            .iter()
+            .filter(|s| !shared.contains(s))
+            .collect();
+        let slist = json_list(&owned);
+        let mut checks = Vec::new();
+        let by_doc = [
+            ("documents", "documents", "id"),
+            ("document_versions", "document_versions", "document_id"),
+            ("document_names", "document_names", "document_id"),
+            ("claims", "claims", "document_id"),
+            ("chunks", "chunks", "document_id"),
+            ("chunk_claims", "chunk_claims", "document_id"),
+            (
+                "extraction_decisions",
+                "claim_extraction_decisions",
+                "document_id",
+            ),
+            ("staged_assertions", "staged_assertions", "document_id"),
+            (
+                "resolution_decisions",
+                "resolution_decisions",
+                "document_id",
+            ),
+            ("notes", "notes", "document_id"),
+            ("entity_bindings", "document_entity_bindings", "document_id"),
+        ];
+        for (name, table, column) in by_doc {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {table} WHERE namespace_id = $1 AND {column} = $2"
+            )))
+            .bind(&ns)
+            .bind(&doc)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        for (name, table) in [
+            ("representations", "representations"),
+            ("blocks", "blocks"),
+            ("sections", "sections"),
+            ("work_items", "processing_state"),
+        ] {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
+                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
+            ))))
+            .bind(&ns)
+            .bind(&vlist)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
+            "SELECT COUNT(*) FROM content_objects WHERE namespace_id = ? AND sha256 {IN_LIST}"
+        ))))
+        .bind(&ns)
+        .bind(&slist)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        checks.push(ForgetCheck {
+            check: "content_objects".into(),
+            remaining: n as u64,
+        });
+        let guards: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
+            "SELECT COUNT(*) FROM forgotten_content WHERE namespace_id = ? AND sha256 {IN_LIST}"
+        ))))
+        .bind(&ns)
+        .bind(json_list(&manifest.content_sha256))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        checks.push(ForgetCheck {
+            check: "missing_guards".into(),
+            remaining: (manifest.content_sha256.len() as u64).saturating_sub(guards as u64),
+        });
+        // Lexical rows whose record is gone (a forgotten row's tokens).
+        for (name, lexical, base) in [
+            ("chunk_index", "chunk_lexical", "chunks"),
+            ("claim_index", "claim_lexical", "claims"),
+            ("fact_index", "fact_lexical", "facts"),
+        ] {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {lexical} l WHERE l.namespace_id = $1
+                   AND NOT EXISTS (SELECT 1 FROM {base} b WHERE b.seq = l.seq)"
+            )))
+            .bind(&ns)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+            checks.push(ForgetCheck {
+                check: name.into(),
+                remaining: n as u64,
+            });
+        }
+        Ok(checks)
+    }
+
+    /// Re-honour every manifest of the root before the store serves: a manifest
+    /// whose episode is not complete, or whose records are back (an older copy of
+    /// the database was restored), runs again.
+    pub(crate) async fn rehonour_manifests(&self) -> Result<()> {
+        let manifests = self.manifests.list()?;
+        for m in manifests {
+            let completed = sqlx::query_scalar::<_, Option<Timestamp>>(
+                "SELECT completed_at FROM forget_episodes WHERE namespace_id = $1 AND manifest_id = $2",
+            )
+            .bind(m.namespace_id.to_string())
+            .bind(m.manifest_id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .flatten()
+            .is_some();
+            let clean = completed
+                && self
+                    .verify_forget(&m, &[])
+                    .await?
+                    .iter()
+                    .filter(|c| c.check != "content_objects")
+                    .all(|c| c.remaining == 0);
+            if !clean {
+                tracing::info!(manifest = %m.manifest_id, "re-honouring a forget manifest");
+                self.forget_impl(&m, m.requested_at).await?;
+            }
+        }
+        Ok(())
     }
 }

@@ -45,6 +45,7 @@ use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
+use rememberstack_core::forget::ManifestRoot;
 use rememberstack_core::ids::{
     ChunkId, ClaimId, DecisionId, DocumentId, EntityId, FactId, MergeId, NamespaceId, ReceiptId,
     VersionId, WorkId,
@@ -66,6 +67,7 @@ use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, PgPool, Row};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -83,6 +85,10 @@ pub struct PgStoreConfig {
     /// database or one schema (D68). A lowercase identifier: ASCII letters, digits
     /// and `_`, starting with a letter or `_`, at most 63 bytes.
     pub schema: Option<String>,
+    /// The forget manifest root (D74): `REMEMBERSTACK_MANIFEST_ROOT` when this is
+    /// unset, else `<data dir>/rememberstack/manifests/<database key>`, where the
+    /// key is the cluster's system identifier, the database name and the schema.
+    pub manifest_root: Option<PathBuf>,
 }
 
 impl Default for PgStoreConfig {
@@ -91,6 +97,7 @@ impl Default for PgStoreConfig {
             max_connections: 8,
             acquire_timeout: Duration::from_secs(30),
             schema: None,
+            manifest_root: None,
         }
     }
 }
@@ -100,6 +107,56 @@ impl Default for PgStoreConfig {
 pub struct PgStore {
     pool: PgPool,
     schema: Option<String>,
+    manifests: ManifestRoot,
+}
+
+/// `<data dir>/rememberstack/manifests/<system identifier>-<database>[-<schema>]`:
+/// one root per database (and schema), whichever host or replica reaches it. A
+/// server that hides its system identifier (some managed services) is keyed by
+/// its address instead.
+async fn default_manifest_root(pool: &PgPool, schema: Option<&str>) -> Result<PathBuf> {
+    let row = sqlx::query(
+        "SELECT current_database() AS db,
+                COALESCE(host(inet_server_addr()), 'local') || ':' ||
+                    COALESCE(inet_server_port()::text, '') AS addr",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db_err)?;
+    let db: String = row.try_get("db").map_err(db_err)?;
+    let cluster =
+        match sqlx::query_scalar::<_, i64>("SELECT system_identifier FROM pg_control_system()")
+            .fetch_one(pool)
+            .await
+        {
+            Ok(id) => id.to_string(),
+            Err(_) => row
+                .try_get::<String, _>("addr")
+                .map_err(db_err)?
+                .replace([':', '/'], "_"),
+        };
+    let mut key = format!("{cluster}-{db}");
+    if let Some(schema) = schema {
+        key.push('-');
+        key.push_str(schema);
+    }
+    let key: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = dirs::data_dir().ok_or_else(|| {
+        Error::new(
+            ErrorCode::Config,
+            "no data directory for the forget manifest root: set REMEMBERSTACK_MANIFEST_ROOT",
+        )
+    })?;
+    Ok(base.join("rememberstack").join("manifests").join(key))
 }
 
 /// A database failure as the core's store error.
@@ -222,11 +279,33 @@ impl PgStore {
                 "cannot apply the PostgreSQL store's migrations: {e}"
             ))
         })?;
+        let manifest_dir = match config.manifest_root.clone().or_else(|| {
+            std::env::var_os("REMEMBERSTACK_MANIFEST_ROOT")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        }) {
+            Some(dir) => dir,
+            None => default_manifest_root(&pool, schema.as_deref()).await?,
+        };
+        let store = Self {
+            pool,
+            schema,
+            manifests: ManifestRoot::new(manifest_dir),
+        };
+        // Every manifest is honoured before the store serves (D74): an unreadable
+        // root fails the connect.
+        store.rehonour_manifests().await?;
         tracing::debug!(
-            schema = schema.as_deref().unwrap_or("(default)"),
+            schema = store.schema.as_deref().unwrap_or("(default)"),
+            manifests = %store.manifests.dir().display(),
             "postgres store ready"
         );
-        Ok(Self { pool, schema })
+        Ok(store)
+    }
+
+    /// The forget manifest root this store appends to and re-honours.
+    pub fn manifest_root(&self) -> &Path {
+        self.manifests.dir()
     }
 
     /// The connection pool (for tests, maintenance and the porters' SQL).
