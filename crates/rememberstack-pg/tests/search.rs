@@ -1,0 +1,1008 @@
+//! The PostgreSQL store's search area against a real server: chunk vectors
+//! (existing, commit with lease fencing, coverage, missing), the change stamp,
+//! lexical and semantic chunk search, recall receipts. Needs `DATABASE_URL`
+//! (`scripts/pg-local.sh start`); skipped, saying so, without it. Rows of other
+//! areas (documents, sections, chunks, work items, mentions) are inserted with
+//! plain SQL.
+
+use chrono::{TimeZone, Utc};
+use rememberstack_core::ErrorCode;
+use rememberstack_core::embed::EmbedderIdentity;
+use rememberstack_core::ids::{
+    ChunkId, ClaimId, DocumentId, EntityId, NamespaceId, ReceiptId, VersionId, WorkId,
+};
+use rememberstack_core::store::{
+    ChunkFilter, ChunkHit, ChunkRef, Lease, MemoryStore, Receipt, ReceiptSelection, VectorCoverage,
+};
+use rememberstack_core::text::SectionRole;
+use rememberstack_pg::{PgStore, PgStoreConfig};
+use sqlx::PgPool;
+
+fn database_url(test: &str) -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            eprintln!("{test}: skipped, DATABASE_URL is not set (scripts/pg-local.sh start)");
+            None
+        }
+    }
+}
+
+/// A schema name no other test (or run) uses.
+fn fresh_schema(tag: &str) -> String {
+    format!("rs_search_{tag}_{}", uuid::Uuid::new_v4().simple())
+}
+
+fn config(schema: &str) -> PgStoreConfig {
+    PgStoreConfig {
+        max_connections: 2,
+        schema: Some(schema.to_string()),
+        ..PgStoreConfig::default()
+    }
+}
+
+async fn drop_schema(store: &PgStore) {
+    let schema = store.schema().expect("tests use a schema");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(store.pool())
+    .await
+    .expect("drop the test schema");
+    store.close().await;
+}
+
+fn at(secs: i64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(1_780_000_000 + secs, 0).unwrap()
+}
+
+async fn open(test: &str, tag: &str) -> Option<(PgStore, NamespaceId)> {
+    let url = database_url(test)?;
+    let store = PgStore::connect_with(&url, config(&fresh_schema(tag)))
+        .await
+        .unwrap();
+    let ns = store.ensure_namespace("default", at(0)).await.unwrap().id;
+    Some((store, ns))
+}
+
+// --- fixtures (rows of other areas, as plain SQL)
+
+async fn document(pool: &PgPool, ns: NamespaceId, doc: DocumentId, current: Option<VersionId>) {
+    let latest = current.unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO documents (namespace_id, id, source_kind, source_ref, mode, current_version_id,
+             latest_version_id, version_count, created_at, updated_at)
+         VALUES ($1, $2, 'file', $2, 'living', $3, $4, 1, $5, $5)",
+    )
+    .bind(ns.to_string())
+    .bind(doc.to_string())
+    .bind(current.map(|v| v.to_string()))
+    .bind(latest.to_string())
+    .bind(at(0))
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+async fn section(pool: &PgPool, ns: NamespaceId, version: VersionId, ordinal: i32, role: &str) {
+    sqlx::query(
+        "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level,
+             title, path_json, role, parent)
+         VALUES ($1, $2, $3, 0, 1, 1, 'T', '[]'::jsonb, $4, NULL)",
+    )
+    .bind(ns.to_string())
+    .bind(version.to_string())
+    .bind(ordinal)
+    .bind(role)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn chunk(
+    pool: &PgPool,
+    ns: NamespaceId,
+    id: ChunkId,
+    doc: DocumentId,
+    version: VersionId,
+    ordinal: i32,
+    section: i32,
+    text: &str,
+    key: &str,
+) {
+    sqlx::query(
+        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+             block_start, block_end, start_byte, end_byte, char_start, char_end, text,
+             content_hash, token_estimate, embedding_key, event_ids_json)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, 1, 0, 10, 0, 10, $7, 'h', 4, $8, '[]'::jsonb)",
+    )
+    .bind(ns.to_string())
+    .bind(id.to_string())
+    .bind(version.to_string())
+    .bind(doc.to_string())
+    .bind(ordinal)
+    .bind(section)
+    .bind(text)
+    .bind(key)
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO chunk_lexical (namespace_id, seq, text)
+         SELECT namespace_id, seq, text FROM chunks WHERE namespace_id = $1 AND id = $2",
+    )
+    .bind(ns.to_string())
+    .bind(id.to_string())
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// A running work item leased to `owner`.
+async fn leased(pool: &PgPool, ns: NamespaceId, owner: &str) -> Lease {
+    let id = WorkId::new();
+    sqlx::query(
+        "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+             component_version, status, attempts, max_attempts, not_before, lease_owner,
+             lease_expires_at, created_at, updated_at)
+         VALUES ($1, $2, 'version', $3, $3, 'embed', 'e1', 'running', 1, 3, 0, $4, $5, 0, 0)",
+    )
+    .bind(ns.to_string())
+    .bind(id.to_string())
+    .bind(VersionId::new().to_string())
+    .bind(owner)
+    .bind(at(600).timestamp_millis())
+    .execute(pool)
+    .await
+    .unwrap();
+    Lease {
+        work_id: id,
+        owner: owner.to_string(),
+    }
+}
+
+async fn work_status(pool: &PgPool, lease: &Lease) -> String {
+    sqlx::query_scalar("SELECT status FROM processing_state WHERE id = $1")
+        .bind(lease.work_id.to_string())
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A claim of `chunk` that mentions `entity`.
+async fn mention(pool: &PgPool, ns: NamespaceId, chunk: ChunkId, entity: EntityId) {
+    let claim = ClaimId::new();
+    sqlx::query(
+        "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+             extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
+             event_ids_json, reused, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'x1', 'h', 0, '[]', '[]', '[]', false, $6)",
+    )
+    .bind(ns.to_string())
+    .bind(chunk.to_string())
+    .bind(claim.to_string())
+    .bind(VersionId::new().to_string())
+    .bind(DocumentId::new().to_string())
+    .bind(at(0))
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, surface, decision_id, created_at)
+         VALUES ($1, $2, $3, 'X', 'd', $4)",
+    )
+    .bind(ns.to_string())
+    .bind(entity.to_string())
+    .bind(claim.to_string())
+    .bind(at(0))
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+fn identity(dimension: usize) -> EmbedderIdentity {
+    EmbedderIdentity {
+        provider: "hashing".into(),
+        model: "it's \\ m".into(),
+        dimension,
+        version: "1".into(),
+    }
+}
+
+fn filter(ns: NamespaceId) -> ChunkFilter {
+    ChunkFilter {
+        namespace_id: ns,
+        roles: vec![SectionRole::Body],
+        entities: vec![],
+        documents: None,
+    }
+}
+
+fn ids(hits: &[ChunkHit]) -> Vec<ChunkId> {
+    hits.iter().map(|h| h.chunk_id).collect()
+}
+
+/// Cosine similarity as the SQLite store computes it.
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+#[tokio::test]
+async fn pg_search_vectors_commit_coverage_and_stamp() {
+    let Some((store, ns)) = open("pg_search_vectors_commit_coverage_and_stamp", "vec").await else {
+        return;
+    };
+    let pool = store.pool().clone();
+    let (doc, v0, v1) = (DocumentId::new(), VersionId::new(), VersionId::new());
+    document(&pool, ns, doc, Some(v1)).await;
+    section(&pool, ns, v0, 0, "body").await;
+    section(&pool, ns, v1, 0, "body").await;
+    let old = ChunkId::new();
+    let (c0, c1, c2) = (ChunkId::new(), ChunkId::new(), ChunkId::new());
+    chunk(&pool, ns, old, doc, v0, 0, 0, "old", "k-old").await;
+    chunk(&pool, ns, c2, doc, v1, 2, 0, "two", "k2").await;
+    chunk(&pool, ns, c0, doc, v1, 0, 0, "zero", "k1").await;
+    chunk(&pool, ns, c1, doc, v1, 1, 0, "one", "k1").await;
+    let generation = identity(3);
+    let gen_key = generation.generation();
+
+    // Nothing embedded yet: every current chunk (not the old version's) is missing.
+    assert_eq!(
+        store.vector_coverage(ns, &gen_key).await.unwrap(),
+        VectorCoverage {
+            chunks: 3,
+            missing: 3
+        }
+    );
+    let missing = store.chunks_missing_vectors(ns, &gen_key).await.unwrap();
+    let refs = |cs: &[ChunkId]| -> Vec<ChunkRef> {
+        cs.iter()
+            .map(|c| ChunkRef {
+                chunk_id: *c,
+                version_id: v1,
+            })
+            .collect()
+    };
+    assert_eq!(missing, refs(&[c0, c1, c2]), "by version, then ordinal");
+    let keys = vec!["k1".to_string(), "k2".to_string(), "nope".to_string()];
+    assert!(
+        store
+            .existing_vectors(ns, &gen_key, &keys)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A commit completes its work items and registers the generation.
+    let stamp0 = store.change_stamp(ns).await.unwrap();
+    assert!(stamp0 > 0, "the chunk inserts stamped the namespace");
+    assert_eq!(store.change_stamp(NamespaceId::new()).await.unwrap(), 0);
+    let lease = leased(&pool, ns, "w1").await;
+    store
+        .commit_vectors(
+            std::slice::from_ref(&lease),
+            ns,
+            &generation,
+            vec![("k1".into(), vec![1.0, 0.0, 0.0])],
+            at(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(work_status(&pool, &lease).await, "done");
+    let stamp1 = store.change_stamp(ns).await.unwrap();
+    assert!(stamp1 > stamp0, "writing vectors moves the stamp");
+    assert_eq!(
+        store.existing_vectors(ns, &gen_key, &keys).await.unwrap(),
+        vec!["k1".to_string()]
+    );
+    assert!(
+        store
+            .existing_vectors(ns, "other/gen/d3/v1", &keys)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .existing_vectors(NamespaceId::new(), &gen_key, &keys)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.vector_coverage(ns, &gen_key).await.unwrap(),
+        VectorCoverage {
+            chunks: 3,
+            missing: 1
+        }
+    );
+    assert_eq!(
+        store.chunks_missing_vectors(ns, &gen_key).await.unwrap(),
+        refs(&[c2])
+    );
+    let registered: (String, String, i32, String) = sqlx::query_as(
+        "SELECT provider, model, dimension, version FROM embedder_generations WHERE generation = $1",
+    )
+    .bind(&gen_key)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        registered,
+        ("hashing".into(), "it's \\ m".into(), 3, "1".into())
+    );
+
+    // The generation's HNSW partial index exists, over the quoted generation.
+    let (name, def): (String, String) = sqlx::query_as(
+        "SELECT indexname::text, indexdef FROM pg_indexes
+          WHERE schemaname = $1 AND indexname LIKE 'vectors_hnsw_%'",
+    )
+    .bind(store.schema().unwrap())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(name.len(), "vectors_hnsw_".len() + 32);
+    assert!(def.contains("hnsw"), "{def}");
+    assert!(def.contains("vector(3)"), "{def}");
+    assert!(def.contains("it''s"), "{def}");
+
+    // A lost lease refuses the whole commit: nothing is stored.
+    let stolen = leased(&pool, ns, "w2").await;
+    let lost = Lease {
+        work_id: stolen.work_id,
+        owner: "w1".into(),
+    };
+    let err = store
+        .commit_vectors(
+            &[lost],
+            ns,
+            &generation,
+            vec![("k2".into(), vec![0.0, 1.0, 0.0])],
+            at(11),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    assert_eq!(work_status(&pool, &stolen).await, "running");
+    assert_eq!(
+        store.existing_vectors(ns, &gen_key, &keys).await.unwrap(),
+        vec!["k1".to_string()]
+    );
+    // The finished lease cannot complete twice either.
+    let err = store
+        .commit_vectors(
+            std::slice::from_ref(&lease),
+            ns,
+            &generation,
+            vec![],
+            at(12),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+
+    // A replay keeps the first vector (ON CONFLICT DO NOTHING) and adds the new one.
+    store
+        .commit_vectors(
+            &[],
+            ns,
+            &generation,
+            vec![
+                ("k1".into(), vec![0.0, 0.0, 1.0]),
+                ("k2".into(), vec![0.0, 1.0, 0.0]),
+            ],
+            at(13),
+        )
+        .await
+        .unwrap();
+    let kept: String = sqlx::query_scalar(
+        "SELECT embedding::text FROM vectors WHERE namespace_id = $1 AND embedding_key = 'k1'",
+    )
+    .bind(ns.to_string())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(kept, "[1,0,0]");
+    assert_eq!(
+        store.vector_coverage(ns, &gen_key).await.unwrap(),
+        VectorCoverage {
+            chunks: 3,
+            missing: 0
+        }
+    );
+    assert!(
+        store
+            .chunks_missing_vectors(ns, &gen_key)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let indexes: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'vectors_hnsw_%'",
+    )
+    .bind(store.schema().unwrap())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(indexes, 1, "one index per generation");
+
+    // Vectors pgvector cannot hold are refused typed, before anything is written.
+    for bad in [vec![1.0, 0.0], vec![f32::NAN, 0.0, 0.0]] {
+        let lease = leased(&pool, ns, "w3").await;
+        let err = store
+            .commit_vectors(
+                std::slice::from_ref(&lease),
+                ns,
+                &generation,
+                vec![("k9".into(), bad)],
+                at(14),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidInput);
+        assert_eq!(work_status(&pool, &lease).await, "running");
+    }
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_search_lexical_ranks_eligible_chunks() {
+    let Some((store, ns)) = open("pg_search_lexical_ranks_eligible_chunks", "lex").await else {
+        return;
+    };
+    let pool = store.pool().clone();
+    let (d1, d2, v0, v1, v2) = (
+        DocumentId::new(),
+        DocumentId::new(),
+        VersionId::new(),
+        VersionId::new(),
+        VersionId::new(),
+    );
+    document(&pool, ns, d1, Some(v1)).await;
+    document(&pool, ns, d2, Some(v2)).await;
+    for v in [v0, v1, v2] {
+        section(&pool, ns, v, 0, "body").await;
+        section(&pool, ns, v, 1, "nav").await;
+    }
+    let (a, b, c, nav, old, other) = (
+        ChunkId::new(),
+        ChunkId::new(),
+        ChunkId::new(),
+        ChunkId::new(),
+        ChunkId::new(),
+        ChunkId::new(),
+    );
+    chunk(
+        &pool,
+        ns,
+        a,
+        d1,
+        v1,
+        0,
+        0,
+        "The runner was running a marathon in Kigali",
+        "ka",
+    )
+    .await;
+    chunk(&pool, ns, b, d1, v1, 1, 0, "Kigali is a city", "kb").await;
+    chunk(&pool, ns, c, d2, v2, 0, 0, "Nothing relevant here", "kc").await;
+    chunk(&pool, ns, nav, d1, v1, 2, 1, "Kigali runs the menu", "kn").await;
+    chunk(&pool, ns, old, d1, v0, 0, 0, "Kigali marathon runs", "ko").await;
+    // Another namespace's matching chunk never shows.
+    let ns2 = store.ensure_namespace("other", at(0)).await.unwrap().id;
+    let (d3, v3) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns2, d3, Some(v3)).await;
+    section(&pool, ns2, v3, 0, "body").await;
+    chunk(&pool, ns2, other, d3, v3, 0, 0, "Kigali marathon run", "kx").await;
+
+    let t = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let f = filter(ns);
+    // Stemmed (`run` finds `running`), OR-joined, best first; only current body chunks.
+    let hits = store
+        .search_chunks_lexical(&f, &t(&["run", "marathon", "kigali"]), 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(&hits), vec![a, b]);
+    assert!(hits[0].score > hits[1].score && hits[1].score > 0.0);
+    // Equal scores tie by chunk id.
+    let hits = store
+        .search_chunks_lexical(&f, &t(&["kigali"]), 10)
+        .await
+        .unwrap();
+    let mut expected = vec![a, b];
+    expected.sort();
+    assert_eq!(ids(&hits), expected);
+    assert_eq!(hits[0].score, hits[1].score);
+    assert_eq!(
+        ids(&store
+            .search_chunks_lexical(&f, &t(&["kigali"]), 1)
+            .await
+            .unwrap()),
+        vec![expected[0]]
+    );
+    // Roles: nav admitted only when asked for.
+    let with_nav = ChunkFilter {
+        roles: vec![SectionRole::Body, SectionRole::Nav],
+        ..f.clone()
+    };
+    let mut got = ids(&store
+        .search_chunks_lexical(&with_nav, &t(&["kigali"]), 10)
+        .await
+        .unwrap());
+    got.sort();
+    let mut want = vec![a, b, nav];
+    want.sort();
+    assert_eq!(got, want);
+    let no_roles = ChunkFilter {
+        roles: vec![],
+        ..f.clone()
+    };
+    assert!(
+        store
+            .search_chunks_lexical(&no_roles, &t(&["kigali"]), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Document scope: only the scoped lineages; an empty scope admits nothing.
+    let scoped = ChunkFilter {
+        documents: Some(vec![d2]),
+        ..f.clone()
+    };
+    assert_eq!(
+        ids(&store
+            .search_chunks_lexical(&scoped, &t(&["kigali", "relevant"]), 10)
+            .await
+            .unwrap()),
+        vec![c]
+    );
+    let empty_scope = ChunkFilter {
+        documents: Some(vec![]),
+        ..f.clone()
+    };
+    assert!(
+        store
+            .search_chunks_lexical(&empty_scope, &t(&["kigali"]), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Entity anchor: only chunks with a claim mentioning an anchored entity.
+    let (e1, e2) = (EntityId::new(), EntityId::new());
+    mention(&pool, ns, b, e1).await;
+    let anchored = ChunkFilter {
+        entities: vec![e1, e2],
+        ..f.clone()
+    };
+    assert_eq!(
+        ids(&store
+            .search_chunks_lexical(&anchored, &t(&["kigali"]), 10)
+            .await
+            .unwrap()),
+        vec![b]
+    );
+    let anchored_elsewhere = ChunkFilter {
+        entities: vec![e2],
+        ..f.clone()
+    };
+    assert!(
+        store
+            .search_chunks_lexical(&anchored_elsewhere, &t(&["kigali"]), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Terms are words, never query syntax; no terms or no limit: nothing.
+    for syntax in [
+        t(&["kigali & !city"]),
+        t(&["'kigali'", ":*", "|"]),
+        t(&["a\\b", "(", "<->"]),
+    ] {
+        store.search_chunks_lexical(&f, &syntax, 10).await.unwrap();
+    }
+    let hits = store
+        .search_chunks_lexical(&f, &t(&["kigali's"]), 10)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2, "a quoted word still matches its stem");
+    assert!(
+        store
+            .search_chunks_lexical(&f, &t(&["the"]), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "stop words alone match nothing"
+    );
+    assert!(
+        store
+            .search_chunks_lexical(&f, &[], 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_chunks_lexical(&f, &t(&["kigali"]), 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_search_semantic_matches_the_exact_ranking() {
+    let Some((store, ns)) = open("pg_search_semantic_matches_the_exact_ranking", "sem").await
+    else {
+        return;
+    };
+    let pool = store.pool().clone();
+    let (d1, d2, v0, v1, v2) = (
+        DocumentId::new(),
+        DocumentId::new(),
+        VersionId::new(),
+        VersionId::new(),
+        VersionId::new(),
+    );
+    document(&pool, ns, d1, Some(v1)).await;
+    document(&pool, ns, d2, Some(v2)).await;
+    for v in [v0, v1, v2] {
+        section(&pool, ns, v, 0, "body").await;
+        section(&pool, ns, v, 1, "legal").await;
+    }
+    let generation = identity(4);
+    let gen_key = generation.generation();
+    // 80 chunks with distinct pseudo-random vectors, 3 sharing one vector (ties),
+    // one legal chunk, one chunk of an old version, one chunk without a vector.
+    let mut expected: Vec<(ChunkId, Vec<f32>, DocumentId)> = Vec::new();
+    let mut vectors = Vec::new();
+    let mut seed = 7_u32;
+    let mut rnd = || {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
+    };
+    for i in 0..80 {
+        let id = ChunkId::new();
+        let (doc, version) = if i % 2 == 0 { (d1, v1) } else { (d2, v2) };
+        let v: Vec<f32> = if i < 3 {
+            vec![0.9, 0.1, 0.0, 0.1]
+        } else {
+            (0..4).map(|_| rnd()).collect()
+        };
+        let key = format!("k{i}");
+        chunk(&pool, ns, id, doc, version, i, 0, "t", &key).await;
+        vectors.push((key, v.clone()));
+        expected.push((id, v, doc));
+    }
+    let (legal, old, bare) = (ChunkId::new(), ChunkId::new(), ChunkId::new());
+    chunk(&pool, ns, legal, d1, v1, 100, 1, "t", "k-legal").await;
+    chunk(&pool, ns, old, d1, v0, 0, 0, "t", "k-old").await;
+    chunk(&pool, ns, bare, d1, v1, 101, 0, "t", "k-bare").await;
+    let best = vec![0.9_f32, 0.1, 0.0, 0.1];
+    vectors.push(("k-legal".into(), best.clone()));
+    vectors.push(("k-old".into(), best.clone()));
+    store
+        .commit_vectors(&[], ns, &generation, vectors, at(1))
+        .await
+        .unwrap();
+
+    let exact = |query: &[f32], docs: Option<&[DocumentId]>, limit: usize| {
+        let mut scored: Vec<(ChunkId, f64)> = expected
+            .iter()
+            .filter(|(_, _, d)| docs.is_none_or(|docs| docs.contains(d)))
+            .map(|(id, v, _)| (*id, cosine(query, v)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.truncate(limit);
+        scored
+    };
+    let check = |hits: Vec<ChunkHit>, want: Vec<(ChunkId, f64)>| {
+        assert_eq!(
+            ids(&hits),
+            want.iter().map(|w| w.0).collect::<Vec<_>>(),
+            "same chunks in the same order as the exact scan"
+        );
+        for (h, w) in hits.iter().zip(&want) {
+            assert!((h.score - w.1).abs() < 1e-5, "{} vs {}", h.score, w.1);
+        }
+    };
+    let f = filter(ns);
+    // Small limits take the index pass (more eligible rows than it asks for).
+    for limit in [1, 2, 3, 5] {
+        check(
+            store
+                .search_chunks_semantic(&f, &gen_key, &best, limit)
+                .await
+                .unwrap(),
+            exact(&best, None, limit),
+        );
+    }
+    let hits = store
+        .search_chunks_semantic(&f, &gen_key, &best, 3)
+        .await
+        .unwrap();
+    let mut tied: Vec<ChunkId> = expected[..3].iter().map(|e| e.0).collect();
+    tied.sort();
+    assert_eq!(ids(&hits), tied, "identical vectors tie by chunk id");
+    assert!((hits[0].score - 1.0).abs() < 1e-6);
+    for q in [vec![0.1_f32, -0.5, 0.3, 0.9], vec![-1.0, 0.0, 0.2, 0.0]] {
+        for limit in [4, 10, 200] {
+            check(
+                store
+                    .search_chunks_semantic(&f, &gen_key, &q, limit)
+                    .await
+                    .unwrap(),
+                exact(&q, None, limit),
+            );
+        }
+    }
+    // Large limit: every eligible chunk with a vector, never the legal, old or bare one.
+    let all = store
+        .search_chunks_semantic(&f, &gen_key, &best, 1_000)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 80);
+    for c in [legal, old, bare] {
+        assert!(!ids(&all).contains(&c));
+    }
+    // Roles, document scope and entity anchor apply before the top-k.
+    let legal_only = ChunkFilter {
+        roles: vec![SectionRole::Legal],
+        ..f.clone()
+    };
+    assert_eq!(
+        ids(&store
+            .search_chunks_semantic(&legal_only, &gen_key, &best, 5)
+            .await
+            .unwrap()),
+        vec![legal]
+    );
+    let scoped = ChunkFilter {
+        documents: Some(vec![d2]),
+        ..f.clone()
+    };
+    check(
+        store
+            .search_chunks_semantic(&scoped, &gen_key, &best, 5)
+            .await
+            .unwrap(),
+        exact(&best, Some(&[d2]), 5),
+    );
+    let nothing = ChunkFilter {
+        documents: Some(vec![]),
+        ..f.clone()
+    };
+    assert!(
+        store
+            .search_chunks_semantic(&nothing, &gen_key, &best, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let e = EntityId::new();
+    let far = exact(&best, None, 80)[79].0;
+    mention(&pool, ns, far, e).await;
+    let anchored = ChunkFilter {
+        entities: vec![e],
+        ..f.clone()
+    };
+    assert_eq!(
+        ids(&store
+            .search_chunks_semantic(&anchored, &gen_key, &best, 5)
+            .await
+            .unwrap()),
+        vec![far],
+        "the worst match is found when it is the only eligible one"
+    );
+    // Another dimension, another generation, another namespace, no limit: nothing.
+    assert!(
+        store
+            .search_chunks_semantic(&f, &gen_key, &[1.0, 0.0, 0.0], 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_chunks_semantic(&f, "hashing/x/d4/v9", &best, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_chunks_semantic(&filter(NamespaceId::new()), &gen_key, &best, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_chunks_semantic(&f, &gen_key, &best, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_chunks_semantic(&f, &gen_key, &[], 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let err = store
+        .search_chunks_semantic(&f, &gen_key, &[f32::NAN, 0.0, 0.0, 0.0], 5)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    // A zero query has no direction: every score is 0, ties by id.
+    let zero = store
+        .search_chunks_semantic(&f, &gen_key, &[0.0; 4], 3)
+        .await
+        .unwrap();
+    assert_eq!(zero.len(), 3);
+    assert!(zero.iter().all(|h| h.score == 0.0));
+    let mut all_ids: Vec<ChunkId> = expected.iter().map(|e| e.0).collect();
+    all_ids.sort();
+    assert_eq!(ids(&zero), all_ids[..3].to_vec());
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_search_semantic_uses_the_generation_index() {
+    let Some((store, ns)) = open("pg_search_semantic_uses_the_generation_index", "plan").await
+    else {
+        return;
+    };
+    let generation = identity(2);
+    let gen_key = generation.generation();
+    store
+        .commit_vectors(
+            &[],
+            ns,
+            &generation,
+            vec![("a".into(), vec![1.0, 0.0]), ("b".into(), vec![0.0, 1.0])],
+            at(1),
+        )
+        .await
+        .unwrap();
+    // The search's expression and predicate (inline quoted generation) match the
+    // index the commit created.
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let literal = format!("E'{}'", gen_key.replace('\\', "\\\\").replace('\'', "''"));
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN SELECT embedding_key FROM vectors v
+          WHERE v.generation = {literal} AND v.namespace_id = $1 AND v.dimension = 2
+          ORDER BY (v.embedding::vector(2)) <=> $2::vector(2) LIMIT 5"
+    )))
+    .bind(ns.to_string())
+    .bind(pgvector::Vector::from(vec![1.0_f32, 0.0]))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    assert!(
+        plan.iter().any(|l| l.contains("vectors_hnsw_")),
+        "the generation's index is not used: {plan:?}"
+    );
+    drop(conn);
+    drop_schema(&store).await;
+}
+
+fn receipt(ns: NamespaceId, request: Option<&str>, operation: &str) -> Receipt {
+    Receipt {
+        receipt_id: ReceiptId::new(),
+        namespace_id: ns,
+        request_id: request.map(str::to_string),
+        operation: operation.to_string(),
+        subject: Some("alice".into()),
+        purpose: None,
+        query_digest: "abc".into(),
+        parameters: serde_json::json!({"k": 10, "budget": 0.25, "anchors": ["x"]}),
+        selections: vec![ReceiptSelection {
+            kind: "chunk".into(),
+            id: ChunkId::new().to_string(),
+            version_id: Some(VersionId::new()),
+            content_digest: "d".into(),
+            score: 0.123_456_789_012_345_67,
+        }],
+        coverage: serde_json::json!({"considered": 3, "returned": 1}),
+        created_at: Utc.timestamp_opt(1_780_000_000, 123_456_789).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn pg_search_receipts_replay_by_request() {
+    let Some((store, ns)) = open("pg_search_receipts_replay_by_request", "rcpt").await else {
+        return;
+    };
+    // Without a request id: stored as given, read back exactly (nanoseconds too).
+    let plain = receipt(ns, None, "recall");
+    assert_eq!(store.put_receipt(plain.clone()).await.unwrap(), plain);
+    assert_eq!(
+        store.receipt(ns, plain.receipt_id).await.unwrap(),
+        Some(plain.clone())
+    );
+    assert_eq!(
+        store
+            .receipt(NamespaceId::new(), plain.receipt_id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.receipt(ns, ReceiptId::new()).await.unwrap(), None);
+    // The same receipt id twice is a store error, not a silent overwrite.
+    let err = store.put_receipt(plain.clone()).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Store);
+
+    // With a request id: a second receipt under it writes nothing and returns the first.
+    let first = receipt(ns, Some("req-1"), "recall");
+    assert_eq!(store.put_receipt(first.clone()).await.unwrap(), first);
+    let second = receipt(ns, Some("req-1"), "context");
+    assert_eq!(store.put_receipt(second.clone()).await.unwrap(), first);
+    assert_eq!(store.receipt(ns, second.receipt_id).await.unwrap(), None);
+    assert_eq!(
+        store.receipt_by_request(ns, "req-1").await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.receipt_by_request(ns, "req-2").await.unwrap(), None);
+    // Request ids are per namespace.
+    let ns2 = store.ensure_namespace("other", at(0)).await.unwrap().id;
+    let elsewhere = receipt(ns2, Some("req-1"), "recall");
+    assert_eq!(
+        store.put_receipt(elsewhere.clone()).await.unwrap(),
+        elsewhere
+    );
+    assert_eq!(
+        store.receipt_by_request(ns2, "req-1").await.unwrap(),
+        Some(elsewhere)
+    );
+    // Concurrent writers of one request id all get the one stored receipt.
+    let racers: Vec<Receipt> = (0..6)
+        .map(|_| receipt(ns, Some("req-race"), "recall"))
+        .collect();
+    let results = futures_join(&store, racers.clone()).await;
+    let stored = store
+        .receipt_by_request(ns, "req-race")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(racers.contains(&stored));
+    assert!(results.iter().all(|r| *r == stored));
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM recall_receipts WHERE namespace_id = $1 AND request_id = 'req-race'",
+    )
+    .bind(ns.to_string())
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(n, 1);
+    drop_schema(&store).await;
+}
+
+/// Put every receipt at once (one task each) and collect the results.
+async fn futures_join(store: &PgStore, receipts: Vec<Receipt>) -> Vec<Receipt> {
+    let handles: Vec<_> = receipts
+        .into_iter()
+        .map(|r| {
+            let store = store.clone();
+            tokio::spawn(async move { store.put_receipt(r).await })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap().unwrap());
+    }
+    out
+}
