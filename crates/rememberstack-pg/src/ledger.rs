@@ -123,9 +123,22 @@ async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result
 
 /// Insert new work; an item already in the ledger (same namespace, target, stage
 /// and component version) is left as it is. Returns how many were new.
+///
+/// Items go in in key order, so two transactions enqueueing overlapping work wait
+/// for each other's uncommitted rows in the same order and never deadlock.
 async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
+    let mut ordered: Vec<&NewWork> = items.iter().collect();
+    ordered.sort_by_cached_key(|w| {
+        (
+            w.namespace_id.to_string(),
+            w.target_kind.as_str(),
+            w.target_id.to_string(),
+            w.stage.as_str(),
+            w.component_version.clone(),
+        )
+    });
     let mut n = 0;
-    for w in items {
+    for w in ordered {
         let r = sqlx::query(
             "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
                  component_version, status, attempts, max_attempts, not_before, defer_reason,
