@@ -1,134 +1,578 @@
 //! The work ledger (D12, D67): enqueue, claim, complete, fail, park, defer, barriers,
 //! dead letters; provider-call accounting.
 //!
-//! Not yet ported: every method returns [`not_yet_ported`](crate::not_yet_ported).
-//! Port one from the SQLite store's counterpart, then list it as ported in `lib.rs`.
+//! Ported statement by statement from the SQLite store (`rememberstack-sqlite`,
+//! `lib.rs` and `claims.rs`). Ledger times are Unix milliseconds (`bigint`), as in
+//! SQLite. Several engine processes may share one database, so where SQLite relies
+//! on its single writer the port locks rows: `claim` picks due rows with
+//! `FOR UPDATE SKIP LOCKED` (two claimers never lease the same item, and neither
+//! waits for the other), and every lease-checked write re-checks the lease on the
+//! row's latest version (READ COMMITTED re-evaluates an `UPDATE`'s condition after
+//! a concurrent writer commits), so a lost lease is `LeaseLost` as in SQLite.
+//! Orderings by text columns use `COLLATE "C"` so they are bytewise as in SQLite
+//! whatever the database's collation.
 
-use crate::{PgStore, not_yet_ported};
-use rememberstack_core::Result;
+use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::{
-    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
-    WorkStatus,
+    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, TargetKind,
+    WorkCount, WorkItem, WorkStatus,
 };
 use rememberstack_core::store::{CallRecord, Lease};
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
+use rememberstack_core::{Error, ErrorCode, Result};
+use sqlx::Row;
+use sqlx::postgres::{PgConnection, PgRow};
+
+fn ms(t: Timestamp) -> i64 {
+    t.timestamp_millis()
+}
+
+/// A `u32` count into an `integer` column (saturating; SQLite stores any i64).
+fn int(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// PostgreSQL `text` cannot hold NUL; SQLite can. Free text the store records
+/// (errors, raw model output) keeps every other character.
+fn pg_text(s: &str) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// The columns of a work item (`SELECT *` in SQLite).
+const WORK_COLUMNS: &str = "namespace_id, id, target_kind, target_id, version_id, stage,
+    component_version, status, attempts, max_attempts, not_before, defer_reason, lease_owner,
+    lease_expires_at, last_error, created_at, updated_at";
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    r: &'r PgRow,
+    name: &str,
+) -> Result<T> {
+    r.try_get::<T, _>(name).map_err(db_err)
+}
+
+fn work_row(r: &PgRow) -> Result<WorkItem> {
+    let millis = |name: &str| -> Result<Timestamp> {
+        chrono::DateTime::from_timestamp_millis(get::<i64>(r, name)?)
+            .ok_or_else(|| Error::store(format!("corrupt time in {name}")))
+    };
+    Ok(WorkItem {
+        id: parse_id::<WorkId>(&get::<String>(r, "id")?)?,
+        namespace_id: parse_id(&get::<String>(r, "namespace_id")?)?,
+        target_kind: TargetKind::parse(&get::<String>(r, "target_kind")?)?,
+        target_id: uuid::Uuid::parse_str(&get::<String>(r, "target_id")?)
+            .map_err(|e| Error::store(e.to_string()))?,
+        version_id: parse_id(&get::<String>(r, "version_id")?)?,
+        stage: Stage::parse(&get::<String>(r, "stage")?).map_err(Error::store)?,
+        component_version: get(r, "component_version")?,
+        status: WorkStatus::parse(&get::<String>(r, "status")?)?,
+        attempts: get::<i32>(r, "attempts")?.max(0) as u32,
+        max_attempts: get::<i32>(r, "max_attempts")?.max(0) as u32,
+        not_before: millis("not_before")?,
+        defer_reason: get::<Option<String>>(r, "defer_reason")?
+            .map(|d| DeferReason::parse(&d))
+            .transpose()?,
+        lease_owner: get(r, "lease_owner")?,
+        lease_expires_at: get::<Option<i64>>(r, "lease_expires_at")?
+            .and_then(chrono::DateTime::from_timestamp_millis),
+        last_error: get(r, "last_error")?,
+        created_at: millis("created_at")?,
+        updated_at: millis("updated_at")?,
+    })
+}
+
+/// The typed refusal of a write by a worker whose lease is gone (`fail`, `park`).
+fn lease_lost() -> Error {
+    Error::new(
+        ErrorCode::LeaseLost,
+        "work item is no longer leased to this worker",
+    )
+}
+
+/// Mark a leased item done, or fail `LeaseLost` when the lease is gone (expired and
+/// reclaimed, or never held). The `UPDATE` locks the row and re-checks the lease on
+/// its latest committed version.
+async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
+             defer_reason = NULL, last_error = NULL, updated_at = $1
+         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
+    )
+    .bind(ms(now))
+    .bind(lease.work_id.to_string())
+    .bind(&lease.owner)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    if done.rows_affected() == 0 {
+        return Err(Error::new(
+            ErrorCode::LeaseLost,
+            format!(
+                "work item {} is no longer leased to {}",
+                lease.work_id, lease.owner
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Insert new work; an item already in the ledger (same namespace, target, stage
+/// and component version) is left as it is. Returns how many were new.
+///
+/// Items go in in key order, so two transactions enqueueing overlapping work wait
+/// for each other's uncommitted rows in the same order and never deadlock.
+async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
+    let mut ordered: Vec<&NewWork> = items.iter().collect();
+    ordered.sort_by_cached_key(|w| {
+        (
+            w.namespace_id.to_string(),
+            w.target_kind.as_str(),
+            w.target_id.to_string(),
+            w.stage.as_str(),
+            w.component_version.clone(),
+        )
+    });
+    let mut n = 0;
+    for w in ordered {
+        let r = sqlx::query(
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+                 component_version, status, attempts, max_attempts, not_before, defer_reason,
+                 created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
+             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        )
+        .bind(w.namespace_id.to_string())
+        .bind(WorkId::new().to_string())
+        .bind(w.target_kind.as_str())
+        .bind(w.target_id.to_string())
+        .bind(w.version_id.to_string())
+        .bind(w.stage.as_str())
+        .bind(&w.component_version)
+        .bind(int(w.max_attempts))
+        .bind(ms(w.not_before))
+        .bind(w.defer_reason.map(|d| d.as_str()))
+        .bind(ms(now))
+        .bind(ms(now))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        n += r.rows_affected();
+    }
+    Ok(n)
+}
 
 impl PgStore {
-    pub(crate) async fn enqueue_impl(&self, _items: Vec<NewWork>, _now: Timestamp) -> Result<u64> {
-        Err(not_yet_ported("enqueue"))
+    pub(crate) async fn enqueue_impl(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let n = insert_work(&mut tx, &items, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(n)
     }
 
-    pub(crate) async fn claim_impl(&self, _request: &ClaimRequest) -> Result<Vec<WorkItem>> {
-        Err(not_yet_ported("claim"))
+    pub(crate) async fn claim_impl(&self, req: &ClaimRequest) -> Result<Vec<WorkItem>> {
+        let now = ms(req.now);
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // A lease that expired on the final attempt ends in the dead-letter queue.
+        // Rows another transaction holds (a concurrent claimer's sweep or lease
+        // write) are skipped rather than waited for: that one decides them.
+        sqlx::query(
+            "UPDATE processing_state SET status = 'dead_letter', lease_owner = NULL, lease_expires_at = NULL,
+                 last_error = 'lease expired during the final attempt (worker crashed or timed out)', updated_at = $1
+             WHERE (namespace_id, id) IN (
+                 SELECT namespace_id, id FROM processing_state
+                 WHERE status = 'running' AND lease_expires_at <= $1 AND attempts >= max_attempts
+                 FOR UPDATE SKIP LOCKED)",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let stages: Vec<Stage> = if req.stages.is_empty() {
+            Stage::ALL.to_vec()
+        } else {
+            req.stages.clone()
+        };
+        let mut claimed = Vec::new();
+        for stage in stages {
+            // The first stage (in the requested order) with due work wins: pending or
+            // failed rows whose time has come (not parked for want of a route), and
+            // running rows whose lease expired; never in a namespace whose forget is
+            // incomplete. Oldest `not_before` first, then creation, then id. Rows
+            // locked by a concurrent claimer are skipped, so no item is leased twice.
+            let sql = format!(
+                "WITH picked AS (
+                     SELECT p.namespace_id, p.id FROM processing_state p
+                     WHERE p.stage = $4
+                       AND ((p.status IN ('pending', 'failed') AND p.not_before <= $3
+                             AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route'))
+                            OR (p.status = 'running' AND p.lease_expires_at <= $3))
+                       AND NOT EXISTS (SELECT 1 FROM forget_episodes e
+                                       WHERE e.namespace_id = p.namespace_id AND e.completed_at IS NULL)
+                     ORDER BY p.not_before, p.created_at, p.id COLLATE \"C\"
+                     LIMIT $5
+                     FOR UPDATE OF p SKIP LOCKED)
+                 UPDATE processing_state s
+                 SET status = 'running', attempts = s.attempts + 1, lease_owner = $1, lease_expires_at = $2,
+                     defer_reason = NULL, updated_at = $3
+                 FROM picked
+                 WHERE s.namespace_id = picked.namespace_id AND s.id = picked.id
+                 RETURNING {}",
+                WORK_COLUMNS
+                    .split(',')
+                    .map(|c| format!("s.{}", c.trim()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&req.owner)
+                .bind(ms(req.lease_until))
+                .bind(now)
+                .bind(stage.as_str())
+                .bind(i64::from(req.limit))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if !rows.is_empty() {
+                claimed = rows.iter().map(work_row).collect::<Result<Vec<_>>>()?;
+                break;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        claimed.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(claimed)
     }
 
     pub(crate) async fn complete_impl(
         &self,
-        _lease: &Lease,
-        _follow_up: Vec<NewWork>,
-        _now: Timestamp,
+        lease: &Lease,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("complete"))
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn fail_impl(
         &self,
-        _lease: &Lease,
-        _error: &str,
-        _outcome: FailureOutcome,
-        _now: Timestamp,
+        lease: &Lease,
+        error: &str,
+        outcome: FailureOutcome,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("fail"))
+        let (status, not_before, defer) = match outcome {
+            FailureOutcome::Retry { retry_at } => {
+                ("failed", Some(ms(retry_at)), Some("retry_backoff"))
+            }
+            FailureOutcome::DeadLetter => ("dead_letter", None, None),
+        };
+        let error: String = pg_text(&error.chars().take(2000).collect::<String>());
+        let r = sqlx::query(
+            "UPDATE processing_state SET status = $1, not_before = COALESCE($2, not_before), defer_reason = $3,
+                 last_error = $4, lease_owner = NULL, lease_expires_at = NULL, updated_at = $5
+             WHERE id = $6 AND status = 'running' AND lease_owner = $7",
+        )
+        .bind(status)
+        .bind(not_before)
+        .bind(defer)
+        .bind(error)
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(lease_lost());
+        }
+        Ok(())
     }
 
     pub(crate) async fn park_impl(
         &self,
-        _lease: &Lease,
-        _reason: DeferReason,
-        _not_before: Timestamp,
-        _now: Timestamp,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("park"))
+        let r = sqlx::query(
+            "UPDATE processing_state SET status = 'pending', attempts = GREATEST(attempts - 1, 0), defer_reason = $1,
+                 not_before = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+             WHERE id = $4 AND status = 'running' AND lease_owner = $5",
+        )
+        .bind(reason.as_str())
+        .bind(ms(not_before))
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Err(lease_lost());
+        }
+        Ok(())
     }
 
-    pub(crate) async fn work_item_impl(&self, _id: WorkId) -> Result<Option<WorkItem>> {
-        Err(not_yet_ported("work_item"))
+    pub(crate) async fn work_item_impl(&self, id: WorkId) -> Result<Option<WorkItem>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {WORK_COLUMNS} FROM processing_state WHERE id = $1"
+        )))
+        .bind(id.to_string())
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)?;
+        row.map(|r| work_row(&r)).transpose()
     }
 
     pub(crate) async fn barrier_impl(
         &self,
-        _ns: NamespaceId,
-        _version: VersionId,
-        _stage: Stage,
+        ns: NamespaceId,
+        version: VersionId,
+        stage: Stage,
     ) -> Result<BarrierStatus> {
-        Err(not_yet_ported("barrier"))
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS total,
+                    COUNT(*) FILTER (WHERE status = 'done') AS done,
+                    COUNT(*) FILTER (WHERE status = 'dead_letter') AS dead
+             FROM processing_state WHERE namespace_id = $1 AND version_id = $2 AND stage = $3",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .bind(stage.as_str())
+        .fetch_one(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(BarrierStatus {
+            total: get::<i64>(&row, "total")? as u64,
+            done: get::<i64>(&row, "done")? as u64,
+            dead_letter: get::<i64>(&row, "dead")? as u64,
+        })
     }
 
-    pub(crate) async fn work_counts_impl(
-        &self,
-        _ns: Option<NamespaceId>,
-    ) -> Result<Vec<WorkCount>> {
-        Err(not_yet_ported("work_counts"))
+    pub(crate) async fn work_counts_impl(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>> {
+        let rows = sqlx::query(
+            "SELECT stage, status, COUNT(*) AS n,
+                    COUNT(*) FILTER (WHERE defer_reason = 'no_route') AS parked
+             FROM processing_state WHERE ($1::text IS NULL OR namespace_id = $1)
+             GROUP BY stage, status ORDER BY stage COLLATE \"C\", status COLLATE \"C\"",
+        )
+        .bind(ns.map(|n| n.to_string()))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(WorkCount {
+                    stage: Stage::parse(&get::<String>(r, "stage")?).map_err(Error::store)?,
+                    status: WorkStatus::parse(&get::<String>(r, "status")?)?,
+                    parked_no_route: get::<i64>(r, "parked")? as u64,
+                    count: get::<i64>(r, "n")? as u64,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn work_items_impl(
         &self,
-        _ns: Option<NamespaceId>,
-        _status: WorkStatus,
-        _limit: u32,
+        ns: Option<NamespaceId>,
+        status: WorkStatus,
+        limit: u32,
     ) -> Result<Vec<WorkItem>> {
-        Err(not_yet_ported("work_items"))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {WORK_COLUMNS} FROM processing_state
+             WHERE ($1::text IS NULL OR namespace_id = $1) AND status = $2
+             ORDER BY created_at, id COLLATE \"C\" LIMIT $3"
+        )))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(status.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(work_row).collect()
     }
 
     pub(crate) async fn replay_dead_letters_impl(
         &self,
-        _ns: Option<NamespaceId>,
-        _stage: Option<Stage>,
-        _allowance: u32,
-        _now: Timestamp,
+        ns: Option<NamespaceId>,
+        stage: Option<Stage>,
+        allowance: u32,
+        now: Timestamp,
     ) -> Result<u64> {
-        Err(not_yet_ported("replay_dead_letters"))
+        let r = sqlx::query(
+            "UPDATE processing_state
+             SET status = 'pending', max_attempts = LEAST(attempts::bigint + $1, 2147483647),
+                 not_before = $2, defer_reason = NULL, updated_at = $2
+             WHERE status = 'dead_letter' AND ($3::text IS NULL OR namespace_id = $3)
+               AND ($4::text IS NULL OR stage = $4)",
+        )
+        .bind(i64::from(allowance.max(1)))
+        .bind(ms(now))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(stage.map(|s| s.as_str()))
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected())
     }
 
     pub(crate) async fn expedite_failed_impl(
         &self,
-        _ns: Option<NamespaceId>,
-        _stage: Option<Stage>,
-        _now: Timestamp,
+        ns: Option<NamespaceId>,
+        stage: Option<Stage>,
+        now: Timestamp,
     ) -> Result<u64> {
-        Err(not_yet_ported("expedite_failed"))
+        let r = sqlx::query(
+            "UPDATE processing_state SET not_before = $1, updated_at = $1
+             WHERE status = 'failed' AND not_before > $1 AND ($2::text IS NULL OR namespace_id = $2)
+               AND ($3::text IS NULL OR stage = $3)",
+        )
+        .bind(ms(now))
+        .bind(ns.map(|n| n.to_string()))
+        .bind(stage.map(|s| s.as_str()))
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected())
     }
 
     pub(crate) async fn next_wakeup_impl(&self) -> Result<Option<Timestamp>> {
-        Err(not_yet_ported("next_wakeup"))
+        let row = sqlx::query(
+            "SELECT MIN(t) AS t FROM (
+                 SELECT not_before AS t FROM processing_state
+                 WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
+                 UNION ALL
+                 SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w",
+        )
+        .fetch_one(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(get::<Option<i64>>(&row, "t")?.and_then(chrono::DateTime::from_timestamp_millis))
     }
 
     pub(crate) async fn latest_versions_impl(
         &self,
     ) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
-        Err(not_yet_ported("latest_versions"))
+        let rows = sqlx::query(
+            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
+             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+             ORDER BY d.namespace_id COLLATE \"C\", d.created_at",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&get::<String>(r, "namespace_id")?)?,
+                    parse_id(&get::<String>(r, "latest_version_id")?)?,
+                    get::<Option<String>>(r, "format")?.and_then(|f| SourceFormat::parse(&f)),
+                ))
+            })
+            .collect()
     }
 
-    pub(crate) async fn record_call_impl(&self, _call: CallRecord, _now: Timestamp) -> Result<()> {
-        Err(not_yet_ported("record_call"))
+    pub(crate) async fn record_call_impl(&self, call: CallRecord, now: Timestamp) -> Result<()> {
+        let ns = call.namespace_id.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO cost_ledger (namespace_id, processing_id, attempt, call_key, stage, model,
+                 prompt_tokens, completion_tokens, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        )
+        .bind(&ns)
+        .bind(call.processing_id.to_string())
+        .bind(int(call.attempt))
+        .bind(&call.call_key)
+        .bind(call.stage.as_str())
+        .bind(&call.model)
+        .bind(i64::try_from(call.prompt_tokens).unwrap_or(i64::MAX))
+        .bind(i64::try_from(call.completion_tokens).unwrap_or(i64::MAX))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO llm_transcripts (namespace_id, processing_id, attempt, call_key, request_hash, model,
+                 prompt_version, raw_output, verdict, reason, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(&ns)
+        .bind(call.processing_id.to_string())
+        .bind(int(call.attempt))
+        .bind(&call.call_key)
+        .bind(&call.request_hash)
+        .bind(&call.model)
+        .bind(&call.prompt_version)
+        .bind(pg_text(&call.raw_output))
+        .bind(&call.verdict)
+        .bind(call.reason.as_deref().map(pg_text))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn call_costs_impl(
         &self,
-        _ns: NamespaceId,
+        ns: NamespaceId,
     ) -> Result<Vec<(String, String, u64, u64)>> {
-        Err(not_yet_ported("call_costs"))
+        let rows = sqlx::query(
+            "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
+             WHERE namespace_id = $1 ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    get(r, "call_key")?,
+                    get(r, "model")?,
+                    get::<i64>(r, "prompt_tokens")?.max(0) as u64,
+                    get::<i64>(r, "completion_tokens")?.max(0) as u64,
+                ))
+            })
+            .collect()
     }
 
     pub(crate) async fn defer_impl(
         &self,
-        _lease: &Lease,
-        _reason: DeferReason,
-        _not_before: Timestamp,
-        _now: Timestamp,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("defer"))
+        // Fenced like a completion, then back to pending: the attempt the claim
+        // counted is given back (never below zero), and the row waits like any other
+        // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        sqlx::query(
+            "UPDATE processing_state SET status = 'pending', attempts = GREATEST(attempts - 1, 0),
+                 not_before = $1, defer_reason = $2, lease_owner = NULL, lease_expires_at = NULL,
+                 updated_at = $3
+             WHERE id = $4",
+        )
+        .bind(ms(not_before))
+        .bind(reason.as_str())
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
     }
 }

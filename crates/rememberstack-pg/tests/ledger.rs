@@ -1,0 +1,1040 @@
+//! The PostgreSQL store's work ledger and provider-call accounting against a real
+//! server: enqueue, claim (stage selection, ordering, batching, expired leases,
+//! forget gating, concurrent claimers), complete, fail, park, defer, work_item,
+//! barrier, work_counts, work_items, replay_dead_letters, expedite_failed,
+//! next_wakeup, latest_versions, record_call and call_costs. Every test needs
+//! `DATABASE_URL` (`scripts/pg-local.sh start` prints one) and is skipped, saying
+//! so, without it. Each test works in a schema of its own, dropped at the end.
+
+use chrono::{TimeZone, Utc};
+use rememberstack_core::ErrorCode;
+use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
+use rememberstack_core::ledger::{
+    ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkStatus,
+};
+use rememberstack_core::store::{CallRecord, Lease, MemoryStore};
+use rememberstack_core::text::SourceFormat;
+use rememberstack_pg::{PgStore, PgStoreConfig};
+use std::collections::HashSet;
+
+fn database_url(test: &str) -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            eprintln!("{test}: skipped, DATABASE_URL is not set (scripts/pg-local.sh start)");
+            None
+        }
+    }
+}
+
+/// A schema name no other test (or run) uses.
+fn fresh_schema(tag: &str) -> String {
+    format!("rs_it_{tag}_{}", uuid::Uuid::new_v4().simple())
+}
+
+fn config(schema: &str) -> PgStoreConfig {
+    PgStoreConfig {
+        max_connections: 2,
+        schema: Some(schema.to_string()),
+        ..PgStoreConfig::default()
+    }
+}
+
+async fn store(test: &str, tag: &str) -> Option<PgStore> {
+    let url = database_url(test)?;
+    Some(
+        PgStore::connect_with(&url, config(&fresh_schema(tag)))
+            .await
+            .unwrap(),
+    )
+}
+
+async fn drop_schema(store: &PgStore) {
+    let schema = store.schema().expect("tests use a schema");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(store.pool())
+    .await
+    .expect("drop the test schema");
+    store.close().await;
+}
+
+fn at(secs: i64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(1_780_000_000 + secs, 0).unwrap()
+}
+
+fn work(ns: NamespaceId, stage: Stage, not_before: i64) -> NewWork {
+    NewWork::now(
+        ns,
+        stage,
+        uuid::Uuid::new_v4(),
+        VersionId::new(),
+        "v1",
+        at(not_before),
+    )
+}
+
+fn req(owner: &str, stages: &[Stage], limit: u32, now: i64) -> ClaimRequest {
+    ClaimRequest {
+        owner: owner.to_string(),
+        stages: stages.to_vec(),
+        limit,
+        lease_until: at(now + 60),
+        now: at(now),
+    }
+}
+
+fn lease(id: WorkId, owner: &str) -> Lease {
+    Lease {
+        work_id: id,
+        owner: owner.to_string(),
+    }
+}
+
+/// The work id of the row for `target` (looked up with SQL).
+async fn id_of(store: &PgStore, target: uuid::Uuid) -> WorkId {
+    let id: String = sqlx::query_scalar("SELECT id FROM processing_state WHERE target_id = $1")
+        .bind(target.to_string())
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    id.parse().unwrap()
+}
+
+#[tokio::test]
+async fn pg_ledger_enqueue_is_idempotent_and_claim_orders_by_due_time() {
+    let Some(store) = store("pg_ledger_enqueue", "ledger_enq").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    assert_eq!(store.enqueue(vec![], at(0)).await.unwrap(), 0);
+    // Three due chunk items (due at 5, 1, 3), one not yet due, one parked for want of
+    // a route, and a prepare item.
+    let a = work(ns, Stage::Chunk, 5);
+    let b = work(ns, Stage::Chunk, 1);
+    let c = work(ns, Stage::Chunk, 3);
+    let later = work(ns, Stage::Chunk, 500);
+    let mut parked = work(ns, Stage::Chunk, 0);
+    parked.defer_reason = Some(DeferReason::NoRoute);
+    let prep = work(ns, Stage::Prepare, 0);
+    let all = vec![
+        a.clone(),
+        b.clone(),
+        c.clone(),
+        later.clone(),
+        parked.clone(),
+        prep.clone(),
+    ];
+    assert_eq!(store.enqueue(all.clone(), at(0)).await.unwrap(), 6);
+    // A replay is a no-op: the same (namespace, target, stage, component version).
+    assert_eq!(store.enqueue(all, at(1)).await.unwrap(), 0);
+    // A new component version is new work.
+    let mut a2 = a.clone();
+    a2.component_version = "v2".into();
+    a2.not_before = at(400);
+    assert_eq!(store.enqueue(vec![a2], at(2)).await.unwrap(), 1);
+
+    let fresh = store
+        .work_item(id_of(&store, b.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(fresh.status, WorkStatus::Pending);
+    assert_eq!(fresh.attempts, 0);
+    assert_eq!(fresh.max_attempts, 3);
+    assert_eq!(fresh.not_before, at(1));
+    assert_eq!(fresh.created_at, at(0));
+    assert_eq!(fresh.component_version, "v1");
+    assert_eq!(fresh.namespace_id, ns);
+    assert_eq!(fresh.target_id, b.target_id);
+    assert_eq!(fresh.version_id, b.version_id);
+    assert!(store.work_item(WorkId::new()).await.unwrap().is_none());
+
+    // Stage priority: the first listed stage with due work wins, and a batch is
+    // one stage. Within it, the earliest `not_before` is picked first (b, c).
+    let got = store
+        .claim(&req("w1", &[Stage::Chunk, Stage::Prepare], 2, 10))
+        .await
+        .unwrap();
+    let targets: HashSet<_> = got.iter().map(|w| w.target_id).collect();
+    assert_eq!(targets, HashSet::from([b.target_id, c.target_id]));
+    // Returned by creation time, then id.
+    let mut sorted = got.clone();
+    sorted.sort_by(|x, y| x.created_at.cmp(&y.created_at).then(x.id.cmp(&y.id)));
+    assert_eq!(got, sorted);
+    for w in &got {
+        assert_eq!(w.status, WorkStatus::Running);
+        assert_eq!(w.attempts, 1);
+        assert_eq!(w.lease_owner.as_deref(), Some("w1"));
+        assert_eq!(w.lease_expires_at, Some(at(70)));
+        assert_eq!(w.updated_at, at(10));
+        assert_eq!(w.defer_reason, None);
+    }
+    let got = store
+        .claim(&req("w1", &[Stage::Chunk, Stage::Prepare], 5, 10))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, a.target_id);
+    // Chunk has nothing due (later is not due, parked has no route): prepare next.
+    let got = store
+        .claim(&req("w1", &[Stage::Chunk, Stage::Prepare], 5, 10))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, prep.target_id);
+    assert!(
+        store
+            .claim(&req("w1", &[], 5, 10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Any stage (empty list): pipeline order. At 450 every lease (until 70) has
+    // expired: prepare comes first, reclaimed (a second attempt) by another worker.
+    let got = store.claim(&req("w2", &[], 5, 450)).await.unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].target_id, prep.target_id);
+    assert_eq!(got[0].attempts, 2);
+    assert_eq!(got[0].lease_owner.as_deref(), Some("w2"));
+    // Then chunk: the expired b, c, a and the v2 item (due at 400); `later` (500)
+    // is not due yet.
+    let got = store.claim(&req("w2", &[], 5, 450)).await.unwrap();
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got.iter().all(|w| w.stage == Stage::Chunk));
+    assert!(got.iter().all(|w| w.target_id != later.target_id));
+    let got = store.claim(&req("w2", &[], 5, 500)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, later.target_id);
+    // The parked item stays put.
+    let p = store
+        .work_item(id_of(&store, parked.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.status, WorkStatus::Pending);
+    assert_eq!(p.defer_reason, Some(DeferReason::NoRoute));
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_complete_is_lease_checked_and_enqueues_follow_ups() {
+    let Some(store) = store("pg_ledger_complete", "ledger_done").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let item = work(ns, Stage::Prepare, 0);
+    let existing = work(ns, Stage::Chunk, 0);
+    store
+        .enqueue(vec![item.clone(), existing.clone()], at(0))
+        .await
+        .unwrap();
+    let got = store
+        .claim(&req("w1", &[Stage::Prepare], 1, 1))
+        .await
+        .unwrap();
+    let id = got[0].id;
+    // Someone else's lease: LeaseLost, nothing changes, no follow-up.
+    let follow = work(ns, Stage::Chunk, 2);
+    let err = store
+        .complete(&lease(id, "intruder"), vec![follow.clone()], at(2))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    assert_eq!(
+        store.work_item(id).await.unwrap().unwrap().status,
+        WorkStatus::Running
+    );
+    // The owner completes; the follow-ups are enqueued (an existing one once).
+    store
+        .complete(
+            &Lease::of(&got[0]),
+            vec![follow.clone(), existing.clone()],
+            at(3),
+        )
+        .await
+        .unwrap();
+    let done = store.work_item(id).await.unwrap().unwrap();
+    assert_eq!(done.status, WorkStatus::Done);
+    assert_eq!(done.lease_owner, None);
+    assert_eq!(done.lease_expires_at, None);
+    assert_eq!(done.updated_at, at(3));
+    let chunks = store
+        .work_items(Some(ns), WorkStatus::Pending, 10)
+        .await
+        .unwrap();
+    assert_eq!(chunks.len(), 2);
+    let f = chunks
+        .iter()
+        .find(|w| w.target_id == follow.target_id)
+        .unwrap();
+    assert_eq!(f.created_at, at(3));
+    // A second completion of the same lease: lost.
+    let err = store
+        .complete(&Lease::of(&got[0]), vec![work(ns, Stage::Chunk, 0)], at(4))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    assert_eq!(
+        store
+            .work_items(Some(ns), WorkStatus::Pending, 10)
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "a refused completion enqueues nothing"
+    );
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_fail_retries_with_backoff_or_dead_letters() {
+    let Some(store) = store("pg_ledger_fail", "ledger_fail").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let one = work(ns, Stage::Extract, 0);
+    let two = work(ns, Stage::Extract, 0);
+    store
+        .enqueue(vec![one.clone(), two.clone()], at(0))
+        .await
+        .unwrap();
+    let got = store
+        .claim(&req("w", &[Stage::Extract], 2, 1))
+        .await
+        .unwrap();
+    let l1 = Lease::of(got.iter().find(|w| w.target_id == one.target_id).unwrap());
+    let l2 = Lease::of(got.iter().find(|w| w.target_id == two.target_id).unwrap());
+    // A long error with a NUL is kept (2000 characters).
+    let long = format!("bad\0{}", "é".repeat(3000));
+    store
+        .fail(
+            &l1,
+            &long,
+            FailureOutcome::Retry { retry_at: at(100) },
+            at(2),
+        )
+        .await
+        .unwrap();
+    let f = store.work_item(l1.work_id).await.unwrap().unwrap();
+    assert_eq!(f.status, WorkStatus::Failed);
+    assert_eq!(f.not_before, at(100));
+    assert_eq!(f.defer_reason, Some(DeferReason::RetryBackoff));
+    assert_eq!(f.lease_owner, None);
+    assert_eq!(f.lease_expires_at, None);
+    assert_eq!(f.attempts, 1);
+    let e = f.last_error.unwrap();
+    assert_eq!(e.chars().count(), 2000);
+    assert!(e.starts_with("bad"));
+    // Already failed: the lease is gone.
+    let err = store
+        .fail(&l1, "again", FailureOutcome::DeadLetter, at(3))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    // Dead letter keeps not_before.
+    store
+        .fail(&l2, "fatal", FailureOutcome::DeadLetter, at(3))
+        .await
+        .unwrap();
+    let d = store.work_item(l2.work_id).await.unwrap().unwrap();
+    assert_eq!(d.status, WorkStatus::DeadLetter);
+    assert_eq!(d.not_before, at(0));
+    assert_eq!(d.defer_reason, None);
+    assert_eq!(d.last_error.as_deref(), Some("fatal"));
+    // The failed item is claimable at retry_at, not before; dead letters never.
+    assert!(store.claim(&req("w", &[], 5, 99)).await.unwrap().is_empty());
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(100)));
+    let again = store.claim(&req("w", &[], 5, 100)).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, l1.work_id);
+    assert_eq!(again[0].attempts, 2);
+    assert_eq!(again[0].defer_reason, None);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_park_and_defer_give_the_attempt_back() {
+    let Some(store) = store("pg_ledger_park", "ledger_park").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let p = work(ns, Stage::Normalize, 0);
+    let d = work(ns, Stage::Normalize, 0);
+    store
+        .enqueue(vec![p.clone(), d.clone()], at(0))
+        .await
+        .unwrap();
+    let got = store.claim(&req("w", &[], 2, 1)).await.unwrap();
+    assert_eq!(got.len(), 2);
+    let lp = Lease::of(got.iter().find(|w| w.target_id == p.target_id).unwrap());
+    let ld = Lease::of(got.iter().find(|w| w.target_id == d.target_id).unwrap());
+    // Wrong owner: LeaseLost for both.
+    let err = store
+        .park(&lease(lp.work_id, "x"), DeferReason::NoRoute, at(5), at(2))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    let err = store
+        .defer(&lease(ld.work_id, "x"), DeferReason::Budget, at(5), at(2))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+
+    store
+        .park(&lp, DeferReason::NoRoute, at(5), at(2))
+        .await
+        .unwrap();
+    let parked = store.work_item(lp.work_id).await.unwrap().unwrap();
+    assert_eq!(parked.status, WorkStatus::Pending);
+    assert_eq!(parked.attempts, 0);
+    assert_eq!(parked.defer_reason, Some(DeferReason::NoRoute));
+    assert_eq!(parked.not_before, at(5));
+    assert_eq!(parked.lease_owner, None);
+    assert_eq!(parked.updated_at, at(2));
+
+    store
+        .defer(&ld, DeferReason::Budget, at(50), at(2))
+        .await
+        .unwrap();
+    let deferred = store.work_item(ld.work_id).await.unwrap().unwrap();
+    assert_eq!(deferred.status, WorkStatus::Pending);
+    assert_eq!(deferred.attempts, 0);
+    assert_eq!(deferred.defer_reason, Some(DeferReason::Budget));
+    assert_eq!(deferred.not_before, at(50));
+    assert_eq!(deferred.lease_owner, None);
+    assert_eq!(deferred.lease_expires_at, None);
+    // Deferring again: the lease is gone.
+    let err = store
+        .defer(&ld, DeferReason::Budget, at(50), at(3))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+
+    // The no-route row is neither claimable nor a wake-up; the deferred one is both.
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(50)));
+    assert!(store.claim(&req("w", &[], 5, 49)).await.unwrap().is_empty());
+    let got = store.claim(&req("w", &[], 5, 50)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, ld.work_id);
+    assert_eq!(got[0].attempts, 1);
+    // The running lease is the next wake-up.
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(110)));
+    let counts = store.work_counts(Some(ns)).await.unwrap();
+    let pending = counts
+        .iter()
+        .find(|c| c.status == WorkStatus::Pending)
+        .unwrap();
+    assert_eq!((pending.count, pending.parked_no_route), (1, 1));
+    // Park floors attempts at zero: a claimed-then-parked twice item stays at 0.
+    sqlx::query("UPDATE processing_state SET attempts = 0 WHERE id = $1")
+        .bind(ld.work_id.to_string())
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store
+        .park(&Lease::of(&got[0]), DeferReason::Barrier, at(60), at(51))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.work_item(ld.work_id).await.unwrap().unwrap().attempts,
+        0
+    );
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_expired_leases_are_reclaimed_or_dead_lettered() {
+    let Some(store) = store("pg_ledger_expiry", "ledger_exp").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let mut x = work(ns, Stage::Embed, 0);
+    x.max_attempts = 2;
+    store.enqueue(vec![x.clone()], at(0)).await.unwrap();
+    let first = store.claim(&req("a", &[], 1, 1)).await.unwrap();
+    assert_eq!(first[0].attempts, 1);
+    // Before expiry (lease until 61) nobody else gets it.
+    assert!(store.claim(&req("b", &[], 1, 60)).await.unwrap().is_empty());
+    let second = store.claim(&req("b", &[], 1, 61)).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].id, first[0].id);
+    assert_eq!(second[0].attempts, 2);
+    assert_eq!(second[0].lease_owner.as_deref(), Some("b"));
+    // The first worker's lease is lost.
+    let err = store
+        .complete(&Lease::of(&first[0]), vec![], at(62))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LeaseLost);
+    assert!(err.to_string().contains(&first[0].id.to_string()));
+    // The final attempt's lease expires: the next claim dead-letters it.
+    assert!(
+        store
+            .claim(&req("c", &[], 1, 121))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let dead = store.work_item(first[0].id).await.unwrap().unwrap();
+    assert_eq!(dead.status, WorkStatus::DeadLetter);
+    assert_eq!(dead.lease_owner, None);
+    assert_eq!(dead.lease_expires_at, None);
+    assert_eq!(
+        dead.last_error.as_deref(),
+        Some("lease expired during the final attempt (worker crashed or timed out)")
+    );
+    assert_eq!(dead.updated_at, at(121));
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_claim_skips_namespaces_with_an_incomplete_forget() {
+    let Some(store) = store("pg_ledger_forget", "ledger_fgt").await else {
+        return;
+    };
+    let gated = NamespaceId::new();
+    let open = NamespaceId::new();
+    let g = work(gated, Stage::Prepare, 0);
+    let o = work(open, Stage::Prepare, 1);
+    store
+        .enqueue(vec![g.clone(), o.clone()], at(0))
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
+         VALUES ($1, 'm1', 'd1', '{}'::jsonb, now())",
+    )
+    .bind(gated.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let got = store.claim(&req("w", &[], 10, 5)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, o.target_id);
+    assert!(store.claim(&req("w", &[], 10, 5)).await.unwrap().is_empty());
+    sqlx::query("UPDATE forget_episodes SET completed_at = now()")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let got = store.claim(&req("w", &[], 10, 5)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, g.target_id);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_barrier_counts_and_listings() {
+    let Some(store) = store("pg_ledger_counts", "ledger_cnt").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let other = NamespaceId::new();
+    let version = VersionId::new();
+    let mut items = Vec::new();
+    for i in 0..4 {
+        let mut w = work(ns, Stage::Normalize, i);
+        w.version_id = version;
+        items.push(w);
+    }
+    store.enqueue(items.clone(), at(0)).await.unwrap();
+    store
+        .enqueue(vec![work(other, Stage::Normalize, 0)], at(1))
+        .await
+        .unwrap();
+    let b = store.barrier(ns, version, Stage::Normalize).await.unwrap();
+    assert_eq!((b.total, b.done, b.dead_letter), (4, 0, 0));
+    assert!(!b.is_complete());
+    let empty = store
+        .barrier(ns, VersionId::new(), Stage::Normalize)
+        .await
+        .unwrap();
+    assert_eq!((empty.total, empty.done, empty.dead_letter), (0, 0, 0));
+
+    // Claim three of the namespace's (oldest not_before first), finish two, kill one.
+    let got = store
+        .claim(&req("w", &[Stage::Normalize], 3, 10))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    let mine: Vec<_> = got.iter().filter(|w| w.namespace_id == ns).collect();
+    store
+        .complete(&Lease::of(mine[0]), vec![], at(11))
+        .await
+        .unwrap();
+    store
+        .complete(&Lease::of(mine[1]), vec![], at(11))
+        .await
+        .unwrap();
+    let running: Vec<_> = got.iter().skip(2).collect();
+    store
+        .fail(
+            &Lease::of(running[0]),
+            "x",
+            FailureOutcome::DeadLetter,
+            at(12),
+        )
+        .await
+        .unwrap();
+    let b = store.barrier(ns, version, Stage::Normalize).await.unwrap();
+    let dead_here = u64::from(running[0].namespace_id == ns);
+    assert_eq!((b.total, b.done, b.dead_letter), (4, 2, dead_here));
+
+    // Counts per stage and status, ordered; the namespace filter applies.
+    let all = store.work_counts(None).await.unwrap();
+    let total: u64 = all.iter().map(|c| c.count).sum();
+    assert_eq!(total, 5);
+    let keys: Vec<_> = all
+        .iter()
+        .map(|c| (c.stage.as_str(), c.status.as_str()))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    let mine = store.work_counts(Some(ns)).await.unwrap();
+    assert_eq!(mine.iter().map(|c| c.count).sum::<u64>(), 4);
+    let done = mine.iter().find(|c| c.status == WorkStatus::Done).unwrap();
+    assert_eq!((done.stage, done.count), (Stage::Normalize, 2));
+    assert!(
+        store
+            .work_counts(Some(NamespaceId::new()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Listings: by status, namespace, creation order then id, limited.
+    let pending_all = store
+        .work_items(None, WorkStatus::Pending, 10)
+        .await
+        .unwrap();
+    let done_mine = store
+        .work_items(Some(ns), WorkStatus::Done, 10)
+        .await
+        .unwrap();
+    assert_eq!(done_mine.len(), 2);
+    assert!(done_mine.iter().all(|w| w.status == WorkStatus::Done));
+    let limited = store
+        .work_items(None, WorkStatus::Pending, 1)
+        .await
+        .unwrap();
+    assert_eq!(limited.len(), pending_all.len().min(1));
+    let mut sorted = pending_all.clone();
+    sorted.sort_by(|x, y| x.created_at.cmp(&y.created_at).then(x.id.cmp(&y.id)));
+    assert_eq!(pending_all, sorted);
+    if let Some(first) = pending_all.first() {
+        assert_eq!(limited[0].id, first.id);
+    }
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_replay_dead_letters_and_expedite_failed() {
+    let Some(store) = store("pg_ledger_replay", "ledger_rpl").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let other = NamespaceId::new();
+    let a = work(ns, Stage::Extract, 0);
+    let b = work(ns, Stage::Embed, 0);
+    let c = work(other, Stage::Extract, 0);
+    let r1 = work(ns, Stage::Prepare, 0);
+    let r2 = work(other, Stage::Prepare, 0);
+    store
+        .enqueue(
+            vec![a.clone(), b.clone(), c.clone(), r1.clone(), r2.clone()],
+            at(0),
+        )
+        .await
+        .unwrap();
+    // Dead-letter a, b, c; fail r1, r2 with a retry far ahead.
+    for stage in [Stage::Prepare, Stage::Embed, Stage::Extract] {
+        let got = store.claim(&req("w", &[stage], 10, 1)).await.unwrap();
+        for w in got {
+            let outcome = if stage == Stage::Prepare {
+                FailureOutcome::Retry { retry_at: at(1000) }
+            } else {
+                FailureOutcome::DeadLetter
+            };
+            store
+                .fail(&Lease::of(&w), "e", outcome, at(2))
+                .await
+                .unwrap();
+        }
+    }
+    // Replay by namespace and stage: only a.
+    let n = store
+        .replay_dead_letters(Some(ns), Some(Stage::Extract), 2, at(10))
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let ra = store
+        .work_item(id_of(&store, a.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ra.status, WorkStatus::Pending);
+    assert_eq!(ra.attempts, 1);
+    assert_eq!(ra.max_attempts, 3);
+    assert_eq!(ra.not_before, at(10));
+    assert_eq!(ra.updated_at, at(10));
+    assert_eq!(ra.defer_reason, None);
+    // An allowance of 0 still grants one attempt; no filters: everything left.
+    let n = store
+        .replay_dead_letters(None, None, 0, at(11))
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    let rb = store
+        .work_item(id_of(&store, b.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((rb.status, rb.max_attempts), (WorkStatus::Pending, 2));
+    assert_eq!(
+        store
+            .replay_dead_letters(None, None, 1, at(12))
+            .await
+            .unwrap(),
+        0
+    );
+
+    // Expedite: failed rows waiting in the future become due now (filters apply).
+    assert_eq!(
+        store
+            .expedite_failed(Some(ns), Some(Stage::Extract), at(20))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store.expedite_failed(Some(ns), None, at(20)).await.unwrap(),
+        1
+    );
+    let e1 = store
+        .work_item(id_of(&store, r1.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (e1.status, e1.not_before, e1.updated_at),
+        (WorkStatus::Failed, at(20), at(20))
+    );
+    assert_eq!(e1.defer_reason, Some(DeferReason::RetryBackoff));
+    let e2 = store
+        .work_item(id_of(&store, r2.target_id).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(e2.not_before, at(1000));
+    // Already due: not counted again.
+    assert_eq!(
+        store
+            .expedite_failed(None, Some(Stage::Prepare), at(20))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.expedite_failed(None, None, at(20)).await.unwrap(), 0);
+    let got = store
+        .claim(&req("w", &[Stage::Prepare], 10, 20))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_next_wakeup() {
+    let Some(store) = store("pg_ledger_wakeup", "ledger_wake").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    assert_eq!(store.next_wakeup().await.unwrap(), None);
+    let mut parked = work(ns, Stage::Chunk, 1);
+    parked.defer_reason = Some(DeferReason::NoRoute);
+    store.enqueue(vec![parked], at(0)).await.unwrap();
+    assert_eq!(
+        store.next_wakeup().await.unwrap(),
+        None,
+        "no-route is not a wake-up"
+    );
+    store
+        .enqueue(
+            vec![work(ns, Stage::Chunk, 300), work(ns, Stage::Prepare, 200)],
+            at(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(200)));
+    let got = store
+        .claim(&req("w", &[Stage::Prepare], 1, 250))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    // Pending at 300, lease until 310.
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(300)));
+    store
+        .complete(&Lease::of(&got[0]), vec![], at(251))
+        .await
+        .unwrap();
+    let got = store.claim(&req("w", &[], 1, 300)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(store.next_wakeup().await.unwrap(), Some(at(360)));
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_latest_versions() {
+    let Some(store) = store("pg_ledger_latest", "ledger_lv").await else {
+        return;
+    };
+    assert!(store.latest_versions().await.unwrap().is_empty());
+    let ns = NamespaceId::new();
+    let v_old = VersionId::new();
+    let v_new = VersionId::new();
+    let v_other = VersionId::new();
+    let insert_doc = |doc: String, latest: VersionId, created: i64| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO documents (namespace_id, id, source_kind, source_ref, mode,
+                     current_version_id, latest_version_id, version_count, created_at, updated_at)
+                 VALUES ($1, $2, 'file', $2, 'living', $3, $3, 1, $4, $4)",
+            )
+            .bind(ns.to_string())
+            .bind(doc)
+            .bind(latest.to_string())
+            .bind(at(created))
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    };
+    let insert_version = |doc: String, v: VersionId, ord: i32, format: Option<&'static str>| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256,
+                     size, mime, format, source_modified_at, origin, metadata_json, created_at)
+                 VALUES ($1, $2, $3, $4, 'sha', 1, 'text/plain', $5, now(), 'external', '{}'::jsonb, now())",
+            )
+            .bind(ns.to_string())
+            .bind(v.to_string())
+            .bind(doc)
+            .bind(ord)
+            .bind(format)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    };
+    // Doc 2 created first; doc 1 has two versions, the latest markdown.
+    insert_doc("doc-2".into(), v_other, 1).await;
+    insert_doc("doc-1".into(), v_new, 2).await;
+    insert_version("doc-1".into(), v_old, 1, Some("plain")).await;
+    insert_version("doc-1".into(), v_new, 2, Some("markdown")).await;
+    insert_version("doc-2".into(), v_other, 1, None).await;
+    let got = store.latest_versions().await.unwrap();
+    assert_eq!(
+        got,
+        vec![
+            (ns, v_other, None),
+            (ns, v_new, SourceFormat::parse("markdown")),
+        ]
+    );
+    assert!(SourceFormat::parse("markdown").is_some());
+    drop_schema(&store).await;
+}
+
+fn call(ns: NamespaceId, work: WorkId, attempt: u32, key: &str, tokens: u64) -> CallRecord {
+    CallRecord {
+        namespace_id: ns,
+        processing_id: work,
+        attempt,
+        call_key: key.to_string(),
+        stage: Stage::Extract,
+        model: "m-1".to_string(),
+        prompt_tokens: tokens,
+        completion_tokens: tokens / 2,
+        request_hash: "h".to_string(),
+        prompt_version: "p1".to_string(),
+        raw_output: "out\0put".to_string(),
+        verdict: "ok".to_string(),
+        reason: None,
+    }
+}
+
+#[tokio::test]
+async fn pg_ledger_record_call_and_call_costs() {
+    let Some(store) = store("pg_ledger_calls", "ledger_calls").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let other = NamespaceId::new();
+    let w = WorkId::new();
+    assert!(store.call_costs(ns).await.unwrap().is_empty());
+    store
+        .record_call(call(ns, w, 1, "selection", 100), at(1))
+        .await
+        .unwrap();
+    store
+        .record_call(call(ns, w, 1, "claimify", 40), at(2))
+        .await
+        .unwrap();
+    // The same call again (a replayed attempt): one cost row, two transcripts.
+    store
+        .record_call(call(ns, w, 1, "selection", 999), at(3))
+        .await
+        .unwrap();
+    store
+        .record_call(call(ns, w, 2, "selection", 7), at(4))
+        .await
+        .unwrap();
+    store
+        .record_call(call(other, w, 1, "selection", 5), at(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.call_costs(ns).await.unwrap(),
+        vec![
+            ("selection".to_string(), "m-1".to_string(), 100, 50),
+            ("claimify".to_string(), "m-1".to_string(), 40, 20),
+            ("selection".to_string(), "m-1".to_string(), 7, 3),
+        ]
+    );
+    assert_eq!(
+        store.call_costs(other).await.unwrap(),
+        vec![("selection".to_string(), "m-1".to_string(), 5, 2)]
+    );
+    let transcripts: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM llm_transcripts WHERE namespace_id = $1")
+            .bind(ns.to_string())
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(transcripts, 4);
+    drop_schema(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pg_ledger_concurrent_claimers_never_share_an_item() {
+    let Some(url) = database_url("pg_ledger_concurrent") else {
+        return;
+    };
+    let schema = fresh_schema("ledger_conc");
+    // Two "processes": two stores (pools) on one schema.
+    let wide = |s: &str| PgStoreConfig {
+        max_connections: 4,
+        ..config(s)
+    };
+    let one = PgStore::connect_with(&url, wide(&schema)).await.unwrap();
+    let two = PgStore::connect_with(&url, wide(&schema)).await.unwrap();
+    let ns = NamespaceId::new();
+    let items: Vec<_> = (0..240)
+        .map(|i| {
+            work(
+                ns,
+                if i % 2 == 0 {
+                    Stage::Embed
+                } else {
+                    Stage::Extract
+                },
+                i % 7,
+            )
+        })
+        .collect();
+    assert_eq!(one.enqueue(items, at(0)).await.unwrap(), 240);
+    let mut tasks = Vec::new();
+    for (k, s) in [one.clone(), two.clone(), one.clone(), two.clone()]
+        .into_iter()
+        .enumerate()
+    {
+        tasks.push(tokio::spawn(async move {
+            let owner = format!("worker-{k}");
+            let mut mine = Vec::new();
+            loop {
+                let got = s.claim(&req(&owner, &[], 5, 10)).await.unwrap();
+                if got.is_empty() {
+                    break;
+                }
+                for w in &got {
+                    assert_eq!(w.lease_owner.as_deref(), Some(owner.as_str()));
+                    assert_eq!(w.attempts, 1, "claimed once only");
+                }
+                // Complete half of them to interleave writes with claims.
+                for w in got.iter().step_by(2) {
+                    s.complete(&Lease::of(w), vec![], at(11)).await.unwrap();
+                }
+                mine.extend(got.into_iter().map(|w| w.id));
+            }
+            mine
+        }));
+    }
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    let mut busy = 0;
+    for t in tasks {
+        let mine = t.await.unwrap();
+        if !mine.is_empty() {
+            busy += 1;
+        }
+        total += mine.len();
+        for id in mine {
+            assert!(seen.insert(id), "item {id} claimed twice");
+        }
+    }
+    assert_eq!(total, 240);
+    assert!(busy >= 1);
+    let counts = one.work_counts(Some(ns)).await.unwrap();
+    let running: u64 = counts
+        .iter()
+        .filter(|c| c.status == WorkStatus::Running)
+        .map(|c| c.count)
+        .sum();
+    let done: u64 = counts
+        .iter()
+        .filter(|c| c.status == WorkStatus::Done)
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(running + done, 240);
+    two.close().await;
+    drop_schema(&one).await;
+}
+
+#[tokio::test]
+async fn pg_ledger_claim_skips_rows_another_claimer_holds() {
+    let Some(store) = store("pg_ledger_skip_locked", "ledger_skip").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    let first = work(ns, Stage::Chunk, 0);
+    let second = work(ns, Stage::Chunk, 1);
+    store
+        .enqueue(vec![first.clone(), second.clone()], at(0))
+        .await
+        .unwrap();
+    // Another process is mid-claim on the oldest row: it holds its row lock.
+    let mut other = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT id FROM processing_state WHERE target_id = $1 FOR UPDATE")
+        .bind(first.target_id.to_string())
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    // This claim neither waits for it nor returns it: it takes the next one.
+    let got = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.claim(&req("w", &[], 5, 10)),
+    )
+    .await
+    .expect("claim does not wait for a locked row")
+    .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, second.target_id);
+    other.rollback().await.unwrap();
+    let got = store.claim(&req("w", &[], 5, 10)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].target_id, first.target_id);
+    drop_schema(&store).await;
+}
