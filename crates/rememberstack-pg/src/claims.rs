@@ -29,6 +29,9 @@ use std::collections::{HashMap, HashSet};
 
 /// The largest dimension pgvector's `vector` type holds.
 const MAX_DIM: usize = 16_000;
+/// Rows semantic search fetches beyond its limit, so that ties at the cut can be
+/// broken by id as SQLite does.
+const TIE_MARGIN: usize = 32;
 
 fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
 where
@@ -492,22 +495,14 @@ impl PgStore {
         let ns_s = ns.to_string();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         // SQLite's single writer serialises currency changes; here one lineage's
-        // changes serialise on an advisory lock, and the lineage's claim rows are
-        // locked before the tombstone and retractions are read.
+        // changes serialise on an advisory lock, then the lineage row (its tombstone)
+        // and the lineage's claim rows are locked, in that order (a deletion writes
+        // the document before its claims), before the retractions are read.
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
             .bind(format!("claims-currency:{ns_s}:{doc}"))
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        let rows = sqlx::query(
-            "SELECT id, is_current FROM claims WHERE namespace_id = $1 AND document_id = $2
-             ORDER BY seq FOR UPDATE",
-        )
-        .bind(&ns_s)
-        .bind(doc.to_string())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?;
         // A deleted lineage publishes no testimony (D135): work that lands after the
         // tombstone leaves its claims retired.
         let deleted: Option<Timestamp> = sqlx::query_scalar::<_, Option<Timestamp>>(
@@ -519,6 +514,15 @@ impl PgStore {
         .await
         .map_err(db_err)?
         .flatten();
+        let rows = sqlx::query(
+            "SELECT id, is_current FROM claims WHERE namespace_id = $1 AND document_id = $2
+             ORDER BY seq FOR UPDATE",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
         let mut want: HashSet<String> = if deleted.is_some() {
             HashSet::new()
         } else {
@@ -734,11 +738,15 @@ impl PgStore {
             .collect()
     }
 
-    /// Cosine ranking over eligible claims' vectors of `generation`: pgvector's
-    /// distance on a dimension-cast expression (a per-generation HNSW index may serve
-    /// it, with iterative scans so the filters apply before the top k is final),
-    /// then exact re-sorting by similarity, ties by id. Vectors of another dimension
-    /// are skipped, as in SQLite.
+    /// Cosine ranking over eligible claims' vectors of `generation`, best first,
+    /// ties by id, as SQLite's exact scan. The ranking statement orders by pgvector's
+    /// distance alone on a dimension-cast expression, so a per-generation HNSW
+    /// partial index can serve it (an extra sort key would rule the index out), with
+    /// iterative scans so the eligibility filters apply before the top k is final.
+    /// It fetches [`TIE_MARGIN`] rows beyond `limit`; the rows are re-sorted by exact
+    /// distance, then id. When equal distances at the cut run past the fetched rows
+    /// (claims sharing one vector, zero vectors), the ranking is redone exactly with
+    /// the id as second key. Vectors of another dimension are skipped, as in SQLite.
     pub(crate) async fn search_claims_semantic_impl(
         &self,
         filter: &ClaimFilter,
@@ -751,7 +759,46 @@ impl PgStore {
         if limit == 0 || dim == 0 || dim > MAX_DIM {
             return Ok(vec![]);
         }
-        let ns_s = filter.namespace_id.to_string();
+        let fetch = limit.saturating_add(TIE_MARGIN);
+        let mut ranked = self
+            .rank_claim_vectors(filter, generation, query, "distance", fetch)
+            .await?;
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        if ranked.len() == fetch && ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq() {
+            // The tie group at the cut may go on beyond the rows fetched.
+            ranked = self
+                .rank_claim_vectors(filter, generation, query, "distance, c.id", limit)
+                .await?;
+        }
+        let mut scored: Vec<(f64, String)> = ranked
+            .into_iter()
+            // A zero vector has no direction: pgvector says NaN, SQLite's scan 0.
+            .map(|(d, id)| (if d.is_nan() { 0.0 } else { 1.0 - d }, id))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        scored.truncate(limit);
+        scored
+            .into_iter()
+            .map(|(score, id)| {
+                Ok(ClaimHit {
+                    claim_id: parse_id(&id)?,
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    /// The eligible claims nearest to `query` (cosine distance, id), `order` being
+    /// `distance` (index-friendly) or `distance, c.id` (exact ties).
+    async fn rank_claim_vectors(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        order: &'static str,
+        limit: usize,
+    ) -> Result<Vec<(f64, String)>> {
+        let dim = query.len();
         let sql = format!(
             "SELECT c.id, (v.embedding::vector({dim})) <=> $1::vector({dim}) AS distance
              FROM vectors v
@@ -759,7 +806,7 @@ impl PgStore {
              WHERE v.namespace_id = $2 AND v.generation = $3 AND v.dimension = {dim}
                AND ($4 OR c.is_current) AND ($5::text IS NULL OR c.document_id = $5)
                AND {}
-             ORDER BY distance, c.id LIMIT $10",
+             ORDER BY {order} LIMIT $10",
             claim_scope(2, 6)
         );
         let mut tx = self.pool().begin().await.map_err(db_err)?;
@@ -769,7 +816,7 @@ impl PgStore {
             .map_err(db_err)?;
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(pgvector::Vector::from(query.to_vec()))
-            .bind(&ns_s)
+            .bind(filter.namespace_id.to_string())
             .bind(generation)
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
@@ -782,22 +829,10 @@ impl PgStore {
             .await
             .map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
-        let mut scored: Vec<(f64, String)> = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let distance: Option<f64> = get(r, "distance")?;
-            // A zero vector has no direction: pgvector says NaN, SQLite's scan 0.
-            let score = distance.map(|d| 1.0 - d).filter(|s| !s.is_nan());
-            scored.push((score.unwrap_or(0.0), get(r, "id")?));
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        scored.truncate(limit);
-        scored
-            .into_iter()
-            .map(|(score, id)| {
-                Ok(ClaimHit {
-                    claim_id: parse_id(&id)?,
-                    score,
-                })
+        rows.iter()
+            .map(|r| {
+                let distance: Option<f64> = get(r, "distance")?;
+                Ok((distance.unwrap_or(f64::NAN), get(r, "id")?))
             })
             .collect()
     }

@@ -1111,3 +1111,73 @@ async fn pg_claims_semantic_search_and_vector_coverage() {
     check(hits, vec![(t.b.id, 0.6)]);
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_claims_semantic_ties_break_by_id() {
+    let Some(url) = database_url("pg_claims_semantic_ties_break_by_id") else {
+        return;
+    };
+    let store = PgStore::connect_with(&url, config(&fresh_schema("claims_ties")))
+        .await
+        .unwrap();
+    let ns = store.ensure_namespace("t", at(0)).await.unwrap().id;
+    let (doc, v) = document(&store, ns, "same.md", 1).await;
+    let k = ChunkId::new();
+    // Forty claims share one vector (same text, same embedding key), one is near.
+    let mut claims: Vec<NewClaim> = (0..41)
+        .map(|i| {
+            let mut c = new_claim(doc, v[0], k, "the same words", &format!("s{i}"));
+            c.embedding_key = "emb-same".to_string();
+            c
+        })
+        .collect();
+    claims[40].embedding_key = "emb-near".to_string();
+    let near = claims[40].id;
+    let l = lease(&store, ns, v[0], "w").await;
+    store
+        .commit_extractions(
+            ns,
+            vec![(l, fresh(doc, v[0], k, "h", claims.clone()), vec![])],
+            at(1),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<ClaimId> = claims.iter().map(|c| c.id).collect();
+    store
+        .apply_currency(ns, doc, &ids, "x", None, at(2))
+        .await
+        .unwrap();
+    put_vector(&store, ns, "g", "emb-same", vec![1.0, 0.0]).await;
+    put_vector(&store, ns, "g", "emb-near", vec![0.8, 0.6]).await;
+    let same = sorted(ids[..40].to_vec());
+    for limit in [1, 5, 40] {
+        let hits = store
+            .search_claims_semantic(&filter(ns), "g", &[1.0, 0.0], limit)
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.claim_id).collect::<Vec<_>>(),
+            same[..limit].to_vec(),
+            "limit {limit}: the smallest ids of the tie"
+        );
+        assert!(hits.iter().all(|h| (h.score - 1.0).abs() < 1e-6));
+    }
+    let hits = store
+        .search_claims_semantic(&filter(ns), "g", &[1.0, 0.0], 100)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 41);
+    assert_eq!(hits[40].claim_id, near);
+    assert!((hits[40].score - 0.8).abs() < 1e-6);
+    // A zero query has no direction: every score is 0, ties by id (SQLite's scan).
+    let hits = store
+        .search_claims_semantic(&filter(ns), "g", &[0.0, 0.0], 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.claim_id).collect::<Vec<_>>(),
+        sorted(ids.clone())[..3].to_vec()
+    );
+    assert!(hits.iter().all(|h| h.score == 0.0));
+    drop_schema(&store).await;
+}
