@@ -1,132 +1,889 @@
 //! Claims (E2): extraction commits, reuse lookups, currency, claim reads, claim search
 //! and claim vector coverage.
 //!
-//! Not yet ported: every method returns [`not_yet_ported`](crate::not_yet_ported).
-//! Port one from the SQLite store's counterpart, then list it as ported in `lib.rs`.
+//! Ported statement by statement from the SQLite store's `claims.rs`. Differences
+//! that come with the engine:
+//! - full text lives in `claim_lexical` (generated english `tsvector`), written with
+//!   each claim; lexical search ranks with `ts_rank_cd` (not BM25, D94) in one
+//!   statement with the eligibility filters;
+//! - semantic search ranks in SQL with pgvector's cosine distance on a
+//!   dimension-cast expression (so a per-generation HNSW partial index can serve
+//!   it), then re-sorts the rows by exact similarity, ties by id, as SQLite does;
+//! - `apply_currency` serialises per lineage with a transaction-scoped advisory
+//!   lock and row locks, where SQLite relies on its single writer.
 
-use crate::{PgStore, not_yet_ported};
-use rememberstack_core::Result;
-use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
+use crate::{PgStore, db_err, parse_id};
+use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
+use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
-    ClaimFilter, ClaimHit, ClaimRecord, DecisionRecord, ExtractionCommit, Lease, PriorExtraction,
-    VectorCoverage,
+    ClaimFilter, ClaimHit, ClaimRecord, DecisionRecord, DecisionRow, ExtractionCommit, Lease,
+    Occurrence, PriorExtraction, VectorCoverage,
 };
 use rememberstack_core::time::Timestamp;
+use rememberstack_core::{Error, ErrorCode, Result};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, PgConnection, Row};
+use std::collections::{HashMap, HashSet};
+
+/// The largest dimension pgvector's `vector` type holds.
+const MAX_DIM: usize = 16_000;
+/// Rows semantic search fetches beyond its limit, so that ties at the cut can be
+/// broken by id as SQLite does.
+const TIE_MARGIN: usize = 32;
+
+fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    r.try_get(col).map_err(db_err)
+}
+
+fn corrupt_enum(s: &str, e: serde_json::Error) -> Error {
+    Error::store(format!("corrupt enum value `{s}`: {e}"))
+}
+
+fn precision_from(s: &str) -> Result<Precision> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| corrupt_enum(s, e))
+}
+
+fn validity_kind_from(s: &str) -> Result<ValidityKind> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| corrupt_enum(s, e))
+}
+
+/// The serde name of a unit enum variant, from its `serde_json::to_value`.
+fn enum_str(v: serde_json::Result<serde_json::Value>) -> Result<String> {
+    match v.map_err(|e| Error::internal(e.to_string()))? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Err(Error::internal(format!("not a unit variant: {other}"))),
+    }
+}
+
+fn ms(t: Timestamp) -> i64 {
+    t.timestamp_millis()
+}
+
+fn ids<T: ToString>(v: &[T]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+const CLAIM_SELECT: &str = "
+    SELECT c.id, c.document_id, c.text, c.added_context_json, c.valid_from, c.valid_until,
+           c.valid_precision, c.valid_kind, c.asserted_at, c.extractor_version, c.is_current,
+           c.embedding_key, d.source_kind, d.source_ref,
+           COALESCE((SELECT r.title FROM representations r WHERE r.namespace_id = d.namespace_id
+                         AND r.version_id = COALESCE(d.current_version_id, d.latest_version_id)),
+                    d.source_ref) AS document_title
+    FROM claims c
+    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id";
+
+/// Entity anchoring and document scoping of claim search (alias `c`), the port of
+/// SQLite's `CLAIM_SCOPE`: `$ns` the namespace, then (anchor applies, anchored
+/// entity ids, scope applies, scoped lineages) at `$first..$first+3` (an empty
+/// scope admits nothing).
+fn claim_scope(ns: usize, first: usize) -> String {
+    let (a, b, c, d) = (first, first + 1, first + 2, first + 3);
+    format!(
+        "(NOT ${a}::boolean OR c.id IN (
+            SELECT m.claim_id FROM entity_mentions m
+            WHERE m.namespace_id = ${ns} AND m.entity_id = ANY(${b}::text[])))
+         AND (NOT ${c}::boolean OR c.document_id = ANY(${d}::text[]))"
+    )
+}
+
+fn claim_row(r: &PgRow) -> Result<ClaimRecord> {
+    Ok(ClaimRecord {
+        claim_id: parse_id(&get::<String>(r, "id")?)?,
+        document_id: parse_id(&get::<String>(r, "document_id")?)?,
+        document_title: get(r, "document_title")?,
+        source_kind: get(r, "source_kind")?,
+        source_ref: get(r, "source_ref")?,
+        text: get(r, "text")?,
+        added_context: get::<Json<Vec<String>>>(r, "added_context_json")?.0,
+        validity: rememberstack_core::claims::Validity {
+            from: get(r, "valid_from")?,
+            until: get(r, "valid_until")?,
+            precision: precision_from(&get::<String>(r, "valid_precision")?)?,
+            kind: validity_kind_from(&get::<String>(r, "valid_kind")?)?,
+        },
+        asserted_at: get(r, "asserted_at")?,
+        extractor_version: get(r, "extractor_version")?,
+        is_current: get(r, "is_current")?,
+        embedding_key: get(r, "embedding_key")?,
+        occurrences: vec![],
+    })
+}
+
+fn occurrence_row(r: &PgRow) -> Result<Occurrence> {
+    Ok(Occurrence {
+        claim_id: parse_id(&get::<String>(r, "claim_id")?)?,
+        chunk_id: parse_id(&get::<String>(r, "chunk_id")?)?,
+        version_id: parse_id(&get::<String>(r, "version_id")?)?,
+        document_id: parse_id(&get::<String>(r, "document_id")?)?,
+        extractor_version: get(r, "extractor_version")?,
+        extraction_input_hash: get(r, "extraction_input_hash")?,
+        ordinal: get::<i32>(r, "ordinal")? as u32,
+        spans: get::<Json<Vec<EvidenceSpan>>>(r, "spans_json")?.0,
+        passages: get::<Json<Vec<String>>>(r, "passages_json")?.0,
+        event_ids: get::<Json<Vec<String>>>(r, "event_ids_json")?.0,
+        reused: get(r, "reused")?,
+    })
+}
+
+fn decision_row(r: &PgRow) -> Result<DecisionRow> {
+    Ok(DecisionRow {
+        kind: get(r, "kind")?,
+        passage: get(r, "passage")?,
+        reason: get(r, "reason")?,
+        claim_id: get::<Option<String>>(r, "claim_id")?
+            .map(|s| parse_id(&s))
+            .transpose()?,
+        detail: get(r, "detail_json")?,
+    })
+}
+
+/// Complete a leased work item (the port of SQLite's `fence`): `LeaseLost` when the
+/// item is no longer running under this lease.
+async fn fence(tx: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
+             defer_reason = NULL, last_error = NULL, updated_at = $1
+         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
+    )
+    .bind(ms(now))
+    .bind(lease.work_id.to_string())
+    .bind(&lease.owner)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if done.rows_affected() == 0 {
+        return Err(Error::new(
+            ErrorCode::LeaseLost,
+            format!(
+                "work item {} is no longer leased to {}",
+                lease.work_id, lease.owner
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Enqueue follow-up work, idempotently (the port of SQLite's `insert_work`).
+async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
+    let mut n = 0;
+    for w in items {
+        let r = sqlx::query(
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+                 component_version, status, attempts, max_attempts, not_before, defer_reason,
+                 created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
+             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        )
+        .bind(w.namespace_id.to_string())
+        .bind(WorkId::new().to_string())
+        .bind(w.target_kind.as_str())
+        .bind(w.target_id.to_string())
+        .bind(w.version_id.to_string())
+        .bind(w.stage.as_str())
+        .bind(&w.component_version)
+        .bind(i32::try_from(w.max_attempts).unwrap_or(i32::MAX))
+        .bind(ms(w.not_before))
+        .bind(w.defer_reason.map(|d| d.as_str()))
+        .bind(ms(now))
+        .bind(ms(now))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        n += r.rows_affected();
+    }
+    Ok(n)
+}
+
+async fn write_extraction(
+    tx: &mut PgConnection,
+    ns_s: &str,
+    x: &ExtractionCommit,
+    now: Timestamp,
+) -> Result<()> {
+    // A retried extraction of the same chunk replaces its occurrences (claims are
+    // immutable rows; a re-run writes fresh ones only when it extracted afresh).
+    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = $2")
+        .bind(ns_s)
+        .bind(x.chunk_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    for c in &x.claims {
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
+                 valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
+                 extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
+                 is_current, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, false, $17)
+             RETURNING seq",
+        )
+        .bind(ns_s)
+        .bind(c.id.to_string())
+        .bind(c.document_id.to_string())
+        .bind(&c.text)
+        .bind(Json(&c.added_context))
+        .bind(c.validity.from)
+        .bind(c.validity.until)
+        .bind(enum_str(serde_json::to_value(c.validity.precision))?)
+        .bind(enum_str(serde_json::to_value(c.validity.kind))?)
+        .bind(c.asserted_at)
+        .bind(&c.extractor_version)
+        .bind(&c.extraction_input_hash)
+        .bind(c.origin_version_id.to_string())
+        .bind(c.origin_chunk_id.to_string())
+        .bind(&c.embedding_key)
+        .bind(&c.claim_key)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query("INSERT INTO claim_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
+            .bind(ns_s)
+            .bind(seq)
+            .bind(&c.text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    }
+    for o in &x.occurrences {
+        sqlx::query(
+            "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+                 extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
+                 event_ids_json, reused, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(ns_s)
+        .bind(o.chunk_id.to_string())
+        .bind(o.claim_id.to_string())
+        .bind(o.version_id.to_string())
+        .bind(o.document_id.to_string())
+        .bind(&o.extractor_version)
+        .bind(&o.extraction_input_hash)
+        .bind(i32::try_from(o.ordinal).map_err(|_| Error::internal("ordinal out of range"))?)
+        .bind(Json(&o.spans))
+        .bind(Json(&o.passages))
+        .bind(Json(&o.event_ids))
+        .bind(o.reused)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    for d in &x.decisions {
+        sqlx::query(
+            "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
+                 extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json,
+                 created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(ns_s)
+        .bind(x.document_id.to_string())
+        .bind(x.version_id.to_string())
+        .bind(x.chunk_id.to_string())
+        .bind(&x.extraction_input_hash)
+        .bind(&x.extractor_version)
+        .bind(&d.kind)
+        .bind(&d.passage)
+        .bind(&d.reason)
+        .bind(d.claim_id.map(|c| c.to_string()))
+        .bind(Json(&d.detail))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The caller's terms as a `to_tsquery` OR-query, mirroring SQLite's `fts_query`
+/// (each term a quoted FTS5 string, the terms OR-ed): a term is split into its
+/// alphanumeric tokens (as FTS5's unicode61 tokenizer does), each quoted, and a
+/// term of several tokens becomes a phrase (`<->`). Only alphanumerics reach the
+/// query string, so no caller text is tsquery syntax. `None` when no term has a
+/// token.
+fn ts_query(terms: &[String]) -> Option<String> {
+    let parts: Vec<String> = terms
+        .iter()
+        .filter_map(|t| {
+            let tokens: Vec<String> = t
+                .to_lowercase()
+                .split(|ch: char| !ch.is_alphanumeric())
+                .filter(|s| !s.is_empty())
+                .map(|s| format!("'{s}'"))
+                .collect();
+            (!tokens.is_empty()).then(|| format!("({})", tokens.join(" <-> ")))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" | "))
+}
 
 impl PgStore {
     pub(crate) async fn commit_extractions_impl(
         &self,
-        _ns: NamespaceId,
-        _extractions: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
-        _now: Timestamp,
+        ns: NamespaceId,
+        items: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
+        now: Timestamp,
     ) -> Result<Vec<bool>> {
-        Err(not_yet_ported("commit_extractions"))
+        let ns_s = ns.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let mut flags = Vec::with_capacity(items.len());
+        for (lease, x, follow_up) in items {
+            match fence(&mut tx, &lease, now).await {
+                Ok(()) => {}
+                Err(e) if e.code() == ErrorCode::LeaseLost => {
+                    flags.push(false);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            write_extraction(&mut tx, &ns_s, &x, now).await?;
+            insert_work(&mut tx, &follow_up, now).await?;
+            flags.push(true);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(flags)
     }
 
     pub(crate) async fn prior_extractions_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
-        _input_hashes: &[String],
+        ns: NamespaceId,
+        doc: DocumentId,
+        hashes: &[String],
     ) -> Result<Vec<(String, PriorExtraction)>> {
-        Err(not_yet_ported("prior_extractions"))
+        let ns_s = ns.to_string();
+        // The newest fresh (non-reuse) extraction of each input in the lineage
+        // (SQLite: MAX(seq) with its row's chunk_id; here DISTINCT ON, newest first).
+        let rows = sqlx::query(
+            "SELECT DISTINCT ON (extraction_input_hash) extraction_input_hash, chunk_id
+             FROM claim_extraction_decisions d
+             WHERE namespace_id = $1 AND document_id = $2 AND kind <> 'reused'
+               AND extraction_input_hash = ANY($3::text[])
+               AND version_id NOT IN (SELECT id FROM document_versions
+                    WHERE namespace_id = d.namespace_id AND document_id = d.document_id
+                      AND deleted_at IS NOT NULL)
+             ORDER BY extraction_input_hash, seq DESC",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .bind(hashes.to_vec())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut found: Vec<(String, String)> = Vec::with_capacity(rows.len());
+        for r in &rows {
+            found.push((get(r, "extraction_input_hash")?, get(r, "chunk_id")?));
+        }
+        let mut by_chunk: HashMap<String, Vec<Occurrence>> = HashMap::new();
+        if !found.is_empty() {
+            let chunks: Vec<String> = found.iter().map(|(_, c)| c.clone()).collect();
+            let rows = sqlx::query(
+                "SELECT * FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = ANY($2::text[])
+                 ORDER BY chunk_id, ordinal",
+            )
+            .bind(&ns_s)
+            .bind(chunks)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            for r in &rows {
+                let o = occurrence_row(r)?;
+                by_chunk.entry(o.chunk_id.to_string()).or_default().push(o);
+            }
+        }
+        found
+            .into_iter()
+            .map(|(hash, chunk)| {
+                Ok((
+                    hash,
+                    PriorExtraction {
+                        chunk_id: parse_id(&chunk)?,
+                        occurrences: by_chunk.remove(&chunk).unwrap_or_default(),
+                    },
+                ))
+            })
+            .collect()
     }
 
     pub(crate) async fn claims_by_key_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
-        _keys: &[String],
+        ns: NamespaceId,
+        doc: DocumentId,
+        keys: &[String],
     ) -> Result<Vec<(String, ClaimId)>> {
-        Err(not_yet_ported("claims_by_key"))
+        if keys.is_empty() {
+            return Ok(vec![]);
+        }
+        let rows = sqlx::query(
+            "SELECT claim_key, id FROM claims c WHERE namespace_id = $1 AND document_id = $2
+               AND claim_key = ANY($3::text[]) AND origin_version_id NOT IN
+                   (SELECT id FROM document_versions WHERE namespace_id = c.namespace_id
+                      AND document_id = c.document_id AND deleted_at IS NOT NULL)
+             ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .bind(keys.to_vec())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| Ok((get(r, "claim_key")?, parse_id(&get::<String>(r, "id")?)?)))
+            .collect()
     }
 
     pub(crate) async fn version_claims_impl(
         &self,
-        _ns: NamespaceId,
-        _version: VersionId,
-        _extractor_version: &str,
+        ns: NamespaceId,
+        version: VersionId,
+        extractor_version: &str,
     ) -> Result<Vec<ClaimId>> {
-        Err(not_yet_ported("version_claims"))
+        let rows = sqlx::query(
+            "SELECT DISTINCT claim_id FROM chunk_claims
+             WHERE namespace_id = $1 AND version_id = $2 AND extractor_version = $3",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .bind(extractor_version)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| parse_id(&get::<String>(r, "claim_id")?))
+            .collect()
     }
 
     pub(crate) async fn current_claim_refs_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
+        ns: NamespaceId,
+        doc: DocumentId,
     ) -> Result<Vec<(ClaimId, String)>> {
-        Err(not_yet_ported("current_claim_refs"))
+        let rows = sqlx::query(
+            "SELECT id, extractor_version FROM claims
+             WHERE namespace_id = $1 AND document_id = $2 AND is_current
+             ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&get::<String>(r, "id")?)?,
+                    get(r, "extractor_version")?,
+                ))
+            })
+            .collect()
     }
 
     pub(crate) async fn apply_currency_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
-        _current: &[ClaimId],
-        _reason: &str,
-        _version: Option<VersionId>,
-        _now: Timestamp,
+        ns: NamespaceId,
+        doc: DocumentId,
+        current: &[ClaimId],
+        reason: &str,
+        version: Option<VersionId>,
+        now: Timestamp,
     ) -> Result<u64> {
-        Err(not_yet_ported("apply_currency"))
+        let ns_s = ns.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // SQLite's single writer serialises currency changes; here one lineage's
+        // changes serialise on an advisory lock, then the lineage row (its tombstone)
+        // and the lineage's claim rows are locked, in that order (a deletion writes
+        // the document before its claims), before the retractions are read.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("claims-currency:{ns_s}:{doc}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        // A deleted lineage publishes no testimony (D135): work that lands after the
+        // tombstone leaves its claims retired.
+        let deleted: Option<Timestamp> = sqlx::query_scalar::<_, Option<Timestamp>>(
+            "SELECT deleted_at FROM documents WHERE namespace_id = $1 AND id = $2 FOR SHARE",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .flatten();
+        let rows = sqlx::query(
+            "SELECT id, is_current FROM claims WHERE namespace_id = $1 AND document_id = $2
+             ORDER BY seq FOR UPDATE",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut want: HashSet<String> = if deleted.is_some() {
+            HashSet::new()
+        } else {
+            current.iter().map(|c| c.to_string()).collect()
+        };
+        // A retracted claim is never current testimony again.
+        let retracted: Vec<String> = sqlx::query_scalar(
+            "SELECT r.claim_id FROM claim_retractions r
+             JOIN claims c ON c.namespace_id = r.namespace_id AND c.id = r.claim_id
+             WHERE r.namespace_id = $1 AND c.document_id = $2",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for id in retracted {
+            want.remove(&id);
+        }
+        let mut changed = 0;
+        for r in &rows {
+            let id: String = get(r, "id")?;
+            let is: bool = get(r, "is_current")?;
+            let should = want.contains(&id);
+            if is == should {
+                continue;
+            }
+            sqlx::query("UPDATE claims SET is_current = $1 WHERE namespace_id = $2 AND id = $3")
+                .bind(should)
+                .bind(&ns_s)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query(
+                "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&ns_s)
+            .bind(&id)
+            .bind(should)
+            .bind(reason)
+            .bind(version.map(|v| v.to_string()))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            changed += 1;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(changed)
+    }
+
+    async fn attach_occurrences(&self, ns: &str, claims: &mut [ClaimRecord]) -> Result<()> {
+        if claims.is_empty() {
+            return Ok(());
+        }
+        let rows = sqlx::query(
+            "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
+             JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
+             WHERE cc.namespace_id = $1 AND cc.claim_id = ANY($2::text[])",
+        )
+        .bind(ns)
+        .bind(
+            claims
+                .iter()
+                .map(|c| c.claim_id.to_string())
+                .collect::<Vec<_>>(),
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_claim: HashMap<ClaimId, Vec<(i32, Occurrence)>> = HashMap::new();
+        for r in &rows {
+            let o = occurrence_row(r)?;
+            by_claim
+                .entry(o.claim_id)
+                .or_default()
+                .push((get::<i32>(r, "version_ordinal")?, o));
+        }
+        for c in claims.iter_mut() {
+            let mut occ = by_claim.remove(&c.claim_id).unwrap_or_default();
+            occ.sort_by_key(|(ord, o)| (*ord, o.chunk_id));
+            c.occurrences = occ.into_iter().map(|(_, o)| o).collect();
+        }
+        Ok(())
     }
 
     pub(crate) async fn list_claims_impl(
         &self,
-        _filter: &ClaimFilter,
-        _limit: u32,
+        filter: &ClaimFilter,
+        limit: u32,
     ) -> Result<Vec<ClaimRecord>> {
-        Err(not_yet_ported("list_claims"))
+        let ns_s = filter.namespace_id.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CLAIM_SELECT} WHERE c.namespace_id = $1 AND ($2::text IS NULL OR c.document_id = $2)
+               AND ($3 OR c.is_current)
+             ORDER BY c.seq DESC LIMIT $4"
+        )))
+        .bind(&ns_s)
+        .bind(filter.document_id.map(|d| d.to_string()))
+        .bind(filter.include_retired)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut claims = rows.iter().map(claim_row).collect::<Result<Vec<_>>>()?;
+        self.attach_occurrences(&ns_s, &mut claims).await?;
+        Ok(claims)
     }
 
     pub(crate) async fn claims_impl(
         &self,
-        _ns: NamespaceId,
-        _ids: &[ClaimId],
+        ns: NamespaceId,
+        ids_in: &[ClaimId],
     ) -> Result<Vec<ClaimRecord>> {
-        Err(not_yet_ported("claims"))
+        if ids_in.is_empty() {
+            return Ok(vec![]);
+        }
+        let ns_s = ns.to_string();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CLAIM_SELECT} WHERE c.namespace_id = $1 AND c.id = ANY($2::text[])"
+        )))
+        .bind(&ns_s)
+        .bind(ids(ids_in))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_id: HashMap<ClaimId, ClaimRecord> = HashMap::new();
+        for r in &rows {
+            let c = claim_row(r)?;
+            by_id.insert(c.claim_id, c);
+        }
+        let mut claims: Vec<ClaimRecord> =
+            ids_in.iter().filter_map(|id| by_id.remove(id)).collect();
+        self.attach_occurrences(&ns_s, &mut claims).await?;
+        Ok(claims)
     }
 
     pub(crate) async fn decisions_impl(
         &self,
-        _ns: NamespaceId,
-        _doc: DocumentId,
+        ns: NamespaceId,
+        doc: DocumentId,
     ) -> Result<Vec<DecisionRecord>> {
-        Err(not_yet_ported("decisions"))
+        let rows = sqlx::query(
+            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = $1 AND document_id = $2
+             ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DecisionRecord {
+                    version_id: parse_id(&get::<String>(r, "version_id")?)?,
+                    chunk_id: parse_id(&get::<String>(r, "chunk_id")?)?,
+                    extractor_version: get(r, "extractor_version")?,
+                    row: decision_row(r)?,
+                    created_at: get(r, "created_at")?,
+                })
+            })
+            .collect()
     }
 
+    /// Lexical ranking over eligible claims: `ts_rank_cd` (cover density, not
+    /// BM25, D94) over `claim_lexical`, best first, ties by claim id; the score is
+    /// the `ts_rank_cd` value (higher is better).
     pub(crate) async fn search_claims_lexical_impl(
         &self,
-        _filter: &ClaimFilter,
-        _terms: &[String],
-        _limit: usize,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
     ) -> Result<Vec<ClaimHit>> {
-        Err(not_yet_ported("search_claims_lexical"))
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        let Some(query) = ts_query(terms) else {
+            return Ok(vec![]);
+        };
+        let ns_s = filter.namespace_id.to_string();
+        let sql = format!(
+            "SELECT c.id, ts_rank_cd(l.tsv, q.q)::float8 AS ts_rank_cd
+             FROM to_tsquery('english', $1) AS q(q)
+             JOIN claim_lexical l ON l.tsv @@ q.q
+             JOIN claims c ON c.seq = l.seq
+             WHERE l.namespace_id = $2 AND c.namespace_id = $2 AND ($3 OR c.is_current)
+               AND ($4::text IS NULL OR c.document_id = $4) AND {}
+             ORDER BY ts_rank_cd DESC, c.id LIMIT $9",
+            claim_scope(2, 5)
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(query)
+            .bind(&ns_s)
+            .bind(filter.include_retired)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(!filter.entities.is_empty())
+            .bind(ids(&filter.entities))
+            .bind(filter.documents.is_some())
+            .bind(ids(filter.documents.as_deref().unwrap_or_default()))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ClaimHit {
+                    claim_id: parse_id(&get::<String>(r, "id")?)?,
+                    score: get(r, "ts_rank_cd")?,
+                })
+            })
+            .collect()
     }
 
+    /// Cosine ranking over eligible claims' vectors of `generation`, best first,
+    /// ties by id, as SQLite's exact scan. The ranking statement orders by pgvector's
+    /// distance alone on a dimension-cast expression, so a per-generation HNSW
+    /// partial index can serve it (an extra sort key would rule the index out), with
+    /// iterative scans so the eligibility filters apply before the top k is final.
+    /// It fetches [`TIE_MARGIN`] rows beyond `limit`; the rows are re-sorted by exact
+    /// distance, then id. When equal distances at the cut run past the fetched rows
+    /// (claims sharing one vector, zero vectors), the ranking is redone exactly with
+    /// the id as second key. Vectors of another dimension are skipped, as in SQLite.
     pub(crate) async fn search_claims_semantic_impl(
         &self,
-        _filter: &ClaimFilter,
-        _generation: &str,
-        _query: &[f32],
-        _limit: usize,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
     ) -> Result<Vec<ClaimHit>> {
-        Err(not_yet_ported("search_claims_semantic"))
+        let dim = query.len();
+        // No stored vector has another dimension than 1..=16000: nothing matches.
+        if limit == 0 || dim == 0 || dim > MAX_DIM {
+            return Ok(vec![]);
+        }
+        let fetch = limit.saturating_add(TIE_MARGIN);
+        let mut ranked = self
+            .rank_claim_vectors(filter, generation, query, "distance", fetch)
+            .await?;
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        if ranked.len() == fetch && ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq() {
+            // The tie group at the cut may go on beyond the rows fetched.
+            ranked = self
+                .rank_claim_vectors(filter, generation, query, "distance, c.id", limit)
+                .await?;
+        }
+        let mut scored: Vec<(f64, String)> = ranked
+            .into_iter()
+            // A zero vector has no direction: pgvector says NaN, SQLite's scan 0.
+            .map(|(d, id)| (if d.is_nan() { 0.0 } else { 1.0 - d }, id))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        scored.truncate(limit);
+        scored
+            .into_iter()
+            .map(|(score, id)| {
+                Ok(ClaimHit {
+                    claim_id: parse_id(&id)?,
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    /// The eligible claims nearest to `query` (cosine distance, id), `order` being
+    /// `distance` (index-friendly) or `distance, c.id` (exact ties).
+    async fn rank_claim_vectors(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        order: &'static str,
+        limit: usize,
+    ) -> Result<Vec<(f64, String)>> {
+        let dim = query.len();
+        let sql = format!(
+            "SELECT c.id, (v.embedding::vector({dim})) <=> $1::vector({dim}) AS distance
+             FROM vectors v
+             JOIN claims c ON c.namespace_id = v.namespace_id AND c.embedding_key = v.embedding_key
+             WHERE v.namespace_id = $2 AND v.generation = $3 AND v.dimension = {dim}
+               AND ($4 OR c.is_current) AND ($5::text IS NULL OR c.document_id = $5)
+               AND {}
+             ORDER BY {order} LIMIT $10",
+            claim_scope(2, 6)
+        );
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        sqlx::query("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(pgvector::Vector::from(query.to_vec()))
+            .bind(filter.namespace_id.to_string())
+            .bind(generation)
+            .bind(filter.include_retired)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(!filter.entities.is_empty())
+            .bind(ids(&filter.entities))
+            .bind(filter.documents.is_some())
+            .bind(ids(filter.documents.as_deref().unwrap_or_default()))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let distance: Option<f64> = get(r, "distance")?;
+                Ok((distance.unwrap_or(f64::NAN), get(r, "id")?))
+            })
+            .collect()
     }
 
     pub(crate) async fn claim_vector_coverage_impl(
         &self,
-        _ns: NamespaceId,
-        _generation: &str,
+        ns: NamespaceId,
+        generation: &str,
     ) -> Result<VectorCoverage> {
-        Err(not_yet_ported("claim_vector_coverage"))
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE vv.embedding_key IS NULL) AS missing
+             FROM claims c
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = $2 AND c.is_current",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: get::<i64>(&row, "n")? as u64,
+            missing: get::<i64>(&row, "missing")? as u64,
+        })
     }
 
     pub(crate) async fn claims_missing_vectors_impl(
         &self,
-        _ns: NamespaceId,
-        _generation: &str,
+        ns: NamespaceId,
+        generation: &str,
     ) -> Result<Vec<(ClaimId, VersionId)>> {
-        Err(not_yet_ported("claims_missing_vectors"))
+        let rows = sqlx::query(
+            "SELECT c.id, c.origin_version_id FROM claims c
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = $2 AND c.is_current AND vv.embedding_key IS NULL
+             ORDER BY c.seq",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&get::<String>(r, "id")?)?,
+                    parse_id(&get::<String>(r, "origin_version_id")?)?,
+                ))
+            })
+            .collect()
     }
 }
