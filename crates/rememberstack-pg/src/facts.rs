@@ -967,7 +967,15 @@ impl PgStore {
         // `$1` is the query vector.
         let mut p = Params::after(1);
         let cond = eligibility(filter, &mut p);
-        let g = p.push(Arg::Text(generation.to_string()));
+        // The generation is written as a literal so the planner can match the partial
+        // index's `WHERE generation = '<generation>'` even under a generic plan (a bound
+        // `$n` cannot prove it). Quotes are doubled; text the literal could misread
+        // (a backslash when `standard_conforming_strings` is off, NUL) is bound instead.
+        let g = if generation.contains(['\\', '\0']) {
+            p.push(Arg::Text(generation.to_string()))
+        } else {
+            format!("'{}'", generation.replace('\'', "''"))
+        };
         let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
         // The HNSW index of the generation serves this expression (see the migration).
         let distance = if zero {

@@ -1311,3 +1311,103 @@ async fn pg_facts_search_ranks_eligible_facts() {
     assert!(store.vectors(other, "gen", &keys).await.unwrap().is_empty());
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_facts_semantic_ties_at_the_last_place_go_by_id_with_an_hnsw_index() {
+    let Some((store, ns)) = open("ties").await else {
+        return;
+    };
+    let ada = mint(&store, ns, "Ada Lovelace").await;
+    let bob = mint(&store, ns, "Bob").await;
+    // The search area creates this per generation; the statement must work with it.
+    sqlx::query(
+        "CREATE INDEX vectors_hnsw_test ON vectors
+             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'gen'",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let mut tied = Vec::new();
+    for i in 0..6 {
+        let f = fact(
+            &store,
+            ns,
+            ada,
+            &format!("Ada fact {i}."),
+            Window::unknown(),
+            &[],
+        )
+        .await;
+        put_vector(&store, ns, "gen", &format!("key-{f}"), vec![0.0, 3.0, 4.0]).await;
+        tied.push(f);
+    }
+    let best = fact(&store, ns, ada, "Ada best.", Window::unknown(), &[]).await;
+    put_vector(
+        &store,
+        ns,
+        "gen",
+        &format!("key-{best}"),
+        vec![0.0, 1.0, 0.0],
+    )
+    .await;
+    let far = fact(&store, ns, bob, "Bob far.", Window::unknown(), &[]).await;
+    put_vector(
+        &store,
+        ns,
+        "gen",
+        &format!("key-{far}"),
+        vec![1.0, 0.0, 0.0],
+    )
+    .await;
+    // Two facts sharing one label vector are two candidates.
+    let twin = fact(&store, ns, bob, "Bob twin.", Window::unknown(), &[]).await;
+    sqlx::query("UPDATE facts SET embedding_key = $1 WHERE id = $2")
+        .bind(format!("key-{far}"))
+        .bind(twin.to_string())
+        .execute(store.pool())
+        .await
+        .unwrap();
+
+    tied.sort_by_key(|f| f.to_string());
+    let hits = store
+        .search_facts_semantic(&all_facts(ns), "gen", &[0.0, 1.0, 0.0], 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+        vec![best, tied[0], tied[1]],
+        "ties at the last place by id"
+    );
+    assert!((hits[0].1 - 1.0).abs() < 1e-6);
+    assert!((hits[1].1 - 0.6).abs() < 1e-6 && (hits[2].1 - 0.6).abs() < 1e-6);
+    // A filter that admits only the farthest candidates still fills the page.
+    let bobs = FactFilter {
+        entities: vec![bob],
+        ..all_facts(ns)
+    };
+    let hits = store
+        .search_facts_semantic(&bobs, "gen", &[0.0, 1.0, 0.0], 5)
+        .await
+        .unwrap();
+    let mut want = vec![far, twin];
+    want.sort_by_key(|f| f.to_string());
+    assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), want);
+    assert!(hits.iter().all(|h| h.1.abs() < 1e-6));
+    // A generation name is data, whatever it holds.
+    for generation in ["it's", "back\\slash'; --"] {
+        put_vector(
+            &store,
+            ns,
+            generation,
+            &format!("key-{best}"),
+            vec![0.0, 0.0, 1.0],
+        )
+        .await;
+        let hits = store
+            .search_facts_semantic(&all_facts(ns), generation, &[0.0, 0.0, 1.0], 5)
+            .await
+            .unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![best]);
+    }
+    drop_schema(&store).await;
+}
