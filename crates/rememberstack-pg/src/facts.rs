@@ -932,11 +932,11 @@ impl PgStore {
         let cond = eligibility(filter, &mut p);
         let q = p.push(Arg::Text(query));
         let sql = format!(
-            "SELECT f.id, ts_rank_cd(l.tsv, q.q)::float8 AS ts_rank_cd
+            "SELECT f.id, ts_rank_cd(l.tsv, to_tsquery('english', {q}))::float8 AS ts_rank_cd
              FROM fact_lexical l
              JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id
-             CROSS JOIN to_tsquery('english', {q}) AS q(q)
-             WHERE l.namespace_id = f.namespace_id AND l.tsv @@ q.q AND {cond}
+             WHERE l.namespace_id = f.namespace_id AND l.tsv @@ to_tsquery('english', {q})
+               AND {cond}
              ORDER BY ts_rank_cd DESC, f.id
              LIMIT {limit}"
         );
