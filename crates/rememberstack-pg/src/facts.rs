@@ -1,154 +1,1082 @@
 //! Normalization, the predicate registry and facts (E3): staged assertions,
 //! adjudication, fact reads, fact search and label vectors.
 //!
-//! Not yet ported: every method returns [`not_yet_ported`](crate::not_yet_ported).
-//! Port one from the SQLite store's counterpart, then list it as ported in `lib.rs`.
+//! Ported statement by statement from the SQLite store's `facts.rs` (and its
+//! `vectors` / `fact_vector_coverage`). Ids are `text`, times `timestamptz`, JSON
+//! `jsonb`; the fact full text lives in `fact_lexical` (ranked with `ts_rank_cd`,
+//! which is not BM25, D94); label vectors are ranked with pgvector's cosine
+//! distance and re-sorted exactly.
 
-use crate::{PgStore, not_yet_ported};
-use rememberstack_core::Result;
+use crate::{PgStore, db_err, parse_id};
+use chrono::{DateTime, Utc};
+use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
-    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
-    PredicateRow,
+    AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
+    FactRecord, PredicateRow, Stance, Window,
 };
-use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
+use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
+use rememberstack_core::{Error, ErrorCode, Result};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Postgres, Row};
+use std::collections::{BTreeMap, HashMap};
+
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
+
+const ASSERTION_SELECT: &str = "
+    SELECT seq, id, namespace_id, claim_id, document_id, version_id, kind, subject_id, predicate,
+           object_id, statement, valid_from, valid_until, valid_precision, validity_kind,
+           asserted_at, ordinal
+    FROM staged_assertions";
+
+/// Facts with their entity names and the D54 counts: distinct lineages with current
+/// testimony per stance.
+const FACT_SELECT: &str = "
+    SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
+           f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
+           f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
+           f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
+           o.canonical_name AS object_name,
+           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
+              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+               AND e.stance = 'support' AND c.is_current) AS evidence_count,
+           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
+              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+               AND e.stance = 'contradict' AND c.is_current) AS contradict_count
+    FROM facts f
+    LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
+    LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
+
+/// The largest dimension a pgvector `vector` holds.
+const MAX_DIM: usize = 16_000;
+
+fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
+{
+    r.try_get(col).map_err(db_err)
+}
+
+fn opt_id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) -> Result<Option<T>> {
+    get::<Option<String>>(r, col)?
+        .map(|s| parse_id(&s))
+        .transpose()
+}
+
+fn id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) -> Result<T> {
+    parse_id(&get::<String>(r, col)?)
+}
+
+fn precision_str(p: &Precision) -> Result<String> {
+    unit_variant(serde_json::to_value(p))
+}
+
+fn validity_str(v: &ValidityKind) -> Result<String> {
+    unit_variant(serde_json::to_value(v))
+}
+
+/// The serde name of a unit enum variant.
+fn unit_variant(v: serde_json::Result<serde_json::Value>) -> Result<String> {
+    match v.map_err(|e| Error::internal(e.to_string()))? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Err(Error::internal(format!("not a unit variant: {other}"))),
+    }
+}
+
+fn precision_from(s: &str) -> Result<Precision> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
+}
+
+fn validity_from(s: &str) -> Result<ValidityKind> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
+}
+
+fn json_err(e: serde_json::Error) -> Error {
+    Error::store(format!("corrupt JSON column: {e}"))
+}
+
+fn window_row(r: &PgRow) -> Result<Window> {
+    Ok(Window {
+        valid_from: get(r, "valid_from")?,
+        valid_until: get(r, "valid_until")?,
+        precision: precision_from(&get::<String>(r, "valid_precision")?)?,
+    })
+}
+
+fn assertion_row(r: &PgRow) -> Result<Assertion> {
+    Ok(Assertion {
+        assertion_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        claim_id: id(r, "claim_id")?,
+        document_id: id(r, "document_id")?,
+        version_id: id(r, "version_id")?,
+        kind: FactKind::parse(&get::<String>(r, "kind")?)?,
+        subject: id(r, "subject_id")?,
+        predicate: get(r, "predicate")?,
+        object: opt_id(r, "object_id")?,
+        statement: get(r, "statement")?,
+        window: window_row(r)?,
+        validity_kind: validity_from(&get::<String>(r, "validity_kind")?)?,
+        asserted_at: get(r, "asserted_at")?,
+        ordinal: get::<i32>(r, "ordinal")? as u32,
+    })
+}
+
+fn fact_row(r: &PgRow) -> Result<FactRecord> {
+    Ok(FactRecord {
+        fact_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        kind: FactKind::parse(&get::<String>(r, "kind")?)?,
+        subject: id(r, "subject_id")?,
+        subject_name: get(r, "subject_name")?,
+        predicate: get(r, "predicate")?,
+        object: opt_id(r, "object_id")?,
+        object_name: get(r, "object_name")?,
+        statement: get(r, "statement")?,
+        window: window_row(r)?,
+        validity_kind: validity_from(&get::<String>(r, "validity_kind")?)?,
+        recorded_at: get(r, "recorded_at")?,
+        invalidated_at: get(r, "invalidated_at")?,
+        closed_reason: get(r, "closed_reason")?,
+        contradiction_group: get::<Option<String>>(r, "contradiction_group")?
+            .map(|s| {
+                uuid::Uuid::parse_str(&s)
+                    .map_err(|_| Error::store(format!("corrupt contradiction group `{s}`")))
+            })
+            .transpose()?,
+        superseded_by: opt_id(r, "superseded_by")?,
+        evidence_count: get::<i64>(r, "evidence_count")? as u64,
+        contradict_count: get::<i64>(r, "contradict_count")? as u64,
+        embedding_key: get(r, "embedding_key")?,
+        updated_at: get(r, "updated_at")?,
+    })
+}
+
+fn adjudication_row(r: &PgRow) -> Result<AdjudicationRecord> {
+    Ok(AdjudicationRecord {
+        adjudication_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        assertion_id: id(r, "assertion_id")?,
+        claim_id: id(r, "claim_id")?,
+        verdict: get(r, "verdict")?,
+        target_fact: opt_id(r, "target_fact")?,
+        result_fact: id(r, "result_fact")?,
+        candidates: serde_json::from_value(get(r, "candidates_json")?).map_err(json_err)?,
+        reason: get(r, "reason")?,
+        input: get(r, "input_json")?,
+        model: get(r, "model")?,
+        adjudicator_version: get(r, "adjudicator_version")?,
+        created_at: get(r, "created_at")?,
+    })
+}
+
+/// A bound value of a generated statement.
+#[derive(Clone, Debug)]
+enum Arg {
+    Text(String),
+    Texts(Vec<String>),
+    Time(DateTime<Utc>),
+}
+
+fn bind_args<'q>(mut q: PgQuery<'q>, args: &[Arg]) -> PgQuery<'q> {
+    for a in args {
+        q = match a.clone() {
+            Arg::Text(s) => q.bind(s),
+            Arg::Texts(v) => q.bind(v),
+            Arg::Time(t) => q.bind(t),
+        };
+    }
+    q
+}
+
+/// Numbered placeholders for the values of a generated statement.
+struct Params {
+    args: Vec<Arg>,
+    /// Placeholders bound before these (`$1..=$offset`).
+    offset: usize,
+}
+
+impl Params {
+    fn new() -> Self {
+        Self::after(0)
+    }
+
+    /// Values bound after `offset` leading ones.
+    fn after(offset: usize) -> Self {
+        Params {
+            args: Vec::new(),
+            offset,
+        }
+    }
+
+    /// Bind `a` and return its placeholder (`$n`).
+    fn push(&mut self, a: Arg) -> String {
+        self.args.push(a);
+        format!("${}", self.offset + self.args.len())
+    }
+}
+
+/// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values are
+/// bound through `p`. Only placeholders are generated; every value is bound.
+fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
+    let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
+    let mut sql = format!("f.namespace_id = {ns}");
+    if !filter.entities.is_empty() {
+        let list = p.push(Arg::Texts(
+            filter.entities.iter().map(|e| e.to_string()).collect(),
+        ));
+        sql.push_str(&format!(
+            " AND (f.subject_id = ANY({list}) OR f.object_id = ANY({list}))"
+        ));
+    }
+    if let Some(documents) = &filter.documents {
+        // Through supporting claims that are current testimony of a scoped lineage.
+        let docs = p.push(Arg::Texts(
+            documents.iter().map(|d| d.to_string()).collect(),
+        ));
+        sql.push_str(&format!(
+            " AND f.id IN (SELECT e.fact_id FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = {ns} AND e.stance = 'support' AND c.is_current
+                 AND c.document_id = ANY({docs}))"
+        ));
+    }
+    if let Some(group) = filter.group {
+        let g = p.push(Arg::Text(group.to_string()));
+        sql.push_str(&format!(" AND f.contradiction_group = {g}"));
+    }
+    if !filter.history {
+        sql.push_str(" AND f.invalidated_at IS NULL");
+        // Only facts some current testimony supports: testimony that is not promoted
+        // (a candidate or archived note) or no longer current never serves a fact.
+        if !filter.unsupported {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+                 AND e.stance = 'support' AND c.is_current)",
+            );
+        }
+        if filter.at.is_none() && filter.overlap.is_none() {
+            // Current view: a superseded fact no longer holds. As of an instant, its
+            // (capped) window decides.
+            sql.push_str(" AND f.superseded_by IS NULL");
+        }
+        if let Some(at) = filter.at {
+            let at = p.push(Arg::Time(at));
+            sql.push_str(&format!(
+                " AND (f.valid_from IS NULL OR f.valid_from <= {at})
+                  AND (f.valid_until IS NULL OR {at} < f.valid_until)"
+            ));
+        }
+        if let Some((from, until)) = filter.overlap {
+            // Half-open windows overlap when each starts before the other ends.
+            if let Some(until) = until {
+                let u = p.push(Arg::Time(until));
+                sql.push_str(&format!(
+                    " AND (f.valid_from IS NULL OR f.valid_from < {u})"
+                ));
+            }
+            if let Some(from) = from {
+                let f = p.push(Arg::Time(from));
+                sql.push_str(&format!(
+                    " AND (f.valid_until IS NULL OR {f} < f.valid_until)"
+                ));
+            }
+        }
+    }
+    sql
+}
+
+/// Complete a leased work item inside the writing transaction (the SQLite store's
+/// `fence`): fails with `lease_lost` when the lease is gone. The UPDATE's row lock
+/// serialises racing completions.
+async fn fence(tx: &mut sqlx::PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
+             defer_reason = NULL, last_error = NULL, updated_at = $1
+         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
+    )
+    .bind(now.timestamp_millis())
+    .bind(lease.work_id.to_string())
+    .bind(&lease.owner)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if done.rows_affected() == 0 {
+        return Err(Error::new(
+            ErrorCode::LeaseLost,
+            format!(
+                "work item {} is no longer leased to {}",
+                lease.work_id, lease.owner
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Enqueue follow-up work inside the writing transaction (the SQLite store's
+/// `insert_work`); idempotent on target, stage and component version.
+async fn insert_work(
+    conn: &mut sqlx::PgConnection,
+    items: &[NewWork],
+    now: Timestamp,
+) -> Result<u64> {
+    let mut n = 0;
+    for w in items {
+        let r = sqlx::query(
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+                 component_version, status, attempts, max_attempts, not_before, defer_reason,
+                 created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
+             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        )
+        .bind(w.namespace_id.to_string())
+        .bind(WorkId::new().to_string())
+        .bind(w.target_kind.as_str())
+        .bind(w.target_id.to_string())
+        .bind(w.version_id.to_string())
+        .bind(w.stage.as_str())
+        .bind(&w.component_version)
+        .bind(w.max_attempts as i32)
+        .bind(w.not_before.timestamp_millis())
+        .bind(w.defer_reason.map(|d| d.as_str()))
+        .bind(now.timestamp_millis())
+        .bind(now.timestamp_millis())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        n += r.rows_affected();
+    }
+    Ok(n)
+}
+
+/// The tsquery text for `terms`: each term's alphanumeric runs, lowercased and
+/// quoted (a term of several runs is a phrase, as an FTS5 string is), OR-joined.
+/// Only letters and digits reach the query, so the caller's text is never tsquery
+/// syntax. `None` when no term has a word.
+fn tsquery_text(terms: &[String]) -> Option<String> {
+    let parts: Vec<String> = terms
+        .iter()
+        .filter_map(|t| {
+            let words: Vec<String> = t
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| format!("'{}'", w.to_lowercase()))
+                .collect();
+            match words.len() {
+                0 => None,
+                1 => words.into_iter().next(),
+                _ => Some(format!("({})", words.join(" <-> "))),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join(" | "))
+    }
+}
 
 impl PgStore {
     pub(crate) async fn bootstrap_predicates_impl(
         &self,
-        _ns: NamespaceId,
-        _core: &[(String, String, Vec<String>)],
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
     ) -> Result<()> {
-        Err(not_yet_ported("bootstrap_predicates"))
+        let ns_s = ns.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        for (i, (name, description, synonyms)) in core.iter().enumerate() {
+            // Idempotent; a name first seen as an uncounted value becomes core, and its
+            // use count is kept.
+            sqlx::query(
+                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status,
+                     core_ordinal, uses)
+                 VALUES ($1, $2, $3, $4, 'core', $5, 0)
+                 ON CONFLICT (namespace_id, name) DO UPDATE SET status = 'core',
+                     description = EXCLUDED.description, synonyms_json = EXCLUDED.synonyms_json,
+                     core_ordinal = EXCLUDED.core_ordinal",
+            )
+            .bind(&ns_s)
+            .bind(name)
+            .bind(description)
+            .bind(Json(synonyms))
+            .bind(i as i32)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
     }
 
-    pub(crate) async fn predicates_impl(&self, _ns: NamespaceId) -> Result<Vec<PredicateRow>> {
-        Err(not_yet_ported("predicates"))
+    pub(crate) async fn predicates_impl(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
+        let rows = sqlx::query(
+            "SELECT name, description, synonyms_json, status, uses FROM predicates
+             WHERE namespace_id = $1
+             ORDER BY status <> 'core', COALESCE(core_ordinal, 0),
+                      CASE WHEN status = 'core' THEN 0 ELSE uses END DESC, name",
+        )
+        .bind(ns.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(PredicateRow {
+                    name: get(r, "name")?,
+                    description: get(r, "description")?,
+                    synonyms: serde_json::from_value(get(r, "synonyms_json")?).map_err(json_err)?,
+                    status: get(r, "status")?,
+                    uses: get::<i64>(r, "uses")? as u64,
+                })
+            })
+            .collect()
     }
 
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn commit_normalization_impl(
         &self,
-        _lease: &Lease,
-        _claim: ClaimId,
-        _normalizer_version: &str,
-        _output: serde_json::Value,
-        _assertions: Vec<Assertion>,
-        _follow_up: Vec<NewWork>,
-        _now: Timestamp,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
     ) -> Result<()> {
-        Err(not_yet_ported("commit_normalization"))
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        let ns: String =
+            sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
+                .bind(lease.work_id.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
+                 output_json = EXCLUDED.output_json, created_at = EXCLUDED.created_at",
+        )
+        .bind(&ns)
+        .bind(claim.to_string())
+        .bind(normalizer_version)
+        .bind(Json(&output))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for a in &assertions {
+            let a_ns = a.namespace_id.to_string();
+            let inserted = sqlx::query(
+                "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
+                     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
+                     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&a_ns)
+            .bind(a.assertion_id.to_string())
+            .bind(a.claim_id.to_string())
+            .bind(a.document_id.to_string())
+            .bind(a.version_id.to_string())
+            .bind(normalizer_version)
+            .bind(a.kind.as_str())
+            .bind(a.subject.to_string())
+            .bind(&a.predicate)
+            .bind(a.object.map(|o| o.to_string()))
+            .bind(&a.statement)
+            .bind(a.window.valid_from)
+            .bind(a.window.valid_until)
+            .bind(precision_str(&a.window.precision)?)
+            .bind(validity_str(&a.validity_kind)?)
+            .bind(a.asserted_at)
+            .bind(a.ordinal as i32)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            // Uses are counted once per staged assertion: a replayed row counts nothing.
+            if inserted == 0 || a.kind != FactKind::Relation {
+                continue;
+            }
+            let Some(predicate) = &a.predicate else {
+                continue;
+            };
+            sqlx::query(
+                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
+                 VALUES ($1, $2, '', '[]'::jsonb, 'other', 1)
+                 ON CONFLICT (namespace_id, name) DO UPDATE SET uses = predicates.uses + 1",
+            )
+            .bind(&a_ns)
+            .bind(predicate)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn normalization_impl(
         &self,
-        _ns: NamespaceId,
-        _claim: ClaimId,
-        _normalizer_version: &str,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
     ) -> Result<Option<serde_json::Value>> {
-        Err(not_yet_ported("normalization"))
+        sqlx::query_scalar(
+            "SELECT output_json FROM normalizations
+             WHERE namespace_id = $1 AND claim_id = $2 AND normalizer_version = $3",
+        )
+        .bind(ns.to_string())
+        .bind(claim.to_string())
+        .bind(normalizer_version)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)
     }
 
     pub(crate) async fn unapplied_assertions_impl(
         &self,
-        _ns: NamespaceId,
-        _subjects: &[EntityId],
+        ns: NamespaceId,
+        subjects: &[EntityId],
     ) -> Result<Vec<Assertion>> {
-        Err(not_yet_ported("unapplied_assertions"))
+        if subjects.is_empty() {
+            return Ok(vec![]);
+        }
+        // Apply order (asserted_at, claim_id, statement, ordinal), ids and statements
+        // bytewise (`COLLATE "C"` columns); staging order breaks any tie.
+        let sql = format!(
+            "{ASSERTION_SELECT} WHERE namespace_id = $1 AND applied_at IS NULL
+               AND subject_id = ANY($2)
+             ORDER BY asserted_at, claim_id, statement, ordinal, seq"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(ns.to_string())
+            .bind(subjects.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(assertion_row).collect()
     }
 
     pub(crate) async fn pending_subjects_impl(
         &self,
-        _ns: NamespaceId,
-        _version: VersionId,
+        ns: NamespaceId,
+        version: VersionId,
     ) -> Result<Vec<EntityId>> {
-        Err(not_yet_ported("pending_subjects"))
+        let rows = sqlx::query(
+            "SELECT subject_id, MIN(seq) AS first FROM staged_assertions
+             WHERE namespace_id = $1 AND version_id = $2 AND applied_at IS NULL
+             GROUP BY subject_id ORDER BY first",
+        )
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(|r| id(r, "subject_id")).collect()
     }
 
     pub(crate) async fn apply_assertion_impl(
         &self,
-        _ns: NamespaceId,
-        _commit: ApplyCommit,
-        _now: Timestamp,
+        ns: NamespaceId,
+        commit: ApplyCommit,
+        now: Timestamp,
     ) -> Result<bool> {
-        Err(not_yet_ported("apply_assertion"))
+        let ns_s = ns.to_string();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let subject: Option<String> = sqlx::query_scalar(
+            "SELECT subject_id FROM staged_assertions WHERE namespace_id = $1 AND id = $2",
+        )
+        .bind(&ns_s)
+        .bind(commit.assertion_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(subject) = subject else {
+            return Err(Error::not_found(format!(
+                "assertion {} is not staged in this namespace",
+                commit.assertion_id
+            )));
+        };
+        // One subject's assertions apply one at a time across processes (SQLite's single
+        // writer): adjudication read the subject's facts, and this writes them.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("entity:{ns_s}:{subject}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let applied: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "SELECT applied_at FROM staged_assertions WHERE namespace_id = $1 AND id = $2
+             FOR UPDATE",
+        )
+        .bind(&ns_s)
+        .bind(commit.assertion_id.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if applied.is_some() {
+            return Ok(false);
+        }
+        insert_work(&mut tx, &commit.follow_up, now).await?;
+        if let Some(f) = &commit.new_fact {
+            let seq: i64 = sqlx::query_scalar(
+                "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
+                     valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
+                     updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                 RETURNING seq",
+            )
+            .bind(&ns_s)
+            .bind(f.fact_id.to_string())
+            .bind(f.kind.as_str())
+            .bind(f.subject.to_string())
+            .bind(&f.predicate)
+            .bind(f.object.map(|o| o.to_string()))
+            .bind(&f.statement)
+            .bind(f.window.valid_from)
+            .bind(f.window.valid_until)
+            .bind(precision_str(&f.window.precision)?)
+            .bind(validity_str(&f.validity_kind)?)
+            .bind(now)
+            .bind(&f.embedding_key)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("INSERT INTO fact_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
+                .bind(&ns_s)
+                .bind(seq)
+                .bind(&f.statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        for (fact, claim, stance) in &commit.evidence {
+            sqlx::query(
+                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns_s)
+            .bind(fact.to_string())
+            .bind(claim.to_string())
+            .bind(stance.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for (fact, w) in &commit.windows {
+            sqlx::query(
+                "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3, updated_at = $4
+                 WHERE namespace_id = $5 AND id = $6",
+            )
+            .bind(w.valid_from)
+            .bind(w.valid_until)
+            .bind(precision_str(&w.precision)?)
+            .bind(now)
+            .bind(&ns_s)
+            .bind(fact.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        if let Some((group, members)) = &commit.contradiction {
+            for fact in members {
+                sqlx::query(
+                    "UPDATE facts SET contradiction_group = $1, updated_at = $2
+                     WHERE namespace_id = $3 AND id = $4",
+                )
+                .bind(group.to_string())
+                .bind(now)
+                .bind(&ns_s)
+                .bind(fact.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        if let Some((predecessor, successor)) = &commit.superseded {
+            sqlx::query(
+                "UPDATE facts SET superseded_by = $1, updated_at = $2 WHERE namespace_id = $3 AND id = $4",
+            )
+            .bind(successor.to_string())
+            .bind(now)
+            .bind(&ns_s)
+            .bind(predecessor.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        let t = &commit.transcript;
+        sqlx::query(
+            "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
+                 result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(&ns_s)
+        .bind(t.adjudication_id.to_string())
+        .bind(t.assertion_id.to_string())
+        .bind(t.claim_id.to_string())
+        .bind(&t.verdict)
+        .bind(t.target_fact.map(|f| f.to_string()))
+        .bind(t.result_fact.to_string())
+        .bind(Json(&t.candidates))
+        .bind(&t.reason)
+        .bind(Json(&t.input))
+        .bind(&t.model)
+        .bind(&t.adjudicator_version)
+        .bind(t.created_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(
+            "UPDATE staged_assertions SET applied_at = $1, fact_id = $2, verdict = $3
+             WHERE namespace_id = $4 AND id = $5",
+        )
+        .bind(now)
+        .bind(t.result_fact.to_string())
+        .bind(&t.verdict)
+        .bind(&ns_s)
+        .bind(commit.assertion_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    /// Rows of `select` (over `facts f`) for the facts `filter` admits, in `order`.
+    async fn eligible_facts(
+        &self,
+        select: &str,
+        filter: &FactFilter,
+        order: &str,
+        limit: u32,
+    ) -> Result<Vec<PgRow>> {
+        let mut p = Params::new();
+        let cond = eligibility(filter, &mut p);
+        let sql = format!("{select} WHERE {cond} ORDER BY {order} LIMIT {limit}");
+        bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
     }
 
     pub(crate) async fn list_facts_impl(
         &self,
-        _filter: &FactFilter,
-        _limit: u32,
+        filter: &FactFilter,
+        limit: u32,
     ) -> Result<Vec<FactRecord>> {
-        Err(not_yet_ported("list_facts"))
+        // Subject name bytewise (as SQLite's binary collation), then recorded order.
+        self.eligible_facts(
+            FACT_SELECT,
+            filter,
+            "COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq",
+            limit,
+        )
+        .await?
+        .iter()
+        .map(fact_row)
+        .collect()
     }
 
     pub(crate) async fn list_fact_keys_impl(
         &self,
-        _filter: &FactFilter,
-        _limit: u32,
+        filter: &FactFilter,
+        limit: u32,
     ) -> Result<Vec<FactKey>> {
-        Err(not_yet_ported("list_fact_keys"))
+        let rows = self
+            .eligible_facts(
+                "SELECT f.id, f.subject_id, f.object_id, f.statement FROM facts f",
+                filter,
+                "f.statement, f.id",
+                limit,
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(FactKey {
+                    fact_id: id(r, "id")?,
+                    subject: id(r, "subject_id")?,
+                    object: opt_id(r, "object_id")?,
+                    statement: get(r, "statement")?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn facts_impl(
         &self,
-        _ns: NamespaceId,
-        _ids: &[FactId],
+        ns: NamespaceId,
+        ids: &[FactId],
     ) -> Result<Vec<FactRecord>> {
-        Err(not_yet_ported("facts"))
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let sql = format!("{FACT_SELECT} WHERE f.namespace_id = $1 AND f.id = ANY($2)");
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(ns.to_string())
+            .bind(ids.iter().map(|i| i.to_string()).collect::<Vec<_>>())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        let mut by_id: HashMap<FactId, FactRecord> = HashMap::new();
+        for r in &rows {
+            let f = fact_row(r)?;
+            by_id.insert(f.fact_id, f);
+        }
+        // In the order asked; missing ids are skipped (a repeated id once).
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
     pub(crate) async fn fact_evidence_impl(
         &self,
-        _ns: NamespaceId,
-        _fact: FactId,
+        ns: NamespaceId,
+        fact: FactId,
     ) -> Result<Vec<EvidenceRecord>> {
-        Err(not_yet_ported("fact_evidence"))
+        // SQLite breaks ties of `added_at` by rowid (insertion order); `fact_evidence`
+        // has no sequence column here, so the heap position stands in for it.
+        let rows = sqlx::query(
+            "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
+             FROM fact_evidence e
+             JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = $1 AND e.fact_id = $2
+             ORDER BY e.added_at, e.ctid",
+        )
+        .bind(ns.to_string())
+        .bind(fact.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(EvidenceRecord {
+                    fact_id: id(r, "fact_id")?,
+                    claim_id: id(r, "claim_id")?,
+                    stance: Stance::parse(&get::<String>(r, "stance")?)?,
+                    document_id: id(r, "document_id")?,
+                    is_current: get(r, "is_current")?,
+                    added_at: get(r, "added_at")?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn adjudications_impl(
         &self,
-        _ns: NamespaceId,
-        _fact: FactId,
+        ns: NamespaceId,
+        fact: FactId,
     ) -> Result<Vec<AdjudicationRecord>> {
-        Err(not_yet_ported("adjudications"))
+        let rows = sqlx::query(
+            "SELECT * FROM adjudications
+             WHERE namespace_id = $1 AND (target_fact = $2 OR result_fact = $2) ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(fact.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(adjudication_row).collect()
     }
 
     pub(crate) async fn fact_vector_coverage_impl(
         &self,
-        _ns: NamespaceId,
-        _generation: &str,
+        ns: NamespaceId,
+        generation: &str,
     ) -> Result<VectorCoverage> {
-        Err(not_yet_ported("fact_vector_coverage"))
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0)::bigint
+                        AS missing
+             FROM facts f
+             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = $1
+                                  AND vv.embedding_key = f.embedding_key
+             WHERE f.namespace_id = $2 AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: get::<i64>(&row, "n")? as u64,
+            missing: get::<i64>(&row, "missing")? as u64,
+        })
     }
 
     pub(crate) async fn search_facts_lexical_impl(
         &self,
-        _filter: &FactFilter,
-        _terms: &[String],
-        _limit: usize,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
     ) -> Result<Vec<(FactId, f64)>> {
-        Err(not_yet_ported("search_facts_lexical"))
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        let Some(query) = tsquery_text(terms) else {
+            return Ok(vec![]);
+        };
+        // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
+        // The score is `ts_rank_cd` (cover density, higher is better), not BM25 (D94).
+        let mut p = Params::new();
+        let cond = eligibility(filter, &mut p);
+        let q = p.push(Arg::Text(query));
+        let sql = format!(
+            "SELECT f.id, ts_rank_cd(l.tsv, to_tsquery('english', {q}))::float8 AS ts_rank_cd
+             FROM fact_lexical l
+             JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id
+             WHERE l.namespace_id = f.namespace_id AND l.tsv @@ to_tsquery('english', {q})
+               AND {cond}
+             ORDER BY ts_rank_cd DESC, f.id
+             LIMIT {limit}"
+        );
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| Ok((id(r, "id")?, get::<f64>(r, "ts_rank_cd")?)))
+            .collect()
     }
 
     pub(crate) async fn search_facts_semantic_impl(
         &self,
-        _filter: &FactFilter,
-        _generation: &str,
-        _query: &[f32],
-        _limit: usize,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
     ) -> Result<Vec<(FactId, f64)>> {
-        Err(not_yet_ported("search_facts_semantic"))
+        let dim = query.len();
+        // No stored vector has another dimension than 1..=16000 (SQLite skips vectors
+        // of other dimensions, so such a query finds nothing).
+        if limit == 0 || dim == 0 || dim > MAX_DIM {
+            return Ok(vec![]);
+        }
+        // A zero query has no direction: SQLite scores every candidate 0 (ties by id).
+        let zero = query.iter().all(|x| *x == 0.0);
+        // `$1` is the query vector.
+        let mut p = Params::after(1);
+        let cond = eligibility(filter, &mut p);
+        // The generation is written as a literal so the planner can match the partial
+        // index's `WHERE generation = '<generation>'` even under a generic plan (a bound
+        // `$n` cannot prove it). Quotes are doubled; text the literal could misread
+        // (a backslash when `standard_conforming_strings` is off, NUL) is bound instead.
+        let g = if generation.contains(['\\', '\0']) {
+            p.push(Arg::Text(generation.to_string()))
+        } else {
+            format!("'{}'", generation.replace('\'', "''"))
+        };
+        let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
+        // The HNSW index of the generation serves this expression (see the migration).
+        let distance = if zero {
+            "0::float8".to_string()
+        } else {
+            format!("(vv.embedding::vector({dim})) <=> $1::vector({dim})")
+        };
+        let base = format!(
+            "SELECT f.id, ({distance})::float8 AS distance
+             FROM vectors vv
+             JOIN facts f ON f.namespace_id = vv.namespace_id AND f.embedding_key = vv.embedding_key
+             WHERE vv.generation = {g} AND vv.namespace_id = {ns} AND vv.dimension = {dim}
+               AND {cond}"
+        );
+        let vector = pgvector::Vector::from(query.to_vec());
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // Filters apply while the index is walked, before the top-k is final.
+        sqlx::query("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let decode = |rows: Vec<PgRow>| -> Result<Vec<(String, f64)>> {
+            rows.iter()
+                .map(|r| Ok((get::<String>(r, "id")?, get::<f64>(r, "distance")?)))
+                .collect()
+        };
+        let sql = if zero {
+            // A zero query has no direction: SQLite scores every candidate 0, ties by id.
+            format!("{base} ORDER BY f.id LIMIT {limit}")
+        } else {
+            // One row more than asked shows whether the last place is tied.
+            format!("{base} ORDER BY {distance} LIMIT {}", limit + 1)
+        };
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(vector.clone());
+        let mut hits = decode(
+            bind_args(q, &p.args)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?,
+        )?;
+        if !zero && hits.len() > limit && hits[limit - 1].1 == hits[limit].1 {
+            // Ties at the last place go by id (as SQLite's exact scan): read every
+            // candidate at that distance.
+            let d = p.push(Arg::Text(String::new()));
+            p.args.pop();
+            let sql = format!("{base} AND ({distance})::float8 = {d}::float8");
+            let q = sqlx::query(AssertSqlSafe(sql)).bind(vector);
+            let tied = decode(
+                bind_args(q, &p.args)
+                    .bind(hits[limit].1)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?,
+            )?;
+            let seen: std::collections::HashSet<String> =
+                hits.iter().map(|h| h.0.clone()).collect();
+            hits.extend(tied.into_iter().filter(|t| !seen.contains(&t.0)));
+        }
+        tx.commit().await.map_err(db_err)?;
+        let mut hits: Vec<(String, f64)> = hits
+            .into_iter()
+            .map(|(id, d)| {
+                // Similarity = 1 − cosine distance. A stored zero vector has no
+                // distance (NaN); SQLite scores it 0.
+                let s = if zero || d.is_nan() { 0.0 } else { 1.0 - d };
+                (id, s)
+            })
+            .collect();
+        // Exact similarity, best first; ties by id (bytewise, as the UUID text orders).
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        hits.into_iter()
+            .map(|(i, s)| Ok((parse_id(&i)?, s)))
+            .collect()
     }
 
     pub(crate) async fn vectors_impl(
         &self,
-        _ns: NamespaceId,
-        _generation: &str,
-        _keys: &[String],
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
     ) -> Result<Vec<(String, Vec<f32>)>> {
-        Err(not_yet_ported("vectors"))
+        if keys.is_empty() {
+            return Ok(vec![]);
+        }
+        let rows = sqlx::query(
+            "SELECT embedding_key, embedding FROM vectors
+             WHERE namespace_id = $1 AND generation = $2 AND embedding_key = ANY($3)",
+        )
+        .bind(ns.to_string())
+        .bind(generation)
+        .bind(keys.to_vec())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut by_key: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+        for r in &rows {
+            let v: pgvector::Vector = get(r, "embedding")?;
+            by_key.insert(get(r, "embedding_key")?, v.to_vec());
+        }
+        // In the order asked (each key once); missing keys are skipped.
+        Ok(keys.iter().filter_map(|k| by_key.remove_entry(k)).collect())
     }
 }
