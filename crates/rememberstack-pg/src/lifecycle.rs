@@ -28,7 +28,7 @@ use rememberstack_core::ids::{
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{
     ClaimRetraction, DeletionOutcome, DocumentDeletion, FactEvent, FactInvalidation,
-    FeedbackRecord, NoteLookup, NoteRecord, RequestKey,
+    FeedbackRecord, NewNote, NoteLookup, NoteRecord, RequestKey,
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
@@ -679,8 +679,9 @@ const NOTE_SELECT: &str =
     "SELECT seq, document_id, version_id, source_key, source_revision, digest,
         lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes";
 
-/// A note revision read inside a transaction; `lock` takes its row lock.
-async fn note_in(
+/// A note revision read inside a transaction; `lock` takes its row lock (for a
+/// compare-and-set on `lifecycle_version`). Shared with `forget` (`revoke_note`).
+pub(crate) async fn note_in(
     tx: &mut PgConnection,
     ns: &str,
     version: &str,
@@ -749,8 +750,8 @@ async fn archive_promoted(
 }
 
 /// Set a revision's lifecycle (note row, bumping its version) and its version's
-/// admission.
-async fn set_lifecycle(
+/// admission. Shared with `forget` (`revoke_note`).
+pub(crate) async fn set_lifecycle(
     tx: &mut PgConnection,
     ns: &str,
     version: &str,
@@ -779,8 +780,8 @@ async fn set_lifecycle(
 }
 
 /// The lineage serves nothing: no current version and no current claims, when its
-/// current version is no longer promoted.
-async fn unserve(
+/// current version is no longer promoted. Shared with `forget` (`revoke_note`).
+pub(crate) async fn unserve(
     tx: &mut PgConnection,
     ns: &str,
     doc: &str,
@@ -803,6 +804,74 @@ async fn unserve(
     if cleared > 0 {
         retire_claims(tx, ns, doc, at, reason).await?;
     }
+    Ok(())
+}
+
+/// The advisory lock key of a note source: at most one promoted revision per
+/// source key, so promotions (a transition or a promoted intake) take turns.
+fn note_lock(ns: &str, source_key: &str) -> String {
+    format!("note:{ns}:{source_key}")
+}
+
+/// Record a note revision with its version (inside `create_version`'s transaction,
+/// after the version row). The port of the SQLite store's `lifecycle::insert_note`
+/// for the `documents` area, which calls it where SQLite does; it holds the note
+/// source's lock like `transition_note`.
+#[allow(dead_code)] // called by `documents::create_version_impl` once that port lands
+pub(crate) async fn insert_note(
+    tx: &mut PgConnection,
+    ns: &str,
+    (doc, version): (DocumentId, VersionId),
+    note: &NewNote,
+    admission: Admission,
+    at: Timestamp,
+) -> Result<()> {
+    let (doc_s, version_s) = (doc.to_string(), version.to_string());
+    let at = stored(at);
+    advisory_lock(tx, &note_lock(ns, &note.source_key)).await?;
+    if admission == Admission::Promoted {
+        archive_promoted(tx, ns, &doc_s, &note.source_key, &version_s, at).await?;
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
+             lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)
+         ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING",
+    )
+    .bind(ns)
+    .bind(&doc_s)
+    .bind(&version_s)
+    .bind(&note.source_key)
+    .bind(&note.source_revision)
+    .bind(&note.content_digest)
+    .bind(admission.as_str())
+    .bind(Json(&note.metadata))
+    .bind(at)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?
+    .rows_affected();
+    if inserted == 0 {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "revision `{}` of `{}` was remembered concurrently; retry",
+                note.source_revision, note.source_key
+            ),
+        ));
+    }
+    sqlx::query(
+        "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(ns)
+    .bind(&note.request_id)
+    .bind(&note.request_digest)
+    .bind(&version_s)
+    .bind(at)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
     Ok(())
 }
 
@@ -911,7 +980,7 @@ impl PgStore {
         let Some(peek) = note_in(&mut tx, &ns_s, &version_s, false).await? else {
             return Err(not_found());
         };
-        advisory_lock(&mut tx, &format!("note:{ns_s}:{}", peek.source_key)).await?;
+        advisory_lock(&mut tx, &note_lock(&ns_s, &peek.source_key)).await?;
         let Some(note) = note_in(&mut tx, &ns_s, &version_s, true).await? else {
             return Err(not_found());
         };
@@ -958,5 +1027,149 @@ impl PgStore {
         .await
         .map_err(db_err)?;
         rows.iter().map(note_row).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `insert_note` is crate-internal (no trait method of this area calls it), so
+    //! it is tested here; needs `DATABASE_URL` like `tests/lifecycle.rs`.
+    use super::*;
+    use crate::PgStoreConfig;
+    use chrono::{TimeZone, Utc};
+    use rememberstack_core::store::MemoryStore;
+
+    fn new_note(revision: &str, request: &str) -> NewNote {
+        NewNote {
+            source_key: "prefs".into(),
+            source_revision: revision.into(),
+            content_digest: format!("t-{revision}"),
+            request_digest: format!("rd-{request}"),
+            request_id: request.into(),
+            metadata: serde_json::json!({ "rev": revision }),
+        }
+    }
+
+    #[tokio::test]
+    #[allow(clippy::print_stderr)] // says why it skips, like the integration tests
+    async fn pg_insert_note() {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            eprintln!("pg_insert_note: skipped, DATABASE_URL is not set");
+            return;
+        };
+        let schema = format!("rs_ut_note_{}", uuid::Uuid::new_v4().simple());
+        let config = PgStoreConfig {
+            max_connections: 2,
+            schema: Some(schema.clone()),
+            ..PgStoreConfig::default()
+        };
+        let store = PgStore::connect_with(&url, config).await.unwrap();
+        let t = Utc.timestamp_opt(1_780_000_000, 987_654_321).unwrap();
+        let ns = store.ensure_namespace("default", t).await.unwrap().id;
+        let (doc, v1, v2, v3) = (
+            DocumentId::new(),
+            VersionId::new(),
+            VersionId::new(),
+            VersionId::new(),
+        );
+        let ns_s = ns.to_string();
+        sqlx::query(
+            "INSERT INTO documents (namespace_id, id, source_kind, source_ref, mode,
+                 current_version_id, latest_version_id, version_count, created_at, updated_at)
+             VALUES ($1, $2, 'note', 'prefs', 'living', $3, $3, 3, $4, $4)",
+        )
+        .bind(&ns_s)
+        .bind(doc.to_string())
+        .bind(v1.to_string())
+        .bind(t)
+        .execute(store.pool())
+        .await
+        .unwrap();
+        for (i, v) in [v1, v2, v3].iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO document_versions (namespace_id, id, document_id, ordinal,
+                     content_sha256, size, mime, source_modified_at, origin, metadata_json,
+                     created_at, admission)
+                 VALUES ($1, $2, $3, $4, 's', 1, 'text/markdown', $5, 'external', '{}', $5,
+                     'promoted')",
+            )
+            .bind(&ns_s)
+            .bind(v.to_string())
+            .bind(doc.to_string())
+            .bind(i as i32 + 1)
+            .bind(t)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        }
+        let mut tx = store.pool().begin().await.unwrap();
+        insert_note(
+            &mut tx,
+            &ns_s,
+            (doc, v1),
+            &new_note("r1", "q1"),
+            Admission::Promoted,
+            t,
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let n1 = store.note(ns, v1).await.unwrap().unwrap();
+        assert_eq!(
+            (n1.lifecycle, n1.lifecycle_version),
+            (Admission::Promoted, 1)
+        );
+        assert_eq!(n1.created_at, t.trunc_subsecs(3));
+        assert_eq!(n1.metadata, serde_json::json!({ "rev": "r1" }));
+        assert_eq!(
+            store.note_lookup(ns, "q1", "prefs", "zz").await.unwrap(),
+            NoteLookup::Request("rd-q1".into(), n1.clone())
+        );
+        // A second promoted revision archives the first and unserves the lineage.
+        let mut tx = store.pool().begin().await.unwrap();
+        insert_note(
+            &mut tx,
+            &ns_s,
+            (doc, v2),
+            &new_note("r2", "q2"),
+            Admission::Promoted,
+            t,
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let n1 = store.note(ns, v1).await.unwrap().unwrap();
+        assert_eq!(
+            (n1.lifecycle, n1.lifecycle_version),
+            (Admission::Archived, 2)
+        );
+        let current: Option<String> =
+            sqlx::query_scalar("SELECT current_version_id FROM documents WHERE id = $1")
+                .bind(doc.to_string())
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(current, None);
+        // The same revision again (under another version): `conflict`.
+        let mut tx = store.pool().begin().await.unwrap();
+        let err = insert_note(
+            &mut tx,
+            &ns_s,
+            (doc, v3),
+            &new_note("r2", "q3"),
+            Admission::Candidate,
+            t,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Conflict);
+        drop(tx);
+        let notes = store.list_notes(ns, 0, 10).await.unwrap();
+        assert_eq!(notes.len(), 2);
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        store.close().await;
     }
 }
