@@ -15,7 +15,8 @@
 //!   a claim retraction its claim row;
 //! - note transitions hold `note:<ns>:<source key>` (at most one promoted revision
 //!   per source key) and lock the revision's row (the compare-and-set on
-//!   `lifecycle_version`).
+//!   `lifecycle_version`), then the lineage row before its versions (a deletion's
+//!   order, so the two never deadlock).
 
 use crate::{PgStore, db_err, parse_id};
 use chrono::SubsecRound;
@@ -986,6 +987,13 @@ impl PgStore {
         };
         note.check_transition(expected, to)?;
         let doc_s = note.note_id.to_string();
+        // The lineage before its versions, in the order a deletion takes them.
+        sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
+            .bind(&ns_s)
+            .bind(&doc_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         set_lifecycle(&mut tx, &ns_s, &version_s, to, at).await?;
         match to {
             Admission::Promoted => {

@@ -1036,5 +1036,22 @@ async fn pg_note_promotions_race() {
         store.note(ns, v3).await.unwrap().unwrap().lifecycle_version,
         2
     );
+    // A deletion and a transition of the same lineage at once: both finish.
+    for round in 0..5 {
+        let (v4, v5) = (VersionId::new(), VersionId::new());
+        let key = format!("kd{round}");
+        let doc = document(&store, ns, &key, &[(v4, "promoted"), (v5, "candidate")]).await;
+        note_row(&store, ns, doc, v4, (&key, "a", "ta"), "promoted").await;
+        note_row(&store, ns, doc, v5, (&key, "b", "tb"), "candidate").await;
+        claim(&store, ns, doc, true).await;
+        let (d, t) = tokio::join!(
+            store.delete_document(ns, doc, at(3)),
+            store.transition_note(ns, v5, 1, Admission::Promoted, at(3))
+        );
+        assert!(matches!(d.unwrap(), DeletionOutcome::Deleted(_)));
+        assert_eq!(t.unwrap().lifecycle, Admission::Promoted);
+        // The tombstone wins: a deleted lineage is never served again.
+        assert_eq!(current_version(&store, doc).await, None);
+    }
     drop_schema(&store).await;
 }
