@@ -62,6 +62,26 @@ fn ms(t: Timestamp) -> i64 {
     t.timestamp_millis()
 }
 
+/// A time as the SQLite store keeps it: RFC 3339 with millisecond precision
+/// (`to_rfc3339`), so reads return the same instants and equal-millisecond rows
+/// tie (and fall to the same tie-breaks) as they do there.
+fn at_ms(t: Timestamp) -> Timestamp {
+    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
+/// Serialize the leased writers of one version's derived rows (representation,
+/// blocks, sections; chunks). SQLite's single writer does this implicitly; here two
+/// work items of one version (two component versions) may commit at once, and each
+/// must replace the other's rows, not collide with or add to them.
+async fn lock_version(tx: &mut PgConnection, ns: &str, version: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("version:{ns}:{version}"))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
 fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
 where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
@@ -448,7 +468,7 @@ async fn insert_note(
 impl PgStore {
     pub(crate) async fn create_version_impl(&self, nv: NewVersion) -> Result<VersionOutcome> {
         let ns = nv.namespace_id.to_string();
-        let now = nv.now;
+        let now = at_ms(nv.now);
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         let forgotten = sqlx::query(
             "SELECT 1 AS one FROM forgotten_content WHERE namespace_id = $1 AND sha256 = $2",
@@ -602,7 +622,7 @@ impl PgStore {
         .bind(nv.content.bytes.len() as i64)
         .bind(&nv.content.mime)
         .bind(nv.format.map(|f| f.as_str()))
-        .bind(nv.source_modified_at)
+        .bind(at_ms(nv.source_modified_at))
         .bind(nv.origin.as_str())
         .bind(Json(&nv.metadata))
         .bind(now)
@@ -708,6 +728,8 @@ impl PgStore {
         fence(&mut tx, lease, now).await?;
         let ns = lease_namespace(&mut tx, lease).await?;
         let vid = prepared.version_id.to_string();
+        lock_version(&mut tx, &ns, &vid).await?;
+        let now = at_ms(now);
         for table in ["representations", "blocks", "sections"] {
             sqlx::query(AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE namespace_id = $1 AND version_id = $2"
@@ -850,9 +872,33 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let vid = version_id.to_string();
+        // Lock the lineage row before anything else. The currency update below
+        // needs it (SQLite's single writer decides "which version is current" for
+        // one lineage at a time; here two workers may commit chunks of two
+        // versions at once), and `create_version` locks the lineage row before its
+        // first write: every write to a stamped table (the fence is one) takes the
+        // namespace's `change_stamps` row lock until commit, so taking the lineage
+        // row after it here while `create_version` takes them the other way round
+        // would deadlock. Looked up before the fence; an unknown work item falls
+        // through to the fence's `LeaseLost`.
+        sqlx::query(
+            "SELECT 1 AS one FROM documents d
+             WHERE (d.namespace_id, d.id) = (
+                 SELECT v.namespace_id, v.document_id FROM processing_state p
+                 JOIN document_versions v ON v.namespace_id = p.namespace_id AND v.id = $2
+                 WHERE p.id = $1)
+             FOR UPDATE",
+        )
+        .bind(lease.work_id.to_string())
+        .bind(&vid)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
         let ns = lease_namespace(&mut tx, lease).await?;
-        let vid = version_id.to_string();
+        lock_version(&mut tx, &ns, &vid).await?;
+        let now = at_ms(now);
         let row = sqlx::query(
             "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = $1 AND id = $2",
         )
@@ -916,17 +962,6 @@ impl PgStore {
                 .await
                 .map_err(db_err)?;
         }
-        // Serialize the "which version is current" decision per lineage: SQLite's
-        // single writer does it implicitly; here two workers may commit chunks of
-        // two versions of one lineage at once.
-        sqlx::query(
-            "SELECT 1 AS one FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE",
-        )
-        .bind(&ns)
-        .bind(&document_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
         // The version becomes current unless a newer version already is.
         sqlx::query(
             "UPDATE documents SET current_version_id = $1, updated_at = $2
