@@ -1003,3 +1003,199 @@ async fn pg_settings_roundtrip() {
     assert_eq!(n, 2);
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_times_keep_millisecond_precision_like_sqlite() {
+    let Some(url) = database_url("pg_times_keep_millisecond_precision_like_sqlite") else {
+        return;
+    };
+    let (store, ns) = open(&url, "docms", 2).await;
+    let fine = at(5) + chrono::Duration::microseconds(1_234_567);
+    let mut a = new_version(ns, "a", b"a", 5);
+    a.now = fine;
+    a.source_modified_at = fine;
+    let (doc_a, va, _) = created(&store.create_version(a).await.unwrap());
+    let rec = store.version(ns, va).await.unwrap().unwrap();
+    let truncated = at(6) + chrono::Duration::milliseconds(234);
+    assert_eq!(rec.created_at, truncated);
+    assert_eq!(rec.source_modified_at, truncated);
+    // Two lineages created in the same millisecond tie on created_at and fall to
+    // the id tie-break, as in SQLite.
+    let mut b = new_version(ns, "b", b"b", 5);
+    b.now = fine + chrono::Duration::microseconds(300);
+    let (doc_b, _, _) = created(&store.create_version(b).await.unwrap());
+    let mut expected = vec![doc_a, doc_b];
+    expected.sort_by_key(|d| d.to_string());
+    let listed: Vec<DocumentId> = store
+        .documents(ns)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.document_id)
+        .collect();
+    assert_eq!(listed, expected);
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_concurrent_leased_commits_of_one_version_replace_each_other() {
+    let Some(url) = database_url("pg_concurrent_leased_commits_of_one_version_replace_each_other")
+    else {
+        return;
+    };
+    let (store, ns) = open(&url, "docleases", 8).await;
+    let (_, v1, _) = created(
+        &store
+            .create_version(new_version(ns, "a", b"one", 1))
+            .await
+            .unwrap(),
+    );
+    for round in 0..5 {
+        // Two work items of one version (two component versions), leased to two
+        // workers, commit at once: the rows of exactly one of them remain.
+        let mut items = Vec::new();
+        for (i, stage) in [
+            (0, Stage::Prepare),
+            (1, Stage::Prepare),
+            (2, Stage::Chunk),
+            (3, Stage::Chunk),
+        ] {
+            let mut w = NewWork::now(ns, stage, v1.uuid(), v1, format!("r{round}-c{i}"), at(2));
+            w.target_id = v1.uuid();
+            items.push(w);
+        }
+        for w in &items {
+            sqlx::query(
+                "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id,
+                     stage, component_version, status, attempts, max_attempts, not_before,
+                     lease_owner, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', 1, 3, 0, $8, 0, 0)",
+            )
+            .bind(ns.to_string())
+            .bind(rememberstack_core::ids::WorkId::new().to_string())
+            .bind(w.target_kind.as_str())
+            .bind(w.target_id.to_string())
+            .bind(v1.to_string())
+            .bind(w.stage.as_str())
+            .bind(&w.component_version)
+            .bind(format!("owner-{}", w.component_version))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        }
+        let lease_of = |cv: String| {
+            let store = store.clone();
+            async move {
+                let id: String = sqlx::query_scalar(
+                    "SELECT id FROM processing_state WHERE component_version = $1",
+                )
+                .bind(&cv)
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+                Lease {
+                    work_id: id.parse().unwrap(),
+                    owner: format!("owner-{cv}"),
+                }
+            }
+        };
+        let la = lease_of(format!("r{round}-c0")).await;
+        let lb = lease_of(format!("r{round}-c1")).await;
+        let (s1, s2) = (store.clone(), store.clone());
+        let pa = prepared(v1, "A");
+        let mut pb = prepared(v1, "B");
+        pb.blocks.truncate(1);
+        let (ra, rb) = tokio::join!(
+            s1.commit_prepared(&la, pa.clone(), vec![], at(3)),
+            s2.commit_prepared(&lb, pb.clone(), vec![], at(3)),
+        );
+        ra.unwrap();
+        rb.unwrap();
+        let got = store.prepared(ns, v1).await.unwrap().unwrap();
+        assert!(got == pa || got == pb, "one commit's rows, whole: {got:?}");
+
+        let lc = lease_of(format!("r{round}-c2")).await;
+        let ld = lease_of(format!("r{round}-c3")).await;
+        let ca = vec![chunk(0, 0, "alpha one"), chunk(1, 0, "alpha two")];
+        let cb = vec![chunk(0, 0, "bravo one")];
+        let (s1, s2) = (store.clone(), store.clone());
+        let (ra, rb) = tokio::join!(
+            s1.commit_chunks(&lc, v1, ca.clone(), vec![], at(4)),
+            s2.commit_chunks(&ld, v1, cb.clone(), vec![], at(4)),
+        );
+        ra.unwrap();
+        rb.unwrap();
+        let ids: Vec<ChunkId> = store
+            .version_chunks(ns, v1)
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.chunk_id)
+            .collect();
+        let a_ids: Vec<ChunkId> = ca.iter().map(|c| c.id).collect();
+        let b_ids: Vec<ChunkId> = cb.iter().map(|c| c.id).collect();
+        assert!(ids == a_ids || ids == b_ids, "one commit's chunks: {ids:?}");
+        let lexical: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM chunk_lexical WHERE namespace_id = $1")
+                .bind(ns.to_string())
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(lexical as usize, ids.len());
+    }
+    drop_schema(&store).await;
+}
+
+#[tokio::test]
+async fn pg_ingest_and_chunk_commits_on_one_lineage_do_not_deadlock() {
+    let Some(url) = database_url("pg_ingest_and_chunk_commits_on_one_lineage_do_not_deadlock")
+    else {
+        return;
+    };
+    let (store, ns) = open(&url, "docdeadlock", 8).await;
+    let (doc, v1, _) = created(
+        &store
+            .create_version(new_version(ns, "a", b"zero", 1))
+            .await
+            .unwrap(),
+    );
+    let lp = lease(&store, v1, Stage::Prepare, "w").await;
+    store
+        .commit_prepared(&lp, prepared(v1, "A"), vec![], at(2))
+        .await
+        .unwrap();
+    for round in 0..12 {
+        // A chunk commit of version 1 and a new version of the same lineage, at once.
+        let cv = format!("chunk-{round}");
+        let id = rememberstack_core::ids::WorkId::new();
+        sqlx::query(
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id,
+                 stage, component_version, status, attempts, max_attempts, not_before,
+                 lease_owner, created_at, updated_at)
+             VALUES ($1, $2, 'version', $3, $3, 'e1.chunk', $4, 'running', 1, 3, 0, 'w', 0, 0)",
+        )
+        .bind(ns.to_string())
+        .bind(id.to_string())
+        .bind(v1.to_string())
+        .bind(&cv)
+        .execute(store.pool())
+        .await
+        .unwrap();
+        let l = Lease {
+            work_id: id,
+            owner: "w".into(),
+        };
+        let nv = new_version(ns, "a", format!("bytes {round}").as_bytes(), 3 + round);
+        let chunks = vec![chunk(0, 0, "one"), chunk(1, 0, "two"), chunk(2, 1, "three")];
+        let (s1, s2) = (store.clone(), store.clone());
+        let (rc, rv) = tokio::join!(
+            s1.commit_chunks(&l, v1, chunks, vec![], at(3 + round)),
+            s2.create_version(nv),
+        );
+        rc.unwrap();
+        created(&rv.unwrap());
+    }
+    let row = store.document(ns, doc).await.unwrap().unwrap();
+    assert_eq!(row.version_count, 13);
+    drop_schema(&store).await;
+}
