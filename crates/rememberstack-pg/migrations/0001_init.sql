@@ -444,6 +444,7 @@ CREATE INDEX entities_by_lemma ON entities (namespace_id, lemma);
 CREATE INDEX entities_by_age ON entities (namespace_id, created_at, seq);
 
 CREATE TABLE entity_aliases (
+    seq          bigint GENERATED ALWAYS AS IDENTITY,  -- insertion order (SQLite: rowid)
     namespace_id text NOT NULL,
     entity_id    text NOT NULL,
     surface      text COLLATE "C" NOT NULL,
@@ -530,6 +531,7 @@ CREATE INDEX exclusions_by_b ON resolution_exclusions (namespace_id, b);
 
 -- D102 document-local bindings.
 CREATE TABLE document_entity_bindings (
+    seq                bigint GENERATED ALWAYS AS IDENTITY,  -- insertion order (SQLite: rowid)
     namespace_id       text NOT NULL,
     document_id        text NOT NULL,
     lemma              text NOT NULL,
@@ -595,6 +597,7 @@ CREATE TABLE fact_lexical (
 CREATE INDEX fact_lexical_tsv ON fact_lexical USING gin (tsv);
 
 CREATE TABLE fact_evidence (
+    seq          bigint GENERATED ALWAYS AS IDENTITY,  -- insertion order (SQLite: rowid)
     namespace_id text NOT NULL,
     fact_id      text NOT NULL,
     claim_id     text NOT NULL,

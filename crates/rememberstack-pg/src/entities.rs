@@ -269,12 +269,10 @@ impl PgStore {
             return Ok(());
         }
         let ids: Vec<String> = entities.iter().map(|e| e.entity_id.to_string()).collect();
-        // SQLite orders ties by rowid (insertion order); `entity_aliases` has no
-        // sequence column here, and its rows are never updated, so the heap position
-        // (`ctid`) stands in for it.
+        // Ties in insertion order (`seq`, as SQLite's rowid).
         let rows = sqlx::query(
             "SELECT entity_id, surface FROM entity_aliases
-             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY created_at, ctid",
+             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY created_at, seq",
         )
         .bind(ns)
         .bind(&ids)
@@ -578,12 +576,10 @@ impl PgStore {
         doc: DocumentId,
         lemma: &str,
     ) -> Result<Vec<DocumentBinding>> {
-        // SQLite orders by rowid (insertion order); this table has no sequence column
-        // here, so the heap position (`ctid`) stands in for it (rows are only
-        // rewritten when they first gain an anchor).
+        // Insertion order (`seq`, as SQLite's rowid).
         let rows = sqlx::query(
             "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
-             WHERE namespace_id = $1 AND document_id = $2 AND lemma = $3 ORDER BY ctid",
+             WHERE namespace_id = $1 AND document_id = $2 AND lemma = $3 ORDER BY seq",
         )
         .bind(ns.to_string())
         .bind(doc.to_string())

@@ -844,14 +844,13 @@ impl PgStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<EvidenceRecord>> {
-        // SQLite breaks ties of `added_at` by rowid (insertion order); `fact_evidence`
-        // has no sequence column here, so the heap position stands in for it.
+        // Ties of `added_at` in insertion order (`seq`, as SQLite's rowid).
         let rows = sqlx::query(
             "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
              FROM fact_evidence e
              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
              WHERE e.namespace_id = $1 AND e.fact_id = $2
-             ORDER BY e.added_at, e.ctid",
+             ORDER BY e.added_at, e.seq",
         )
         .bind(ns.to_string())
         .bind(fact.to_string())

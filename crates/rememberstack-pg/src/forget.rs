@@ -6,14 +6,16 @@
 //! go with their base rows (`ON DELETE CASCADE`), and originals live in
 //! `content_objects`, so no blob directory is involved.
 //!
-//! Note revocation is not ported yet: [`not_yet_ported`](crate::not_yet_ported).
+//! Note revocation scrubs one revision the same way, inside the transaction
+//! that revokes it.
 
-use crate::{PgStore, db_err, not_yet_ported, parse_id};
+use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport};
 use rememberstack_core::ids::*;
+use rememberstack_core::source::Admission;
 use rememberstack_core::store::{NoteRecord, Receipt};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, Result};
+use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use std::collections::{BTreeSet, HashSet};
 
@@ -707,12 +709,64 @@ const SCRUBBED_TABLES: &[&str] = &[
 impl PgStore {
     pub(crate) async fn revoke_note_impl(
         &self,
-        _ns: NamespaceId,
-        _version: VersionId,
-        _expected: u32,
-        _now: Timestamp,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
     ) -> Result<(NoteRecord, Vec<EntityId>)> {
-        Err(not_yet_ported("revoke_note"))
+        use crate::lifecycle::{advisory_lock, note_in, note_lock, set_lifecycle, stored, unserve};
+        let (ns_s, version_s, at) = (ns.to_string(), version.to_string(), stored(now));
+        let not_found = || {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("no note revision {version} in this namespace"),
+            )
+        };
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // The same locks, in the same order, as every other note transition.
+        let Some(peek) = note_in(&mut tx, &ns_s, &version_s, false).await? else {
+            return Err(not_found());
+        };
+        advisory_lock(&mut tx, &note_lock(&ns_s, &peek.source_key)).await?;
+        let Some(note) = note_in(&mut tx, &ns_s, &version_s, true).await? else {
+            return Err(not_found());
+        };
+        note.check_transition(expected, Admission::Revoked)?;
+        let doc_s = note.note_id.to_string();
+        sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
+            .bind(&ns_s)
+            .bind(&doc_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        set_lifecycle(&mut tx, &ns_s, &version_s, Admission::Revoked, at).await?;
+        unserve(&mut tx, &ns_s, &doc_s, at, "note_revoked").await?;
+        let scrubbed = scrub(
+            &mut tx,
+            &ns_s,
+            &doc_s,
+            std::slice::from_ref(&version_s),
+            false,
+        )
+        .await?;
+        // The tombstone keeps ids, digests and times; the metadata goes with the text.
+        exec(
+            &mut tx,
+            "UPDATE notes SET metadata_json = '{}'::jsonb WHERE namespace_id = ? AND version_id = ?",
+            &[&ns_s, &version_s],
+        )
+        .await?;
+        exec(
+            &mut tx,
+            "UPDATE document_versions SET metadata_json = '{}'::jsonb WHERE namespace_id = ? AND id = ?",
+            &[&ns_s, &version_s],
+        )
+        .await?;
+        let fresh = note_in(&mut tx, &ns_s, &version_s, false)
+            .await?
+            .ok_or_else(|| Error::store("the revoked note vanished"))?;
+        tx.commit().await.map_err(db_err)?;
+        Ok((fresh, scrubbed.touched))
     }
 
     pub(crate) async fn begin_forget_impl(

@@ -4,25 +4,24 @@
 //!
 //! Not for direct use: depend on `rememberstack`.
 //!
-//! # Port status
+//! # Layout
 //!
-//! The schema (`migrations/0001_init.sql`) is complete: the final state of the
-//! SQLite store's eleven migrations. Of the trait, these methods are ported:
+//! The schema (`migrations/0001_init.sql`) is the final state of the SQLite
+//! store's migrations in PostgreSQL types (see its header). The trait's methods
+//! are grouped by area, one module each, mirroring the SQLite store's modules:
+//! `documents` (sources, chunks, settings), `ledger` (work ledger, provider-call
+//! accounting), `claims`, `entities`, `facts` (normalization, predicates, facts),
+//! `lifecycle` (deletion, retraction, invalidation, feedback, notes), `forget`
+//! (hard forget, note revocation) and `search` (chunk vectors and search, change
+//! stamp, receipts).
 //!
-//! - `kind`
-//! - namespaces: `namespace`, `ensure_namespace`, `namespaces`
-//!
-//! Every other method returns a `store` error saying it is not yet available on
-//! PostgreSQL ([`not_yet_ported`]). They are grouped by area, one module each, so
-//! a porter owns one file and does not touch this one (besides moving names in
-//! this list): `documents` (sources, chunks, settings), `ledger` (work ledger,
-//! provider-call accounting), `claims`, `entities`, `facts` (normalization,
-//! predicates, facts), `lifecycle` (deletion, retraction, invalidation, feedback,
-//! notes), `forget` (hard forget, note revocation) and `search` (chunk vectors
-//! and search, change stamp, receipts). Each mirrors the SQLite store's module of
-//! the same name (`rememberstack-sqlite/src`), whose SQL ports statement by
-//! statement: ids are `text`, times `timestamptz`, JSON `jsonb` (see the
-//! migration's header).
+//! Where the embedded store relies on its single writer, this one takes row
+//! locks (`FOR UPDATE`, `FOR UPDATE SKIP LOCKED` to claim work) and
+//! transaction-scoped advisory locks keyed by lemma, entity, note, request and
+//! version. Lexical channels rank with `ts_rank_cd` over `english` tsvectors —
+//! not BM25 (D94); semantic channels use a per-generation HNSW index with
+//! iterative scans, the eligibility filters in the same statement, and an exact
+//! re-ranking of ties at the cut.
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
@@ -162,14 +161,6 @@ async fn default_manifest_root(pool: &PgPool, schema: Option<&str>) -> Result<Pa
 /// A database failure as the core's store error.
 pub(crate) fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
-}
-
-/// The refusal of a trait method that is not ported to PostgreSQL yet.
-pub(crate) fn not_yet_ported(method: &str) -> Error {
-    Error::store(format!(
-        "`{method}` is not yet available on the PostgreSQL store (its port is in progress); \
-         use the SQLite store for now"
-    ))
 }
 
 /// A stored id back into its type.

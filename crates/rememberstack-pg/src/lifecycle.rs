@@ -60,12 +60,12 @@ impl Scope<'_> {
 
 /// The instant as the SQLite store keeps it (RFC 3339 with milliseconds), so every
 /// answer equals what later reads return on either store.
-fn stored(t: Timestamp) -> Timestamp {
+pub(crate) fn stored(t: Timestamp) -> Timestamp {
     t.trunc_subsecs(3)
 }
 
 /// Serialize a unit of work on `key` until its transaction ends.
-async fn advisory_lock(conn: &mut PgConnection, key: &str) -> Result<()> {
+pub(crate) async fn advisory_lock(conn: &mut PgConnection, key: &str) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
         .bind(key)
         .execute(conn)
@@ -810,7 +810,7 @@ pub(crate) async fn unserve(
 
 /// The advisory lock key of a note source: at most one promoted revision per
 /// source key, so promotions (a transition or a promoted intake) take turns.
-fn note_lock(ns: &str, source_key: &str) -> String {
+pub(crate) fn note_lock(ns: &str, source_key: &str) -> String {
     format!("note:{ns}:{source_key}")
 }
 

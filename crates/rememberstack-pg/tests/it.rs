@@ -6,7 +6,6 @@
 use chrono::{TimeZone, Utc};
 use pgvector::Vector;
 use rememberstack_core::ErrorCode;
-use rememberstack_core::ids::NamespaceId;
 use rememberstack_core::store::MemoryStore;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use sqlx::{Executor, Row};
@@ -145,25 +144,6 @@ async fn pg_namespaces_roundtrip() {
     let err = store.namespace("alpha").await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::ForgetInProgress);
     assert!(store.namespace("beta").await.unwrap().is_some());
-    drop_schema(&store).await;
-}
-
-#[tokio::test]
-async fn pg_unported_methods_fail_typed() {
-    let Some(url) = database_url("pg_unported_methods_fail_typed") else {
-        return;
-    };
-    let store = PgStore::connect_with(&url, config(&fresh_schema("unported")))
-        .await
-        .unwrap();
-    let err = store.documents(NamespaceId::new()).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Store);
-    assert!(
-        err.to_string().contains("`documents` is not yet available"),
-        "{err}"
-    );
-    let err = store.setting("x").await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Store);
     drop_schema(&store).await;
 }
 
