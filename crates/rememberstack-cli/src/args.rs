@@ -7,8 +7,9 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "remember", version, about, long_about = None)]
 pub struct Cli {
-    /// The database file (default: $REMEMBERSTACK_DB, else memory.db under the user's data directory).
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The database file, or a PostgreSQL URL (postgres://user@host:port/db) (default:
+    /// $REMEMBERSTACK_DB, else memory.db under the user's data directory).
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// The namespace to read and write.
     #[arg(long, global = true, default_value = "default", value_name = "NS")]

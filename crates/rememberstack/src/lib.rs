@@ -79,7 +79,16 @@ pub use rememberstack_llm::{
     ChatConfig, ChatSeats, EmbedderConfig, HashingEmbedder, OpenAiChatConfig, OpenAiChatModel,
     OpenAiEmbedder, OpenAiEmbedderConfig, ScriptedChatModel,
 };
+pub use rememberstack_pg::{PgStore, PgStoreConfig};
 pub use rememberstack_sqlite::SqliteStore;
+
+/// `path` as a PostgreSQL URL, when it is one (`postgres://` or `postgresql://`):
+/// every surface that takes a database path (`--db`, `REMEMBERSTACK_DB`,
+/// [`MemoryBuilder::path`]) takes a PostgreSQL URL too.
+fn postgres_url(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    (s.starts_with("postgres://") || s.starts_with("postgresql://")).then_some(s)
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -203,6 +212,19 @@ impl MemoryBuilder {
         };
         let store: Arc<dyn MemoryStore> = match (self.store, self.path) {
             (Some(s), _) => s,
+            (None, Some(p)) if postgres_url(&p).is_some() => {
+                let url = postgres_url(&p).unwrap_or_default();
+                Arc::new(
+                    PgStore::connect_with(
+                        url,
+                        PgStoreConfig {
+                            manifest_root: config.store.manifest_root.clone(),
+                            ..PgStoreConfig::default()
+                        },
+                    )
+                    .await?,
+                )
+            }
             (None, Some(p)) => {
                 Arc::new(SqliteStore::open_with(p, config.store.manifest_root.clone()).await?)
             }
@@ -258,6 +280,20 @@ impl Memory {
     /// (`REMEMBERSTACK_CONFIG`, `REMEMBERSTACK_*`).
     pub async fn open(path: impl AsRef<Path>) -> Result<Memory> {
         Memory::builder().path(path.as_ref()).open().await
+    }
+
+    /// Connect to the PostgreSQL store at `url` (`postgres://user@host:port/db`;
+    /// PostgreSQL 16+ with the `vector` extension), with the configuration from the
+    /// environment. Its migrations are applied and its forget manifests honoured
+    /// before it serves.
+    pub async fn connect(url: &str) -> Result<Memory> {
+        if postgres_url(Path::new(url)).is_none() {
+            return Err(Error::new(
+                ErrorCode::Config,
+                format!("`{url}` is not a PostgreSQL URL (postgres://user@host:port/database)"),
+            ));
+        }
+        Memory::builder().path(url).open().await
     }
 
     /// A builder for custom stores and providers.

@@ -5,6 +5,7 @@
 use rememberstack::{
     Clock, Config, Embedder, EngineConfig, Memory, MemoryStore, SqliteStore, Timestamp,
 };
+use rememberstack_pg::{PgStore, PgStoreConfig};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,15 +91,43 @@ pub fn test_config() -> Config {
     }
 }
 
-/// Every store available here, fresh.
+/// Every store available here, fresh: the embedded store always; PostgreSQL when
+/// `DATABASE_URL` is set (`scripts/pg-local.sh start` prints one), each harness in
+/// a schema of its own with its own forget manifest root.
 pub async fn stores() -> Vec<Harness> {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(dir.path().join("store").join("memory.db"))
         .await
         .expect("open sqlite store");
-    vec![Harness {
+    let mut out = vec![Harness {
         kind: "sqlite",
         dir,
         store: Arc::new(store),
-    }]
+    }];
+    if let Some(h) = postgres().await {
+        out.push(h);
+    }
+    out
+}
+
+/// A fresh PostgreSQL harness when `DATABASE_URL` is set.
+pub async fn postgres() -> Option<Harness> {
+    let url = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = PgStoreConfig {
+        max_connections: 4,
+        schema: Some(format!("rs_conf_{}", uuid::Uuid::new_v4().simple())),
+        manifest_root: Some(dir.path().join("manifests")),
+        ..PgStoreConfig::default()
+    };
+    let store = PgStore::connect_with(&url, config)
+        .await
+        .expect("connect to the PostgreSQL store at DATABASE_URL");
+    Some(Harness {
+        kind: "postgres",
+        dir,
+        store: Arc::new(store),
+    })
 }

@@ -940,3 +940,78 @@ fn notes_revoke_and_forget_from_the_command_line() {
     let listed = cli.ok_json(&["notes", "list", "--json"]);
     assert_eq!(listed["notes"].as_array().unwrap().len(), 1, "{listed}");
 }
+
+/// `--db postgres://…` runs every command on the PostgreSQL store (when
+/// `DATABASE_URL` is set; skipped, saying so, otherwise). Each run uses a
+/// namespace of its own in the database's default schema.
+#[test]
+fn postgres_url_as_db() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("postgres_url_as_db: skipped, DATABASE_URL is not set");
+        return;
+    };
+    let cli = Cli::new();
+    let ns = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let manifests = cli.dir.path().join("manifests");
+    let run = |args: &[&str]| -> Value {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("REMEMBERSTACK_") {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .arg("--db")
+            .arg(&url)
+            .arg("--namespace")
+            .arg(&ns)
+            .arg("--manifest-root")
+            .arg(&manifests)
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let chat = cli.write("standup.json", CHAT);
+    let ingested = run(&[
+        "ingest",
+        chat.to_str().unwrap(),
+        "--source-ref",
+        "chat/standup",
+    ]);
+    assert_eq!(ingested["ingested"][0]["outcome"], "created");
+    let processed = run(&["process"]);
+    assert!(processed["completed"].as_u64().unwrap() > 0, "{processed}");
+    let env = run(&["search", "why did the nightly backup fail", "--k", "2"]);
+    assert_eq!(
+        env["results"][0]["event_ids"],
+        serde_json::json!(["m1", "m2"]),
+        "{env}"
+    );
+    // The same bytes again change nothing.
+    let again = run(&[
+        "ingest",
+        chat.to_str().unwrap(),
+        "--source-ref",
+        "chat/standup",
+    ]);
+    assert_eq!(again["ingested"][0]["outcome"], "unchanged");
+    // Hard forget works on PostgreSQL too, and the bytes are refused afterwards.
+    let doc = ingested["ingested"][0]["document_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forgot = run(&["forget", &doc]);
+    assert!(forgot["chunks"].as_u64().unwrap() > 0, "{forgot}");
+    let env = run(&["search", "nightly backup", "--k", "2"]);
+    assert_eq!(env["results"], serde_json::json!([]), "{env}");
+}
