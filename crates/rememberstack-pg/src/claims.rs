@@ -12,9 +12,10 @@
 //! - `apply_currency` serialises per lineage with a transaction-scoped advisory
 //!   lock and row locks, where SQLite relies on its single writer.
 
+use crate::ledger::{fence, insert_work};
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
-use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId, WorkId};
+use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
     ClaimFilter, ClaimHit, ClaimRecord, DecisionRecord, DecisionRow, ExtractionCommit, Lease,
@@ -58,10 +59,6 @@ fn enum_str(v: serde_json::Result<serde_json::Value>) -> Result<String> {
         serde_json::Value::String(s) => Ok(s),
         other => Err(Error::internal(format!("not a unit variant: {other}"))),
     }
-}
-
-fn ms(t: Timestamp) -> i64 {
-    t.timestamp_millis()
 }
 
 fn ids<T: ToString>(v: &[T]) -> Vec<String> {
@@ -141,63 +138,6 @@ fn decision_row(r: &PgRow) -> Result<DecisionRow> {
             .transpose()?,
         detail: get(r, "detail_json")?,
     })
-}
-
-/// Complete a leased work item (the port of SQLite's `fence`): `LeaseLost` when the
-/// item is no longer running under this lease.
-async fn fence(tx: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = $1
-         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
-    )
-    .bind(ms(now))
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Enqueue follow-up work, idempotently (the port of SQLite's `insert_work`).
-async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
-    let mut n = 0;
-    for w in items {
-        let r = sqlx::query(
-            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
-                 component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
-             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        )
-        .bind(w.namespace_id.to_string())
-        .bind(WorkId::new().to_string())
-        .bind(w.target_kind.as_str())
-        .bind(w.target_id.to_string())
-        .bind(w.version_id.to_string())
-        .bind(w.stage.as_str())
-        .bind(&w.component_version)
-        .bind(i32::try_from(w.max_attempts).unwrap_or(i32::MAX))
-        .bind(ms(w.not_before))
-        .bind(w.defer_reason.map(|d| d.as_str()))
-        .bind(ms(now))
-        .bind(ms(now))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        n += r.rows_affected();
-    }
-    Ok(n)
 }
 
 async fn write_extraction(

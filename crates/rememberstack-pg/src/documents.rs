@@ -6,12 +6,14 @@
 //! `content_objects.bytes` instead of a blob directory; chunk full text goes to
 //! `chunk_lexical` (generated `tsvector`) instead of a per-namespace FTS5 table.
 
+use crate::ledger::{fence, insert_work};
+use crate::lifecycle::{insert_note, stored};
 use crate::{PgStore, db_err, parse_id};
-use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId, WorkId};
+use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::source::{Admission, DocumentMetadata, Origin, VersioningMode};
+use rememberstack_core::source::{DocumentMetadata, Origin, VersioningMode};
 use rememberstack_core::store::{
-    ChunkRecord, DocumentRow, Lease, NewChunk, NewNote, NewVersion, PreparedVersion, SectionRow,
+    ChunkRecord, DocumentRow, Lease, NewChunk, NewVersion, PreparedVersion, SectionRow,
     VersionOutcome, VersionRecord, WorkSummary,
 };
 use rememberstack_core::text::{Block, BlockKind, Section, SectionRole, SourceFormat, TurnSpan};
@@ -57,17 +59,6 @@ const CHUNK_SELECT: &str = "
     JOIN representations r ON r.namespace_id = c.namespace_id AND r.version_id = c.version_id
     JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
                    AND s.ordinal = c.section_ordinal";
-
-fn ms(t: Timestamp) -> i64 {
-    t.timestamp_millis()
-}
-
-/// A time as the SQLite store keeps it: RFC 3339 with millisecond precision
-/// (`to_rfc3339`), so reads return the same instants and equal-millisecond rows
-/// tie (and fall to the same tie-breaks) as they do there.
-fn at_ms(t: Timestamp) -> Timestamp {
-    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
-}
 
 /// Serialize the leased writers of one version's derived rows (representation,
 /// blocks, sections; chunks). SQLite's single writer does this implicitly; here two
@@ -221,64 +212,6 @@ fn chunk_row(r: &PgRow) -> Result<ChunkRecord> {
     })
 }
 
-/// The lease check of every leased commit (the SQLite store's `fence`): the work
-/// item becomes done only if it is still running under this owner. The UPDATE
-/// row-locks the item for the rest of the transaction.
-async fn fence(tx: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = $1
-         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
-    )
-    .bind(ms(now))
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Enqueue work idempotently (the SQLite store's `insert_work`).
-async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
-    let mut n = 0;
-    for w in items {
-        let r = sqlx::query(
-            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
-                 component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
-             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        )
-        .bind(w.namespace_id.to_string())
-        .bind(WorkId::new().to_string())
-        .bind(w.target_kind.as_str())
-        .bind(w.target_id.to_string())
-        .bind(w.version_id.to_string())
-        .bind(w.stage.as_str())
-        .bind(&w.component_version)
-        .bind(w.max_attempts as i32)
-        .bind(ms(w.not_before))
-        .bind(w.defer_reason.map(|d| d.as_str()))
-        .bind(ms(now))
-        .bind(ms(now))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        n += r.rows_affected();
-    }
-    Ok(n)
-}
-
 /// The namespace of a leased work item.
 async fn lease_namespace(tx: &mut PgConnection, lease: &Lease) -> Result<String> {
     sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
@@ -290,185 +223,10 @@ async fn lease_namespace(tx: &mut PgConnection, lease: &Lease) -> Result<String>
 
 // --- note helpers (the SQLite store's lifecycle::insert_note and what it calls)
 
-/// Retire every current claim of the lineage (lifecycle's `retire_claims`).
-async fn retire_claims(
-    tx: &mut PgConnection,
-    ns: &str,
-    doc: &str,
-    at: Timestamp,
-    reason: &str,
-) -> Result<u64> {
-    sqlx::query(
-        "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-         SELECT namespace_id, id, false, $1, NULL, $2
-         FROM claims WHERE namespace_id = $3 AND document_id = $4 AND is_current
-         ORDER BY seq",
-    )
-    .bind(reason)
-    .bind(at)
-    .bind(ns)
-    .bind(doc)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    let done = sqlx::query(
-        "UPDATE claims SET is_current = false
-         WHERE namespace_id = $1 AND document_id = $2 AND is_current",
-    )
-    .bind(ns)
-    .bind(doc)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    Ok(done.rows_affected())
-}
-
-/// The lineage serves nothing when its current version is no longer promoted
-/// (lifecycle's `unserve`).
-async fn unserve(
-    tx: &mut PgConnection,
-    ns: &str,
-    doc: &str,
-    at: Timestamp,
-    reason: &str,
-) -> Result<()> {
-    let cleared = sqlx::query(
-        "UPDATE documents SET current_version_id = NULL, updated_at = $1
-         WHERE namespace_id = $2 AND id = $3 AND current_version_id IN
-             (SELECT id FROM document_versions WHERE namespace_id = $2 AND document_id = $3
-                AND admission <> 'promoted')",
-    )
-    .bind(at)
-    .bind(ns)
-    .bind(doc)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?
-    .rows_affected();
-    if cleared > 0 {
-        retire_claims(tx, ns, doc, at, reason).await?;
-    }
-    Ok(())
-}
-
-/// Set a revision's lifecycle and its version's admission (lifecycle's `set_lifecycle`).
-async fn set_lifecycle(
-    tx: &mut PgConnection,
-    ns: &str,
-    version: &str,
-    to: Admission,
-    at: Timestamp,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE notes SET lifecycle = $1, lifecycle_version = lifecycle_version + 1, updated_at = $2
-         WHERE namespace_id = $3 AND version_id = $4",
-    )
-    .bind(to.as_str())
-    .bind(at)
-    .bind(ns)
-    .bind(version)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    sqlx::query("UPDATE document_versions SET admission = $1 WHERE namespace_id = $2 AND id = $3")
-        .bind(to.as_str())
-        .bind(ns)
-        .bind(version)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    Ok(())
-}
-
-/// Archive the key's other promoted revisions (lifecycle's `archive_promoted`).
-async fn archive_promoted(
-    tx: &mut PgConnection,
-    ns: &str,
-    doc: &str,
-    source_key: &str,
-    keep: &str,
-    at: Timestamp,
-) -> Result<()> {
-    let versions: Vec<String> = sqlx::query_scalar(
-        "SELECT version_id FROM notes WHERE namespace_id = $1 AND source_key = $2
-           AND lifecycle = 'promoted' AND version_id <> $3 ORDER BY seq",
-    )
-    .bind(ns)
-    .bind(source_key)
-    .bind(keep)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    for version in &versions {
-        set_lifecycle(tx, ns, version, Admission::Archived, at).await?;
-    }
-    if !versions.is_empty() {
-        unserve(tx, ns, doc, at, "note_archived").await?;
-    }
-    Ok(())
-}
-
-/// Record a note revision with its version (lifecycle's `insert_note`).
-async fn insert_note(
-    tx: &mut PgConnection,
-    ns: &str,
-    (doc, version): (DocumentId, VersionId),
-    note: &NewNote,
-    admission: Admission,
-    at: Timestamp,
-) -> Result<()> {
-    let (doc_s, version_s) = (doc.to_string(), version.to_string());
-    if admission == Admission::Promoted {
-        archive_promoted(tx, ns, &doc_s, &note.source_key, &version_s, at).await?;
-    }
-    let inserted = sqlx::query(
-        "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
-             lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10)
-         ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING",
-    )
-    .bind(ns)
-    .bind(&doc_s)
-    .bind(&version_s)
-    .bind(&note.source_key)
-    .bind(&note.source_revision)
-    .bind(&note.content_digest)
-    .bind(admission.as_str())
-    .bind(Json(&note.metadata))
-    .bind(at)
-    .bind(at)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?
-    .rows_affected();
-    if inserted == 0 {
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!(
-                "revision `{}` of `{}` was remembered concurrently; retry",
-                note.source_revision, note.source_key
-            ),
-        ));
-    }
-    sqlx::query(
-        "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
-         VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(ns)
-    .bind(&note.request_id)
-    .bind(&note.request_digest)
-    .bind(&version_s)
-    .bind(at)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    Ok(())
-}
-
 impl PgStore {
     pub(crate) async fn create_version_impl(&self, nv: NewVersion) -> Result<VersionOutcome> {
         let ns = nv.namespace_id.to_string();
-        let now = at_ms(nv.now);
+        let now = stored(nv.now);
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         let forgotten = sqlx::query(
             "SELECT 1 AS one FROM forgotten_content WHERE namespace_id = $1 AND sha256 = $2",
@@ -622,7 +380,7 @@ impl PgStore {
         .bind(nv.content.bytes.len() as i64)
         .bind(&nv.content.mime)
         .bind(nv.format.map(|f| f.as_str()))
-        .bind(at_ms(nv.source_modified_at))
+        .bind(stored(nv.source_modified_at))
         .bind(nv.origin.as_str())
         .bind(Json(&nv.metadata))
         .bind(now)
@@ -729,7 +487,7 @@ impl PgStore {
         let ns = lease_namespace(&mut tx, lease).await?;
         let vid = prepared.version_id.to_string();
         lock_version(&mut tx, &ns, &vid).await?;
-        let now = at_ms(now);
+        let now = stored(now);
         for table in ["representations", "blocks", "sections"] {
             sqlx::query(AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE namespace_id = $1 AND version_id = $2"
@@ -898,7 +656,7 @@ impl PgStore {
         fence(&mut tx, lease, now).await?;
         let ns = lease_namespace(&mut tx, lease).await?;
         lock_version(&mut tx, &ns, &vid).await?;
-        let now = at_ms(now);
+        let now = stored(now);
         let row = sqlx::query(
             "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = $1 AND id = $2",
         )

@@ -7,6 +7,7 @@
 //! which is not BM25, D94); label vectors are ranked with pgvector's cosine
 //! distance and re-sorted exactly.
 
+use crate::ledger::{fence, insert_work};
 use crate::{PgStore, db_err, parse_id};
 use chrono::{DateTime, Utc};
 use rememberstack_core::claims::{Precision, ValidityKind};
@@ -14,11 +15,11 @@ use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
     FactRecord, PredicateRow, Stance, Window,
 };
-use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId, WorkId};
+use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_core::{Error, Result};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Postgres, Row};
@@ -293,69 +294,6 @@ fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
         }
     }
     sql
-}
-
-/// Complete a leased work item inside the writing transaction (the SQLite store's
-/// `fence`): fails with `lease_lost` when the lease is gone. The UPDATE's row lock
-/// serialises racing completions.
-async fn fence(tx: &mut sqlx::PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = $1
-         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
-    )
-    .bind(now.timestamp_millis())
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Enqueue follow-up work inside the writing transaction (the SQLite store's
-/// `insert_work`); idempotent on target, stage and component version.
-async fn insert_work(
-    conn: &mut sqlx::PgConnection,
-    items: &[NewWork],
-    now: Timestamp,
-) -> Result<u64> {
-    let mut n = 0;
-    for w in items {
-        let r = sqlx::query(
-            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
-                 component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
-             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        )
-        .bind(w.namespace_id.to_string())
-        .bind(WorkId::new().to_string())
-        .bind(w.target_kind.as_str())
-        .bind(w.target_id.to_string())
-        .bind(w.version_id.to_string())
-        .bind(w.stage.as_str())
-        .bind(&w.component_version)
-        .bind(w.max_attempts as i32)
-        .bind(w.not_before.timestamp_millis())
-        .bind(w.defer_reason.map(|d| d.as_str()))
-        .bind(now.timestamp_millis())
-        .bind(now.timestamp_millis())
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        n += r.rows_affected();
-    }
-    Ok(n)
 }
 
 /// The tsquery text for `terms`: each term's alphanumeric runs, lowercased and

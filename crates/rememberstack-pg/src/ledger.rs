@@ -97,7 +97,7 @@ fn lease_lost() -> Error {
 /// Mark a leased item done, or fail `LeaseLost` when the lease is gone (expired and
 /// reclaimed, or never held). The `UPDATE` locks the row and re-checks the lease on
 /// its latest committed version.
-async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
     let done = sqlx::query(
         "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
              defer_reason = NULL, last_error = NULL, updated_at = $1
@@ -126,7 +126,11 @@ async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result
 ///
 /// Items go in in key order, so two transactions enqueueing overlapping work wait
 /// for each other's uncommitted rows in the same order and never deadlock.
-async fn insert_work(conn: &mut PgConnection, items: &[NewWork], now: Timestamp) -> Result<u64> {
+pub(crate) async fn insert_work(
+    conn: &mut PgConnection,
+    items: &[NewWork],
+    now: Timestamp,
+) -> Result<u64> {
     let mut ordered: Vec<&NewWork> = items.iter().collect();
     ordered.sort_by_cached_key(|w| {
         (

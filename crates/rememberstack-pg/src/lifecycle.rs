@@ -542,7 +542,7 @@ async fn remember_request(
 }
 
 /// Retire every current claim of the lineage, recording each transition.
-async fn retire_claims(
+pub(crate) async fn retire_claims(
     tx: &mut PgConnection,
     ns: &str,
     doc: &str,
@@ -722,7 +722,7 @@ fn note_row(r: &PgRow) -> Result<NoteRecord> {
 /// versions; a lineage served from one of them serves nothing until the next
 /// promoted revision is chunked, and its claims stop being current testimony.
 /// The caller holds `note:<ns>:<source key>`.
-async fn archive_promoted(
+pub(crate) async fn archive_promoted(
     tx: &mut PgConnection,
     ns: &str,
     doc: &str,
@@ -818,7 +818,6 @@ pub(crate) fn note_lock(ns: &str, source_key: &str) -> String {
 /// after the version row). The port of the SQLite store's `lifecycle::insert_note`
 /// for the `documents` area, which calls it where SQLite does; it holds the note
 /// source's lock like `transition_note`.
-#[allow(dead_code)] // called by `documents::create_version_impl` once that port lands
 pub(crate) async fn insert_note(
     tx: &mut PgConnection,
     ns: &str,

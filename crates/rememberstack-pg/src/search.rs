@@ -13,6 +13,7 @@
 //!   when the index pass returns fewer rows than it asked for, an exact scan
 //!   (which no index can serve) gives the answer instead.
 
+use crate::ledger::fence;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::{NamespaceId, ReceiptId};
@@ -36,32 +37,6 @@ const MIN_OVERFETCH: usize = 16;
 /// inline (a partial index's predicate, and the query that must match it).
 fn sql_literal(s: &str) -> String {
     format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-/// Complete a leased work item inside the writing transaction, or refuse with
-/// `LeaseLost` when the lease is no longer this worker's.
-async fn fence(tx: &mut sqlx::PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = $1
-         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
-    )
-    .bind(now.timestamp_millis())
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn receipt_body(value: serde_json::Value) -> Result<Receipt> {
