@@ -36,6 +36,19 @@ pub enum Command {
     Ingest(IngestArgs),
     /// Drain the work ledger: run every pending stage until idle.
     Process,
+    /// Run the work ledger continuously until SIGINT or SIGTERM; then finish the
+    /// batches in flight (nothing leased is left behind) and exit.
+    Worker {
+        /// Workers in this process, each claiming its own batches.
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        concurrency: usize,
+        /// How often an idle worker looks for new work, in milliseconds.
+        #[arg(long, default_value_t = 500, value_name = "MS")]
+        poll_ms: u64,
+    },
+    /// Apply the store's migrations (opening a store also applies them) and say
+    /// which store and schema version it is.
+    Migrate,
     /// Hybrid (semantic + lexical) chunk search.
     Search(SearchArgs),
     /// Explicit memory writes: remember, promote, archive, revoke, forget and list notes.

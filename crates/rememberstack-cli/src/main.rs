@@ -44,6 +44,29 @@ fn init_tracing() {
         .try_init();
 }
 
+/// SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 async fn open(cli: &Cli) -> Result<Memory, Error> {
     let mut config = Config::load(cli.config.as_deref())?;
     if let Some(root) = &cli.manifest_root {
@@ -131,6 +154,51 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Ingest(a) => ingest(&cli, a).await,
+        Command::Worker {
+            concurrency,
+            poll_ms,
+        } => {
+            let memory = open(&cli).await?;
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                eprintln!("remember worker: stopping after the batches in flight");
+                let _ = stop.send(true);
+            });
+            eprintln!(
+                "remember worker: {concurrency} worker(s) running; SIGINT or SIGTERM stops them"
+            );
+            let report = memory
+                .run_workers(
+                    *concurrency,
+                    std::time::Duration::from_millis((*poll_ms).max(1)),
+                    stopped,
+                )
+                .await?;
+            if cli.json {
+                print_json(&report)
+            } else {
+                println!(
+                    "worker stopped: {} completed, {} retried, {} dead-lettered, {} parked",
+                    report.completed, report.retried, report.dead_lettered, report.parked
+                );
+                Ok(())
+            }
+        }
+        Command::Migrate => {
+            let memory = open(&cli).await?;
+            let store = memory.engine().store();
+            let out = serde_json::json!({
+                "store": store.kind(),
+                "migrated": true,
+            });
+            if cli.json {
+                print_json(&out)
+            } else {
+                println!("{} store migrated and ready", store.kind());
+                Ok(())
+            }
+        }
         Command::Process => {
             let memory = open(&cli).await?;
             let report = memory.process_until_idle().await?;

@@ -433,6 +433,68 @@ impl Memory {
         req.thread_ref = options.thread_ref.clone();
     }
 
+    /// Run the work ledger continuously with `concurrency` workers in this process
+    /// (each claims its own batches under its own lease owner) until `shutdown`
+    /// turns true: then no worker claims again, and each finishes the batch it is
+    /// running, so nothing it leased is left behind. An idle worker polls every
+    /// `idle_poll` (or sooner, when waiting work falls due). Several processes may
+    /// run workers on one PostgreSQL store; the ledger hands each item to one of
+    /// them. Returns what all workers did.
+    pub async fn run_workers(
+        &self,
+        concurrency: usize,
+        idle_poll: std::time::Duration,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<DrainReport> {
+        if concurrency == 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidInput,
+                "a worker pool needs at least one worker",
+            ));
+        }
+        let base = format!("worker-{}", uuid::Uuid::new_v4().simple());
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..concurrency {
+            let engine = self.engine.clone();
+            let owner = format!("{base}-{i}");
+            let mut shutdown = shutdown.clone();
+            tasks.spawn(async move {
+                let mut total = DrainReport::default();
+                while !*shutdown.borrow() {
+                    let wait = match engine.run_batch(&owner).await {
+                        Ok((0, _)) => match engine.next_wakeup().await {
+                            Ok(Some(next)) => (next - chrono::Utc::now())
+                                .to_std()
+                                .unwrap_or_default()
+                                .clamp(std::time::Duration::from_millis(20), idle_poll),
+                            _ => idle_poll,
+                        },
+                        Ok((_, report)) => {
+                            total.add(&report);
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::warn!(worker = %owner, error = %e, "work batch failed");
+                            idle_poll
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                }
+                total
+            });
+        }
+        let mut total = DrainReport::default();
+        while let Some(done) = tasks.join_next().await {
+            let report = done.map_err(|e| Error::internal(format!("a worker panicked: {e}")))?;
+            total.add(&report);
+        }
+        total.next_wakeup = self.engine.next_wakeup().await?;
+        Ok(total)
+    }
+
     /// Run the work ledger in this process until nothing is left to do, waiting
     /// out retry backoffs. Dead letters stay dead (see [`Memory::retry`]).
     pub async fn process_until_idle(&self) -> Result<DrainReport> {

@@ -981,6 +981,7 @@ fn postgres_url_as_db() {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     };
+    assert_eq!(run(&["migrate"])["store"], "postgres");
     let chat = cli.write("standup.json", CHAT);
     let ingested = run(&[
         "ingest",
@@ -1014,4 +1015,72 @@ fn postgres_url_as_db() {
     assert!(forgot["chunks"].as_u64().unwrap() > 0, "{forgot}");
     let env = run(&["search", "nightly backup", "--k", "2"]);
     assert_eq!(env["results"], serde_json::json!([]), "{env}");
+}
+
+/// `remember worker` drains the ledger continuously and stops cleanly on SIGTERM,
+/// finishing what it leased; `remember migrate` says which store it migrated.
+#[test]
+fn worker_runs_until_sigterm_and_migrate_reports_the_store() {
+    let cli = Cli::new();
+    let migrated = cli.ok_json(&["migrate", "--json"]);
+    assert_eq!(migrated["store"], "sqlite");
+    let chat = cli.write("standup.json", CHAT);
+    cli.ok_json(&[
+        "ingest",
+        chat.to_str().unwrap(),
+        "--source-ref",
+        "chat/standup",
+        "--json",
+    ]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("REMEMBERSTACK_") {
+            cmd.env_remove(k);
+        }
+    }
+    let worker = cmd
+        .arg("--db")
+        .arg(cli.db())
+        .args(["worker", "--concurrency", "2", "--poll-ms", "50", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The worker, not this test, processes the conversation.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let env = cli.ok_json(&["search", "why did the nightly backup fail", "--json"]);
+        if env["results"].as_array().is_some_and(|r| !r.is_empty()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker did not process the conversation"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &worker.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = worker.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "worker exit: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["completed"].as_u64().unwrap() > 0, "{report}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopping"));
+    // Nothing it leased is left running (what it never claimed stays pending).
+    let status = cli.ok_json(&["status", "--json"]);
+    for (stage, counts) in status["ledger"].as_object().unwrap() {
+        assert_eq!(
+            counts["running"].as_u64().unwrap_or(0),
+            0,
+            "{stage}: {status}"
+        );
+    }
+    cli.ok_json(&["process", "--json"]);
 }

@@ -905,6 +905,11 @@ impl Engine {
         Ok(report)
     }
 
+    /// When waiting work (backoffs, leases held elsewhere) falls due next, if any.
+    pub async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
+        self.store.next_wakeup().await
+    }
+
     /// Claim one batch of due work as `owner` and run it. Returns the number claimed.
     pub async fn run_batch(&self, owner: &str) -> Result<(usize, DrainReport)> {
         let now = self.clock.now();
