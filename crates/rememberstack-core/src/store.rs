@@ -1412,4 +1412,34 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn setting(&self, key: &str) -> Result<Option<String>>;
     /// Set a store-wide setting.
     async fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+
+    // --- cross-process locks
+    /// Hold `key` (`lemma:<ns>:<lemma>`, `entity:<ns>:<id>`) against every other
+    /// process using this store until the returned guard drops. The engine holds its
+    /// in-process lock on the same key first. A store only one process writes (the
+    /// embedded store) returns `None`: the in-process lock is the whole lock.
+    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
+        let _ = key;
+        Ok(None)
+    }
+}
+
+/// A store's cross-process lock on one key, released when dropped.
+pub struct StoreLock {
+    _guard: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl StoreLock {
+    /// Wrap a guard whose `Drop` releases the lock.
+    pub fn new(guard: impl std::any::Any + Send + Sync) -> Self {
+        StoreLock {
+            _guard: Box::new(guard),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreLock")
+    }
 }

@@ -59,7 +59,7 @@ use rememberstack_core::store::{
     ClaimRetraction, DecisionRecord, DeletionOutcome, DocumentRow, ExtractionCommit, FactEvent,
     FactInvalidation, FeedbackRecord, Lease, MemoryStore, Namespace, NewChunk, NewVersion,
     NoteLookup, NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow,
-    VectorCoverage, VersionOutcome, VersionRecord,
+    StoreLock, VectorCoverage, VersionOutcome, VersionRecord,
 };
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
@@ -105,6 +105,7 @@ impl Default for PgStoreConfig {
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    locks: PgPool,
     schema: Option<String>,
     manifests: ManifestRoot,
 }
@@ -242,6 +243,13 @@ impl PgStore {
                 })
             });
         }
+        // Cross-process locks hold a session each while the engine works: they get
+        // a pool of their own, so held locks never starve the statements.
+        let locks = PgPoolOptions::new()
+            .max_connections(64)
+            .min_connections(0)
+            .acquire_timeout(config.acquire_timeout)
+            .connect_lazy_with(options.clone());
         let pool = pool_options
             .connect_with(options)
             .await
@@ -280,6 +288,7 @@ impl PgStore {
         };
         let store = Self {
             pool,
+            locks,
             schema,
             manifests: ManifestRoot::new(manifest_dir),
         };
@@ -311,6 +320,7 @@ impl PgStore {
 
     /// Close every connection; waits until they are returned.
     pub async fn close(&self) {
+        self.locks.close().await;
         self.pool.close().await;
     }
 }
@@ -1101,5 +1111,54 @@ impl MemoryStore for PgStore {
 
     async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
         self.set_setting_impl(key, value).await
+    }
+
+    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
+        // Its own key space: the store's transactions take transaction-scoped locks
+        // on the same names (`lemma:…`, `entity:…`) while the engine holds these.
+        let key = format!("engine:{key}");
+        let mut conn = self.locks.acquire().await.map_err(db_err)?;
+        sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))")
+            .bind(&key)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(Some(StoreLock::new(SessionLock {
+            conn: Some(conn),
+            key,
+        })))
+    }
+}
+
+/// A session-level advisory lock held on its own connection until dropped.
+struct SessionLock {
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+    key: String,
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let key = std::mem::take(&mut self.key);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let unlocked =
+                        sqlx::query("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+                            .bind(&key)
+                            .execute(&mut *conn)
+                            .await;
+                    if unlocked.is_err() {
+                        // A session that may still hold the lock never goes back to
+                        // the pool: closing it releases every lock it holds.
+                        let _ = sqlx::Connection::close(conn.detach()).await;
+                    }
+                });
+            }
+            // No runtime to unlock on: closing the session releases the lock.
+            Err(_) => conn.close_on_drop(),
+        }
     }
 }

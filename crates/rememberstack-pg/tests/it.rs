@@ -381,3 +381,38 @@ async fn pg_connect_refuses_a_bad_schema_name_before_connecting() {
     .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Config);
 }
+
+#[tokio::test]
+async fn pg_lock_key_excludes_other_processes_until_dropped() {
+    let Some(url) = database_url("pg_lock_key_excludes_other_processes_until_dropped") else {
+        return;
+    };
+    let schema = fresh_schema("locks");
+    // Two stores stand for two processes: each has its own pools and sessions.
+    let a = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let b = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let key = format!("entity:{}:e1", uuid::Uuid::new_v4());
+    let held = a
+        .lock_key(&key)
+        .await
+        .unwrap()
+        .expect("a cross-process lock");
+    let waiting = {
+        let b = b.clone();
+        let key = key.clone();
+        tokio::spawn(async move { b.lock_key(&key).await.unwrap() })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the second process got a held lock");
+    // Another key is free meanwhile.
+    let other = b.lock_key(&format!("{key}-other")).await.unwrap();
+    drop(other);
+    drop(held);
+    let got = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+        .await
+        .expect("the lock is released when its guard drops")
+        .unwrap();
+    drop(got);
+    b.close().await;
+    drop_schema(&a).await;
+}

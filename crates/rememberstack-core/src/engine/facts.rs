@@ -84,12 +84,32 @@ pub(super) struct Locks {
 }
 
 impl Locks {
-    pub(super) fn get(&self, key: String) -> Arc<AsyncMutex<()>> {
+    fn get(&self, key: &str) -> Arc<AsyncMutex<()>> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() > 10_000 {
             map.retain(|_, v| Arc::strong_count(v) > 1);
         }
-        Arc::clone(map.entry(key).or_default())
+        Arc::clone(map.entry(key.to_string()).or_default())
+    }
+}
+
+/// A held lock: this process's, then the store's across processes (none on a
+/// store one process writes). Both release when it drops.
+#[derive(Debug)]
+pub(super) struct KeyGuard {
+    _store: Option<crate::store::StoreLock>,
+    _local: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Engine {
+    /// Take the lock on `key` in this process and in the store.
+    pub(super) async fn lock(&self, key: String) -> Result<KeyGuard> {
+        let local = self.locks.get(&key).lock_owned().await;
+        let store = self.store.lock_key(&key).await?;
+        Ok(KeyGuard {
+            _store: store,
+            _local: local,
+        })
     }
 }
 
@@ -799,13 +819,13 @@ impl Engine {
             return Ok(None);
         }
         let doc = claim.document_id;
-        let lock = self.locks.get(format!("lemma:{ns}:{name_lemma}"));
+        let lock_key = format!("lemma:{ns}:{name_lemma}");
         for attempt in 0..self.config.facts.resolve_retries.max(1) {
             // The lemma's lock is taken first: a decision that needs no provider call
             // (the offline resolver, or nothing to compare with) is made under it on
             // one snapshot. A decision that calls a model releases it for the call,
             // then re-takes it and commits only if the snapshot is unchanged.
-            let early = lock.lock().await;
+            let early = self.lock(lock_key.clone()).await?;
             let snap = self.snapshot(ns, doc, name, &name_lemma).await?;
             let offline = self.fact_models().resolver.is_none() || snap.candidates.is_empty();
             let (verdict, _guard) = if offline {
@@ -818,7 +838,7 @@ impl Engine {
                 let verdict = self
                     .decide(item, claim, (ordinal, attempt), (name, &name_lemma), &snap)
                     .await?;
-                let guard = lock.lock().await;
+                let guard = self.lock(lock_key.clone()).await?;
                 let fresh = self.snapshot(ns, doc, name, &name_lemma).await?;
                 if fresh.fingerprint != snap.fingerprint {
                     tracing::info!(claim = %claim.claim_id, ordinal, attempt, "resolution snapshot changed during the decision: discarded and retried");
@@ -955,8 +975,7 @@ impl Engine {
             return Ok(Outcome::Completed);
         };
         let root = self.root_of(ns, entity).await?;
-        let lock = self.locks.get(format!("entity:{ns}:{}", root.entity_id));
-        let guard = lock.lock().await;
+        let guard = self.lock(format!("entity:{ns}:{}", root.entity_id)).await?;
         let assertions = self.store.unapplied_assertions(ns, &[entity]).await?;
         let mut touched: BTreeSet<EntityId> = BTreeSet::new();
         touched.insert(root.entity_id);
@@ -1573,15 +1592,14 @@ impl Engine {
         };
         let from_members = self.members(ns, a.entity_id).await?;
         let into_members = self.members(ns, b.entity_id).await?;
-        let lock_a = self.locks.get(format!("entity:{ns}:{from}"));
-        let lock_b = self.locks.get(format!("entity:{ns}:{into}"));
+        // Both entities' locks, in id order, so two merges never wait on each other.
         let (first, second) = if from < into {
-            (lock_a, lock_b)
+            (from, into)
         } else {
-            (lock_b, lock_a)
+            (into, from)
         };
-        let _g1 = first.lock().await;
-        let _g2 = second.lock().await;
+        let _g1 = self.lock(format!("entity:{ns}:{first}")).await?;
+        let _g2 = self.lock(format!("entity:{ns}:{second}")).await?;
         let event = MergeEvent {
             merge_id: MergeId::new(),
             namespace_id: ns,

@@ -1084,8 +1084,13 @@ impl Engine {
             if !done.insert(root.entity_id) {
                 continue;
             }
-            let lock = self.locks.get(format!("entity:{ns}:{}", root.entity_id));
-            let _guard = lock.lock().await;
+            let _guard = match self.lock(format!("entity:{ns}:{}", root.entity_id)).await {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!(entity = %root.entity_id, error = %e, "profile refresh after a deletion failed");
+                    continue;
+                }
+            };
             if let Err(e) = self.refresh_profile(ns, root.entity_id).await {
                 tracing::warn!(entity = %root.entity_id, error = %e, "profile refresh after a deletion failed");
             }
