@@ -300,7 +300,10 @@ async fn pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other() {
     // The kept lineage survives a repeat of the same forget (idempotent).
     store.forget(&m, at(11)).await.unwrap();
     assert_eq!(footprint(&store, ns.id).await, before_kept);
-    let _ = kept;
+    // Through the store's own reads: the kept lineage is there, the forgotten one
+    // is not.
+    assert!(store.document(ns.id, kept.0).await.unwrap().is_some());
+    assert!(store.document(ns.id, doc).await.unwrap().is_none());
     drop_schema(&store).await;
 }
 
