@@ -46,6 +46,10 @@ pub enum Command {
         #[arg(long, default_value_t = 500, value_name = "MS")]
         poll_ms: u64,
     },
+    /// Serve the HTTP API (`/v1`), `/health`, `/ready`, `/metrics` and
+    /// `/openapi.json` over one engine, with an in-process worker pool; SIGINT or
+    /// SIGTERM stops accepting, finishes the requests and batches in flight, and exits.
+    Serve(ServeArgs),
     /// Apply the store's migrations (opening a store also applies them) and say
     /// which store and schema version it is.
     Migrate,
@@ -613,4 +617,27 @@ pub struct RetryArgs {
     /// Only replay dead letters (leave failed items on their backoff).
     #[arg(long)]
     pub dead_letters: bool,
+}
+
+/// `remember serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on. Without API keys only a loopback address is allowed.
+    #[arg(long, default_value = "127.0.0.1:8420", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// In-process ledger workers (0 leaves the ledger to `remember worker`).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub workers: usize,
+    /// The largest request body accepted, in MiB.
+    #[arg(long, default_value_t = 16, value_name = "MIB")]
+    pub body_limit_mib: usize,
+    /// The longest a request may run, in seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub request_timeout: u64,
+    /// Sustained requests per second per key.
+    #[arg(long, default_value_t = 200.0, value_name = "N")]
+    pub rate: f64,
+    /// Requests per key in flight at once.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub in_flight: usize,
 }

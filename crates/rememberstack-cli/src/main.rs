@@ -19,7 +19,11 @@ const SAMPLE_CONVERSATION: &str = include_str!("../samples/standup.json");
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(if matches!(cli.command, Command::Serve(_)) {
+        "warn,rememberstack_server=info"
+    } else {
+        "warn"
+    });
     let json_mode = cli.json;
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -35,9 +39,9 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REMEMBERSTACK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -184,6 +188,28 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 );
                 Ok(())
             }
+        }
+        Command::Serve(args) => {
+            let memory = open(&cli).await?;
+            let config = rememberstack_server::ServerConfig {
+                listen: args.listen,
+                workers: args.workers,
+                body_limit: args.body_limit_mib.max(1) * 1024 * 1024,
+                request_timeout: std::time::Duration::from_secs(args.request_timeout.max(1)),
+                limits: rememberstack_server::auth::Limits {
+                    rate_per_sec: args.rate.max(0.1),
+                    burst: (args.rate * 2.0).max(1.0),
+                    in_flight: args.in_flight.max(1),
+                },
+                ..Default::default()
+            };
+            eprintln!(
+                "remember serve: listening on http://{} ({} worker(s)); SIGINT or SIGTERM stops it",
+                args.listen, args.workers
+            );
+            rememberstack_server::serve(memory, config, shutdown_signal()).await?;
+            eprintln!("remember serve: stopped");
+            Ok(())
         }
         Command::Migrate => {
             let memory = open(&cli).await?;

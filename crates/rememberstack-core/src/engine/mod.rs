@@ -1404,9 +1404,10 @@ impl Engine {
     pub async fn document(&self, namespace: &str, id: DocumentId) -> Result<DocumentDetail> {
         validate_namespace(namespace)?;
         let not_found = || {
-            Error::not_found(format!(
-                "document {id} not found in namespace `{namespace}`"
-            ))
+            Error::new(
+                ErrorCode::DocumentNotFound,
+                format!("document {id} not found in namespace `{namespace}`"),
+            )
         };
         let ns = self
             .store
@@ -1547,9 +1548,10 @@ impl Engine {
         if let Some(doc) = document
             && self.store.document(ns.id, doc).await?.is_none()
         {
-            return Err(Error::not_found(format!(
-                "document {doc} not found in namespace `{namespace}`"
-            )));
+            return Err(Error::new(
+                ErrorCode::DocumentNotFound,
+                format!("document {doc} not found in namespace `{namespace}`"),
+            ));
         }
         let filter = ClaimFilter {
             namespace_id: ns.id,
@@ -1571,9 +1573,10 @@ impl Engine {
     ) -> Result<Vec<DecisionRecord>> {
         validate_namespace(namespace)?;
         let not_found = || {
-            Error::not_found(format!(
-                "document {document} not found in namespace `{namespace}`"
-            ))
+            Error::new(
+                ErrorCode::DocumentNotFound,
+                format!("document {document} not found in namespace `{namespace}`"),
+            )
         };
         let ns = self
             .store

@@ -281,11 +281,11 @@ async fn claim_reads_refuse_unknown_documents() {
         let ghost = rememberstack::DocumentId::new();
         assert_eq!(
             memory.claims(Some(ghost), false).await.unwrap_err().code(),
-            ErrorCode::NotFound
+            ErrorCode::DocumentNotFound
         );
         assert_eq!(
             memory.claim_decisions(ghost).await.unwrap_err().code(),
-            ErrorCode::NotFound
+            ErrorCode::DocumentNotFound
         );
         let other = memory.with_namespace("empty-ns").unwrap();
         assert!(other.claims(None, true).await.unwrap().is_empty());

@@ -165,7 +165,7 @@ async fn forget_removes_every_trace_keeps_independent_facts_and_refuses_the_byte
         assert!(names.iter().any(|n| n == "Alice"), "{names:?}");
         assert_eq!(
             memory.document(alpha).await.unwrap_err().code().as_str(),
-            "not_found",
+            "document_not_found",
             "{}",
             h.kind
         );

@@ -1,0 +1,157 @@
+//! The perimeter: who is calling, what they may do, and how fast.
+
+use crate::error::{ApiError, ApiResult};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// What a route needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Reads, operations, listings.
+    Read,
+    /// Ingest and append only.
+    Ingest,
+    /// Notes, deletes, feedback; includes ingest.
+    Write,
+    /// Forget and fact administration; includes everything.
+    Admin,
+}
+
+impl Scope {
+    /// The stable name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Ingest => "ingest",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// The caller of one request.
+#[derive(Clone, Debug)]
+pub enum Principal {
+    /// No key is configured: every namespace, every scope (loopback only).
+    Open,
+}
+
+impl Principal {
+    /// The id rate limits are kept under.
+    pub fn limit_key(&self) -> String {
+        match self {
+            Principal::Open => "open".to_string(),
+        }
+    }
+
+    /// Whether this caller may know that `namespace` exists.
+    pub fn sees(&self, _namespace: &str) -> bool {
+        match self {
+            Principal::Open => true,
+        }
+    }
+
+    /// Whether this caller holds `scope` (on the namespaces it sees).
+    pub fn holds(&self, _scope: Scope) -> bool {
+        match self {
+            Principal::Open => true,
+        }
+    }
+
+    /// Refuse unless the caller may use `scope` on `namespace`: a namespace it may
+    /// not see is `404` (as if it did not exist), a missing scope `403`.
+    pub fn require(&self, namespace: &str, scope: Scope) -> ApiResult<()> {
+        if !self.sees(namespace) {
+            return Err(ApiError::namespace_not_found());
+        }
+        if !self.holds(scope) {
+            return Err(ApiError::forbidden(format!(
+                "this credential lacks the `{}` scope",
+                scope.as_str()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether a full-write caller presents this request (D101: only such callers
+    /// may attribute an ingest).
+    pub fn may_attribute(&self) -> bool {
+        self.holds(Scope::Write)
+    }
+}
+
+/// Per-caller request rate and in-flight limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Sustained requests per second per caller.
+    pub rate_per_sec: f64,
+    /// Requests a caller may make at once above the sustained rate.
+    pub burst: f64,
+    /// Requests a caller may have in flight.
+    pub in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            rate_per_sec: 200.0,
+            burst: 400.0,
+            in_flight: 64,
+        }
+    }
+}
+
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+    in_flight: Arc<Semaphore>,
+}
+
+/// Token buckets and in-flight semaphores, one per caller, in this process.
+pub struct Limiter {
+    limits: Limits,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+impl Limiter {
+    /// A limiter with `limits`.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Take one request's worth for `key`; the permit is held until the response.
+    pub fn admit(&self, key: &str) -> ApiResult<OwnedSemaphorePermit> {
+        let mut buckets = self
+            .buckets
+            .lock()
+            .map_err(|_| ApiError::from(rememberstack::Error::internal("limiter poisoned")))?;
+        let now = Instant::now();
+        let limits = self.limits;
+        let bucket = buckets.entry(key.to_string()).or_insert_with(|| Bucket {
+            tokens: limits.burst,
+            last: now,
+            in_flight: Arc::new(Semaphore::new(limits.in_flight.max(1))),
+        });
+        let elapsed = now.duration_since(bucket.last).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * limits.rate_per_sec).min(limits.burst);
+        bucket.last = now;
+        if bucket.tokens < 1.0 {
+            let wait =
+                Duration::from_secs_f64((1.0 - bucket.tokens) / limits.rate_per_sec.max(1e-9));
+            return Err(ApiError::rate_limited(
+                "request rate limit reached for this credential",
+                wait.as_secs_f64().ceil() as u64,
+            ));
+        }
+        let permit = bucket.in_flight.clone().try_acquire_owned().map_err(|_| {
+            ApiError::rate_limited("too many requests in flight for this credential", 1)
+        })?;
+        bucket.tokens -= 1.0;
+        Ok(permit)
+    }
+}

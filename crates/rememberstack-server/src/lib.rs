@@ -1,0 +1,350 @@
+//! The RememberStack server: one [`Memory`] engine shared by the HTTP API (`/v1`),
+//! the operational endpoints (`/health`, `/ready`, `/metrics`, `/openapi.json`)
+//! and an in-process worker pool that runs the ledger.
+//!
+//! ```no_run
+//! # async fn run() -> rememberstack::Result<()> {
+//! let memory = rememberstack::Memory::open("memory.db").await?;
+//! let config = rememberstack_server::ServerConfig::default();
+//! rememberstack_server::serve(memory, config, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod error;
+pub mod metrics;
+pub mod openapi;
+mod routes;
+
+use auth::{Limiter, Limits, Principal};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use error::{ApiError, ErrorMarker};
+use rememberstack::{Error, Memory, Result};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// In-process ledger workers (0: leave the ledger to `remember worker`).
+    pub workers: usize,
+    /// How often an idle worker looks for work.
+    pub worker_poll: Duration,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// The longest a request may run before it is answered `503 timeout`.
+    pub request_timeout: Duration,
+    /// The longest `?wait=true` waits for an ingest's processing.
+    pub max_wait: Duration,
+    /// Per-caller rate and in-flight limits.
+    pub limits: Limits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8420)),
+            workers: 2,
+            worker_poll: Duration::from_millis(500),
+            body_limit: 16 * 1024 * 1024,
+            request_timeout: Duration::from_secs(120),
+            max_wait: Duration::from_secs(60),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub(crate) memory: Memory,
+    pub(crate) config: ServerConfig,
+    pub(crate) metrics: metrics::Metrics,
+    pub(crate) limiter: Limiter,
+}
+
+/// The state behind the router.
+#[derive(Clone)]
+pub struct AppState(pub(crate) Arc<Shared>);
+
+impl AppState {
+    /// State over one engine.
+    pub fn new(memory: Memory, config: ServerConfig) -> Self {
+        let limiter = Limiter::new(config.limits);
+        AppState(Arc::new(Shared {
+            memory,
+            config,
+            metrics: metrics::Metrics::default(),
+            limiter,
+        }))
+    }
+}
+
+/// The request id of one request (`X-Request-Id`, echoed or minted).
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
+
+/// The full router: `/v1`, the operational endpoints, and the request middleware
+/// (request ids, perimeter, limits, timeouts, error bodies, metrics, logs).
+pub fn app(state: AppState) -> Router {
+    routes::router()
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            request_context,
+        ))
+        .layer(DefaultBodyLimit::max(state.0.config.body_limit))
+        .with_state(state)
+}
+
+/// Serve `memory` until `shutdown` resolves: then stop accepting, finish the
+/// requests in flight, and stop the workers (each finishes the batch it holds,
+/// so no lease is left behind).
+pub async fn serve(
+    memory: Memory,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| {
+            Error::new(
+                rememberstack::ErrorCode::Config,
+                format!("cannot listen on {}: {e}", config.listen),
+            )
+        })?;
+    serve_on(listener, memory, config, shutdown).await
+}
+
+/// [`serve`] on a listener the caller bound (tests bind port 0).
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    memory: Memory,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let local = listener.local_addr().map_err(|e| {
+        Error::new(
+            rememberstack::ErrorCode::Config,
+            format!("listener address: {e}"),
+        )
+    })?;
+    check_perimeter(&memory, local).await?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let workers = if config.workers > 0 {
+        let memory = memory.clone();
+        let (n, poll) = (config.workers, config.worker_poll);
+        let rx = stop_rx.clone();
+        Some(tokio::spawn(async move {
+            memory.run_workers(n, poll, rx).await
+        }))
+    } else {
+        None
+    };
+    let state = AppState::new(memory, config.clone());
+    tracing::info!(listen = %local, workers = config.workers, "serving");
+    let served = axum::serve(listener, app(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new connections, finishing requests");
+        })
+        .await
+        .map_err(|e| Error::internal(format!("server: {e}")));
+    let _ = stop_tx.send(true);
+    if let Some(handle) = workers {
+        match handle.await {
+            Ok(Ok(report)) => {
+                tracing::info!(completed = report.completed, "workers stopped")
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "workers stopped with an error"),
+            Err(e) => tracing::warn!(error = %e, "a worker task failed"),
+        }
+    }
+    served
+}
+
+/// With no key configured the server is open, so it binds loopback only.
+async fn check_perimeter(_memory: &Memory, local: SocketAddr) -> Result<()> {
+    if !local.ip().is_loopback() {
+        return Err(Error::new(
+            rememberstack::ErrorCode::Config,
+            format!(
+                "refusing to serve {local} without API keys: with no key configured every request is \
+             served unauthenticated, so only a loopback address is allowed \
+             (create a key with `remember keys create`, or listen on 127.0.0.1)"
+            ),
+        ));
+    }
+    tracing::warn!(
+        "no API key is configured: serving unauthenticated requests on loopback {local} only"
+    );
+    Ok(())
+}
+
+fn request_id_from(req: &Request) -> String {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("req_{}", uuid::Uuid::new_v4().simple()))
+}
+
+/// Routes behind the perimeter.
+fn guarded(path: &str) -> bool {
+    path.starts_with("/v1/") || path == "/v1" || path.starts_with("/mcp")
+}
+
+async fn authenticate(
+    _state: &AppState,
+    _authorization: Option<String>,
+) -> std::result::Result<Principal, ApiError> {
+    Ok(Principal::Open)
+}
+
+async fn request_context(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let request_id = request_id_from(&req);
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let method = req.method().as_str().to_string();
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let span =
+        tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
+    let started = Instant::now();
+    let timeout = state.0.config.request_timeout;
+    let response = async {
+        let _permit;
+        if guarded(req.uri().path()) {
+            let authorization = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let principal = match authenticate(&state, authorization).await {
+                Ok(p) => p,
+                Err(e) => return e.into_response(),
+            };
+            _permit = match state.0.limiter.admit(&principal.limit_key()) {
+                Ok(p) => p,
+                Err(e) => return e.into_response(),
+            };
+            req.extensions_mut().insert(principal);
+        }
+        match tokio::time::timeout(timeout, next.run(req)).await {
+            Ok(response) => response,
+            Err(_) => {
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "timeout",
+                    format!("the request did not finish within {} s", timeout.as_secs()),
+                );
+                e.retry_after = Some(1);
+                e.into_response()
+            }
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    let response = finish(response, &request_id).await;
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    state.0.metrics.record(&route, &method, status, elapsed);
+    span.in_scope(|| {
+        if status >= 500 {
+            tracing::warn!(
+                status,
+                millis = elapsed.as_millis() as u64,
+                "request failed"
+            );
+        } else {
+            tracing::info!(status, millis = elapsed.as_millis() as u64, "request");
+        }
+    });
+    response
+}
+
+/// Give every error response the `{code, message, request_id}` body (also the
+/// framework's own: unknown routes, wrong methods, unreadable bodies), and every
+/// response the `X-Request-Id` header.
+async fn finish(response: Response, request_id: &str) -> Response {
+    let status = response.status();
+    let mut response = if let Some(ErrorMarker(e)) = response.extensions().get::<ErrorMarker>() {
+        error_response(&e.clone(), request_id)
+    } else if status.is_client_error() || status.is_server_error() {
+        let (parts, body) = response.into_parts();
+        let text = axum::body::to_bytes(body, 64 * 1024)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let (status, code, fallback) = match status.as_u16() {
+            400 | 422 => (StatusCode::BAD_REQUEST, "invalid_input", "invalid request"),
+            404 => (StatusCode::NOT_FOUND, "not_found", "no such route"),
+            405 => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method",
+            ),
+            413 => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                "the request body is larger than the server accepts",
+            ),
+            415 => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send JSON with `Content-Type: application/json`",
+            ),
+            s if s >= 500 => (status, "internal", "internal error"),
+            _ => (status, "invalid_input", "invalid request"),
+        };
+        let message = if text.trim().is_empty() {
+            fallback.to_string()
+        } else {
+            text.trim().to_string()
+        };
+        let mut e = ApiError::new(status, code, message);
+        e.retry_after = parts
+            .headers
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        error_response(&e, request_id)
+    } else {
+        response
+    };
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+/// The final error response, with its request id.
+fn error_response(e: &ApiError, request_id: &str) -> Response {
+    let mut response = (e.status, axum::Json(e.body(request_id))).into_response();
+    if let Some(secs) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    response
+}

@@ -1,0 +1,874 @@
+//! The `/v1` routes and the operational endpoints. Every handler is a thin call
+//! into the facade; the perimeter has already named the caller.
+
+use crate::AppState;
+use crate::auth::{Principal, Scope};
+use crate::error::{ApiError, ApiResult};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use rememberstack::{
+    ChunkId, ClaimId, Conversation, DeclaredKind, DocumentId, DocumentQuery, EntityId,
+    ExportSelection, FactId, FeedbackInput, IngestOptions, IngestReceipt, IngestRequest, Memory,
+    MergeId, Message, NoteInput, ReceiptId, SearchRequest, SectionRole, Timestamp, VersionId,
+    VersioningMode, WorkStatus,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+pub(crate) fn router() -> axum::Router<AppState> {
+    let ns = axum::Router::new()
+        .route("/documents", post(ingest_document).get(list_documents))
+        .route("/documents/search", post(search_documents))
+        .route(
+            "/documents/{id}",
+            get(show_document).delete(delete_document),
+        )
+        .route("/documents/{id}/forget", post(forget_document))
+        .route("/conversations", post(ingest_conversation))
+        .route("/messages", post(append_messages))
+        .route("/notes", post(remember_note).get(list_notes))
+        .route("/notes/policy", post(note_policy))
+        .route("/notes/{version}/promote", post(promote_note))
+        .route("/notes/{version}/archive", post(archive_note))
+        .route("/notes/{version}/revoke", post(revoke_note))
+        .route("/notes/{id}/forget", post(forget_note))
+        .route("/operations/{name}", post(run_operation))
+        .route("/search", post(search))
+        .route("/chunks/{id}/adjacent", get(adjacent_chunks))
+        .route("/facts/{id}/trace", get(trace))
+        .route("/facts/{id}/invalidate", post(invalidate_fact))
+        .route("/facts/{id}/correct", post(correct_fact))
+        .route("/claims/{id}/retract", post(retract_claim))
+        .route("/entities", get(list_entities))
+        .route("/entities/merge", post(merge_entities))
+        .route("/entities/merges/{id}/unmerge", post(unmerge_entities))
+        .route("/entities/{name_or_id}", get(show_entity))
+        .route("/receipts/{id}", get(resolve_receipt))
+        .route("/receipts/{id}/inspect", get(inspect_receipt))
+        .route("/feedback", post(feedback).get(list_feedback))
+        .route("/export", post(export))
+        .route("/status", get(status));
+    axum::Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/operations", get(operations))
+        .route("/v1/namespaces", get(namespaces))
+        .nest("/v1/namespaces/{ns}", ns)
+}
+
+/// The caller's handle on `ns`, if it may use `scope` there.
+fn memory(state: &AppState, principal: &Principal, ns: &str, scope: Scope) -> ApiResult<Memory> {
+    principal.require(ns, scope)?;
+    Ok(state.0.memory.with_namespace(ns)?)
+}
+
+fn parse_time(field: &str, value: Option<&str>) -> ApiResult<Option<Timestamp>> {
+    value
+        .map(|t| {
+            rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "`{field}` must be an RFC 3339 date-time such as 2026-05-01T09:30:00Z"
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn parse_id<T: std::str::FromStr<Err = rememberstack::Error>>(s: &str) -> ApiResult<T> {
+    Ok(s.parse::<T>()?)
+}
+
+// ---------------------------------------------------------------- operational
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    let store = state.0.memory.engine().store();
+    let started = Instant::now();
+    let namespaces = match store.namespaces().await {
+        Ok(n) => n,
+        Err(e) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"ready": false, "checks": {"store": {"ok": false, "error": e.to_string()}}})),
+            )
+                .into_response();
+        }
+    };
+    let store_ms = started.elapsed().as_millis() as u64;
+    let (mut chunks, mut missing, mut forget_pending) = (0u64, 0u64, 0u64);
+    for ns in namespaces.iter().take(1000) {
+        match state.0.memory.engine().status(&ns.slug).await {
+            Ok(s) => {
+                chunks += s.semantic.chunks;
+                missing += s.semantic.missing_vectors;
+            }
+            Err(e) if e.code() == rememberstack::ErrorCode::ForgetInProgress => forget_pending += 1,
+            Err(e) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Json(json!({"ready": false, "checks": {"store": {"ok": false, "error": e.to_string()}}})),
+                )
+                    .into_response();
+            }
+        }
+    }
+    let ready = forget_pending == 0;
+    let body = json!({
+        "ready": ready,
+        "checks": {
+            "store": {"ok": true, "kind": store.kind(), "millis": store_ms},
+            "migrations": {"ok": true, "detail": "applied when the store opened"},
+            "forget_manifests": {"ok": forget_pending == 0, "incomplete_namespaces": forget_pending},
+            "semantic": {"ok": missing == 0, "generation": state.0.memory.engine().component_version(rememberstack::Stage::Embed), "chunks": chunks, "missing_vectors": missing},
+        }
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut out = String::new();
+    state.0.metrics.render(&mut out);
+    if let Ok(counts) = state.0.memory.engine().store().work_counts(None).await {
+        out.push_str("# HELP rememberstack_ledger_items Work items by stage and status.\n# TYPE rememberstack_ledger_items gauge\n");
+        let mut dead = 0;
+        for c in &counts {
+            if c.status == WorkStatus::DeadLetter {
+                dead += c.count;
+            }
+            out.push_str(&format!(
+                "rememberstack_ledger_items{{stage=\"{}\",status=\"{}\"}} {}\n",
+                c.stage.as_str(),
+                c.status.as_str(),
+                c.count
+            ));
+        }
+        out.push_str(&format!(
+            "# HELP rememberstack_dead_letters Work items that exhausted their attempts.\n# TYPE rememberstack_dead_letters gauge\nrememberstack_dead_letters {dead}\n"
+        ));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}
+
+async fn operations(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({"operations": state.0.memory.operations()}))
+}
+
+async fn namespaces(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> ApiResult<Json<Value>> {
+    let all = state.0.memory.engine().store().namespaces().await?;
+    let visible: Vec<Value> = all
+        .iter()
+        .filter(|n| principal.sees(&n.slug))
+        .map(|n| json!({"namespace": n.slug, "created_at": n.created_at}))
+        .collect();
+    Ok(Json(json!({"namespaces": visible})))
+}
+
+// ---------------------------------------------------------------- sources
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IngestQuery {
+    source_ref: Option<String>,
+    kind: Option<String>,
+    source_time: Option<String>,
+    mode: Option<String>,
+    file_name: Option<String>,
+    thread_ref: Option<String>,
+    wait: Option<bool>,
+    wait_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IngestJson {
+    text: String,
+    source_ref: String,
+    kind: Option<String>,
+    source_time: Option<String>,
+    mode: Option<String>,
+    file_name: Option<String>,
+    thread_ref: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct IngestResponse {
+    #[serde(flatten)]
+    receipt: IngestReceipt,
+    /// `done` when the namespace's pipeline had nothing left when answered,
+    /// `pending` otherwise.
+    processing: &'static str,
+    /// Where to watch the namespace's pipeline.
+    status_url: String,
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v.starts_with("application/json") || v.ends_with("+json")
+        })
+        .unwrap_or(false)
+}
+
+fn parse_kind(kind: Option<&str>) -> ApiResult<DeclaredKind> {
+    Ok(match kind {
+        None => DeclaredKind::Auto,
+        Some(k) => DeclaredKind::parse(k)?,
+    })
+}
+
+fn parse_mode(mode: Option<&str>) -> ApiResult<Option<VersioningMode>> {
+    Ok(mode.map(VersioningMode::parse).transpose()?)
+}
+
+async fn ingest_document(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<IngestQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let mut req = if is_json(&headers) {
+        let j: IngestJson = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid(format!("ingest body: {e}")))?;
+        if q.source_ref.is_some() || q.kind.is_some() || q.source_time.is_some() {
+            return Err(ApiError::invalid(
+                "a JSON ingest carries its fields in the body, not the query string",
+            ));
+        }
+        let mut r = IngestRequest::new(&ns, "text", j.source_ref, j.text.into_bytes());
+        r.kind = match parse_kind(j.kind.as_deref())? {
+            DeclaredKind::Auto => DeclaredKind::Format(rememberstack::SourceFormat::Markdown),
+            k => k,
+        };
+        r.source_time = parse_time("source_time", j.source_time.as_deref())?;
+        r.mode = parse_mode(j.mode.as_deref())?;
+        r.file_name = j.file_name;
+        r.thread_ref = j.thread_ref;
+        r
+    } else {
+        let source_ref = q.source_ref.clone().ok_or_else(|| {
+            ApiError::invalid(
+                "raw ingest needs `?source_ref=` naming the lineage (or send JSON {text, source_ref})",
+            )
+        })?;
+        let mut r = IngestRequest::new(&ns, "file", source_ref, body.to_vec());
+        r.kind = parse_kind(q.kind.as_deref())?;
+        r.source_time = parse_time("source_time", q.source_time.as_deref())?;
+        r.mode = parse_mode(q.mode.as_deref())?;
+        r.file_name = q.file_name.clone();
+        r.thread_ref = q.thread_ref.clone();
+        r
+    };
+    req.namespace = ns.clone();
+    let receipt = m.ingest(req).await?;
+    respond_ingest(&state, &m, receipt, q.wait, q.wait_secs).await
+}
+
+async fn respond_ingest(
+    state: &AppState,
+    m: &Memory,
+    receipt: IngestReceipt,
+    wait: Option<bool>,
+    wait_secs: Option<u64>,
+) -> ApiResult<Response> {
+    let done = if wait.unwrap_or(false) {
+        let bound = wait_secs
+            .map(Duration::from_secs)
+            .unwrap_or(state.0.config.max_wait)
+            .min(state.0.config.max_wait);
+        wait_idle(m, bound).await?
+    } else {
+        false
+    };
+    let status_url = format!("/v1/namespaces/{}/status", m.namespace());
+    let status = if done {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    let mut response = (
+        status,
+        Json(IngestResponse {
+            receipt,
+            processing: if done { "done" } else { "pending" },
+            status_url: status_url.clone(),
+        }),
+    )
+        .into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&status_url) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+/// Wait until the namespace's ledger has nothing pending, running or awaiting a
+/// retry, or `bound` passes. True when it drained.
+async fn wait_idle(m: &Memory, bound: Duration) -> ApiResult<bool> {
+    let deadline = Instant::now() + bound;
+    loop {
+        let status = m.status().await?;
+        let open: u64 = status
+            .ledger
+            .values()
+            .flat_map(|by| {
+                by.iter()
+                    .filter(|(s, _)| matches!(s.as_str(), "pending" | "running" | "failed"))
+                    .map(|(_, n)| *n)
+            })
+            .sum::<u64>()
+            .saturating_sub(status.parked_no_route);
+        if open == 0 {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitQuery {
+    wait: Option<bool>,
+    wait_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConversationBody {
+    source_ref: String,
+    conversation: Conversation,
+    source_time: Option<String>,
+    mode: Option<String>,
+}
+
+async fn ingest_conversation(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<WaitQuery>,
+    Json(body): Json<ConversationBody>,
+) -> ApiResult<Response> {
+    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let mut options = IngestOptions::new(body.source_ref);
+    options.source_time = parse_time("source_time", body.source_time.as_deref())?;
+    options.mode = parse_mode(body.mode.as_deref())?;
+    let receipt = m.ingest_conversation(&body.conversation, options).await?;
+    respond_ingest(&state, &m, receipt, q.wait, q.wait_secs).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendBody {
+    conversation_ref: String,
+    messages: Vec<Message>,
+    source_time: Option<String>,
+}
+
+async fn append_messages(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<AppendBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let receipt = match parse_time("source_time", body.source_time.as_deref())? {
+        Some(t) => {
+            m.append_messages_at(&body.conversation_ref, body.messages, t)
+                .await?
+        }
+        None => {
+            m.append_messages(&body.conversation_ref, body.messages)
+                .await?
+        }
+    };
+    Ok(Json(serde_json::to_value(receipt).map_err(internal)?))
+}
+
+async fn list_documents(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(json!({"documents": m.documents().await?})))
+}
+
+async fn show_document(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let detail = m.document(parse_id::<DocumentId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(detail).map_err(internal)?))
+}
+
+async fn delete_document(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let deletion = m.delete_document(parse_id::<DocumentId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(deletion).map_err(internal)?))
+}
+
+async fn forget_document(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let report = m.forget_document(parse_id::<DocumentId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(report).map_err(internal)?))
+}
+
+async fn search_documents(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(query): Json<DocumentQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(
+        serde_json::to_value(m.search_documents(query).await?).map_err(internal)?,
+    ))
+}
+
+// ---------------------------------------------------------------- notes
+
+async fn remember_note(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(input): Json<NoteInput>,
+) -> ApiResult<Response> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let note = m.remember_note(input).await?;
+    Ok((StatusCode::CREATED, Json(note)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+async fn list_notes(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let page = m
+        .list_notes(q.cursor.as_deref(), q.limit.unwrap_or(50))
+        .await?;
+    Ok(Json(serde_json::to_value(page).map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyBody {
+    start_as: String,
+}
+
+async fn note_policy(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<PolicyBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let start_as = rememberstack::Admission::parse(&body.start_as)?;
+    m.set_note_policy(start_as).await?;
+    Ok(Json(json!({"start_as": start_as.as_str()})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Transition {
+    expected_version: u32,
+}
+
+async fn promote_note(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, version)): Path<(String, String)>,
+    Json(t): Json<Transition>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let note = m
+        .promote_note(parse_id::<VersionId>(&version)?, t.expected_version)
+        .await?;
+    Ok(Json(serde_json::to_value(note).map_err(internal)?))
+}
+
+async fn archive_note(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, version)): Path<(String, String)>,
+    Json(t): Json<Transition>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let note = m
+        .archive_note(parse_id::<VersionId>(&version)?, t.expected_version)
+        .await?;
+    Ok(Json(serde_json::to_value(note).map_err(internal)?))
+}
+
+async fn revoke_note(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, version)): Path<(String, String)>,
+    Json(t): Json<Transition>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let note = m
+        .revoke_note(parse_id::<VersionId>(&version)?, t.expected_version)
+        .await?;
+    Ok(Json(serde_json::to_value(note).map_err(internal)?))
+}
+
+async fn forget_note(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let report = m.forget_note(parse_id::<DocumentId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(report).map_err(internal)?))
+}
+
+// ---------------------------------------------------------------- reads
+
+async fn run_operation(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, name)): Path<(String, String)>,
+    Json(input): Json<Value>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(m.run_operation(&name, input).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchBody {
+    query: String,
+    #[serde(default)]
+    k: Option<usize>,
+    /// `chunks` (default), `claims` or `facts`.
+    #[serde(default)]
+    grain: Option<String>,
+    #[serde(default)]
+    roles: Option<Vec<String>>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    include_retired: bool,
+    #[serde(default)]
+    entities: Vec<EntityId>,
+}
+
+async fn search(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<SearchBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let mut req = SearchRequest::new(&ns, body.query, body.k.unwrap_or(10));
+    req.cursor = body.cursor;
+    req.include_retired = body.include_retired;
+    req.entities = body.entities;
+    if let Some(roles) = body.roles {
+        let mut parsed = Vec::with_capacity(roles.len());
+        for r in roles {
+            parsed.push(
+                SectionRole::parse(&r)
+                    .ok_or_else(|| ApiError::invalid(format!("unknown section role `{r}`")))?,
+            );
+        }
+        req.roles = Some(parsed);
+    }
+    let value = match body.grain.as_deref().unwrap_or("chunks") {
+        "chunks" => serde_json::to_value(m.search_with(req).await?),
+        "claims" => serde_json::to_value(m.search_claims_with(req).await?),
+        "facts" => serde_json::to_value(m.search_facts_with(req).await?),
+        other => {
+            return Err(ApiError::invalid(format!(
+                "unknown grain `{other}` (chunks, claims or facts)"
+            )));
+        }
+    };
+    Ok(Json(value.map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WindowQuery {
+    window: Option<usize>,
+}
+
+async fn adjacent_chunks(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+    Query(q): Query<WindowQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let env = m
+        .adjacent_chunks(parse_id::<ChunkId>(&id)?, q.window.unwrap_or(1))
+        .await?;
+    Ok(Json(serde_json::to_value(env).map_err(internal)?))
+}
+
+async fn trace(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let t = m.trace(parse_id::<FactId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(t).map_err(internal)?))
+}
+
+async fn resolve_receipt(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let r = m.resolve_receipt(parse_id::<ReceiptId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(r).map_err(internal)?))
+}
+
+async fn inspect_receipt(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let r = m.inspect_receipt(parse_id::<ReceiptId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(r).map_err(internal)?))
+}
+
+async fn feedback(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(input): Json<FeedbackInput>,
+) -> ApiResult<Response> {
+    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let record = m.feedback(input).await?;
+    Ok((StatusCode::CREATED, Json(record)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedbackQuery {
+    receipt: Option<String>,
+    limit: Option<u32>,
+}
+
+async fn list_feedback(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<FeedbackQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let receipt = q
+        .receipt
+        .as_deref()
+        .map(parse_id::<ReceiptId>)
+        .transpose()?;
+    let records = m.list_feedback(receipt, q.limit.unwrap_or(100)).await?;
+    Ok(Json(json!({"feedback": records})))
+}
+
+async fn export(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(selection): Json<ExportSelection>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(m.export_pack(&selection).await?))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(
+        serde_json::to_value(m.status().await?).map_err(internal)?,
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntitiesQuery {
+    include_merged: Option<bool>,
+    limit: Option<u32>,
+}
+
+async fn list_entities(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<EntitiesQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let list = m
+        .entities(q.include_merged.unwrap_or(false), q.limit.unwrap_or(100))
+        .await?;
+    Ok(Json(json!({"entities": list})))
+}
+
+async fn show_entity(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, name_or_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(
+        serde_json::to_value(m.entity(&name_or_id).await?).map_err(internal)?,
+    ))
+}
+
+// ---------------------------------------------------------------- facts admin
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeBody {
+    from: EntityId,
+    into: EntityId,
+}
+
+async fn merge_entities(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<MergeBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let event = m.merge_entities(body.from, body.into).await?;
+    Ok(Json(serde_json::to_value(event).map_err(internal)?))
+}
+
+async fn unmerge_entities(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let event = m.unmerge_entities(parse_id::<MergeId>(&id)?).await?;
+    Ok(Json(serde_json::to_value(event).map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReasonBody {
+    reason: String,
+    request_id: Option<String>,
+}
+
+async fn retract_claim(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+    Json(body): Json<ReasonBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let r = m
+        .retract_claim(
+            parse_id::<ClaimId>(&id)?,
+            &body.reason,
+            body.request_id.as_deref(),
+        )
+        .await?;
+    Ok(Json(serde_json::to_value(r).map_err(internal)?))
+}
+
+async fn invalidate_fact(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+    Json(body): Json<ReasonBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let r = m
+        .invalidate_fact(
+            parse_id::<FactId>(&id)?,
+            &body.reason,
+            body.request_id.as_deref(),
+        )
+        .await?;
+    Ok(Json(serde_json::to_value(r).map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorrectBody {
+    statement: String,
+    reason: String,
+    request_id: Option<String>,
+}
+
+async fn correct_fact(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((ns, id)): Path<(String, String)>,
+    Json(body): Json<CorrectBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let r = m
+        .correct_fact(
+            parse_id::<FactId>(&id)?,
+            &body.statement,
+            &body.reason,
+            body.request_id.as_deref(),
+        )
+        .await?;
+    Ok(Json(serde_json::to_value(r).map_err(internal)?))
+}
+
+fn internal(e: serde_json::Error) -> ApiError {
+    ApiError::from(rememberstack::Error::internal(format!(
+        "serializing a response: {e}"
+    )))
+}
