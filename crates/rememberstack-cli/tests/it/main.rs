@@ -941,6 +941,38 @@ fn notes_revoke_and_forget_from_the_command_line() {
     assert_eq!(listed["notes"].as_array().unwrap().len(), 1, "{listed}");
 }
 
+/// `REMEMBERSTACK_PG_SCHEMA` names a PostgreSQL schema: with the embedded store it
+/// is refused, saying so, before anything is created; a lease that is not a
+/// positive number of seconds is refused too.
+#[test]
+fn a_store_schema_or_a_bad_lease_is_a_config_error() {
+    let cli = Cli::new();
+    for (var, value) in [
+        ("REMEMBERSTACK_PG_SCHEMA", "memory"),
+        ("REMEMBERSTACK_LEASE_SECS", "0"),
+        ("REMEMBERSTACK_LEASE_SECS", "soon"),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("REMEMBERSTACK_") {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .env(var, value)
+            .arg("--db")
+            .arg(cli.db())
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{var}={value}");
+        let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(err["code"], "config", "{err}");
+        assert!(err["message"].as_str().unwrap().contains(var), "{err}");
+        assert!(!cli.db().exists(), "{var}={value} created the store");
+    }
+}
+
 /// `--db postgres://…` runs every command on the PostgreSQL store (when
 /// `DATABASE_URL` is set; skipped, saying so, otherwise). Each run uses a
 /// namespace of its own in the database's default schema.
