@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// ```toml
 /// [engine]
 /// max_source_bytes = 67108864
+/// lease = 300                    # seconds a claimed work item stays leased
 ///
 /// [engine.chunk]
 /// token_budget = 256
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 ///
 /// [store]
 /// manifest_root = "/var/lib/rememberstack/forget"   # default: `<db>.manifests`
+/// schema = "memory"              # PostgreSQL only: the schema holding the store
 ///
 /// [chat]
 /// provider = "openai"            # or "none" (the default: the offline extractor)
@@ -56,6 +58,10 @@ pub struct StoreConfig {
     /// manifest in it is re-honoured when the store opens. Default: the directory
     /// `<db>.manifests` beside the database file.
     pub manifest_root: Option<PathBuf>,
+    /// PostgreSQL only: the schema that holds the store (created if missing;
+    /// default: the connection's `search_path`, normally `public`). One deployment
+    /// per schema. Refused for the embedded store.
+    pub schema: Option<String>,
 }
 
 fn config_err(msg: impl Into<String>) -> Error {
@@ -65,7 +71,14 @@ fn config_err(msg: impl Into<String>) -> Error {
 impl Config {
     /// Parse a TOML document.
     pub fn from_toml_str(s: &str) -> Result<Config> {
-        toml::from_str(s).map_err(|e| config_err(format!("invalid configuration: {e}")))
+        let config: Config =
+            toml::from_str(s).map_err(|e| config_err(format!("invalid configuration: {e}")))?;
+        if config.engine.lease.is_zero() {
+            return Err(config_err(
+                "invalid configuration: [engine] lease must be a positive number of seconds",
+            ));
+        }
+        Ok(config)
     }
 
     /// Load the configuration: the TOML file `file` (else the one named by
@@ -92,6 +105,22 @@ impl Config {
         let var = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         if let Some(v) = var("REMEMBERSTACK_MANIFEST_ROOT") {
             self.store.manifest_root = Some(PathBuf::from(v));
+        }
+        if let Some(v) = var("REMEMBERSTACK_PG_SCHEMA") {
+            self.store.schema = Some(v.trim().to_string());
+        }
+        if let Some(v) = var("REMEMBERSTACK_LEASE_SECS") {
+            let secs: f64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 1e9)
+                .ok_or_else(|| {
+                    config_err(format!(
+                        "REMEMBERSTACK_LEASE_SECS=`{v}` is not a positive number of seconds"
+                    ))
+                })?;
+            self.engine.lease = std::time::Duration::from_secs_f64(secs);
         }
         if let Some(v) = var("REMEMBERSTACK_MAX_SOURCE_BYTES") {
             self.engine.max_source_bytes = v.trim().parse().map_err(|_| {
@@ -277,6 +306,36 @@ mod tests {
                 .contains("needs REMEMBERSTACK_EMBEDDER_MODEL_DIR"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn lease_and_schema_from_toml_and_env() {
+        let mut c =
+            Config::from_toml_str("[engine]\nlease = 2.5\n[store]\nschema = \"memory\"\n").unwrap();
+        assert_eq!(c.engine.lease, std::time::Duration::from_millis(2500));
+        assert_eq!(c.store.schema.as_deref(), Some("memory"));
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_LEASE_SECS", "3"),
+            ("REMEMBERSTACK_PG_SCHEMA", "tenant_a"),
+        ]
+        .into_iter()
+        .collect();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(c.engine.lease, std::time::Duration::from_secs(3));
+        assert_eq!(c.store.schema.as_deref(), Some("tenant_a"));
+        for bad in ["0", "-1", "soon", "NaN", "inf"] {
+            let err = Config::default()
+                .apply_env(|k| (k == "REMEMBERSTACK_LEASE_SECS").then(|| bad.to_string()))
+                .unwrap_err();
+            assert_eq!(err.code(), ErrorCode::Config, "{bad}");
+            assert!(
+                err.to_string().contains("REMEMBERSTACK_LEASE_SECS"),
+                "{err}"
+            );
+        }
+        let err = Config::from_toml_str("[engine]\nlease = 0\n").unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config);
+        assert!(err.to_string().contains("lease"), "{err}");
     }
 
     #[test]

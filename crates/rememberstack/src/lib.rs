@@ -210,6 +210,23 @@ impl MemoryBuilder {
             Some(c) => c,
             None => Config::load(None)?,
         };
+        // (A store passed in was configured by its caller.)
+        let embedded = self.store.is_none()
+            && self
+                .path
+                .as_deref()
+                .is_none_or(|p| postgres_url(p).is_none());
+        if let Some(schema) = &config.store.schema
+            && embedded
+        {
+            return Err(Error::new(
+                ErrorCode::Config,
+                format!(
+                    "a store schema (`{schema}`, from [store] schema or REMEMBERSTACK_PG_SCHEMA) \
+                     applies to a PostgreSQL URL only; unset it for the embedded store"
+                ),
+            ));
+        }
         let store: Arc<dyn MemoryStore> = match (self.store, self.path) {
             (Some(s), _) => s,
             (None, Some(p)) if postgres_url(&p).is_some() => {
@@ -219,6 +236,7 @@ impl MemoryBuilder {
                         url,
                         PgStoreConfig {
                             manifest_root: config.store.manifest_root.clone(),
+                            schema: config.store.schema.clone(),
                             ..PgStoreConfig::default()
                         },
                     )

@@ -1,5 +1,7 @@
 //! The `remember` binary, end to end: the contract later checks rely on.
 
+mod multiprocess;
+
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -941,6 +943,38 @@ fn notes_revoke_and_forget_from_the_command_line() {
     assert_eq!(listed["notes"].as_array().unwrap().len(), 1, "{listed}");
 }
 
+/// `REMEMBERSTACK_PG_SCHEMA` names a PostgreSQL schema: with the embedded store it
+/// is refused, saying so, before anything is created; a lease that is not a
+/// positive number of seconds is refused too.
+#[test]
+fn a_store_schema_or_a_bad_lease_is_a_config_error() {
+    let cli = Cli::new();
+    for (var, value) in [
+        ("REMEMBERSTACK_PG_SCHEMA", "memory"),
+        ("REMEMBERSTACK_LEASE_SECS", "0"),
+        ("REMEMBERSTACK_LEASE_SECS", "soon"),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("REMEMBERSTACK_") {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .env(var, value)
+            .arg("--db")
+            .arg(cli.db())
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{var}={value}");
+        let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(err["code"], "config", "{err}");
+        assert!(err["message"].as_str().unwrap().contains(var), "{err}");
+        assert!(!cli.db().exists(), "{var}={value} created the store");
+    }
+}
+
 /// `--db postgres://…` runs every command on the PostgreSQL store (when
 /// `DATABASE_URL` is set; skipped, saying so, otherwise). Each run uses a
 /// namespace of its own in the database's default schema.
@@ -1083,155 +1117,4 @@ fn worker_runs_until_sigterm_and_migrate_reports_the_store() {
         );
     }
     cli.ok_json(&["process", "--json"]);
-}
-
-/// Three `remember worker` processes drain one PostgreSQL ledger over a shared
-/// corpus: they share the work, finish all of it, and record no claim, entity or
-/// fact twice (when `DATABASE_URL` is set; skipped otherwise).
-#[test]
-fn postgres_three_worker_processes_share_one_ledger_without_duplicates() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!(
-            "postgres_three_worker_processes_share_one_ledger_without_duplicates: skipped, DATABASE_URL is not set"
-        );
-        return;
-    };
-    let cli = Cli::new();
-    let ns = format!("mp-{}", uuid::Uuid::new_v4().simple());
-    let manifests = cli.dir.path().join("manifests");
-    let remember = |args: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("REMEMBERSTACK_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.arg("--db")
-            .arg(&url)
-            .arg("--namespace")
-            .arg(&ns)
-            .arg("--manifest-root")
-            .arg(&manifests)
-            .args(args);
-        cmd
-    };
-    // A corpus whose documents name the same people, so units of work of several
-    // documents resolve and adjudicate the same entities at the same time.
-    let mut paths = vec![];
-    for i in 0..6 {
-        paths.push(cli.write(
-            &format!("team{i}.md"),
-            &format!(
-                "# Team notes {i}\n\nMaria Costa works at Initech. Joao Silva lives in Lisbon.\n\n\
-                 Maria Costa met Joao Silva in Porto in May 2024. Ana Lima works at Globex.\n\n\
-                 Note {i}: the backup job failed on Saturday and Joao Silva fixed it.\n"
-            ),
-        ));
-    }
-    let mut ingest = remember(&["ingest", "--json"]);
-    for p in &paths {
-        ingest.arg(p);
-    }
-    let out = ingest.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Workers still running when the test fails are killed, not leaked.
-    struct Reap(Vec<std::process::Child>);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            for c in &mut self.0 {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-    }
-    let mut workers = Reap(vec![]);
-    workers.0 = (0..3)
-        .map(|_| {
-            remember(&["worker", "--concurrency", "1", "--poll-ms", "50", "--json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let pool = rt
-        .block_on(sqlx::PgPool::connect(&url))
-        .expect("connect to DATABASE_URL");
-    let count = |sql: &str| -> i64 {
-        rt.block_on(
-            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_string()))
-                .bind(&ns)
-                .fetch_one(&pool),
-        )
-        .unwrap()
-    };
-    let in_ns = "namespace_id = (SELECT id FROM namespaces WHERE slug = $1)";
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
-    loop {
-        let open = count(&format!(
-            "SELECT COUNT(*) FROM processing_state WHERE {in_ns} AND status <> 'done'"
-        ));
-        let total = count(&format!(
-            "SELECT COUNT(*) FROM processing_state WHERE {in_ns}"
-        ));
-        if total > 0 && open == 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the workers did not drain the ledger ({open} of {total} open)"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let mut completed = vec![];
-    for w in std::mem::take(&mut workers.0) {
-        let status = Command::new("kill")
-            .args(["-TERM", &w.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let out = w.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        completed.push(report["completed"].as_u64().unwrap());
-    }
-    // The work was shared among the processes, and all of it is done.
-    assert!(
-        completed.iter().filter(|c| **c > 0).count() >= 2,
-        "{completed:?}"
-    );
-    // Nothing recorded twice: one claim per document and claim key, one entity per
-    // name, one live fact per statement.
-    assert_eq!(
-        count(&format!(
-            "SELECT COUNT(*) - COUNT(DISTINCT (document_id, claim_key)) FROM claims WHERE {in_ns}"
-        )),
-        0
-    );
-    assert_eq!(
-        count(&format!(
-            "SELECT COUNT(*) - COUNT(DISTINCT lemma) FROM entities WHERE {in_ns} AND merged_into IS NULL"
-        )),
-        0
-    );
-    assert!(count(&format!("SELECT COUNT(*) FROM facts WHERE {in_ns}")) > 0);
-    assert_eq!(
-        count(&format!(
-            "SELECT COUNT(*) - COUNT(DISTINCT (subject_id, statement)) FROM facts
-             WHERE {in_ns} AND invalidated_at IS NULL AND superseded_by IS NULL"
-        )),
-        0
-    );
 }
