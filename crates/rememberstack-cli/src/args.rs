@@ -11,9 +11,10 @@ pub struct Cli {
     /// $REMEMBERSTACK_DB, else memory.db under the user's data directory).
     #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
-    /// The namespace to read and write.
-    #[arg(long, global = true, default_value = "default", value_name = "NS")]
-    pub namespace: String,
+    /// The namespace to read and write (default: `default`). `keys create` takes it
+    /// once per namespace the key reaches.
+    #[arg(long = "namespace", global = true, value_name = "NS")]
+    pub namespaces: Vec<String>,
     /// A TOML configuration file (default: $REMEMBERSTACK_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -182,6 +183,13 @@ pub enum Command {
     Status,
     /// Replay dead letters (and make failed items waiting for a backoff due now).
     Retry(RetryArgs),
+    /// API keys for `remember serve`: create (the secret is shown once), list, revoke.
+    /// Keys are deployment-wide: every process on the same database shares them.
+    Keys {
+        /// What to do.
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Run a self-contained demo on a bundled sample in a temporary store.
     Quickstart,
     /// Check the store and the configured providers with one cheap call each.
@@ -554,6 +562,30 @@ pub enum NotesCommand {
     Policy {
         /// `promoted` or `candidate`.
         start_as: String,
+    },
+}
+
+/// `remember keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key granting its scopes on its namespaces (`--namespace NS`, once per
+    /// namespace). Prints the secret once: it is never shown again, only its hash is
+    /// stored.
+    Create {
+        /// A scope: read, ingest, write (implies ingest) or admin (implies every
+        /// scope). Repeatable.
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+        /// A label for people (at most 200 printable characters).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List keys (never secrets): id, name, prefix, namespaces, scopes, created, revoked.
+    List,
+    /// Revoke a key: it authenticates nothing from now on.
+    Revoke {
+        /// The key id (`key_…`, from `keys list`).
+        id: String,
     },
 }
 

@@ -5,9 +5,9 @@ mod args;
 use args::*;
 use clap::Parser;
 use rememberstack::{
-    ClaimId, Config, DeclaredKind, DocumentId, EntityId, Error, ErrorCode, FactId, FactQuery,
-    IngestOptions, Memory, MergeId, SearchRequest, SectionRole, SourceFormat, Stage,
-    VersioningMode,
+    ApiKey, ClaimId, Config, DeclaredKind, DocumentId, EntityId, Error, ErrorCode, FactId,
+    FactQuery, IngestOptions, KeyScope, Memory, MergeId, SearchRequest, SectionRole, SourceFormat,
+    Stage, VersioningMode,
 };
 use serde_json::json;
 use std::io::Write;
@@ -71,6 +71,19 @@ async fn shutdown_signal() {
     }
 }
 
+/// The one namespace a command reads and writes (`default` unless given). Only
+/// `keys create` takes `--namespace` more than once.
+fn namespace(cli: &Cli) -> Result<&str, Error> {
+    match cli.namespaces.as_slice() {
+        [] => Ok(rememberstack::DEFAULT_NAMESPACE),
+        [one] => Ok(one),
+        many => Err(Error::invalid_input(format!(
+            "--namespace was given {} times: only `keys create` takes several",
+            many.len()
+        ))),
+    }
+}
+
 async fn open(cli: &Cli) -> Result<Memory, Error> {
     let mut config = Config::load(cli.config.as_deref())?;
     if let Some(root) = &cli.manifest_root {
@@ -80,10 +93,16 @@ async fn open(cli: &Cli) -> Result<Memory, Error> {
         Some(p) => p.clone(),
         None => rememberstack::default_db_path()?,
     };
+    // Keys are deployment-wide: the handle's namespace does not matter to them, and
+    // `keys create` uses `--namespace` for the key's namespaces.
+    let ns = match cli.command {
+        Command::Keys { .. } => rememberstack::DEFAULT_NAMESPACE,
+        _ => namespace(cli)?,
+    };
     Memory::builder()
         .path(path)
         .config(config)
-        .namespace(cli.namespace.clone())
+        .namespace(ns)
         .open()
         .await
 }
@@ -263,7 +282,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 None => None,
             };
             let request = SearchRequest {
-                namespace: cli.namespace.clone(),
+                namespace: memory.namespace().to_string(),
                 query: a.query.clone(),
                 k: a.k,
                 roles,
@@ -358,7 +377,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         print_json(&json!({ "documents": docs }))
                     } else {
                         if docs.is_empty() {
-                            println!("no documents in namespace `{}`", cli.namespace);
+                            println!("no documents in namespace `{}`", memory.namespace());
                         }
                         for d in docs {
                             println!(
@@ -518,6 +537,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Entities { command } => entities(&cli, command).await,
+        Command::Keys { command } => keys(&cli, command).await,
         Command::Notes { command } => {
             let memory = open(&cli).await?;
             let show = |n: &rememberstack::NoteRecord| {
@@ -1565,7 +1585,7 @@ async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {
                 return print_json(&json!({ "entities": list }));
             }
             if list.is_empty() {
-                println!("no entities in namespace `{}`", cli.namespace);
+                println!("no entities in namespace `{}`", memory.namespace());
             }
             for e in &list {
                 println!(
@@ -1765,4 +1785,72 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
     println!();
     println!("Next: `remember ingest <files> --wait` then `remember search \"<question>\"`.");
     Ok(())
+}
+
+async fn keys(cli: &Cli, command: &KeysCommand) -> Result<(), Error> {
+    match command {
+        KeysCommand::Create { scopes, name } => {
+            // Refused before the store is opened: bad input touches nothing.
+            let scopes = scopes
+                .iter()
+                .map(|s| KeyScope::parse(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            let memory = open(cli).await?;
+            let (key, secret) = memory
+                .create_api_key(cli.namespaces.clone(), scopes, name.clone())
+                .await?;
+            let warning =
+                "This secret is shown once and never again: store it now (only its hash is kept).";
+            if cli.json {
+                eprintln!("{warning}");
+                return print_json(&json!({ "key": key, "secret": secret }));
+            }
+            println!("created {}", key_line(&key));
+            println!("secret: {secret}");
+            println!("{warning}");
+            Ok(())
+        }
+        KeysCommand::List => {
+            let keys = open(cli).await?.api_keys().await?;
+            if cli.json {
+                return print_json(&json!({ "keys": keys }));
+            }
+            if keys.is_empty() {
+                println!("no API keys: `remember keys create` makes one");
+            }
+            for k in &keys {
+                println!("{}", key_line(k));
+            }
+            Ok(())
+        }
+        KeysCommand::Revoke { id } => {
+            let key = open(cli).await?.revoke_api_key(id).await?;
+            if cli.json {
+                return print_json(&json!({ "key": key }));
+            }
+            println!("revoked {}", key_line(&key));
+            Ok(())
+        }
+    }
+}
+
+/// One key on one line: id, prefix, name, namespaces, scopes, created, revoked.
+fn key_line(k: &ApiKey) -> String {
+    let scopes: Vec<&str> = k.scopes.iter().map(|s| s.as_str()).collect();
+    format!(
+        "{}  {}…  {}  namespaces={}  scopes={}  created={}  {}",
+        k.id,
+        k.prefix,
+        k.name
+            .as_deref()
+            .map(|n| format!("{n:?}"))
+            .unwrap_or_else(|| "-".into()),
+        k.namespaces.join(","),
+        scopes.join(","),
+        rememberstack::time::to_rfc3339(&k.created_at),
+        match &k.revoked_at {
+            Some(t) => format!("revoked={}", rememberstack::time::to_rfc3339(t)),
+            None => "active".into(),
+        }
+    )
 }

@@ -19,6 +19,7 @@ pub mod forget;
 pub mod fuse;
 pub mod hash;
 pub mod ids;
+pub mod keys;
 pub mod ledger;
 pub mod source;
 pub mod store;

@@ -17,6 +17,7 @@ use crate::facts::{
     PredicateRow,
 };
 use crate::ids::*;
+use crate::keys::ApiKey;
 use crate::ledger::{
     BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
     WorkStatus,
@@ -1412,6 +1413,20 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn setting(&self, key: &str) -> Result<Option<String>>;
     /// Set a store-wide setting.
     async fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+
+    // --- API keys (deployment-wide, not namespace data: forget and delete never touch them)
+    /// Store a new key with the SHA-256 of its secret (never the secret). A taken id
+    /// or secret hash is a `conflict`.
+    async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()>;
+    /// Every key, revoked ones included, oldest first.
+    async fn api_keys(&self) -> Result<Vec<ApiKey>>;
+    /// The key whose secret hashes to `secret_hash`, revoked or not.
+    async fn api_key_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>>;
+    /// Revoke a key at `at` and return it; revoking a revoked key keeps the first
+    /// revocation time. `not_found` for an unknown id.
+    async fn revoke_api_key(&self, id: &str, at: Timestamp) -> Result<ApiKey>;
+    /// How many keys are not revoked.
+    async fn active_api_key_count(&self) -> Result<u64>;
 
     // --- cross-process locks
     /// Hold `key` (`lemma:<ns>:<lemma>`, `entity:<ns>:<id>`) against every other

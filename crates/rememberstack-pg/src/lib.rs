@@ -7,13 +7,15 @@
 //! # Layout
 //!
 //! The schema (`migrations/0001_init.sql`) is the final state of the SQLite
-//! store's migrations in PostgreSQL types (see its header). The trait's methods
-//! are grouped by area, one module each, mirroring the SQLite store's modules:
+//! store's migrations up to `0011` in PostgreSQL types (see its header); later
+//! migrations mirror the SQLite store's one for one (`0002_api_keys.sql` is
+//! SQLite's `0012_api_keys.sql`). The trait's methods are grouped by area, one
+//! module each, mirroring the SQLite store's modules:
 //! `documents` (sources, chunks, settings), `ledger` (work ledger, provider-call
 //! accounting), `claims`, `entities`, `facts` (normalization, predicates, facts),
 //! `lifecycle` (deletion, retraction, invalidation, feedback, notes), `forget`
-//! (hard forget, note revocation) and `search` (chunk vectors and search, change
-//! stamp, receipts).
+//! (hard forget, note revocation), `search` (chunk vectors and search, change
+//! stamp, receipts) and `keys` (API keys, deployment-wide).
 //!
 //! Where the embedded store relies on its single writer, this one takes row
 //! locks (`FOR UPDATE`, `FOR UPDATE SKIP LOCKED` to claim work) and
@@ -30,6 +32,7 @@ mod documents;
 mod entities;
 mod facts;
 mod forget;
+mod keys;
 mod ledger;
 mod lifecycle;
 mod search;
@@ -49,6 +52,7 @@ use rememberstack_core::ids::{
     ChunkId, ClaimId, DecisionId, DocumentId, EntityId, FactId, MergeId, NamespaceId, ReceiptId,
     VersionId, WorkId,
 };
+use rememberstack_core::keys::ApiKey;
 use rememberstack_core::ledger::{
     BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
     WorkStatus,
@@ -1111,6 +1115,26 @@ impl MemoryStore for PgStore {
 
     async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
         self.set_setting_impl(key, value).await
+    }
+
+    async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
+        self.insert_api_key_impl(key, secret_hash).await
+    }
+
+    async fn api_keys(&self) -> Result<Vec<ApiKey>> {
+        self.api_keys_impl().await
+    }
+
+    async fn api_key_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
+        self.api_key_by_hash_impl(secret_hash).await
+    }
+
+    async fn revoke_api_key(&self, id: &str, at: Timestamp) -> Result<ApiKey> {
+        self.revoke_api_key_impl(id, at).await
+    }
+
+    async fn active_api_key_count(&self) -> Result<u64> {
+        self.active_api_key_count_impl().await
     }
 
     async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {

@@ -63,7 +63,7 @@ async fn pg_migrations_apply_twice() {
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 1);
+    assert_eq!(applied, 2);
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.tables
           WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
@@ -91,14 +91,15 @@ async fn pg_migrations_apply_twice() {
         "forget_episodes",
         "forgotten_content",
         "change_stamps",
+        "api_keys",
     ] {
         assert!(
             tables.iter().any(|x| x == t),
             "table {t} missing: {tables:?}"
         );
     }
-    // 45 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
-    assert_eq!(tables.len(), 49, "{tables:?}");
+    // 46 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
+    assert_eq!(tables.len(), 50, "{tables:?}");
     drop_schema(&store).await;
 }
 

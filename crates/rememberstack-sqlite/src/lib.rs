@@ -11,6 +11,7 @@ mod claims;
 mod entities;
 mod facts;
 mod forget;
+mod keys;
 mod lexical;
 mod lifecycle;
 mod rows;
@@ -29,6 +30,7 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::forget::{ForgetManifest, ForgetReport, ManifestRoot};
 use rememberstack_core::ids::*;
+use rememberstack_core::keys::ApiKey;
 use rememberstack_core::ledger::*;
 use rememberstack_core::source::{Admission, VersioningMode};
 use rememberstack_core::store::*;
@@ -2218,6 +2220,26 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         Ok(())
+    }
+
+    async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
+        self.insert_api_key_impl(key, secret_hash).await
+    }
+
+    async fn api_keys(&self) -> Result<Vec<ApiKey>> {
+        self.api_keys_impl().await
+    }
+
+    async fn api_key_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
+        self.api_key_by_hash_impl(secret_hash).await
+    }
+
+    async fn revoke_api_key(&self, id: &str, at: Timestamp) -> Result<ApiKey> {
+        self.revoke_api_key_impl(id, at).await
+    }
+
+    async fn active_api_key_count(&self) -> Result<u64> {
+        self.active_api_key_count_impl().await
     }
 }
 

@@ -32,7 +32,7 @@ mod config;
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
 /// record types, the work ledger, text processing, envelopes and the provider ports.
 pub use rememberstack_core::{
-    chat, claims, embed, entities, envelope, facts, hash, ledger, source, store, text, time,
+    chat, claims, embed, entities, envelope, facts, hash, keys, ledger, source, store, text, time,
 };
 
 pub use config::{Config, StoreConfig, default_db_path};
@@ -60,6 +60,7 @@ pub use rememberstack_core::forget::{
     MANIFEST_FORMAT as FORGET_MANIFEST_FORMAT,
 };
 pub use rememberstack_core::ids::*;
+pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
     Admission, DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
@@ -964,5 +965,43 @@ impl Memory {
         self.engine
             .retry(Some(&self.namespace), stage, dead_letters_only)
             .await
+    }
+
+    // --- API keys: deployment-wide, whatever this handle's namespace.
+
+    /// Create an API key granting `scopes` on `namespaces` (`admin` implies every
+    /// scope, `write` implies `ingest`). Returns the key and its secret (`rsk_…`):
+    /// the secret is returned this once and never stored — only its SHA-256 is.
+    /// No namespace, a malformed namespace, no scope or a bad name is
+    /// `invalid_input` and creates nothing.
+    pub async fn create_api_key(
+        &self,
+        namespaces: Vec<String>,
+        scopes: Vec<KeyScope>,
+        name: Option<String>,
+    ) -> Result<(ApiKey, String)> {
+        self.engine.create_api_key(namespaces, scopes, name).await
+    }
+
+    /// Every API key, revoked ones included, oldest first (no secrets, no hashes).
+    pub async fn api_keys(&self) -> Result<Vec<ApiKey>> {
+        self.engine.api_keys().await
+    }
+
+    /// Revoke an API key by id; revoking twice keeps the first revocation time.
+    /// `not_found` for an unknown id.
+    pub async fn revoke_api_key(&self, id: &str) -> Result<ApiKey> {
+        self.engine.revoke_api_key(id).await
+    }
+
+    /// The live key a presented secret belongs to; `None` for an unknown or a
+    /// revoked key. Check what it may do with [`ApiKey::allows`].
+    pub async fn authenticate_key(&self, secret: &str) -> Result<Option<ApiKey>> {
+        self.engine.authenticate_key(secret).await
+    }
+
+    /// Whether any API key is live.
+    pub async fn has_active_api_keys(&self) -> Result<bool> {
+        self.engine.has_active_api_keys().await
     }
 }

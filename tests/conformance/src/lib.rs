@@ -43,9 +43,40 @@ pub struct Harness {
     pub dir: tempfile::TempDir,
     /// The store.
     pub store: Arc<dyn MemoryStore>,
+    /// Where the store's database is, to reach it again.
+    pub location: Location,
+}
+
+/// Where a harness's database is.
+#[derive(Clone, Debug)]
+pub enum Location {
+    /// The SQLite file.
+    Sqlite(std::path::PathBuf),
+    /// The PostgreSQL URL and the configuration (schema, manifest root) used.
+    Postgres {
+        /// `DATABASE_URL`.
+        url: String,
+        /// The harness's configuration.
+        config: PgStoreConfig,
+    },
 }
 
 impl Harness {
+    /// A second, independent store over the same database (as another process
+    /// would open it).
+    pub async fn open_again(&self) -> Arc<dyn MemoryStore> {
+        match &self.location {
+            Location::Sqlite(path) => {
+                Arc::new(SqliteStore::open(path).await.expect("reopen sqlite"))
+            }
+            Location::Postgres { url, config } => Arc::new(
+                PgStore::connect_with(url, config.clone())
+                    .await
+                    .expect("reconnect to PostgreSQL"),
+            ),
+        }
+    }
+
     /// A memory over this store with the default (hashing) embedder and a test configuration.
     pub async fn memory(&self) -> Memory {
         self.memory_with(test_config(), None, None).await
@@ -96,13 +127,13 @@ pub fn test_config() -> Config {
 /// a schema of its own with its own forget manifest root.
 pub async fn stores() -> Vec<Harness> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(dir.path().join("store").join("memory.db"))
-        .await
-        .expect("open sqlite store");
+    let path = dir.path().join("store").join("memory.db");
+    let store = SqliteStore::open(&path).await.expect("open sqlite store");
     let mut out = vec![Harness {
         kind: "sqlite",
         dir,
         store: Arc::new(store),
+        location: Location::Sqlite(path),
     }];
     if let Some(h) = postgres().await {
         out.push(h);
@@ -122,12 +153,13 @@ pub async fn postgres() -> Option<Harness> {
         manifest_root: Some(dir.path().join("manifests")),
         ..PgStoreConfig::default()
     };
-    let store = PgStore::connect_with(&url, config)
+    let store = PgStore::connect_with(&url, config.clone())
         .await
         .expect("connect to the PostgreSQL store at DATABASE_URL");
     Some(Harness {
         kind: "postgres",
         dir,
         store: Arc::new(store),
+        location: Location::Postgres { url, config },
     })
 }

@@ -1118,3 +1118,238 @@ fn worker_runs_until_sigterm_and_migrate_reports_the_store() {
     }
     cli.ok_json(&["process", "--json"]);
 }
+
+/// `remember keys`: create prints the secret once, list never shows it, revoke
+/// marks the key; `--json` shapes; bad input is a typed error that writes nothing.
+#[test]
+fn keys_create_list_revoke() {
+    let cli = Cli::new();
+    let created = cli.ok_json(&[
+        "keys",
+        "create",
+        "--namespace",
+        "team-a",
+        "--namespace",
+        "team-b",
+        "--scope",
+        "read",
+        "--scope",
+        "write",
+        "--name",
+        "ci bot",
+        "--json",
+    ]);
+    let secret = created["secret"].as_str().unwrap().to_string();
+    assert!(
+        secret.starts_with("rsk_") && secret.len() == 47,
+        "{created}"
+    );
+    let key = &created["key"];
+    let id = key["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("key_"), "{created}");
+    assert_eq!(key["namespaces"], serde_json::json!(["team-a", "team-b"]));
+    assert_eq!(key["scopes"], serde_json::json!(["read", "write"]));
+    assert_eq!(key["name"], "ci bot");
+    assert_eq!(key["prefix"], &secret[..12]);
+    assert_eq!(key["revoked_at"], Value::Null);
+    let mut fields: Vec<&str> = created
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    fields.sort();
+    assert_eq!(fields, ["key", "secret"]);
+    let mut fields: Vec<&str> = key
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "created_at",
+            "id",
+            "name",
+            "namespaces",
+            "prefix",
+            "revoked_at",
+            "scopes"
+        ]
+    );
+
+    // The human form prints the secret once, with the warning.
+    let out = cli.run(&[
+        "keys",
+        "create",
+        "--namespace",
+        "team-a",
+        "--scope",
+        "admin",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let second = text
+        .lines()
+        .find_map(|l| l.strip_prefix("secret: "))
+        .unwrap_or_else(|| panic!("no secret line: {text}"))
+        .to_string();
+    assert!(second.starts_with("rsk_"), "{text}");
+    assert!(text.contains("shown once"), "{text}");
+
+    // Listings: both keys, oldest first, no secret and no hash.
+    let listed = cli.ok_json(&["keys", "list", "--json"]);
+    let keys = listed["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2, "{listed}");
+    assert_eq!(keys[0], *key);
+    assert_eq!(keys[1]["scopes"], serde_json::json!(["admin"]));
+    let listed_text = listed.to_string();
+    let table = String::from_utf8_lossy(&cli.run(&["keys", "list"]).stdout).to_string();
+    for s in [&secret, &second] {
+        assert!(!listed_text.contains(s.as_str()), "{listed_text}");
+        assert!(!table.contains(s.as_str()), "{table}");
+        assert!(!listed_text.contains(&s[12..]), "{listed_text}");
+    }
+    assert!(table.contains(&id) && table.contains("ci bot"), "{table}");
+    assert_eq!(table.matches("active").count(), 2, "{table}");
+
+    // Revoke: the key is listed as revoked; revoking again keeps the first time.
+    let revoked = cli.ok_json(&["keys", "revoke", &id, "--json"]);
+    let at = revoked["key"]["revoked_at"].as_str().unwrap().to_string();
+    assert_eq!(revoked["key"]["id"], id.as_str());
+    let again = cli.ok_json(&["keys", "revoke", &id, "--json"]);
+    assert_eq!(again["key"]["revoked_at"], at.as_str());
+    let listed = cli.ok_json(&["keys", "list", "--json"]);
+    assert_eq!(listed["keys"][0]["revoked_at"], at.as_str(), "{listed}");
+    assert_eq!(listed["keys"][1]["revoked_at"], Value::Null, "{listed}");
+    let table = String::from_utf8_lossy(&cli.run(&["keys", "list"]).stdout).to_string();
+    assert!(table.contains(&format!("revoked={at}")), "{table}");
+    assert_eq!(table.matches("active").count(), 1, "{table}");
+}
+
+#[test]
+fn keys_bad_input_is_a_typed_error_and_writes_nothing() {
+    let cli = Cli::new();
+    // A bad scope is refused before the store is even opened.
+    let out = cli.run(&["keys", "create", "--namespace", "a", "--scope", "owner"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("invalid_input") && stderr.contains("owner"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!cli.db().exists(), "a refused key opened the store");
+    for args in [
+        &[
+            "keys",
+            "create",
+            "--namespace",
+            "a",
+            "--scope",
+            "owner",
+            "--json",
+        ][..],
+        &["keys", "create", "--scope", "read", "--json"],
+        &["keys", "create", "--namespace", "a", "--json"],
+        &[
+            "keys",
+            "create",
+            "--namespace",
+            "Not Valid",
+            "--scope",
+            "read",
+            "--json",
+        ],
+        &[
+            "keys",
+            "create",
+            "--namespace",
+            "a",
+            "--scope",
+            "read",
+            "--name",
+            "",
+            "--json",
+        ],
+    ] {
+        let out = cli.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(body["code"], "invalid_input", "{args:?}: {body}");
+    }
+    let out = cli.run(&["keys", "revoke", "key_missing", "--json"]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "not_found", "{body}");
+    let listed = cli.ok_json(&["keys", "list", "--json"]);
+    assert_eq!(listed["keys"], serde_json::json!([]), "{listed}");
+    // Other commands still read exactly one namespace.
+    let out = cli.run(&["--namespace", "a", "--namespace", "b", "status", "--json"]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "invalid_input", "{body}");
+}
+
+/// `remember keys` on PostgreSQL (`--db postgres://…`; when `DATABASE_URL` is set,
+/// skipped otherwise): a key created by one process is listed and revoked by others.
+#[test]
+fn postgres_keys() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("postgres_keys: skipped, DATABASE_URL is not set");
+        return;
+    };
+    let cli = Cli::new();
+    let ns = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let manifests = cli.dir.path().join("manifests");
+    let run = |args: &[&str]| -> Value {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("REMEMBERSTACK_") {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .arg("--db")
+            .arg(&url)
+            .arg("--manifest-root")
+            .arg(&manifests)
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let created = run(&["keys", "create", "--namespace", &ns, "--scope", "ingest"]);
+    let id = created["key"]["id"].as_str().unwrap().to_string();
+    let secret = created["secret"].as_str().unwrap().to_string();
+    let find = |listed: &Value| -> Value {
+        listed["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["id"] == id.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} not listed"))
+    };
+    let listed = run(&["keys", "list"]);
+    assert!(!listed.to_string().contains(&secret));
+    assert_eq!(find(&listed), created["key"]);
+    run(&["keys", "revoke", &id]);
+    assert!(find(&run(&["keys", "list"]))["revoked_at"].is_string());
+}

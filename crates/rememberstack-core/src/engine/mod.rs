@@ -22,6 +22,7 @@ use std::time::Duration;
 mod context;
 mod extract;
 mod facts;
+mod keys;
 mod lifecycle;
 mod primitives;
 mod search;

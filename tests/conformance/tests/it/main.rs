@@ -6,6 +6,7 @@ mod context;
 mod facts;
 mod forget;
 mod ingest;
+mod keys;
 mod ledger;
 mod lifecycle;
 mod search;

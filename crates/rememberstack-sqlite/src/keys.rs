@@ -1,0 +1,97 @@
+//! API keys: deployment-wide rows, outside every namespace.
+
+use crate::rows::{from_json, json, opt_ts};
+use crate::{SqliteStore, db_err, ts};
+use rememberstack_core::keys::ApiKey;
+use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::{Error, ErrorCode, Result};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+fn key_row(r: &SqliteRow) -> Result<ApiKey> {
+    Ok(ApiKey {
+        id: r.get("id"),
+        name: r.get("name"),
+        namespaces: from_json(&r.get::<String, _>("namespaces"))?,
+        scopes: from_json(&r.get::<String, _>("scopes"))?,
+        prefix: r.get("prefix"),
+        created_at: ts(&r.get::<String, _>("created_at"))?,
+        revoked_at: opt_ts(r, "revoked_at")?,
+    })
+}
+
+impl SqliteStore {
+    pub(crate) async fn insert_api_key_impl(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO api_keys (id, name, namespaces, scopes, prefix, secret_hash, created_at, revoked_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&key.id)
+        .bind(&key.name)
+        .bind(json(&key.namespaces)?)
+        .bind(json(&key.scopes)?)
+        .bind(&key.prefix)
+        .bind(secret_hash)
+        .bind(to_rfc3339(&key.created_at))
+        .bind(key.revoked_at.as_ref().map(to_rfc3339))
+        .execute(&self.write)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => Error::new(
+                ErrorCode::Conflict,
+                format!("an API key with id `{}` or the same secret already exists", key.id),
+            ),
+            _ => db_err(e),
+        })?;
+        Ok(())
+    }
+
+    pub(crate) async fn api_keys_impl(&self) -> Result<Vec<ApiKey>> {
+        let rows = sqlx::query(
+            "SELECT id, name, namespaces, scopes, prefix, created_at, revoked_at FROM api_keys
+             ORDER BY created_at, rowid",
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(key_row).collect()
+    }
+
+    pub(crate) async fn api_key_by_hash_impl(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
+        let row = sqlx::query(
+            "SELECT id, name, namespaces, scopes, prefix, created_at, revoked_at FROM api_keys
+             WHERE secret_hash = ?",
+        )
+        .bind(secret_hash)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_err)?;
+        row.as_ref().map(key_row).transpose()
+    }
+
+    pub(crate) async fn revoke_api_key_impl(&self, id: &str, at: Timestamp) -> Result<ApiKey> {
+        let row = sqlx::query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?
+             RETURNING id, name, namespaces, scopes, prefix, created_at, revoked_at",
+        )
+        .bind(to_rfc3339(&at))
+        .bind(id)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_err)?;
+        match row {
+            Some(r) => key_row(&r),
+            None => Err(Error::not_found(format!(
+                "no API key `{id}`: `remember keys list` shows the keys"
+            ))),
+        }
+    }
+
+    pub(crate) async fn active_api_key_count_impl(&self) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL")
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
+        Ok(n as u64)
+    }
+}
