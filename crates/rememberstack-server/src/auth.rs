@@ -6,36 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// What a route needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// Reads, operations, listings.
-    Read,
-    /// Ingest and append only.
-    Ingest,
-    /// Notes, deletes, feedback; includes ingest.
-    Write,
-    /// Forget and fact administration; includes everything.
-    Admin,
-}
-
-impl Scope {
-    /// The stable name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Scope::Read => "read",
-            Scope::Ingest => "ingest",
-            Scope::Write => "write",
-            Scope::Admin => "admin",
-        }
-    }
-}
+pub use rememberstack::KeyScope as Scope;
+use rememberstack::{ApiKey, Memory};
 
 /// The caller of one request.
 #[derive(Clone, Debug)]
 pub enum Principal {
-    /// No key is configured: every namespace, every scope (loopback only).
+    /// No key is configured and the server listens on loopback: every namespace,
+    /// every scope.
     Open,
+    /// A bearer key: its scopes on its namespaces only.
+    Key(ApiKey),
 }
 
 impl Principal {
@@ -43,20 +24,23 @@ impl Principal {
     pub fn limit_key(&self) -> String {
         match self {
             Principal::Open => "open".to_string(),
+            Principal::Key(k) => k.id.clone(),
         }
     }
 
     /// Whether this caller may know that `namespace` exists.
-    pub fn sees(&self, _namespace: &str) -> bool {
+    pub fn sees(&self, namespace: &str) -> bool {
         match self {
             Principal::Open => true,
+            Principal::Key(k) => !k.is_revoked() && k.namespaces.iter().any(|n| n == namespace),
         }
     }
 
     /// Whether this caller holds `scope` (on the namespaces it sees).
-    pub fn holds(&self, _scope: Scope) -> bool {
+    pub fn holds(&self, scope: Scope) -> bool {
         match self {
             Principal::Open => true,
+            Principal::Key(k) => !k.is_revoked() && k.grants(scope),
         }
     }
 
@@ -74,11 +58,45 @@ impl Principal {
         }
         Ok(())
     }
+}
 
-    /// Whether a full-write caller presents this request (D101: only such callers
-    /// may attribute an ingest).
-    pub fn may_attribute(&self) -> bool {
-        self.holds(Scope::Write)
+/// Name the caller from its `Authorization` header. A bearer key must be known
+/// and not revoked (401 otherwise). Without a header the request is served only
+/// when no key is configured at all and the server listens on loopback.
+pub async fn authenticate(
+    memory: &Memory,
+    loopback: bool,
+    authorization: Option<&str>,
+) -> ApiResult<Principal> {
+    match authorization {
+        Some(value) => {
+            let secret = value
+                .split_once(' ')
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, s)| s.trim())
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
+                })?;
+            match memory.authenticate_key(secret).await? {
+                Some(key) => Ok(Principal::Key(key)),
+                None => Err(ApiError::unauthorized("unknown or revoked API key")),
+            }
+        }
+        None => {
+            if memory.has_active_api_keys().await? {
+                Err(ApiError::unauthorized(
+                    "this server requires an API key: send `Authorization: Bearer <key>`",
+                ))
+            } else if loopback {
+                Ok(Principal::Open)
+            } else {
+                Err(ApiError::unauthorized(
+                    "no API key is configured and this server is not on loopback: \
+                     create one with `remember keys create`",
+                ))
+            }
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub mod metrics;
 pub mod openapi;
 mod routes;
 
-use auth::{Limiter, Limits, Principal};
+use auth::{Limiter, Limits};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -72,6 +72,8 @@ impl Default for ServerConfig {
 /// What every handler shares.
 pub(crate) struct Shared {
     pub(crate) memory: Memory,
+    /// Whether the listener is a loopback address (an open server is loopback only).
+    pub(crate) loopback: bool,
     pub(crate) config: ServerConfig,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) limiter: Limiter,
@@ -86,6 +88,7 @@ impl AppState {
     pub fn new(memory: Memory, config: ServerConfig) -> Self {
         let limiter = Limiter::new(config.limits);
         AppState(Arc::new(Shared {
+            loopback: config.listen.ip().is_loopback(),
             memory,
             config,
             metrics: metrics::Metrics::default(),
@@ -154,7 +157,13 @@ pub async fn serve_on(
     } else {
         None
     };
-    let state = AppState::new(memory, config.clone());
+    let state = AppState::new(
+        memory,
+        ServerConfig {
+            listen: local,
+            ..config.clone()
+        },
+    );
     tracing::info!(listen = %local, workers = config.workers, "serving");
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(async move {
@@ -177,14 +186,18 @@ pub async fn serve_on(
 }
 
 /// With no key configured the server is open, so it binds loopback only.
-async fn check_perimeter(_memory: &Memory, local: SocketAddr) -> Result<()> {
+async fn check_perimeter(memory: &Memory, local: SocketAddr) -> Result<()> {
+    if memory.has_active_api_keys().await? {
+        tracing::info!("API keys are configured: every /v1 and /mcp request needs a bearer key");
+        return Ok(());
+    }
     if !local.ip().is_loopback() {
         return Err(Error::new(
             rememberstack::ErrorCode::Config,
             format!(
-                "refusing to serve {local} without API keys: with no key configured every request is \
-             served unauthenticated, so only a loopback address is allowed \
-             (create a key with `remember keys create`, or listen on 127.0.0.1)"
+                "refusing to serve {local} without API keys: with no key configured every \
+                 request is served unauthenticated, so only a loopback address is allowed \
+                 (create a key with `remember keys create`, or listen on 127.0.0.1)"
             ),
         ));
     }
@@ -213,13 +226,6 @@ fn guarded(path: &str) -> bool {
     path.starts_with("/v1/") || path == "/v1" || path.starts_with("/mcp")
 }
 
-async fn authenticate(
-    _state: &AppState,
-    _authorization: Option<String>,
-) -> std::result::Result<Principal, ApiError> {
-    Ok(Principal::Open)
-}
-
 async fn request_context(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let request_id = request_id_from(&req);
     let route = req
@@ -240,7 +246,13 @@ async fn request_context(State(state): State<AppState>, mut req: Request, next: 
                 .headers()
                 .get(header::AUTHORIZATION)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-            let principal = match authenticate(&state, authorization).await {
+            let principal = match auth::authenticate(
+                &state.0.memory,
+                state.0.loopback,
+                authorization.as_deref(),
+            )
+            .await
+            {
                 Ok(p) => p,
                 Err(e) => return e.into_response(),
             };

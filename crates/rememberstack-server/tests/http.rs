@@ -1,99 +1,12 @@
 //! HTTP integration tests: a real server on loopback over every store available
 //! (the embedded store always, PostgreSQL when `DATABASE_URL` is set).
 
-use rememberstack_conformance::{Harness, stores};
-use rememberstack_server::{ServerConfig, openapi::ROUTES, serve_on};
+mod common;
+
+use common::{Server, test_config};
+use rememberstack_conformance::stores;
+use rememberstack_server::{openapi::ROUTES, serve_on};
 use serde_json::{Value, json};
-use std::time::Duration;
-
-struct Server {
-    base: String,
-    client: reqwest::Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    handle: Option<tokio::task::JoinHandle<rememberstack::Result<()>>>,
-}
-
-impl Server {
-    async fn start(h: &Harness, config: ServerConfig) -> Server {
-        let memory = h.memory().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(serve_on(listener, memory, config, async move {
-            let _ = rx.await;
-        }));
-        Server {
-            base,
-            client: reqwest::Client::new(),
-            stop: Some(tx),
-            handle: Some(handle),
-        }
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.base);
-        let mut req = self
-            .client
-            .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    /// A call that must succeed; returns the body.
-    async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let (status, value) = self.call(method, path, body).await;
-        assert!(
-            (200..300).contains(&status),
-            "{method} {path} -> {status}: {value}"
-        );
-        value
-    }
-
-    /// A call that must fail with `status` and `code`, with a request id.
-    async fn err(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-        status: u16,
-        code: &str,
-    ) -> Value {
-        let (got, value) = self.call(method, path, body).await;
-        assert_eq!(got, status, "{method} {path}: {value}");
-        assert_eq!(value["code"], code, "{method} {path}: {value}");
-        assert!(
-            value["request_id"].as_str().is_some_and(|r| !r.is_empty()),
-            "{value}"
-        );
-        assert!(value["message"].as_str().is_some_and(|m| !m.is_empty()));
-        value
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let handle = self.handle.take().unwrap();
-        tokio::time::timeout(Duration::from_secs(30), handle)
-            .await
-            .expect("the server stops")
-            .unwrap()
-            .expect("the server ends cleanly");
-    }
-}
-
-fn test_config() -> ServerConfig {
-    ServerConfig {
-        workers: 1,
-        worker_poll: Duration::from_millis(50),
-        body_limit: 64 * 1024,
-        ..ServerConfig::default()
-    }
-}
 
 const NS: &str = "/v1/namespaces/team";
 
