@@ -51,6 +51,16 @@ pub enum Command {
     /// `/openapi.json` over one engine, with an in-process worker pool; SIGINT or
     /// SIGTERM stops accepting, finishes the requests and batches in flight, and exits.
     Serve(ServeArgs),
+    /// Serve MCP over stdio (engine mode: this process, this store; JSON-RPC only on
+    /// stdout, logs on stderr), with ledger workers in the background.
+    Mcp {
+        /// Serve only the read tools (readOnlyHint).
+        #[arg(long)]
+        read_only: bool,
+        /// Ledger workers in this process (0: leave processing to others).
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        workers: usize,
+    },
     /// Apply the store's migrations (opening a store also applies them) and say
     /// which store and schema version it is.
     Migrate,

@@ -230,6 +230,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
             eprintln!("remember serve: stopped");
             Ok(())
         }
+        Command::Mcp { read_only, workers } => {
+            let memory = open(&cli).await?;
+            rememberstack_server::mcp::serve_stdio(memory, *read_only, *workers, shutdown_signal())
+                .await
+        }
         Command::Migrate => {
             let memory = open(&cli).await?;
             let store = memory.engine().store();

@@ -18,6 +18,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 mod routes;
@@ -72,6 +73,8 @@ impl Default for ServerConfig {
 /// What every handler shares.
 pub(crate) struct Shared {
     pub(crate) memory: Memory,
+    /// Cancelled at shutdown: ends MCP sessions and their streams.
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// Whether the listener is a loopback address (an open server is loopback only).
     pub(crate) loopback: bool,
     pub(crate) config: ServerConfig,
@@ -88,6 +91,7 @@ impl AppState {
     pub fn new(memory: Memory, config: ServerConfig) -> Self {
         let limiter = Limiter::new(config.limits);
         AppState(Arc::new(Shared {
+            cancel: tokio_util::sync::CancellationToken::new(),
             loopback: config.listen.ip().is_loopback(),
             memory,
             config,
@@ -104,7 +108,25 @@ pub struct RequestId(pub String);
 /// The full router: `/v1`, the operational endpoints, and the request middleware
 /// (request ids, perimeter, limits, timeouts, error bodies, metrics, logs).
 pub fn app(state: AppState) -> Router {
+    let mcp_memory = state.0.memory.clone();
+    let mut mcp_config =
+        rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default();
+    mcp_config.cancellation_token = state.0.cancel.child_token();
+    mcp_config.max_request_body_bytes = state.0.config.body_limit;
+    if !state.0.loopback {
+        // Behind keys, any Host may reach the server (DNS rebinding needs a browser,
+        // which holds no key); an open server stays loopback-only.
+        mcp_config = mcp_config.disable_allowed_hosts();
+    }
+    let mcp = rmcp::transport::streamable_http_server::StreamableHttpService::new(
+        move || Ok(mcp::McpServer::new(mcp_memory.clone(), false)),
+        Arc::new(
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
+        ),
+        mcp_config,
+    );
     routes::router()
+        .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             request_context,
@@ -164,11 +186,13 @@ pub async fn serve_on(
             ..config.clone()
         },
     );
+    let cancel = state.0.cancel.clone();
     tracing::info!(listen = %local, workers = config.workers, "serving");
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down: no new connections, finishing requests");
+            cancel.cancel();
         })
         .await
         .map_err(|e| Error::internal(format!("server: {e}")));

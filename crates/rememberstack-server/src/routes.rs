@@ -330,7 +330,7 @@ async fn respond_ingest(
 
 /// Wait until the namespace's ledger has nothing pending, running or awaiting a
 /// retry, or `bound` passes. True when it drained.
-async fn wait_idle(m: &Memory, bound: Duration) -> ApiResult<bool> {
+pub(crate) async fn wait_idle(m: &Memory, bound: Duration) -> ApiResult<bool> {
     let deadline = Instant::now() + bound;
     loop {
         let status = m.status().await?;
