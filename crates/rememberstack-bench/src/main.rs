@@ -10,6 +10,7 @@
 //! and measures ingest throughput, operation latency, peak memory and bytes on disk.
 
 mod baselines;
+mod load;
 mod scale;
 mod score;
 mod synth;
@@ -45,6 +46,42 @@ enum Command {
     /// Throughput, latency, memory and disk of a store of about N claims built from
     /// a deterministic synthetic corpus.
     Scale(ScaleArgs),
+    /// A bounded loopback load run against the HTTP server (`remember serve`): C
+    /// clients mixing context operations and writes for D seconds; throughput and
+    /// p50/p95/p99 per route.
+    Load(LoadArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LoadArgs {
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
+    store: StoreArg,
+    /// The embedded store's file (default: a temporary one), or the PostgreSQL URL
+    /// (default: $DATABASE_URL; the run uses a fresh schema).
+    #[arg(long)]
+    db: Option<String>,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// How long the load runs, in seconds.
+    #[arg(long, default_value_t = 60)]
+    secs: u64,
+    /// The share of requests that write (half notes, half document ingests).
+    #[arg(long, default_value_t = 30)]
+    write_percent: usize,
+    /// Corpus items ingested and processed before the run.
+    #[arg(long, default_value_t = 200)]
+    seed_items: usize,
+    /// The server's ledger workers.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// The corpus, query and client seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where to write `load.json` and `load.md`.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -150,6 +187,7 @@ async fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Locomo(a) => locomo(a).await,
         Command::Scale(a) => scale::run(a).await.map(|_| ()),
+        Command::Load(a) => load::run(a).await.map(|_| ()),
     }
 }
 

@@ -161,6 +161,37 @@ async fn metrics(State(state): State<AppState>) -> Response {
             "# HELP rememberstack_dead_letters Work items that exhausted their attempts.\n# TYPE rememberstack_dead_letters gauge\nrememberstack_dead_letters {dead}\n"
         ));
     }
+    let usage = state.0.memory.provider_usage();
+    out.push_str("# HELP rememberstack_provider_calls_total Provider calls by provider, seat, model and outcome.\n# TYPE rememberstack_provider_calls_total counter\n");
+    for u in &usage {
+        let labels = format!(
+            "provider=\"{}\",seat=\"{}\",model=\"{}\"",
+            u.provider,
+            u.seat,
+            crate::metrics::escape(&u.model)
+        );
+        out.push_str(&format!(
+            "rememberstack_provider_calls_total{{{labels},outcome=\"ok\"}} {}\nrememberstack_provider_calls_total{{{labels},outcome=\"error\"}} {}\n",
+            u.calls, u.failures
+        ));
+    }
+    out.push_str("# HELP rememberstack_provider_texts_total Texts embedded.\n# TYPE rememberstack_provider_texts_total counter\n");
+    for u in usage.iter().filter(|u| u.provider == "embedder") {
+        out.push_str(&format!(
+            "rememberstack_provider_texts_total{{seat=\"{}\",model=\"{}\"}} {}\n",
+            u.seat,
+            crate::metrics::escape(&u.model),
+            u.texts
+        ));
+    }
+    out.push_str("# HELP rememberstack_provider_tokens_total Chat tokens the providers reported.\n# TYPE rememberstack_provider_tokens_total counter\n");
+    for u in usage.iter().filter(|u| u.provider == "chat") {
+        let m = crate::metrics::escape(&u.model);
+        out.push_str(&format!(
+            "rememberstack_provider_tokens_total{{seat=\"{}\",model=\"{m}\",kind=\"prompt\"}} {}\nrememberstack_provider_tokens_total{{seat=\"{}\",model=\"{m}\",kind=\"completion\"}} {}\n",
+            u.seat, u.prompt_tokens, u.seat, u.completion_tokens
+        ));
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 

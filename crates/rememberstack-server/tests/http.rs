@@ -379,6 +379,18 @@ async fn every_route_answers_its_success_path() {
             "rememberstack_http_requests_total{route=\"/v1/namespaces/{ns}/documents\",method=\"POST\",status=\"200\"}"
         ), "{metrics}");
         assert!(metrics.contains("rememberstack_ledger_items{stage="));
+        // The embedder was called (ingest stages and query embeddings) and counted.
+        let embed_calls = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("rememberstack_provider_calls_total{provider=\"embedder\"")
+                    && l.contains("outcome=\"ok\"")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no embedder calls in {metrics}"));
+        assert!(embed_calls > 0, "{metrics}");
+        assert!(metrics.contains("rememberstack_provider_texts_total{seat=\"embed\""));
         assert!(!metrics.contains("Alice"), "no source text in metrics");
         s.stop().await;
     }

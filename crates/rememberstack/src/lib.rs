@@ -28,6 +28,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod config;
+mod usage;
 
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
 /// record types, the work ledger, text processing, envelopes and the provider ports.
@@ -82,6 +83,7 @@ pub use rememberstack_llm::{
 };
 pub use rememberstack_pg::{PgStore, PgStoreConfig};
 pub use rememberstack_sqlite::SqliteStore;
+pub use usage::{ProviderUsage, SeatUsage};
 
 /// `path` as a PostgreSQL URL, when it is one (`postgres://` or `postgresql://`):
 /// every surface that takes a database path (`--db`, `REMEMBERSTACK_DB`,
@@ -103,6 +105,7 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 pub struct Memory {
     engine: Arc<Engine>,
     namespace: String,
+    usage: Arc<ProviderUsage>,
 }
 
 /// Options for one ingest.
@@ -252,10 +255,14 @@ impl MemoryBuilder {
                     .await?,
             ),
         };
-        let embedder = match self.embedder {
-            Some(e) => e,
-            None => rememberstack_llm::build_embedder(&config.embedder)?,
-        };
+        let usage = Arc::new(ProviderUsage::default());
+        let embedder: Arc<dyn Embedder> = Arc::new(usage::CountingEmbedder {
+            inner: match self.embedder {
+                Some(e) => e,
+                None => rememberstack_llm::build_embedder(&config.embedder)?,
+            },
+            usage: usage.clone(),
+        });
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let namespace = self
             .namespace
@@ -281,6 +288,21 @@ impl MemoryBuilder {
                 None => FactModels::default(),
             },
         };
+        let extractor = extractor.map(|m| ExtractorModels {
+            selection: usage::count_chat(m.selection, "selection", &usage),
+            claimify: usage::count_chat(m.claimify, "claimify", &usage),
+        });
+        let facts = FactModels {
+            normalizer: facts
+                .normalizer
+                .map(|m| usage::count_chat(m, "normalize", &usage)),
+            resolver: facts
+                .resolver
+                .map(|m| usage::count_chat(m, "resolve", &usage)),
+            adjudicator: facts
+                .adjudicator
+                .map(|m| usage::count_chat(m, "adjudicate", &usage)),
+        };
         let providers = Providers {
             embedder,
             extractor,
@@ -290,6 +312,7 @@ impl MemoryBuilder {
         Ok(Memory {
             engine: Arc::new(engine),
             namespace,
+            usage,
         })
     }
 }
@@ -327,7 +350,14 @@ impl Memory {
         Ok(Memory {
             engine: self.engine.clone(),
             namespace,
+            usage: self.usage.clone(),
         })
+    }
+
+    /// The provider calls (and tokens) this memory's engine has made in this
+    /// process: embedder calls and texts, chat calls and tokens, by seat.
+    pub fn provider_usage(&self) -> Vec<SeatUsage> {
+        self.usage.snapshot()
     }
 
     /// This handle's namespace.

@@ -1354,3 +1354,110 @@ fn postgres_keys() {
     run(&["keys", "revoke", &id]);
     assert!(find(&run(&["keys", "list"]))["revoked_at"].is_string());
 }
+
+/// One HTTP/1.1 request over a plain socket; returns (status, body).
+fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+/// `remember serve` answers HTTP on loopback, processes what it ingests with its
+/// workers, refuses a public address without keys, and stops cleanly on SIGTERM.
+#[test]
+fn serve_answers_http_and_stops_on_sigterm() {
+    let cli = Cli::new();
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    // Without keys a non-loopback address is refused.
+    let out = cli.run(&["serve", "--listen", "0.0.0.0:0", "--json"]);
+    assert!(!out.status.success());
+    let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "config", "{err}");
+
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("REMEMBERSTACK_") {
+            cmd.env_remove(k);
+        }
+    }
+    let server = cmd
+        .arg("--db")
+        .arg(cli.db())
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--workers",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (status, body) = http(port, "GET", "/health", None);
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let (status, body) = http(
+        port,
+        "POST",
+        "/v1/namespaces/default/documents?wait=true",
+        Some(
+            r##"{"text": "# HR\n\nAlice has worked for Acme since March 2024.", "source_ref": "hr"}"##,
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http(
+        port,
+        "POST",
+        "/v1/namespaces/default/operations/facts_context",
+        Some(r#"{"query": "Alice employer"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Acme"), "{body}");
+    let (status, body) = http(port, "GET", "/v1/namespaces/default/documents/nope", None);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("\"request_id\""), "{body}");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "serve exit: {stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    // The CLI reads what the server wrote.
+    let listed = cli.ok_json(&["documents", "list", "--json"]);
+    assert_eq!(listed["documents"].as_array().unwrap().len(), 1, "{listed}");
+}

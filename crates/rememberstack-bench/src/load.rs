@@ -1,0 +1,296 @@
+//! `load`: a bounded loopback load run against `remember serve`'s HTTP API — a
+//! store seeded from the synthetic corpus, an in-process server with its worker
+//! pool, and C concurrent clients mixing context operations and writes for D
+//! seconds. Reports throughput and p50/p95/p99 per route, and every 5xx.
+
+use crate::scale::{Stats, stats};
+use crate::synth::{Generator, Item};
+use crate::{LoadArgs, StoreArg, commit};
+use anyhow::{Context, Result, bail};
+use rememberstack::{IngestOptions, Memory, PgStore, PgStoreConfig};
+use rememberstack_server::{ServerConfig, auth::Limits, serve_on};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One route's figures.
+#[derive(Debug, Default, Serialize)]
+struct RouteReport {
+    requests: usize,
+    /// Requests per second over the run.
+    throughput_rps: f64,
+    latency: Stats,
+    /// Responses by status.
+    statuses: BTreeMap<u16, usize>,
+}
+
+#[derive(Default)]
+struct Samples {
+    /// route → (latency ms, status)
+    by_route: BTreeMap<String, Vec<(f64, u16)>>,
+}
+
+async fn open(a: &LoadArgs, dir: &std::path::Path) -> Result<(Memory, String)> {
+    Ok(match a.store {
+        StoreArg::Sqlite => {
+            let path =
+                a.db.clone()
+                    .unwrap_or_else(|| dir.join("load.db").display().to_string());
+            (
+                Memory::builder().path(&path).open().await?,
+                format!("sqlite:{path}"),
+            )
+        }
+        StoreArg::Postgres => {
+            let url =
+                a.db.clone()
+                    .or_else(|| std::env::var("DATABASE_URL").ok())
+                    .context("--store postgres needs --db postgres://… or DATABASE_URL")?;
+            let schema = format!("rs_load_{}", uuid_like());
+            let store = PgStore::connect_with(
+                &url,
+                PgStoreConfig {
+                    max_connections: 32,
+                    schema: Some(schema.clone()),
+                    manifest_root: Some(dir.join("manifests")),
+                    ..PgStoreConfig::default()
+                },
+            )
+            .await?;
+            (
+                Memory::builder().store(Arc::new(store)).open().await?,
+                format!("postgres (schema {schema})"),
+            )
+        }
+    })
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    )
+}
+
+/// Run the load and write `load.json` and `load.md` under `a.out`.
+pub async fn run(a: LoadArgs) -> Result<Value> {
+    if a.clients == 0 || a.secs == 0 {
+        bail!("--clients and --secs must be at least 1");
+    }
+    if a.write_percent > 100 {
+        bail!("--write-percent is a percentage (0–100)");
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let dir = tempfile::tempdir()?;
+    let (memory, store) = open(&a, dir.path()).await?;
+    let memory = memory.with_namespace("load")?;
+
+    // Seed the namespace and process it, so reads have something to find.
+    let mut generator = Generator::new(a.seed, 40, a.seed_items * 4);
+    let seeded = Instant::now();
+    for _ in 0..a.seed_items {
+        match generator.next_item() {
+            Item::Session {
+                source_ref,
+                conversation,
+            } => {
+                let mut options = IngestOptions::new(source_ref);
+                options.source_time = conversation.session_time;
+                memory.ingest_conversation(&conversation, options).await?;
+            }
+            Item::Document {
+                source_ref,
+                source_time,
+                text,
+            } => {
+                memory
+                    .ingest_text(
+                        text,
+                        IngestOptions::new(source_ref).source_time(source_time),
+                    )
+                    .await?;
+            }
+        }
+    }
+    memory.process_until_idle().await?;
+    let seed_secs = seeded.elapsed().as_secs_f64();
+    let queries = generator.queries(64, a.seed);
+    let docs: Vec<(String, String)> = (0..256)
+        .filter_map(|_| match generator.next_item() {
+            Item::Document {
+                source_ref, text, ..
+            } => Some((source_ref, text)),
+            Item::Session { .. } => None,
+        })
+        .collect();
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let config = ServerConfig {
+        workers: a.workers,
+        limits: Limits {
+            rate_per_sec: 1e9,
+            burst: 1e9,
+            in_flight: 100_000,
+        },
+        ..ServerConfig::default()
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_on(listener, memory.clone(), config, async move {
+        let _ = stop_rx.await;
+    }));
+
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(a.clients)
+        .build()?;
+    let deadline = Instant::now() + Duration::from_secs(a.secs);
+    let started = Instant::now();
+    let queries = Arc::new(queries);
+    let docs = Arc::new(docs);
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..a.clients {
+        let (client, base, queries, docs) =
+            (client.clone(), base.clone(), queries.clone(), docs.clone());
+        let write_percent = a.write_percent;
+        let mut rng = crate::synth::Rng::new(a.seed.wrapping_mul(1000).wrapping_add(c as u64));
+        tasks.spawn(async move {
+            let mut samples: Vec<(String, f64, u16)> = Vec::new();
+            let mut i = 0usize;
+            while Instant::now() < deadline {
+                i += 1;
+                let q = rng.pick(&queries);
+                let ns = "/v1/namespaces/load";
+                let (route, path, body): (&str, String, Value) = if rng.chance(write_percent) {
+                    if rng.chance(50) {
+                        (
+                            "POST notes",
+                            format!("{ns}/notes"),
+                            json!({"request_id": format!("c{c}-{i}"), "source_key": format!("load/c{c}/n{i}"),
+                                   "source_revision": "1", "text": format!("Client {c} noted that {} asked about item {i}.", q.name)}),
+                        )
+                    } else {
+                        let (source_ref, text) = rng.pick(&docs);
+                        (
+                            "POST documents",
+                            format!("{ns}/documents"),
+                            json!({"text": format!("{text}\n\nRevision {c}-{i}."), "source_ref": format!("{source_ref}/c{c}")}),
+                        )
+                    }
+                } else {
+                    match rng.below(5) {
+                        0 => (
+                            "POST operations/resolve_entity",
+                            format!("{ns}/operations/resolve_entity"),
+                            json!({"name": q.name}),
+                        ),
+                        1 => (
+                            "POST operations/claims_and_sources_context",
+                            format!("{ns}/operations/claims_and_sources_context"),
+                            json!({"query": q.question}),
+                        ),
+                        2 => (
+                            "POST operations/facts_context",
+                            format!("{ns}/operations/facts_context"),
+                            json!({"query": q.question}),
+                        ),
+                        3 => (
+                            "POST operations/combined_context",
+                            format!("{ns}/operations/combined_context"),
+                            json!({"query": q.question}),
+                        ),
+                        _ => (
+                            "POST search",
+                            format!("{ns}/search"),
+                            json!({"query": q.question, "k": 10}),
+                        ),
+                    }
+                };
+                let t = Instant::now();
+                let status = match client.post(format!("{base}{path}")).json(&body).send().await {
+                    Ok(resp) => {
+                        let s = resp.status().as_u16();
+                        let _ = resp.bytes().await;
+                        s
+                    }
+                    Err(_) => 599,
+                };
+                samples.push((route.to_string(), t.elapsed().as_secs_f64() * 1e3, status));
+            }
+            samples
+        });
+    }
+    let mut all = Samples::default();
+    while let Some(done) = tasks.join_next().await {
+        for (route, ms, status) in done? {
+            all.by_route.entry(route).or_default().push((ms, status));
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let _ = stop_tx.send(());
+    server.await??;
+
+    let mut routes = BTreeMap::new();
+    let (mut total, mut errors_5xx, mut errors_4xx) = (0usize, 0usize, 0usize);
+    for (route, samples) in &all.by_route {
+        let mut r = RouteReport {
+            requests: samples.len(),
+            throughput_rps: samples.len() as f64 / elapsed,
+            latency: stats(&samples.iter().map(|(ms, _)| *ms).collect::<Vec<_>>()),
+            statuses: BTreeMap::new(),
+        };
+        for (_, s) in samples {
+            *r.statuses.entry(*s).or_default() += 1;
+            if *s >= 500 {
+                errors_5xx += 1;
+            } else if *s >= 400 {
+                errors_4xx += 1;
+            }
+        }
+        total += samples.len();
+        routes.insert(route.clone(), r);
+    }
+    let result = json!({
+        "config": {
+            "store": store, "clients": a.clients, "secs": a.secs, "write_percent": a.write_percent,
+            "workers": a.workers, "seed": a.seed, "seed_items": a.seed_items, "commit": commit(),
+            "embedder": memory.engine().component_version(rememberstack::Stage::Embed),
+        },
+        "seed_secs": seed_secs,
+        "elapsed_secs": elapsed,
+        "requests": total,
+        "throughput_rps": total as f64 / elapsed,
+        "errors_5xx": errors_5xx,
+        "errors_4xx": errors_4xx,
+        "routes": routes,
+    });
+    std::fs::write(
+        a.out.join("load.json"),
+        serde_json::to_string_pretty(&result)?,
+    )?;
+    let mut md = format!(
+        "# Load: {} clients, {} s, {}% writes, {}\n\n{} requests, {:.1} req/s, {} 5xx, {} 4xx\n\n| route | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|\n",
+        a.clients,
+        a.secs,
+        a.write_percent,
+        store,
+        total,
+        total as f64 / elapsed,
+        errors_5xx,
+        errors_4xx
+    );
+    for (route, r) in &routes {
+        md.push_str(&format!(
+            "| {route} | {} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            r.requests, r.throughput_rps, r.latency.p50_ms, r.latency.p95_ms, r.latency.p99_ms
+        ));
+    }
+    std::fs::write(a.out.join("load.md"), &md)?;
+    println!("{md}");
+    println!("results in {}", a.out.join("load.json").display());
+    Ok(result)
+}
