@@ -7,6 +7,7 @@ use common::{Server, test_config};
 use rememberstack_conformance::stores;
 use rememberstack_server::{openapi::ROUTES, serve_on};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 const NS: &str = "/v1/namespaces/team";
 
@@ -589,4 +590,52 @@ async fn without_keys_only_loopback_is_served() {
         .expect_err("an open server on a non-loopback address is refused");
     assert_eq!(err.code().as_str(), "config");
     assert!(err.to_string().contains("loopback"), "{err}");
+}
+
+/// Shutdown stops accepting, but a request in flight finishes and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_the_requests_in_flight() {
+    let h = stores().await.remove(0);
+    let memory = h.memory().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let config = rememberstack_server::ServerConfig {
+        workers: 0,
+        ..test_config()
+    };
+    let server = tokio::spawn(serve_on(listener, memory.clone(), config, async move {
+        let _ = rx.await;
+    }));
+    // No workers: `wait` waits its whole bound (2 s) for processing that never comes.
+    let client = reqwest::Client::new();
+    let in_flight = tokio::spawn({
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            client
+                .post(format!("{base}{NS}/documents?wait=true&wait_secs=2"))
+                .json(&json!({"text": "# Late\n\nA slow request.", "source_ref": "late"}))
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = tx.send(());
+    let resp = in_flight
+        .await
+        .unwrap()
+        .expect("the in-flight request is answered");
+    assert_eq!(resp.status().as_u16(), 202);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["processing"], "pending");
+    server.await.unwrap().expect("the server stops cleanly");
+    // It is gone, and what it accepted was kept.
+    assert!(client.get(format!("{base}/health")).send().await.is_err());
+    let docs = memory
+        .with_namespace("team")
+        .unwrap()
+        .documents()
+        .await
+        .unwrap();
+    assert_eq!(docs.len(), 1);
 }
