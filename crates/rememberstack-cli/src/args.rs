@@ -282,6 +282,10 @@ pub struct SearchArgs {
     /// Only records from this document lineage (repeatable).
     #[arg(long = "document", value_name = "DOC_ID")]
     pub documents: Vec<String>,
+    /// Rank chunks by an exact vector scan even where the store has an approximate
+    /// index (PostgreSQL's HNSW); the embedded store always scans exactly.
+    #[arg(long)]
+    pub exact: bool,
     /// Document filters (D134), applied before the top-k cut.
     #[command(flatten)]
     pub filter: DocumentFilterArgs,

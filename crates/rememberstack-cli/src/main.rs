@@ -295,6 +295,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 include_retired: a.include_retired,
                 entities: vec![],
                 documents: document_filter(&a.documents, &a.filter)?,
+                exact: a.exact,
             };
             if a.target == TargetArg::Documents {
                 if !a.documents.is_empty() {

@@ -209,6 +209,9 @@ pub struct ChunkFilter {
     /// When set: only chunks of these lineages' live versions (D134; empty admits
     /// nothing).
     pub documents: Option<Vec<DocumentId>>,
+    /// Rank the semantic channel by an exact scan even where an approximate index
+    /// exists (PostgreSQL's HNSW); the embedded store always scans exactly.
+    pub exact: bool,
 }
 
 /// One ranked candidate.

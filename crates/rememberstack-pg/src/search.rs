@@ -456,7 +456,12 @@ impl PgStore {
         // index, a few rows beyond `limit` for the ties at the cut.
         let take = limit.saturating_add(limit.max(MIN_OVERFETCH));
         let cast = format!("(v.embedding::vector({dim})) <=> $1::vector({dim})");
-        let mut hits = run(statement(&cast, &cast), take).await?;
+        // A caller that asks for an exact ranking skips the index pass.
+        let mut hits = if filter.exact {
+            Vec::new()
+        } else {
+            run(statement(&cast, &cast), take).await?
+        };
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         // Rows tied with the last one kept may lie beyond the rows fetched, and
         // only the exact scan breaks such ties by id as SQLite does (a zero query

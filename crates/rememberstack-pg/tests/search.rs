@@ -216,6 +216,7 @@ fn filter(ns: NamespaceId) -> ChunkFilter {
         roles: vec![SectionRole::Body],
         entities: vec![],
         documents: None,
+        exact: false,
     }
 }
 
@@ -1005,4 +1006,93 @@ async fn futures_join(store: &PgStore, receipts: Vec<Receipt>) -> Vec<Receipt> {
         out.push(h.await.unwrap().unwrap());
     }
     out
+}
+
+/// `ChunkFilter::exact` ranks by an exact scan: the generation's HNSW index is not
+/// scanned (PostgreSQL's own index statistics say so), and the ranking equals the
+/// index pass's.
+#[tokio::test]
+async fn pg_search_exact_flag_skips_the_index() {
+    let Some((store, ns)) = open("pg_search_exact_flag_skips_the_index", "exact").await else {
+        return;
+    };
+    let url = database_url("pg_search_exact_flag_skips_the_index").unwrap();
+    let schema = store.schema().unwrap().to_string();
+    let pool = store.pool().clone();
+    let (doc, version) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns, doc, Some(version)).await;
+    section(&pool, ns, version, 0, "body").await;
+    let generation = identity(4);
+    let mut vectors = Vec::new();
+    let mut seed = 11_u32;
+    let mut rnd = || {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
+    };
+    for i in 0..60 {
+        let key = format!("k{i}");
+        chunk(&pool, ns, ChunkId::new(), doc, version, i, 0, "t", &key).await;
+        vectors.push((key, (0..4).map(|_| rnd()).collect::<Vec<f32>>()));
+    }
+    store
+        .commit_vectors(&[], ns, &generation, vectors, at(1))
+        .await
+        .unwrap();
+    let scans = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COALESCE(SUM(idx_scan), 0)::bigint FROM pg_stat_user_indexes
+              WHERE schemaname = $1 AND indexrelname LIKE 'vectors_hnsw_%'",
+        )
+        .bind(&schema)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let before = scans().await;
+    let query = [0.3_f32, -0.2, 0.8, 0.1];
+    // Each search runs on a store of its own, closed afterwards: a backend
+    // reports its statistics when it exits.
+    // The planner would scan 60 rows sequentially whatever the query asked; with
+    // sequential scans priced out, only `exact` keeps the index unused.
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}options=-c%20enable_seqscan%3Doff");
+    let search = |exact: bool| {
+        let (url, schema) = (url.clone(), schema.clone());
+        let generation = generation.generation();
+        async move {
+            let s = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+            let hits = s
+                .search_chunks_semantic(
+                    &ChunkFilter {
+                        exact,
+                        ..filter(ns)
+                    },
+                    &generation,
+                    &query,
+                    5,
+                )
+                .await
+                .unwrap();
+            s.close().await;
+            hits
+        }
+    };
+    let exact = search(true).await;
+    let indexed = search(false).await;
+    assert_eq!(ids(&exact), ids(&indexed));
+    assert_eq!(exact.len(), 5);
+    // The index pass of the second search is counted; the exact one added nothing.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut after = scans().await;
+    while after == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        after = scans().await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        scans().await,
+        before + 1,
+        "one index scan, by the non-exact search"
+    );
+    drop_schema(&store).await;
 }

@@ -324,7 +324,8 @@ fn body_schema(name: &str) -> Value {
                 "grain": {"type": "string", "enum": ["chunks", "claims", "facts"]},
                 "roles": {"type": "array", "items": {"type": "string"}},
                 "cursor": {"type": "string"}, "include_retired": {"type": "boolean"},
-                "entities": {"type": "array", "items": {"type": "string", "format": "uuid"}}}}),
+                "entities": {"type": "array", "items": {"type": "string", "format": "uuid"}},
+                "exact": {"type": "boolean"}}}),
         _ => json!({"type": "object"}),
     }
 }

@@ -630,6 +630,9 @@ struct SearchBody {
     include_retired: bool,
     #[serde(default)]
     entities: Vec<EntityId>,
+    /// Chunks: an exact vector scan even where the store has an approximate index.
+    #[serde(default)]
+    exact: bool,
 }
 
 async fn search(
@@ -643,6 +646,7 @@ async fn search(
     req.cursor = body.cursor;
     req.include_retired = body.include_retired;
     req.entities = body.entities;
+    req.exact = body.exact;
     if let Some(roles) = body.roles {
         let mut parsed = Vec::with_capacity(roles.len());
         for r in roles {

@@ -154,7 +154,7 @@ async fn every_route_answers_its_success_path() {
                 .ok(
                     "POST",
                     &format!("{NS}/search"),
-                    Some(json!({"query": "Lisbon", "k": 5, "grain": grain})),
+                    Some(json!({"query": "Lisbon", "k": 5, "grain": grain, "exact": grain == "chunks"})),
                 )
                 .await;
             assert!(found["results"].is_array(), "{grain}: {found}");

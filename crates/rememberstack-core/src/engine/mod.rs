@@ -221,6 +221,10 @@ pub struct SearchRequest {
     /// before the top-k cut. Chunks of live versions, claims of the lineages, facts
     /// through current supporting claims.
     pub documents: Option<DocumentFilter>,
+    /// Chunks: rank the semantic channel by an exact scan even where the store
+    /// has an approximate index (PostgreSQL); slower on large stores, never
+    /// approximate.
+    pub exact: bool,
 }
 
 impl SearchRequest {
@@ -235,6 +239,7 @@ impl SearchRequest {
             include_retired: false,
             entities: vec![],
             documents: None,
+            exact: false,
         }
     }
 }

@@ -209,6 +209,7 @@ impl Engine {
             documents: self
                 .document_scope(namespace.id, req.documents.as_ref())
                 .await?,
+            exact: req.exact,
         };
         let freshness = self.freshness(namespace.id, &generation).await?;
         let coverage = VectorCoverage {
