@@ -215,6 +215,69 @@ impl DeclaredKind {
     }
 }
 
+/// Who created a document version (D101): a typed principal, recorded only on a
+/// newly created version and never changed. It comes from the caller (an HTTP
+/// request's `X-Ingest-Principal-*` headers presented by a full-write key), never
+/// inferred from a credential.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IngestPrincipal {
+    /// What kind of principal.
+    pub kind: PrincipalKind,
+    /// The caller's reference for it (printable ASCII, 1–256 characters).
+    pub external_ref: String,
+}
+
+/// The kinds of ingest principal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrincipalKind {
+    /// A person.
+    User,
+    /// An API credential (a key, a token).
+    ApiCredential,
+    /// A service.
+    Service,
+}
+
+impl PrincipalKind {
+    /// The snake_case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PrincipalKind::User => "user",
+            PrincipalKind::ApiCredential => "api_credential",
+            PrincipalKind::Service => "service",
+        }
+    }
+    /// Parse the snake_case name.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "user" => Ok(PrincipalKind::User),
+            "api_credential" => Ok(PrincipalKind::ApiCredential),
+            "service" => Ok(PrincipalKind::Service),
+            other => Err(Error::invalid_input(format!(
+                "unknown principal kind `{other}` (user, api_credential or service)"
+            ))),
+        }
+    }
+}
+
+impl IngestPrincipal {
+    /// A validated principal: `external_ref` is printable ASCII (a header carries
+    /// nothing else), 1–256 characters.
+    pub fn new(kind: PrincipalKind, external_ref: impl Into<String>) -> Result<Self> {
+        let external_ref = external_ref.into();
+        if external_ref.is_empty()
+            || external_ref.len() > 256
+            || !external_ref.bytes().all(|b| (0x20..0x7f).contains(&b))
+        {
+            return Err(Error::invalid_input(
+                "a principal's external_ref is 1–256 printable ASCII characters",
+            ));
+        }
+        Ok(IngestPrincipal { kind, external_ref })
+    }
+}
+
 /// One source to ingest. Built by the facade (which does the file IO).
 #[derive(Clone, Debug)]
 pub struct IngestRequest {
@@ -249,6 +312,8 @@ pub struct IngestRequest {
     /// Always create a version, even for bytes identical to the latest (a note
     /// revision is its own version).
     pub distinct: bool,
+    /// Who creates the version (D101), recorded only if a version is created.
+    pub principal: Option<IngestPrincipal>,
 }
 
 impl IngestRequest {
@@ -274,6 +339,7 @@ impl IngestRequest {
             expected_latest: None,
             admission: Admission::Promoted,
             distinct: false,
+            principal: None,
         }
     }
 }

@@ -86,6 +86,8 @@ pub struct NewVersion {
     /// A note revision recorded with the version, in the same transaction.
     pub note: Option<NewNote>,
     /// When.
+    /// Who creates the version (D101); recorded only when a version is created.
+    pub principal: Option<crate::source::IngestPrincipal>,
     pub now: Timestamp,
 }
 
@@ -146,6 +148,8 @@ pub struct VersionRecord {
     pub created_at: Timestamp,
     /// Whether this is the lineage's current (processed, served) version.
     pub is_current: bool,
+    /// Who created it (D101), when the creator said so.
+    pub ingested_by: Option<crate::source::IngestPrincipal>,
 }
 
 /// A version's prepared structure (E0 output).

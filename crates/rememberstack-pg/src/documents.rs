@@ -11,7 +11,9 @@ use crate::lifecycle::{insert_note, stored};
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::source::{DocumentMetadata, Origin, VersioningMode};
+use rememberstack_core::source::{
+    DocumentMetadata, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
+};
 use rememberstack_core::store::{
     ChunkRecord, DocumentRow, Lease, NewChunk, NewVersion, PreparedVersion, SectionRow,
     VersionOutcome, VersionRecord, WorkSummary,
@@ -27,9 +29,11 @@ use std::collections::HashMap;
 const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
            v.source_modified_at, v.origin, v.metadata_json, v.created_at,
-           d.source_kind, d.source_ref, d.mode, d.current_version_id
+           d.source_kind, d.source_ref, d.mode, d.current_version_id,
+           ip.kind AS principal_kind, ip.external_ref AS principal_ref
     FROM document_versions v
-    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id";
+    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id
+    LEFT JOIN ingest_principals ip ON ip.id = v.ingested_by_principal_id";
 
 const DOCUMENT_SELECT: &str = "
     SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
@@ -122,6 +126,16 @@ fn version_row(r: &PgRow) -> Result<VersionRecord> {
         metadata: serde_json::from_value(metadata).map_err(corrupt_json)?,
         created_at: get(r, "created_at")?,
         is_current: get::<Option<String>>(r, "current_version_id")?.as_deref() == Some(id.as_str()),
+        ingested_by: match (
+            get::<Option<String>>(r, "principal_kind")?,
+            get::<Option<String>>(r, "principal_ref")?,
+        ) {
+            (Some(kind), Some(external_ref)) => Some(IngestPrincipal {
+                kind: PrincipalKind::parse(&kind)?,
+                external_ref,
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -367,10 +381,31 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        let principal_id: Option<String> = match &nv.principal {
+            None => None,
+            Some(p) => Some(
+                sqlx::query_scalar(
+                    "INSERT INTO ingest_principals (id, namespace_id, kind, external_ref, created_at)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (namespace_id, kind, external_ref)
+                     DO UPDATE SET kind = EXCLUDED.kind
+                     RETURNING id",
+                )
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(&ns)
+                .bind(p.kind.as_str())
+                .bind(&p.external_ref)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?,
+            ),
+        };
         sqlx::query(
             "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
-                 mime, format, source_modified_at, origin, metadata_json, created_at, admission)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 mime, format, source_modified_at, origin, metadata_json, created_at, admission,
+                 ingested_by_principal_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&ns)
         .bind(nv.version_id.to_string())
@@ -385,6 +420,7 @@ impl PgStore {
         .bind(Json(&nv.metadata))
         .bind(now)
         .bind(nv.admission.as_str())
+        .bind(principal_id)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;

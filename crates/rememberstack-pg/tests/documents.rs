@@ -92,6 +92,7 @@ fn new_version(ns: NamespaceId, source_ref: &str, bytes: &[u8], now: i64) -> New
         admission: Admission::Promoted,
         distinct: false,
         note: None,
+        principal: None,
         now: at(now),
     }
 }

@@ -63,7 +63,7 @@ async fn pg_migrations_apply_twice() {
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 2);
+    assert_eq!(applied, 3);
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.tables
           WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
@@ -92,14 +92,15 @@ async fn pg_migrations_apply_twice() {
         "forgotten_content",
         "change_stamps",
         "api_keys",
+        "ingest_principals",
     ] {
         assert!(
             tables.iter().any(|x| x == t),
             "table {t} missing: {tables:?}"
         );
     }
-    // 46 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
-    assert_eq!(tables.len(), 50, "{tables:?}");
+    // 47 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
+    assert_eq!(tables.len(), 51, "{tables:?}");
     drop_schema(&store).await;
 }
 

@@ -265,6 +265,40 @@ fn is_json(headers: &HeaderMap) -> bool {
         .unwrap_or(false)
 }
 
+/// The ingest principal a request asserts (D101) in `X-Ingest-Principal-Kind` and
+/// `X-Ingest-Principal-Ref`: honoured only from a caller with full `write`
+/// authority (otherwise ignored, not refused: nothing forged is recorded either
+/// way); from such a caller a malformed one is `422` and nothing is written.
+fn ingest_principal(
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> ApiResult<Option<rememberstack::IngestPrincipal>> {
+    let kind = headers.get("x-ingest-principal-kind");
+    let external_ref = headers.get("x-ingest-principal-ref");
+    if (kind.is_none() && external_ref.is_none()) || !principal.holds(Scope::Write) {
+        return Ok(None);
+    }
+    let unprocessable =
+        |message: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message);
+    let (Some(kind), Some(external_ref)) = (kind, external_ref) else {
+        return Err(unprocessable(
+            "send both X-Ingest-Principal-Kind and X-Ingest-Principal-Ref".into(),
+        ));
+    };
+    let kind = kind
+        .to_str()
+        .ok()
+        .and_then(|k| rememberstack::PrincipalKind::parse(k).ok())
+        .ok_or_else(|| {
+            unprocessable("X-Ingest-Principal-Kind is user, api_credential or service".into())
+        })?;
+    let external_ref = std::str::from_utf8(external_ref.as_bytes())
+        .map_err(|_| unprocessable("X-Ingest-Principal-Ref is printable ASCII".into()))?;
+    rememberstack::IngestPrincipal::new(kind, external_ref)
+        .map(Some)
+        .map_err(|e| unprocessable(e.to_string()))
+}
+
 fn parse_kind(kind: Option<&str>) -> ApiResult<DeclaredKind> {
     Ok(match kind {
         None => DeclaredKind::Auto,
@@ -285,6 +319,7 @@ async fn ingest_document(
     body: Bytes,
 ) -> ApiResult<Response> {
     let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let attributed = ingest_principal(&headers, &principal)?;
     let mut req = if is_json(&headers) {
         let j: IngestJson = serde_json::from_slice(&body)
             .map_err(|e| ApiError::invalid(format!("ingest body: {e}")))?;
@@ -318,6 +353,7 @@ async fn ingest_document(
         r
     };
     req.namespace = ns.clone();
+    req.principal = attributed;
     let receipt = m.ingest(req).await?;
     respond_ingest(&state, &m, receipt, q.wait, q.wait_secs).await
 }
@@ -406,10 +442,12 @@ async fn ingest_conversation(
     Extension(principal): Extension<Principal>,
     Path(ns): Path<String>,
     Query(q): Query<WaitQuery>,
+    headers: HeaderMap,
     Json(body): Json<ConversationBody>,
 ) -> ApiResult<Response> {
     let m = memory(&state, &principal, &ns, Scope::Ingest)?;
     let mut options = IngestOptions::new(body.source_ref);
+    options.principal = ingest_principal(&headers, &principal)?;
     options.source_time = parse_time("source_time", body.source_time.as_deref())?;
     options.mode = parse_mode(body.mode.as_deref())?;
     let receipt = m.ingest_conversation(&body.conversation, options).await?;

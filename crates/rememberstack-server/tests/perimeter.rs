@@ -342,3 +342,60 @@ async fn namespaces_stay_isolated_under_concurrency() {
         s.stop().await;
     }
 }
+
+/// D101: `X-Ingest-Principal-*` is recorded only from a full-write key; from a
+/// narrower key it is ignored (not refused); a malformed one from a write key is
+/// 422 and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_attribution_comes_from_headers_of_write_keys_only() {
+    for h in stores().await {
+        let kind = h.kind;
+        let memory = h.memory().await;
+        let writer = key(&memory, "alpha", &[KeyScope::Read, KeyScope::Write]).await;
+        let ingester = key(&memory, "alpha", &[KeyScope::Read, KeyScope::Ingest]).await;
+        let s = Server::start(&h, test_config()).await;
+        let post = |secret: &str, source_ref: &str, kind_h: &str, ref_h: &str| {
+            s.client
+                .post(format!("{}/v1/namespaces/alpha/documents", s.base))
+                .bearer_auth(secret)
+                .header("x-ingest-principal-kind", kind_h)
+                .header("x-ingest-principal-ref", ref_h)
+                .json(&json!({"text": format!("# {source_ref}\n\nSome text."), "source_ref": source_ref}))
+                .send()
+        };
+        let a = post(&writer, "a", "user", "alice@example.com")
+            .await
+            .unwrap();
+        assert_eq!(a.status().as_u16(), 202, "{kind}");
+        let a: Value = a.json().await.unwrap();
+        let b = post(&ingester, "b", "user", "mallory").await.unwrap();
+        assert_eq!(b.status().as_u16(), 202);
+        let b: Value = b.json().await.unwrap();
+        let bad = post(&writer, "c", "robot", "x").await.unwrap();
+        assert_eq!(bad.status().as_u16(), 422);
+        let body: Value = bad.json().await.unwrap();
+        assert_eq!(body["code"], "invalid_input", "{body}");
+        let w = s.with_key(&writer);
+        let show = |doc: &Value| {
+            format!(
+                "/v1/namespaces/alpha/documents/{}",
+                doc["document_id"].as_str().unwrap()
+            )
+        };
+        let a = w.ok("GET", &show(&a), None).await;
+        assert_eq!(
+            a["versions"][0]["ingested_by"],
+            json!({"kind": "user", "external_ref": "alice@example.com"}),
+            "{kind}: {a}"
+        );
+        let b = w.ok("GET", &show(&b), None).await;
+        assert!(b["versions"][0].get("ingested_by").is_none(), "{kind}: {b}");
+        let listed = w.ok("GET", "/v1/namespaces/alpha/documents", None).await;
+        assert_eq!(
+            listed["documents"].as_array().unwrap().len(),
+            2,
+            "the 422 wrote nothing"
+        );
+        s.stop().await;
+    }
+}

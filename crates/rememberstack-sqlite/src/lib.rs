@@ -612,10 +612,40 @@ impl MemoryStore for SqliteStore {
         .map_err(db_err)?;
         let metadata_json =
             serde_json::to_string(&nv.metadata).map_err(|e| Error::internal(e.to_string()))?;
+        let principal_id = match &nv.principal {
+            None => None,
+            Some(p) => {
+                sqlx::query(
+                    "INSERT INTO ingest_principals (id, namespace_id, kind, external_ref, created_at)
+                     VALUES (?, ?, ?, ?, ?)
+                     ON CONFLICT (namespace_id, kind, external_ref) DO NOTHING",
+                )
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(&ns)
+                .bind(p.kind.as_str())
+                .bind(&p.external_ref)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let id: String = sqlx::query_scalar(
+                    "SELECT id FROM ingest_principals
+                      WHERE namespace_id = ? AND kind = ? AND external_ref = ?",
+                )
+                .bind(&ns)
+                .bind(p.kind.as_str())
+                .bind(&p.external_ref)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                Some(id)
+            }
+        };
         sqlx::query(
             "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
-                 mime, format, source_modified_at, origin, metadata_json, created_at, admission)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 mime, format, source_modified_at, origin, metadata_json, created_at, admission,
+                 ingested_by_principal_id)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&ns)
         .bind(nv.version_id.to_string())
@@ -630,6 +660,7 @@ impl MemoryStore for SqliteStore {
         .bind(metadata_json)
         .bind(&now)
         .bind(nv.admission.as_str())
+        .bind(principal_id)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;

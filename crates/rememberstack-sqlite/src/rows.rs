@@ -3,7 +3,9 @@
 use crate::{parse_id, ts};
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::*;
-use rememberstack_core::source::{DocumentMetadata, Origin, VersioningMode};
+use rememberstack_core::source::{
+    DocumentMetadata, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
+};
 use rememberstack_core::store::*;
 use rememberstack_core::text::{Block, Section, SectionRole, SourceFormat};
 use rememberstack_core::{Error, Result};
@@ -15,9 +17,11 @@ use sqlx::sqlite::SqliteRow;
 pub(crate) const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
            v.source_modified_at, v.origin, v.metadata_json, v.created_at,
-           d.source_kind, d.source_ref, d.mode, d.current_version_id
+           d.source_kind, d.source_ref, d.mode, d.current_version_id,
+           ip.kind AS principal_kind, ip.external_ref AS principal_ref
     FROM document_versions v
-    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id";
+    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id
+    LEFT JOIN ingest_principals ip ON ip.id = v.ingested_by_principal_id";
 
 pub(crate) const DOCUMENT_SELECT: &str = "
     SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
@@ -152,6 +156,16 @@ pub(crate) fn version_row(r: &SqliteRow) -> Result<VersionRecord> {
         created_at: ts(&r.get::<String, _>("created_at"))?,
         is_current: r.get::<Option<String>, _>("current_version_id").as_deref()
             == Some(id.as_str()),
+        ingested_by: match (
+            r.get::<Option<String>, _>("principal_kind"),
+            r.get::<Option<String>, _>("principal_ref"),
+        ) {
+            (Some(kind), Some(external_ref)) => Some(IngestPrincipal {
+                kind: PrincipalKind::parse(&kind)?,
+                external_ref,
+            }),
+            _ => None,
+        },
     })
 }
 

@@ -64,7 +64,8 @@ pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
-    Admission, DeclaredKind, DocumentMetadata, IngestRequest, Origin, VersioningMode,
+    Admission, DeclaredKind, DocumentMetadata, IngestPrincipal, IngestRequest, Origin,
+    PrincipalKind, VersioningMode,
 };
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{
@@ -123,6 +124,8 @@ pub struct IngestOptions {
     pub origin: Origin,
     /// A thread reference.
     pub thread_ref: Option<String>,
+    /// Who creates the version (D101), recorded only if a version is created.
+    pub principal: Option<IngestPrincipal>,
 }
 
 impl IngestOptions {
@@ -480,6 +483,7 @@ impl Memory {
         req.mode = options.mode;
         req.origin = options.origin;
         req.thread_ref = options.thread_ref.clone();
+        req.principal = options.principal.clone();
     }
 
     /// Run the work ledger continuously with `concurrency` workers in this process

@@ -313,6 +313,9 @@ pub struct VersionSummary {
     pub testimony: String,
     /// Metadata.
     pub metadata: DocumentMetadata,
+    /// Who created this version (D101), when its creator said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested_by: Option<crate::source::IngestPrincipal>,
 }
 
 /// A document's detail.
@@ -866,6 +869,7 @@ impl Engine {
                 admission: req.admission,
                 distinct: req.distinct,
                 note: note.take(),
+                principal: req.principal.clone(),
                 now,
             })
             .await?;
@@ -1455,6 +1459,7 @@ impl Engine {
                     is_current: v.is_current,
                     testimony: testimony.to_string(),
                     metadata: v.metadata,
+                    ingested_by: v.ingested_by,
                 }
             })
             .collect();

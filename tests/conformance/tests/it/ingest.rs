@@ -343,3 +343,64 @@ async fn config_is_validated() {
         assert_eq!(err.code(), ErrorCode::Config);
     }
 }
+
+/// D101: a version records who created it, only when it is created; identical
+/// bytes later (a no-op) never rewrite it, and a principal is validated.
+#[tokio::test]
+async fn ingest_attribution_is_recorded_at_creation_only() {
+    use rememberstack::{IngestPrincipal, PrincipalKind};
+    for h in stores().await {
+        let memory = h.memory().await;
+        let alice = IngestPrincipal::new(PrincipalKind::User, "alice@example.com").unwrap();
+        let bot = IngestPrincipal::new(PrincipalKind::Service, "sync-bot").unwrap();
+        let mut options = rememberstack::IngestOptions::new("attributed");
+        options.principal = Some(alice.clone());
+        let first = memory
+            .ingest_text("# A\n\nFirst text.", options)
+            .await
+            .unwrap();
+        // The same bytes from someone else: unchanged, attribution untouched.
+        let mut options = rememberstack::IngestOptions::new("attributed");
+        options.principal = Some(bot.clone());
+        let again = memory
+            .ingest_text("# A\n\nFirst text.", options)
+            .await
+            .unwrap();
+        assert_eq!(again.outcome, "unchanged", "{}", h.kind);
+        assert_eq!(again.version_id, first.version_id);
+        // New bytes without a principal: a version without attribution.
+        memory
+            .ingest_text(
+                "# A\n\nSecond text.",
+                rememberstack::IngestOptions::new("attributed"),
+            )
+            .await
+            .unwrap();
+        let detail = memory.document(first.document_id).await.unwrap();
+        assert_eq!(detail.versions.len(), 2, "{}", h.kind);
+        assert_eq!(
+            detail.versions[0].ingested_by,
+            Some(alice.clone()),
+            "{}",
+            h.kind
+        );
+        assert_eq!(detail.versions[1].ingested_by, None);
+        let json = serde_json::to_value(&detail).unwrap();
+        assert_eq!(json["versions"][0]["ingested_by"]["kind"], "user");
+        assert!(
+            json["versions"][1].get("ingested_by").is_none(),
+            "omitted when absent"
+        );
+        // One principal row serves every version it creates.
+        let mut options = rememberstack::IngestOptions::new("other");
+        options.principal = Some(alice.clone());
+        let other = memory.ingest_text("# B\n\nOther.", options).await.unwrap();
+        let detail = memory.document(other.document_id).await.unwrap();
+        assert_eq!(detail.versions[0].ingested_by, Some(alice));
+    }
+    for bad in ["", "naïve", "tab\there", &"x".repeat(257)] {
+        let err = IngestPrincipal::new(PrincipalKind::User, bad).unwrap_err();
+        assert_eq!(err.code().as_str(), "invalid_input", "{bad:?}");
+    }
+    assert!(PrincipalKind::parse("robot").is_err());
+}
