@@ -149,6 +149,8 @@ pub struct McpServer {
     memory: Memory,
     read_only: bool,
     tools: Arc<Vec<ToolSpec>>,
+    /// The registry's operation names (run through `run_operation`).
+    operations: Arc<Vec<String>>,
     max_wait: Duration,
 }
 
@@ -157,10 +159,12 @@ impl McpServer {
     /// `read_only`, only the read tools are listed and callable.
     pub fn new(memory: Memory, read_only: bool) -> Self {
         let tools = Arc::new(catalogue(&memory));
+        let operations = Arc::new(memory.operations().into_iter().map(|o| o.name).collect());
         Self {
             memory,
             read_only,
             tools,
+            operations,
             max_wait: Duration::from_secs(60),
         }
     }
@@ -200,9 +204,7 @@ impl McpServer {
         let to_value = |v: Result<Value, serde_json::Error>| {
             v.map_err(|e| ApiError::from(rememberstack::Error::internal(e.to_string())))
         };
-        if self.tools.iter().any(|t| t.name == name && t.read_only)
-            && m.operations().iter().any(|o| o.name == name)
-        {
+        if self.operations.iter().any(|o| o == name) {
             return Ok(m.run_operation(name, args).await?);
         }
         match name {

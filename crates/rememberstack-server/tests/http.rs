@@ -66,7 +66,8 @@ async fn every_route_answers_its_success_path() {
                     "messages": [{"event_id": "m3", "speaker": "Ana", "text": "Thanks Ben."}]})),
             )
             .await;
-        assert!(appended.is_object(), "{kind}: {appended}");
+        assert_eq!(appended["appended"], 1, "{kind}: {appended}");
+        assert_eq!(appended["document_id"], conv["document_id"]);
 
         // Listings and detail.
         let docs = s.ok("GET", &format!("{NS}/documents"), None).await;
@@ -320,7 +321,8 @@ async fn every_route_answers_its_success_path() {
                 Some(json!({"reason": "mistaken"})),
             )
             .await;
-        assert!(retracted.is_object());
+        assert_eq!(retracted["claim_id"], claim.as_str(), "{retracted}");
+        assert_eq!(retracted["reason"], "mistaken");
         let bob_fact = s
             .ok(
                 "POST",
@@ -339,13 +341,15 @@ async fn every_route_answers_its_success_path() {
                 Some(json!({"reason": "out of date"})),
             )
             .await;
-        assert!(inv.is_object());
+        assert_eq!(inv["fact_id"], bob_fact.as_str(), "{inv}");
+        assert!(inv["invalidated_at"].is_string());
 
         // Delete and forget.
         let deleted = s
             .ok("DELETE", &format!("{NS}/documents/{doc_b}"), None)
             .await;
-        assert!(deleted.is_object());
+        assert_eq!(deleted["doc_id"], doc_b.as_str(), "{deleted}");
+        assert!(deleted["deleted_at"].is_string());
         let forgot = s
             .ok("POST", &format!("{NS}/documents/{doc_a}/forget"), None)
             .await;
