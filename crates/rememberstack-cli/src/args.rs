@@ -209,7 +209,9 @@ pub enum Command {
 /// `remember ingest`.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// Files to ingest; a directory ingests every file below it (hidden entries skipped).
+    /// Files to ingest; a directory ingests every file below it (hidden entries skipped);
+    /// `-` reads one source from standard input (with --source-ref; `--kind conversation`
+    /// for a conversation JSON).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// The format (default: detect from the file name).

@@ -1244,6 +1244,9 @@ fn expand_paths(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>,
 }
 
 async fn ingest(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
+    if a.paths.iter().any(|p| p.as_os_str() == "-") {
+        return ingest_stdin(cli, a).await;
+    }
     let paths = expand_paths(&a.paths)?;
     if paths.is_empty() {
         return Err(Error::new(ErrorCode::EmptyInput, "no files to ingest"));
@@ -1253,23 +1256,7 @@ async fn ingest(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
             "--source-ref names one lineage: give exactly one PATH with it",
         ));
     }
-    let source_time = match &a.source_time {
-        Some(s) => Some(rememberstack_core_time(s)?),
-        None => None,
-    };
-    let kind = match a.kind {
-        KindArg::Auto => DeclaredKind::Auto,
-        KindArg::Markdown => DeclaredKind::Format(SourceFormat::Markdown),
-        KindArg::Text => DeclaredKind::Format(SourceFormat::Text),
-        KindArg::Html => DeclaredKind::Format(SourceFormat::Html),
-        KindArg::Json => DeclaredKind::Format(SourceFormat::Json),
-        KindArg::Ndjson => DeclaredKind::Format(SourceFormat::Ndjson),
-        KindArg::Conversation => DeclaredKind::Format(SourceFormat::Conversation),
-    };
-    let mode = a.mode.map(|m| match m {
-        ModeArg::Snapshot => VersioningMode::Snapshot,
-        ModeArg::Living => VersioningMode::Living,
-    });
+    let (kind, source_time, mode) = ingest_settings(a)?;
     let memory = open(cli).await?;
     let mut receipts = Vec::new();
     for path in &paths {
@@ -1313,6 +1300,103 @@ async fn ingest(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
     if cli.json {
         print_json(&json!({ "ingested": receipts, "processed": report }))
     } else {
+        if let Some(r) = report {
+            println!(
+                "processed: {} completed, {} retried, {} dead-lettered, {} parked",
+                r.completed, r.retried, r.dead_lettered, r.parked
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The declared kind, source time and mode of `remember ingest`.
+fn ingest_settings(
+    a: &IngestArgs,
+) -> Result<
+    (
+        DeclaredKind,
+        Option<rememberstack::Timestamp>,
+        Option<VersioningMode>,
+    ),
+    Error,
+> {
+    let source_time = match &a.source_time {
+        Some(s) => Some(rememberstack_core_time(s)?),
+        None => None,
+    };
+    let kind = match a.kind {
+        KindArg::Auto => DeclaredKind::Auto,
+        KindArg::Markdown => DeclaredKind::Format(SourceFormat::Markdown),
+        KindArg::Text => DeclaredKind::Format(SourceFormat::Text),
+        KindArg::Html => DeclaredKind::Format(SourceFormat::Html),
+        KindArg::Json => DeclaredKind::Format(SourceFormat::Json),
+        KindArg::Ndjson => DeclaredKind::Format(SourceFormat::Ndjson),
+        KindArg::Conversation => DeclaredKind::Format(SourceFormat::Conversation),
+    };
+    let mode = a.mode.map(|m| match m {
+        ModeArg::Snapshot => VersioningMode::Snapshot,
+        ModeArg::Living => VersioningMode::Living,
+    });
+    Ok((kind, source_time, mode))
+}
+
+/// `remember ingest - --source-ref REF`: standard input as one text source (or,
+/// with `--kind conversation`, one conversation), exactly as the library's
+/// `ingest_text` / `ingest_conversation` and HTTP's JSON ingest take it.
+async fn ingest_stdin(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
+    if a.paths.len() != 1 {
+        return Err(Error::invalid_input(
+            "`-` (standard input) is one source: give no other PATH with it",
+        ));
+    }
+    let Some(source_ref) = a.source_ref.clone() else {
+        return Err(Error::invalid_input(
+            "`-` (standard input) needs --source-ref naming the lineage",
+        ));
+    };
+    let (kind, source_time, mode) = ingest_settings(a)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+        .map_err(|e| Error::invalid_input(format!("reading standard input: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::new(
+            ErrorCode::InvalidUtf8,
+            "standard input is not UTF-8 text (ingest binary files by path)",
+        )
+    })?;
+    let options = IngestOptions {
+        source_ref: Some(source_ref),
+        kind,
+        source_time,
+        mode,
+        ..Default::default()
+    };
+    let memory = open(cli).await?;
+    let receipt = if matches!(kind, DeclaredKind::Format(SourceFormat::Conversation)) {
+        let conversation: rememberstack::Conversation =
+            serde_json::from_str(&text).map_err(|e| {
+                Error::new(
+                    ErrorCode::InvalidConversation,
+                    format!("standard input is not a conversation ({{\"messages\": [...]}}): {e}"),
+                )
+            })?;
+        memory.ingest_conversation(&conversation, options).await?
+    } else {
+        memory.ingest_text(text, options).await?
+    };
+    let report = if a.wait {
+        Some(memory.process_until_idle().await?)
+    } else {
+        None
+    };
+    if cli.json {
+        print_json(&json!({ "ingested": [receipt], "processed": report }))
+    } else {
+        println!(
+            "{} {} version {} (standard input)",
+            receipt.outcome, receipt.document_id, receipt.version_id
+        );
         if let Some(r) = report {
             println!(
                 "processed: {} completed, {} retried, {} dead-lettered, {} parked",

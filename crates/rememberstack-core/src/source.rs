@@ -314,6 +314,9 @@ pub struct IngestRequest {
     pub distinct: bool,
     /// Who creates the version (D101), recorded only if a version is created.
     pub principal: Option<IngestPrincipal>,
+    /// A title the caller gives the source, used when the source declares none
+    /// (the display title falls back to it before the file name and reference).
+    pub title: Option<String>,
 }
 
 impl IngestRequest {
@@ -340,6 +343,7 @@ impl IngestRequest {
             admission: Admission::Promoted,
             distinct: false,
             principal: None,
+            title: None,
         }
     }
 }

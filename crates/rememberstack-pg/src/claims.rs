@@ -652,7 +652,7 @@ impl PgStore {
              JOIN claims c ON c.seq = l.seq
              WHERE l.namespace_id = $2 AND c.namespace_id = $2 AND ($3 OR c.is_current)
                AND ($4::text IS NULL OR c.document_id = $4) AND {}
-             ORDER BY ts_rank_cd DESC, c.id LIMIT $9",
+             ORDER BY ts_rank_cd DESC, c.seq LIMIT $9",
             claim_scope(2, 5)
         );
         let rows = sqlx::query(AssertSqlSafe(sql))

@@ -874,7 +874,7 @@ impl PgStore {
              JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id
              WHERE l.namespace_id = f.namespace_id AND l.tsv @@ to_tsquery('english', {q})
                AND {cond}
-             ORDER BY ts_rank_cd DESC, f.id
+             ORDER BY ts_rank_cd DESC, f.seq
              LIMIT {limit}"
         );
         let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)

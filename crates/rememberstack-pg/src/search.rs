@@ -357,13 +357,13 @@ impl PgStore {
         let (eligibility, limit_param) = chunk_eligibility(filter, ns_param);
         // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
         // The score is `ts_rank_cd` (cover density, higher is better), not BM25;
-        // ties by chunk id, as in SQLite.
+        // ties in insertion order (`seq`), as in SQLite.
         let sql = format!(
             "SELECT c.id, ts_rank_cd(l.tsv, {query})::float8 AS ts_rank_cd
              FROM chunk_lexical l
              JOIN chunks c ON c.seq = l.seq{eligibility}
                AND l.namespace_id = ${ns_param} AND l.tsv @@ ({query})
-             ORDER BY ts_rank_cd DESC, c.id LIMIT ${limit_param}"
+             ORDER BY ts_rank_cd DESC, c.seq LIMIT ${limit_param}"
         );
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for t in terms {

@@ -326,6 +326,8 @@ async fn finish(response: Response, request_id: &str) -> Response {
     let status = response.status();
     let mut response = if let Some(ErrorMarker(e)) = response.extensions().get::<ErrorMarker>() {
         error_response(&e.clone(), request_id)
+    } else if response.extensions().get::<CompleteErrorBody>().is_some() {
+        response
     } else if status.is_client_error() || status.is_server_error() {
         let (parts, body) = response.into_parts();
         let text = axum::body::to_bytes(body, 64 * 1024)
@@ -373,6 +375,11 @@ async fn finish(response: Response, request_id: &str) -> Response {
     }
     response
 }
+
+/// Marks an error response whose handler wrote the whole body itself (with
+/// `code`, `message` and `request_id`, and more): `/ready`'s checks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompleteErrorBody;
 
 /// The final error response, with its request id.
 fn error_response(e: &ApiError, request_id: &str) -> Response {

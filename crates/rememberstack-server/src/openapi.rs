@@ -1,8 +1,22 @@
-//! The OpenAPI document, built from one route table ([`ROUTES`]). A test checks
-//! that every route in the table is served and that the router serves nothing
-//! the table leaves out, so the document cannot drift from the routes.
+//! The OpenAPI document, built from one route table ([`ROUTES`]) whose request
+//! bodies and query strings are the JSON Schemas (schemars) of the very types the
+//! handlers deserialize. A test checks that every route in the table is served
+//! and that the router serves nothing the table leaves out, so the document
+//! cannot drift from the routes.
 
+use crate::routes::{
+    AppendBody, ConversationBody, CorrectBody, EntitiesQuery, FeedbackQuery, IngestJson,
+    IngestQuery, MergeBody, PageQuery, PolicyBody, ReasonBody, SearchBody, Transition, WaitQuery,
+    WindowQuery,
+};
+use rememberstack::OperationDescriptor;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
+
+/// A request type's JSON Schema, registered with the generator (named types
+/// become `#/components/schemas/...`).
+pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
 /// One documented route.
 #[derive(Clone, Copy, Debug)]
@@ -15,8 +29,17 @@ pub struct RouteDoc {
     pub scope: &'static str,
     /// What it does.
     pub summary: &'static str,
-    /// The JSON body it takes, if any.
-    pub body: Option<&'static str>,
+    /// The JSON body it takes, if any: the very type its handler deserializes.
+    pub body: Option<SchemaFn>,
+    /// The query string it takes, if any: the very type its handler deserializes.
+    pub query: Option<SchemaFn>,
+}
+
+impl RouteDoc {
+    const fn query(mut self, query: SchemaFn) -> Self {
+        self.query = Some(query);
+        self
+    }
 }
 
 const fn r(
@@ -24,7 +47,7 @@ const fn r(
     path: &'static str,
     scope: &'static str,
     summary: &'static str,
-    body: Option<&'static str>,
+    body: Option<SchemaFn>,
 ) -> RouteDoc {
     RouteDoc {
         method,
@@ -32,7 +55,12 @@ const fn r(
         scope,
         summary,
         body,
+        query: None,
     }
+}
+
+fn s<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
 }
 
 const NS: &str = "/v1/namespaces/{ns}";
@@ -80,15 +108,16 @@ pub const ROUTES: &[RouteDoc] = &[
         ns!("/documents"),
         "ingest",
         "Ingest a document: raw bytes (`?source_ref=&kind=&source_time=&mode=&file_name=`) or JSON `{text, source_ref, kind?, source_time?, mode?}`. `?wait=true[&wait_secs=N]` waits for processing (bounded).",
-        Some("IngestText"),
-    ),
+        Some(s::<IngestJson>),
+    )
+    .query(s::<IngestQuery>),
     r("GET", ns!("/documents"), "read", "List documents.", None),
     r(
         "POST",
         ns!("/documents/search"),
         "read",
         "Search documents by metadata and title.",
-        Some("DocumentQuery"),
+        Some(s::<rememberstack::DocumentQuery>),
     ),
     r(
         "GET",
@@ -116,21 +145,22 @@ pub const ROUTES: &[RouteDoc] = &[
         ns!("/conversations"),
         "ingest",
         "Ingest a conversation `{source_ref, conversation: {messages: [...]}, source_time?, mode?}`.",
-        Some("ConversationIngest"),
-    ),
+        Some(s::<ConversationBody>),
+    )
+    .query(s::<WaitQuery>),
     r(
         "POST",
         ns!("/messages"),
         "ingest",
         "Append messages to a conversation `{conversation_ref, messages, source_time?}`.",
-        Some("AppendMessages"),
+        Some(s::<AppendBody>),
     ),
     r(
         "POST",
         ns!("/notes"),
         "write",
         "Remember a note `{request_id, source_key, source_revision, text, metadata?}`.",
-        Some("NoteInput"),
+        Some(s::<rememberstack::NoteInput>),
     ),
     r(
         "GET",
@@ -138,34 +168,35 @@ pub const ROUTES: &[RouteDoc] = &[
         "read",
         "List notes (`?cursor=&limit=`).",
         None,
-    ),
+    )
+    .query(s::<PageQuery>),
     r(
         "POST",
         ns!("/notes/policy"),
         "admin",
         "Set how new notes start `{start_as: candidate|promoted}`.",
-        Some("NotePolicy"),
+        Some(s::<PolicyBody>),
     ),
     r(
         "POST",
         ns!("/notes/{version}/promote"),
         "write",
         "Promote a note `{expected_version}`.",
-        Some("Transition"),
+        Some(s::<Transition>),
     ),
     r(
         "POST",
         ns!("/notes/{version}/archive"),
         "write",
         "Archive a note `{expected_version}`.",
-        Some("Transition"),
+        Some(s::<Transition>),
     ),
     r(
         "POST",
         ns!("/notes/{version}/revoke"),
         "write",
         "Revoke a note `{expected_version}`.",
-        Some("Transition"),
+        Some(s::<Transition>),
     ),
     r(
         "POST",
@@ -179,14 +210,14 @@ pub const ROUTES: &[RouteDoc] = &[
         ns!("/operations/{name}"),
         "read",
         "Run a registry operation; the body is its input (see GET /v1/operations); the response is its envelope or ContextBundle/v2.",
-        Some("OperationInput"),
+        None,
     ),
     r(
         "POST",
         ns!("/search"),
         "read",
         "Hybrid search `{query, k?, grain?: chunks|claims|facts, roles?, cursor?, include_retired?, entities?}`.",
-        Some("Search"),
+        Some(s::<SearchBody>),
     ),
     r(
         "GET",
@@ -194,7 +225,8 @@ pub const ROUTES: &[RouteDoc] = &[
         "read",
         "The chunks before and after a chunk (`?window=1|2`).",
         None,
-    ),
+    )
+    .query(s::<WindowQuery>),
     r(
         "GET",
         ns!("/facts/{id}/trace"),
@@ -207,21 +239,21 @@ pub const ROUTES: &[RouteDoc] = &[
         ns!("/facts/{id}/invalidate"),
         "admin",
         "Invalidate a fact `{reason, request_id?}`.",
-        Some("Reason"),
+        Some(s::<ReasonBody>),
     ),
     r(
         "POST",
         ns!("/facts/{id}/correct"),
         "admin",
         "Correct a fact `{statement, reason, request_id?}`.",
-        Some("Correction"),
+        Some(s::<CorrectBody>),
     ),
     r(
         "POST",
         ns!("/claims/{id}/retract"),
         "admin",
         "Retract a claim `{reason, request_id?}`.",
-        Some("Reason"),
+        Some(s::<ReasonBody>),
     ),
     r(
         "GET",
@@ -229,13 +261,14 @@ pub const ROUTES: &[RouteDoc] = &[
         "read",
         "List entities (`?include_merged=&limit=`).",
         None,
-    ),
+    )
+    .query(s::<EntitiesQuery>),
     r(
         "POST",
         ns!("/entities/merge"),
         "admin",
         "Merge one entity into another `{from, into}`.",
-        Some("Merge"),
+        Some(s::<MergeBody>),
     ),
     r(
         "POST",
@@ -270,7 +303,7 @@ pub const ROUTES: &[RouteDoc] = &[
         ns!("/feedback"),
         "write",
         "Rate an item of a receipt `{receipt_id, item_ref, rating, comment?}`.",
-        Some("FeedbackInput"),
+        Some(s::<rememberstack::FeedbackInput>),
     ),
     r(
         "GET",
@@ -278,13 +311,14 @@ pub const ROUTES: &[RouteDoc] = &[
         "read",
         "List feedback (`?receipt=&limit=`).",
         None,
-    ),
+    )
+    .query(s::<FeedbackQuery>),
     r(
         "POST",
         ns!("/export"),
         "read",
         "Export a pack `{entities?, documents?}`.",
-        Some("ExportSelection"),
+        Some(s::<rememberstack::ExportSelection>),
     ),
     r(
         "GET",
@@ -301,45 +335,62 @@ fn error_schema() -> Value {
                           "request_id": {"type": "string"}}})
 }
 
-fn body_schema(name: &str) -> Value {
-    match name {
-        "IngestText" => json!({"type": "object", "required": ["text", "source_ref"],
-            "properties": {"text": {"type": "string"}, "source_ref": {"type": "string"},
-                "kind": {"type": "string", "enum": ["auto", "markdown", "text", "html", "json", "ndjson", "conversation"]},
-                "source_time": {"type": "string", "format": "date-time"},
-                "mode": {"type": "string", "enum": ["snapshot", "living"]},
-                "file_name": {"type": "string"}, "thread_ref": {"type": "string"}}}),
-        "Transition" => json!({"type": "object", "required": ["expected_version"],
-            "properties": {"expected_version": {"type": "integer", "minimum": 0}}}),
-        "Reason" => json!({"type": "object", "required": ["reason"],
-            "properties": {"reason": {"type": "string"}, "request_id": {"type": "string"}}}),
-        "Correction" => json!({"type": "object", "required": ["statement", "reason"],
-            "properties": {"statement": {"type": "string"}, "reason": {"type": "string"},
-                "request_id": {"type": "string"}}}),
-        "Merge" => json!({"type": "object", "required": ["from", "into"],
-            "properties": {"from": {"type": "string", "format": "uuid"},
-                "into": {"type": "string", "format": "uuid"}}}),
-        "Search" => json!({"type": "object", "required": ["query"],
-            "properties": {"query": {"type": "string"}, "k": {"type": "integer", "minimum": 1},
-                "grain": {"type": "string", "enum": ["chunks", "claims", "facts"]},
-                "roles": {"type": "array", "items": {"type": "string"}},
-                "cursor": {"type": "string"}, "include_retired": {"type": "boolean"},
-                "entities": {"type": "array", "items": {"type": "string", "format": "uuid"}},
-                "exact": {"type": "boolean"}}}),
-        _ => json!({"type": "object"}),
+/// The query parameters of a query-string type: one parameter per property.
+fn query_parameters(generator: &mut SchemaGenerator, query: SchemaFn) -> Vec<Value> {
+    let schema = query(generator);
+    let mut schema = schema.to_value();
+    // A named type is a reference: look it up among the definitions.
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+    {
+        schema = generator
+            .definitions()
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Null);
     }
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    schema["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, prop)| {
+            let mut p = json!({"name": name, "in": "query",
+                               "required": required.contains(&name.as_str()),
+                               "schema": prop});
+            if let Some(d) = prop.get("description") {
+                p["description"] = d.clone();
+            }
+            p
+        })
+        .collect()
 }
 
-/// The OpenAPI 3.1 document.
-pub fn document() -> Value {
+/// The OpenAPI 3.1 document. Request bodies and query strings are the JSON
+/// Schemas of the types the handlers deserialize; an operation's body is the
+/// registry's input schema for that operation (`operations`).
+pub fn document(operations: &[OperationDescriptor]) -> Value {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "#/components/schemas/".into())
+        .into_generator();
     let mut paths: Map<String, Value> = Map::new();
     for route in ROUTES {
-        let params: Vec<Value> = route
+        let mut params: Vec<Value> = route
             .path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
+        if let Some(query) = route.query {
+            params.extend(query_parameters(&mut generator, query));
+        }
         let mut op = json!({
             "summary": route.summary,
             "operationId": format!("{} {}", route.method, route.path),
@@ -354,28 +405,41 @@ pub fn document() -> Value {
                 "409": {"description": "Conflict with the stored state."},
                 "413": {"description": "Body too large."},
                 "429": {"description": "Rate or in-flight limit; see Retry-After."},
-                "503": {"description": "Forget in progress, store unavailable, or timeout."}
+                "503": {"description": "Forget in progress, store unavailable, not ready, or timeout; see Retry-After."}
             }
         });
         if route.scope != "none" {
             op["security"] = json!([{"bearer": []}, {}]);
         }
-        if let Some(body) = route.body {
+        let body = match route.body {
+            Some(body) => Some(body(&mut generator).to_value()),
+            None if route.path.ends_with("/operations/{name}") => Some(json!({
+                "oneOf": operations.iter().map(|o| {
+                    let mut schema = o.input_schema.clone();
+                    schema["title"] = json!(o.name);
+                    schema
+                }).collect::<Vec<_>>()
+            })),
+            None => None,
+        };
+        if let Some(schema) = body {
             op["requestBody"] = json!({"required": true,
-                "content": {"application/json": {"schema": body_schema(body)}}});
+                "content": {"application/json": {"schema": schema}}});
         }
         let entry = paths
             .entry(route.path.to_string())
             .or_insert_with(|| json!({}));
         entry[route.method.to_ascii_lowercase()] = op;
     }
+    let mut schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    schemas.insert("Error".into(), error_schema());
     json!({
         "openapi": "3.1.0",
         "info": {"title": "RememberStack", "version": env!("CARGO_PKG_VERSION"),
                  "description": "Agent memory: sources, claims, entities, facts and context operations."},
         "paths": paths,
         "components": {
-            "schemas": {"Error": error_schema()},
+            "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
         },
         "x-namespace-prefix": NS,

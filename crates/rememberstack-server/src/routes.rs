@@ -16,6 +16,7 @@ use rememberstack::{
     MergeId, Message, NoteInput, ReceiptId, SearchRequest, SectionRole, Timestamp, VersionId,
     VersioningMode, WorkStatus,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -91,17 +92,30 @@ async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-async fn ready(State(state): State<AppState>) -> Response {
+async fn ready(
+    State(state): State<AppState>,
+    Extension(request_id): Extension<crate::RequestId>,
+) -> Response {
+    let not_ready = |message: String, checks: Value| {
+        let body = json!({"code": "not_ready", "message": message,
+                          "request_id": request_id.0, "ready": false, "checks": checks});
+        let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+        response.extensions_mut().insert(crate::CompleteErrorBody);
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("5"),
+        );
+        response
+    };
     let store = state.0.memory.engine().store();
     let started = Instant::now();
     let namespaces = match store.namespaces().await {
         Ok(n) => n,
         Err(e) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"ready": false, "checks": {"store": {"ok": false, "error": e.to_string()}}})),
-            )
-                .into_response();
+            return not_ready(
+                "the store is not reachable".into(),
+                json!({"store": {"ok": false, "error": e.to_string()}}),
+            );
         }
     };
     let store_ms = started.elapsed().as_millis() as u64;
@@ -114,30 +128,26 @@ async fn ready(State(state): State<AppState>) -> Response {
             }
             Err(e) if e.code() == rememberstack::ErrorCode::ForgetInProgress => forget_pending += 1,
             Err(e) => {
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Json(json!({"ready": false, "checks": {"store": {"ok": false, "error": e.to_string()}}})),
-                )
-                    .into_response();
+                return not_ready(
+                    "the store is not reachable".into(),
+                    json!({"store": {"ok": false, "error": e.to_string()}}),
+                );
             }
         }
     }
-    let ready = forget_pending == 0;
-    let body = json!({
-        "ready": ready,
-        "checks": {
-            "store": {"ok": true, "kind": store.kind(), "millis": store_ms},
-            "migrations": {"ok": true, "detail": "applied when the store opened"},
-            "forget_manifests": {"ok": forget_pending == 0, "incomplete_namespaces": forget_pending},
-            "semantic": {"ok": missing == 0, "generation": state.0.memory.engine().component_version(rememberstack::Stage::Embed), "chunks": chunks, "missing_vectors": missing},
-        }
+    let checks = json!({
+        "store": {"ok": true, "kind": store.kind(), "millis": store_ms},
+        "migrations": {"ok": true, "detail": "applied when the store opened"},
+        "forget_manifests": {"ok": forget_pending == 0, "incomplete_namespaces": forget_pending},
+        "semantic": {"ok": missing == 0, "generation": state.0.memory.engine().component_version(rememberstack::Stage::Embed), "chunks": chunks, "missing_vectors": missing},
     });
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (status, Json(body)).into_response()
+    if forget_pending > 0 {
+        return not_ready(
+            format!("{forget_pending} namespace(s) have a forget in progress"),
+            checks,
+        );
+    }
+    Json(json!({"ready": true, "checks": checks})).into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -195,8 +205,8 @@ async fn metrics(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
-async fn openapi() -> Json<Value> {
-    Json(crate::openapi::document())
+async fn openapi(State(state): State<AppState>) -> Json<Value> {
+    Json(crate::openapi::document(&state.0.memory.operations()))
 }
 
 async fn operations(State(state): State<AppState>) -> Json<Value> {
@@ -218,9 +228,9 @@ async fn namespaces(
 
 // ---------------------------------------------------------------- sources
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct IngestQuery {
+pub(crate) struct IngestQuery {
     source_ref: Option<String>,
     kind: Option<String>,
     source_time: Option<String>,
@@ -231,9 +241,9 @@ struct IngestQuery {
     wait_secs: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct IngestJson {
+pub(crate) struct IngestJson {
     text: String,
     source_ref: String,
     kind: Option<String>,
@@ -421,16 +431,16 @@ pub(crate) async fn wait_idle(m: &Memory, bound: Duration) -> ApiResult<bool> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WaitQuery {
+pub(crate) struct WaitQuery {
     wait: Option<bool>,
     wait_secs: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ConversationBody {
+pub(crate) struct ConversationBody {
     source_ref: String,
     conversation: Conversation,
     source_time: Option<String>,
@@ -454,9 +464,9 @@ async fn ingest_conversation(
     respond_ingest(&state, &m, receipt, q.wait, q.wait_secs).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct AppendBody {
+pub(crate) struct AppendBody {
     conversation_ref: String,
     messages: Vec<Message>,
     source_time: Option<String>,
@@ -546,9 +556,9 @@ async fn remember_note(
     Ok((StatusCode::CREATED, Json(note)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct PageQuery {
+pub(crate) struct PageQuery {
     cursor: Option<String>,
     limit: Option<u32>,
 }
@@ -566,9 +576,9 @@ async fn list_notes(
     Ok(Json(serde_json::to_value(page).map_err(internal)?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct PolicyBody {
+pub(crate) struct PolicyBody {
     start_as: String,
 }
 
@@ -584,9 +594,9 @@ async fn note_policy(
     Ok(Json(json!({"start_as": start_as.as_str()})))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Transition {
+pub(crate) struct Transition {
     expected_version: u32,
 }
 
@@ -651,9 +661,9 @@ async fn run_operation(
     Ok(Json(m.run_operation(&name, input).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SearchBody {
+pub(crate) struct SearchBody {
     query: String,
     #[serde(default)]
     k: Option<usize>,
@@ -708,9 +718,9 @@ async fn search(
     Ok(Json(value.map_err(internal)?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WindowQuery {
+pub(crate) struct WindowQuery {
     window: Option<usize>,
 }
 
@@ -768,9 +778,9 @@ async fn feedback(
     Ok((StatusCode::CREATED, Json(record)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct FeedbackQuery {
+pub(crate) struct FeedbackQuery {
     receipt: Option<String>,
     limit: Option<u32>,
 }
@@ -812,9 +822,9 @@ async fn status(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EntitiesQuery {
+pub(crate) struct EntitiesQuery {
     include_merged: Option<bool>,
     limit: Option<u32>,
 }
@@ -845,9 +855,9 @@ async fn show_entity(
 
 // ---------------------------------------------------------------- facts admin
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct MergeBody {
+pub(crate) struct MergeBody {
     from: EntityId,
     into: EntityId,
 }
@@ -873,9 +883,9 @@ async fn unmerge_entities(
     Ok(Json(serde_json::to_value(event).map_err(internal)?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReasonBody {
+pub(crate) struct ReasonBody {
     reason: String,
     request_id: Option<String>,
 }
@@ -914,9 +924,9 @@ async fn invalidate_fact(
     Ok(Json(serde_json::to_value(r).map_err(internal)?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CorrectBody {
+pub(crate) struct CorrectBody {
     statement: String,
     reason: String,
     request_id: Option<String>,

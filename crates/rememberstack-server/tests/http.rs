@@ -577,6 +577,54 @@ async fn the_openapi_document_matches_the_routes() {
             route.method
         );
     }
+    // Bodies and query strings are the handlers' own types' schemas.
+    let schema_of = |path: &str, method: &str| -> Value {
+        let schema =
+            &doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"];
+        match schema["$ref"].as_str() {
+            Some(r) => doc["components"]["schemas"][r.rsplit('/').next().unwrap()].clone(),
+            None => schema.clone(),
+        }
+    };
+    let ingest = schema_of("/v1/namespaces/{ns}/documents", "post");
+    assert_eq!(
+        ingest["required"],
+        json!(["text", "source_ref"]),
+        "{ingest}"
+    );
+    assert!(ingest["properties"]["source_time"].is_object(), "{ingest}");
+    let search = schema_of("/v1/namespaces/{ns}/search", "post");
+    assert!(search["properties"]["exact"].is_object(), "{search}");
+    let note = schema_of("/v1/namespaces/{ns}/notes", "post");
+    for field in ["request_id", "source_key", "source_revision", "text"] {
+        assert!(
+            note["required"].as_array().unwrap().contains(&json!(field)),
+            "{note}"
+        );
+    }
+    let conversation = schema_of("/v1/namespaces/{ns}/conversations", "post");
+    assert!(
+        conversation["properties"]["conversation"].is_object(),
+        "{conversation}"
+    );
+    assert!(doc["components"]["schemas"]["Message"]["properties"]["event_id"].is_object());
+    let operations = schema_of("/v1/namespaces/{ns}/operations/{name}", "post");
+    let titles: Vec<&str> = operations["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    let registry: Vec<String> = s.memory.operations().into_iter().map(|o| o.name).collect();
+    assert_eq!(titles, registry);
+    let list_notes: Vec<&str> = doc["paths"]["/v1/namespaces/{ns}/notes"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["in"] == "query")
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(list_notes, ["cursor", "limit"]);
     // And the router serves nothing the table leaves out: a method the table
     // does not list for a path is 405.
     let (status, _) = s.call("PATCH", &format!("{NS}/notes"), None).await;

@@ -79,7 +79,8 @@ fn selective(terms: &[(String, u64)], budget: u64) -> Vec<String> {
 
 impl SqliteStore {
     /// The best `limit` eligible rows of `fts` for `terms`, as (record id, score =
-    /// −bm25), best first (ties by id). `eligible(list)` builds the statement that
+    /// −bm25), best first (ties in insertion order, `seq`, so that equal inputs
+    /// rank equally however their random ids fall). `eligible(list)` builds the statement that
     /// returns `seq` and `id` of the eligible rows among the FTS rowids in `list`
     /// (a JSON array, its first parameter).
     pub(crate) async fn two_phase_lexical<F>(
@@ -122,14 +123,14 @@ impl SqliteStore {
                 .iter()
                 .map(|r| (r.get::<i64, _>("seq"), r.get::<String, _>("id")))
                 .collect();
-            let mut hits: Vec<(String, f64)> = ranked
+            let mut hits: Vec<(i64, String, f64)> = ranked
                 .iter()
-                .filter_map(|(seq, rank)| ids.get(seq).map(|id| (id.clone(), *rank)))
+                .filter_map(|(seq, rank)| ids.get(seq).map(|id| (*seq, id.clone(), *rank)))
                 .collect();
             if hits.len() >= limit || exhausted {
-                hits.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                hits.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
                 hits.truncate(limit);
-                return Ok(hits.into_iter().map(|(id, rank)| (id, -rank)).collect());
+                return Ok(hits.into_iter().map(|(_, id, rank)| (id, -rank)).collect());
             }
             pool *= POOL_PER_RESULT;
         }

@@ -2,6 +2,8 @@
 //! `tests/it` runs against each store this crate can build: SQLite always
 //! (later PostgreSQL when `DATABASE_URL` is set).
 
+pub mod golden;
+
 use rememberstack::{
     Clock, Config, Embedder, EngineConfig, Memory, MemoryStore, SqliteStore, Timestamp,
 };

@@ -685,9 +685,13 @@ fn postgres_three_worker_processes_run_every_stage_once() {
         "{completed:?}"
     );
     let attempts = d.attempts();
+    let retried = d.texts(
+        "SELECT stage || ': ' || COALESCE(last_error, '(no error recorded)') FROM processing_state
+         WHERE attempts > 1 ORDER BY stage",
+    );
     assert_eq!(completed.iter().sum::<u64>(), attempts.len() as u64);
     for (id, n) in &attempts {
-        assert_eq!(*n, 1, "work item {id}");
+        assert_eq!(*n, 1, "work item {id}; begun again: {retried:?}");
     }
     // Nothing recorded twice: one claim per document and claim key, one entity per
     // name, one live fact per statement.

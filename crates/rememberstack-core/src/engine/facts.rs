@@ -1352,10 +1352,13 @@ impl Engine {
         };
         // A profile speaks only of served facts.
         facts.retain(|f| f.evidence_count > 0);
+        // Best supported first, then the latest in world time (a known start before
+        // an unknown one), then by statement: never by when a worker happened to
+        // record a fact, so the same sources give the same profile.
         facts.sort_by(|a, b| {
             b.evidence_count
                 .cmp(&a.evidence_count)
-                .then(b.recorded_at.cmp(&a.recorded_at))
+                .then(b.window.valid_from.cmp(&a.window.valid_from))
                 .then(a.statement.cmp(&b.statement))
                 .then(a.fact_id.cmp(&b.fact_id))
         });

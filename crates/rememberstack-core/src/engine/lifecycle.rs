@@ -25,6 +25,7 @@ pub struct AppendReceipt {
 }
 
 /// Feedback on one item of a recall receipt.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeedbackInput {
@@ -40,6 +41,7 @@ pub struct FeedbackInput {
 }
 
 /// What an export pack holds.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExportSelection {
@@ -65,6 +67,7 @@ impl Default for ExportSelection {
 }
 
 /// An explicit memory write: one revision of a note.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoteInput {
@@ -505,7 +508,7 @@ impl Engine {
     /// namespace policy `candidate` ([`Engine::set_note_policy`]), as candidates
     /// that are never served until promoted.
     pub async fn remember_note(&self, namespace: &str, input: NoteInput) -> Result<NoteRecord> {
-        self.remember_note_as(namespace, input, Origin::External)
+        self.remember_note_as(namespace, input, Origin::External, None)
             .await
     }
 
@@ -515,6 +518,7 @@ impl Engine {
         namespace: &str,
         input: NoteInput,
         origin: Origin,
+        title: Option<&str>,
     ) -> Result<NoteRecord> {
         validate_namespace(namespace)?;
         let candidate = self.note_policy(namespace).await? == Admission::Candidate;
@@ -621,6 +625,7 @@ impl Engine {
             req.kind = DeclaredKind::Format(SourceFormat::Markdown);
             req.mode = Some(VersioningMode::Living);
             req.origin = origin;
+            req.title = title.map(str::to_string);
             req.distinct = true;
             req.admission = if candidate {
                 Admission::Candidate
@@ -998,7 +1003,8 @@ impl Engine {
 
     /// Correct a fact: it is invalidated (`closed_reason = corrected`, a
     /// `corrected` event with the statement and reason), and the corrected statement
-    /// is remembered as a system-origin note (`corrections/<fact id>`) that flows
+    /// is remembered as a system-origin note (`corrections/<fact id>`, titled
+    /// `Correction`) that flows
     /// through the ordinary pipeline, so the correction has evidence of its own.
     /// Idempotent by `request_id` like [`Engine::invalidate_fact`]; a repeat after an
     /// interruption finishes the note.
@@ -1049,6 +1055,9 @@ impl Engine {
                     metadata: Some(serde_json::json!({"corrects": fact, "reason": reason})),
                 },
                 Origin::System,
+                // Titled in words, not by the fact id: the title is part of what
+                // retrieval indexes (D80).
+                Some("Correction"),
             )
             .await?;
         Ok(FactCorrection {

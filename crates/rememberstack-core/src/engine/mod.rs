@@ -818,7 +818,11 @@ impl Engine {
         };
         let metadata = DocumentMetadata {
             file_name: req.file_name.clone().map(Field::connector),
-            title: declared.title.clone().map(Field::source),
+            title: declared
+                .title
+                .clone()
+                .map(Field::source)
+                .or_else(|| req.title.clone().map(Field::connector)),
             authors: (!declared.authors.is_empty())
                 .then(|| Field::source(declared.authors.clone())),
             created_at: declared.created_at.map(Field::source),

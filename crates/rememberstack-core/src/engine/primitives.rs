@@ -118,6 +118,7 @@ pub struct HydratedRecord {
 }
 
 /// A document search request (D134).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentQuery {

@@ -87,6 +87,7 @@ impl SourceFormat {
 }
 
 /// One conversation message as given by the caller.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// The caller's message id, kept as block metadata all the way into results.
@@ -102,6 +103,7 @@ pub struct Message {
 }
 
 /// A conversation: `{"session_time"?: RFC3339, "messages": [...]}` or a bare array of messages.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Conversation {
     /// When the session took place, if known.
