@@ -280,10 +280,16 @@ export interface FactRecord {
   updated_at: Instant
 }
 
-export interface FactResult {
-  fact: FactRecord
+/** A fact result: the fact's fields, flattened, with its scores and provenance. */
+export type FactResult = FactRecord & {
   scores: Scores
-  [field: string]: JsonValue | FactRecord | Scores
+  /** How many of the operation's anchored entities the fact touches. */
+  anchors?: number
+  contradiction?: JsonObject
+  /** "supported" or "support_withdrawn". */
+  support_state?: string
+  /** Supporting claims with their document, version, spans and dates (at most 3). */
+  provenance?: JsonObject[]
 }
 
 export interface EntityResult {

@@ -40,9 +40,10 @@ function render(bundle) {
   const lines = [];
   for (const r of bundle.claims_and_sources.results.slice(0, 4)) {
     const turns = r.event_ids.length ? ` turns ${r.event_ids.join(',')}` : '';
-    lines.push(`  [${r.kind} from ${r.source_ref}${turns} @ ${r.asserted_at}] ${r.text.trim()}`);
+    const text = r.text.replace(/\s+/g, ' ').trim();
+    lines.push(`  [${r.kind} from ${r.source_ref}${turns} @ ${r.asserted_at}] ${text.slice(0, 160)}`);
   }
-  for (const f of bundle.facts.results.slice(0, 3)) lines.push(`  [fact] ${f.fact.statement}`);
+  for (const f of bundle.facts.results.slice(0, 3)) lines.push(`  [fact] ${f.statement}`);
   if (lines.length === 0) lines.push(`  (nothing relevant: ${bundle.claims_and_sources.negative?.message ?? 'no results'})`);
   return lines.join('\n');
 }

@@ -28,7 +28,14 @@ try {
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l));
 
-  const indent = (text) => text.split('\n').map((l) => (l ? `  ${l}` : l)).join('\n');
+  // Members one level in; JSDoc continuation lines (` * …`) keep their one space.
+  const indent = (text) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .map((l) => (l.startsWith('*') ? `   ${l}` : `  ${l}`))
+      .join('\n');
   const classes = new Map();
   const out = [];
   for (const d of defs) {

@@ -233,6 +233,20 @@ describe('a memory with a document and a conversation', () => {
     await rejectsWith(memory.trace(MISSING_ID), 'not_found');
     assert.equal((await memory.documents()).documents.length, before);
   });
+  it('answers many concurrent calls', async () => {
+    const searches = Array.from({ length: 16 }, (_, i) =>
+      memory.search(i % 2 ? 'nightly backup' : 'runners rack', { k: 3 }),
+    );
+    const [ingested, status, ...envelopes] = await Promise.all([
+      memory.ingestText('A note written while others read.', { sourceRef: 'notes/concurrent' }),
+      memory.status(),
+      ...searches,
+    ]);
+    assert.equal(ingested.source_ref, 'notes/concurrent');
+    assert.equal(status.namespace, 'team');
+    assert.equal(envelopes.length, 16);
+    for (const env of envelopes) assert.ok(env.results.length > 0);
+  });
 });
 
 describe('hard forget', () => {

@@ -36,3 +36,16 @@ it('declares exactly the methods the class has', () => {
   for (const n of ['open', 'connect', 'methods']) own.add(n);
   assert.deepEqual([...declared()].sort(), [...own].sort());
 });
+
+it('has generated native declarations that match the addon', () => {
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'native.d.ts'), 'utf8');
+  const native = require('../rememberstack.node');
+  assert.match(dts, /export declare class NativeMemory \{/);
+  const declaredMembers = [...dts.matchAll(/^ {2}(?:static )?([a-zA-Z]+)\(/gm)].map((m) => m[1]).sort();
+  const actual = [
+    'constructor',
+    ...Object.getOwnPropertyNames(native.NativeMemory.prototype).filter((n) => n !== 'constructor'),
+    ...Object.getOwnPropertyNames(native.NativeMemory).filter((n) => typeof native.NativeMemory[n] === 'function'),
+  ].sort();
+  assert.deepEqual(declaredMembers, actual);
+});
