@@ -252,7 +252,9 @@ export interface ClaimResult {
   asserted_at: Instant
   validity: Validity
   added_context: string[]
-  [field: string]: JsonValue
+  extractor_version: string
+  is_current: boolean
+  scores: Scores
 }
 
 export type EvidenceResult = ({ kind: 'claim' } & ClaimResult) | ({ kind: 'chunk' } & ChunkResult)
