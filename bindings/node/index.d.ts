@@ -448,6 +448,8 @@ export declare class Memory {
   static methods(): string[]
 
   readonly namespace: string
+  /** The same memory (one engine) reading and writing `namespace`; throws a RememberStackError for an invalid namespace or a closed memory. */
+  withNamespace(namespace: string): Memory
 
   ingestFile(path: string, options?: IngestOptions): Promise<IngestReceipt>
   ingestText(text: string, options: IngestOptions & { sourceRef: string }): Promise<IngestReceipt>

@@ -141,6 +141,17 @@ class Memory {
     return this.#namespace;
   }
 
+  /**
+   * The same memory (one engine, one store) reading and writing `namespace`.
+   * Closing either handle leaves the other open.
+   */
+  withNamespace(namespace) {
+    if (typeof namespace !== 'string') throw invalid('withNamespace: the namespace must be a string');
+    const handle = new native.NativeMemory();
+    const shared = decode(handle.share(this.#native, namespace));
+    return new Memory(handle, shared.namespace);
+  }
+
   async #call(method, input) {
     return decode(await this.#native.call(method, encode(input)));
   }

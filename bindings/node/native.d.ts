@@ -19,6 +19,11 @@ export declare class NativeMemory {
    */
   call(method: string, input: string): Promise<string>
   /**
+   * Make this unopened handle share `source`'s engine, reading and writing
+   * `namespace` (`Memory::with_namespace`). Returns a frame with the namespace.
+   */
+  share(source: NativeMemory, namespace: string): string
+  /**
    * Close the handle: later calls reject with `closed`; calls already running
    * finish. The store closes when the last of them is done. True if it was open.
    */

@@ -175,6 +175,34 @@ impl NativeMemory {
         ))
     }
 
+    /// Make this unopened handle share `source`'s engine, reading and writing
+    /// `namespace` (`Memory::with_namespace`). Returns a frame with the namespace.
+    #[napi]
+    pub fn share(&self, source: &NativeMemory, namespace: String) -> String {
+        let result = (|| {
+            let memory = match &*lock(&source.state) {
+                State::Open(m) => m.with_namespace(namespace)?,
+                _ => {
+                    return Err(Failure::new(
+                        "closed",
+                        "withNamespace on a closed memory: open it again",
+                    ));
+                }
+            };
+            let mut guard = lock(&self.state);
+            if !matches!(*guard, State::Unopened) {
+                return Err(Failure::new(
+                    "invalid_input",
+                    "this handle has already been opened",
+                ));
+            }
+            let body = json!({ "namespace": memory.namespace() }).to_string();
+            *guard = State::Open(memory);
+            Ok(body)
+        })();
+        frame(result)
+    }
+
     /// Close the handle: later calls reject with `closed`; calls already running
     /// finish. The store closes when the last of them is done. True if it was open.
     #[napi]

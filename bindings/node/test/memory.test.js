@@ -233,6 +233,21 @@ describe('a memory with a document and a conversation', () => {
     await rejectsWith(memory.trace(MISSING_ID), 'not_found');
     assert.equal((await memory.documents()).documents.length, before);
   });
+  it('shares the engine with another namespace', async () => {
+    const other = memory.withNamespace('other');
+    assert.equal(other.namespace, 'other');
+    assert.deepEqual((await other.documents()).documents, []);
+    await other.ingestText('Only the other namespace knows about the heron.', { sourceRef: 'notes/heron' });
+    await other.processUntilIdle();
+    assert.ok(JSON.stringify(await other.search('heron')).includes('heron'));
+    assert.ok(!JSON.stringify(await memory.search('heron')).includes('heron'));
+    await other.close();
+    await rejectsWith(other.status(), 'closed');
+    assert.equal((await memory.status()).namespace, 'team');
+    assert.throws(() => memory.withNamespace('Bad Name'), (e) => e.code === 'invalid_input');
+    assert.throws(() => other.withNamespace('again'), (e) => e.code === 'closed');
+  });
+
   it('answers many concurrent calls', async () => {
     const searches = Array.from({ length: 16 }, (_, i) =>
       memory.search(i % 2 ? 'nightly backup' : 'runners rack', { k: 3 }),
