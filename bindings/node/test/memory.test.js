@@ -352,6 +352,33 @@ describe('notes', () => {
   });
 });
 
+describe('options', () => {
+  it('map camelCase keys and Dates to the engine input', async () => {
+    const dir = tempDir('options');
+    const memory = await Memory.open(path.join(dir, 'memory.db'));
+    try {
+      const when = new Date('2024-01-02T03:04:05Z');
+      const receipt = await memory.ingestText('# Birds\n\nThe heron nests by the lake.\n', {
+        sourceRef: 'notes/birds',
+        sourceTime: when,
+        mode: 'living',
+        threadRef: 'thread-7',
+      });
+      await memory.processUntilIdle();
+      const env = await memory.search('heron lake', { k: 1, includeRetired: false, documents: { documentIds: [receipt.document_id] } });
+      assert.equal(env.results.length, 1);
+      assert.equal(env.results[0].asserted_at, '2024-01-02T03:04:05Z');
+      const { documents } = await memory.documents();
+      assert.equal(documents[0].mode, 'living');
+      const none = await memory.search('heron lake', { documents: { title: 'no such title' } });
+      assert.equal(none.results.length, 0);
+    } finally {
+      await memory.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('lifecycle of a handle', () => {
   it('rejects calls on a closed memory with code "closed"', async () => {
     const dir = tempDir('closed');

@@ -39,7 +39,7 @@ it('declares exactly the methods the class has', () => {
 
 it('has generated native declarations that match the addon', () => {
   const dts = fs.readFileSync(path.join(__dirname, '..', 'native.d.ts'), 'utf8');
-  const native = require('../rememberstack.node');
+  const native = require(process.env.REMEMBERSTACK_NODE_ADDON || path.join(__dirname, '..', 'rememberstack.node'));
   assert.match(dts, /export declare class NativeMemory \{/);
   const declaredMembers = [...dts.matchAll(/^ {2}(?:static )?([a-zA-Z]+)\(/gm)].map((m) => m[1]).sort();
   const actual = [
