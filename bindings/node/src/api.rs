@@ -1,0 +1,728 @@
+//! The binding's JSON layer, free of N-API: a method name and its JSON input (the
+//! snake_case fields the JavaScript wrapper builds from camelCase options) in, the
+//! JSON the facade's result serializes to out — the same JSON the CLI prints with
+//! `--json` and the HTTP API returns. Every input is parsed strictly (unknown
+//! fields, wrong types and malformed ids are `invalid_input`) before the facade is
+//! called, so bad input changes nothing.
+
+use rememberstack::{
+    ChunkId, ClaimId, ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation,
+    DeclaredKind, DocumentFilter, DocumentId, DocumentQuery, EntityId, Error, ErrorCode,
+    ExportSelection, FactId, FactsContextInput, FeedbackInput, IngestOptions, Memory, MergeId,
+    Message, NoteInput, ReceiptId, ResolveEntityInput, Result, SearchRequest, SectionRole,
+    Timestamp, VersionId, VersioningMode,
+};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// Every method [`call`] answers, in the order the README lists them.
+pub const METHODS: &[&str] = &[
+    "ingest_file",
+    "ingest_text",
+    "ingest_conversation",
+    "append_messages",
+    "remember_note",
+    "promote_note",
+    "archive_note",
+    "revoke_note",
+    "list_notes",
+    "set_note_policy",
+    "process_until_idle",
+    "search",
+    "resolve_entity",
+    "claims_and_sources_context",
+    "facts_context",
+    "combined_context",
+    "run_operation",
+    "operations",
+    "adjacent_chunks",
+    "search_documents",
+    "trace",
+    "resolve_receipt",
+    "inspect_receipt",
+    "delete_document",
+    "forget_document",
+    "forget_note",
+    "export",
+    "feedback",
+    "list_feedback",
+    "documents",
+    "document",
+    "entities",
+    "entity",
+    "retract_claim",
+    "invalidate_fact",
+    "correct_fact",
+    "merge_entities",
+    "unmerge_entities",
+    "status",
+    "doctor",
+];
+
+/// Parse `input` as `T`, naming the method in the error.
+fn parse<T: DeserializeOwned>(method: &str, input: Value) -> Result<T> {
+    // An omitted options object arrives as `null`: read it as no fields.
+    let input = if input.is_null() { json!({}) } else { input };
+    serde_json::from_value(input).map_err(|e| Error::invalid_input(format!("{method}: {e}")))
+}
+
+/// Parse the input of one of the registry's operations: refused as
+/// `invalid_parameter`, as the registry (`run_operation`) refuses it.
+fn parse_operation<T: DeserializeOwned>(name: &str, input: Value) -> Result<T> {
+    let input = if input.is_null() { json!({}) } else { input };
+    serde_json::from_value(input)
+        .map_err(|e| Error::new(ErrorCode::InvalidParameter, format!("{name}: {e}")))
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::internal(format!("serializing a result: {e}")))
+}
+
+fn parse_time(field: &str, value: Option<&str>) -> Result<Option<Timestamp>> {
+    value
+        .map(|t| {
+            rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "`{field}` must be an RFC 3339 date-time such as 2026-05-01T09:30:00Z, not `{t}`"
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn parse_id<T: std::str::FromStr<Err = Error>>(s: &str) -> Result<T> {
+    s.parse::<T>()
+}
+
+/// What opening a memory takes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenInput {
+    /// The database path or PostgreSQL URL (default: `REMEMBERSTACK_DB`, else the
+    /// user's data directory).
+    pub path: Option<String>,
+    /// The handle's namespace (default `default`).
+    pub namespace: Option<String>,
+    /// A TOML file path, or the configuration itself as an object (the TOML
+    /// document's shape). `REMEMBERSTACK_*` variables apply on top, as in the CLI.
+    pub config: Option<Value>,
+    /// Only a PostgreSQL URL is accepted (`Memory.connect`).
+    #[serde(default)]
+    pub require_postgres: bool,
+}
+
+fn is_postgres(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// The configuration an open asks for.
+fn load_config(config: Option<Value>) -> Result<Config> {
+    match config {
+        None | Some(Value::Null) => Config::load(None),
+        Some(Value::String(path)) => Config::load(Some(std::path::Path::new(&path))),
+        Some(value @ Value::Object(_)) => {
+            // Through TOML, so an object is validated exactly as a configuration file.
+            let text = toml::to_string(&value).map_err(|e| {
+                Error::new(ErrorCode::Config, format!("invalid configuration: {e}"))
+            })?;
+            let mut config = Config::from_toml_str(&text)?;
+            config.apply_env(|k| std::env::var(k).ok())?;
+            Ok(config)
+        }
+        Some(other) => Err(Error::invalid_input(format!(
+            "`config` is a TOML file path or a configuration object, not {other}"
+        ))),
+    }
+}
+
+/// Open (or connect) a memory.
+pub async fn open(input: Value) -> Result<Memory> {
+    let input: OpenInput = parse("open", input)?;
+    let path = match input.path {
+        Some(p) if p.trim().is_empty() => {
+            return Err(Error::invalid_input("the database path is empty"));
+        }
+        Some(p) => PathBuf::from(p),
+        None => match std::env::var_os("REMEMBERSTACK_DB").filter(|v| !v.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => rememberstack::default_db_path()?,
+        },
+    };
+    if input.require_postgres && !path.to_str().is_some_and(is_postgres) {
+        return Err(Error::new(
+            ErrorCode::Config,
+            format!(
+                "`{}` is not a PostgreSQL URL (postgres://user@host:port/database)",
+                path.display()
+            ),
+        ));
+    }
+    let config = load_config(input.config)?;
+    let mut builder = Memory::builder().path(path).config(config);
+    if let Some(ns) = input.namespace {
+        builder = builder.namespace(ns);
+    }
+    builder.open().await
+}
+
+/// The ingest options every ingest takes, as fields of its input (serde's
+/// `flatten` cannot be combined with `deny_unknown_fields`, hence the macro).
+macro_rules! ingest_input {
+    ($name:ident { $($field:ident: $ty:ty),* }) => {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $name {
+            $($field: $ty,)*
+            source_ref: Option<String>,
+            kind: Option<String>,
+            source_time: Option<String>,
+            mode: Option<String>,
+            thread_ref: Option<String>,
+        }
+
+        impl $name {
+            fn options(&self) -> Result<IngestOptions> {
+                ingest_options(
+                    self.source_ref.clone(),
+                    self.kind.as_deref(),
+                    self.source_time.as_deref(),
+                    self.mode.as_deref(),
+                    self.thread_ref.clone(),
+                )
+            }
+        }
+    };
+}
+
+ingest_input!(IngestFileInput { path: String });
+ingest_input!(IngestTextInput { text: String });
+ingest_input!(IngestConversationInput {
+    conversation: Value
+});
+
+fn ingest_options(
+    source_ref: Option<String>,
+    kind: Option<&str>,
+    source_time: Option<&str>,
+    mode: Option<&str>,
+    thread_ref: Option<String>,
+) -> Result<IngestOptions> {
+    let mut o = IngestOptions {
+        source_ref,
+        thread_ref,
+        ..Default::default()
+    };
+    if let Some(k) = kind {
+        o.kind = DeclaredKind::parse(k)?;
+    }
+    o.source_time = parse_time("source_time", source_time)?;
+    o.mode = mode.map(VersioningMode::parse).transpose()?;
+    Ok(o)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendInput {
+    conversation_ref: String,
+    messages: Vec<Message>,
+    source_time: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransitionInput {
+    version_id: String,
+    expected_version: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageInput {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyInput {
+    start_as: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchInput {
+    query: String,
+    k: Option<usize>,
+    /// `chunks` (default), `claims` or `facts`.
+    grain: Option<String>,
+    roles: Option<Vec<String>>,
+    cursor: Option<String>,
+    #[serde(default)]
+    include_retired: bool,
+    #[serde(default)]
+    entities: Vec<String>,
+    #[serde(default)]
+    exact: bool,
+    documents: Option<DocumentFilter>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OperationInput {
+    name: String,
+    #[serde(default)]
+    input: Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChunkInput {
+    chunk_id: String,
+    window: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactIdInput {
+    fact_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReceiptInput {
+    receipt_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DocumentInput {
+    document_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteIdInput {
+    note_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedbackListInput {
+    receipt_id: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntitiesInput {
+    #[serde(default)]
+    include_merged: bool,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntityInput {
+    name_or_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReasonInput {
+    id: String,
+    reason: String,
+    request_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorrectInput {
+    fact_id: String,
+    statement: String,
+    reason: String,
+    request_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeInput {
+    from: String,
+    into: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeIdInput {
+    merge_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoInput {}
+
+/// A conversation given as `{session_time?, messages}` or a bare array of messages.
+fn conversation(value: Value) -> Result<Conversation> {
+    let value = match value {
+        Value::Array(messages) => json!({ "messages": messages }),
+        v => v,
+    };
+    serde_json::from_value(value).map_err(|e| {
+        Error::new(
+            ErrorCode::InvalidConversation,
+            format!(
+                "a conversation is {{\"session_time\"?, \"messages\": [{{\"event_id\"?, \"speaker\", \"text\", \"timestamp\"?}}]}} or an array of messages: {e}"
+            ),
+        )
+    })
+}
+
+/// Run `method` with its JSON `input` on `m`; the result as JSON text.
+pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
+    match method {
+        "ingest_file" => {
+            let i: IngestFileInput = parse(method, input)?;
+            to_json(&m.ingest_file(&i.path, i.options()?).await?)
+        }
+        "ingest_text" => {
+            let i: IngestTextInput = parse(method, input)?;
+            let options = i.options()?;
+            to_json(&m.ingest_text(i.text, options).await?)
+        }
+        "ingest_conversation" => {
+            let i: IngestConversationInput = parse(method, input)?;
+            let options = i.options()?;
+            let c = conversation(i.conversation)?;
+            to_json(&m.ingest_conversation(&c, options).await?)
+        }
+        "append_messages" => {
+            let i: AppendInput = parse(method, input)?;
+            let receipt = match parse_time("source_time", i.source_time.as_deref())? {
+                Some(t) => {
+                    m.append_messages_at(&i.conversation_ref, i.messages, t)
+                        .await?
+                }
+                None => m.append_messages(&i.conversation_ref, i.messages).await?,
+            };
+            to_json(&receipt)
+        }
+        "remember_note" => {
+            let i: NoteInput = parse(method, input)?;
+            to_json(&m.remember_note(i).await?)
+        }
+        "promote_note" | "archive_note" | "revoke_note" => {
+            let i: TransitionInput = parse(method, input)?;
+            let v = parse_id::<VersionId>(&i.version_id)?;
+            let note = match method {
+                "promote_note" => m.promote_note(v, i.expected_version).await?,
+                "archive_note" => m.archive_note(v, i.expected_version).await?,
+                _ => m.revoke_note(v, i.expected_version).await?,
+            };
+            to_json(&note)
+        }
+        "list_notes" => {
+            let i: PageInput = parse(method, input)?;
+            to_json(
+                &m.list_notes(i.cursor.as_deref(), i.limit.unwrap_or(50))
+                    .await?,
+            )
+        }
+        "set_note_policy" => {
+            let i: PolicyInput = parse(method, input)?;
+            let start_as = rememberstack::Admission::parse(&i.start_as)?;
+            m.set_note_policy(start_as).await?;
+            to_json(&json!({ "start_as": start_as.as_str() }))
+        }
+        "process_until_idle" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&m.process_until_idle().await?)
+        }
+        "search" => {
+            let i: SearchInput = parse(method, input)?;
+            let mut req = SearchRequest::new(m.namespace(), i.query, i.k.unwrap_or(10));
+            req.cursor = i.cursor;
+            req.include_retired = i.include_retired;
+            req.entities = i
+                .entities
+                .iter()
+                .map(|e| parse_id::<EntityId>(e))
+                .collect::<Result<_>>()?;
+            req.exact = i.exact;
+            req.documents = i.documents;
+            if let Some(roles) = i.roles {
+                let mut parsed = Vec::with_capacity(roles.len());
+                for r in roles {
+                    parsed.push(SectionRole::parse(&r).ok_or_else(|| {
+                        Error::invalid_input(format!("unknown section role `{r}`"))
+                    })?);
+                }
+                req.roles = Some(parsed);
+            }
+            match i.grain.as_deref().unwrap_or("chunks") {
+                "chunks" => to_json(&m.search_with(req).await?),
+                "claims" => to_json(&m.search_claims_with(req).await?),
+                "facts" => to_json(&m.search_facts_with(req).await?),
+                other => Err(Error::invalid_input(format!(
+                    "unknown grain `{other}` (chunks, claims or facts)"
+                ))),
+            }
+        }
+        "resolve_entity" => {
+            let i: ResolveEntityInput = parse_operation(method, input)?;
+            to_json(&m.resolve_entity(&i.name, i.k).await?)
+        }
+        "claims_and_sources_context" => {
+            let i: ClaimsAndSourcesInput = parse_operation(method, input)?;
+            to_json(&m.claims_and_sources_context(i).await?)
+        }
+        "facts_context" => {
+            let i: FactsContextInput = parse_operation(method, input)?;
+            to_json(&m.facts_context(i).await?)
+        }
+        "combined_context" => {
+            let i: CombinedContextInput = parse_operation(method, input)?;
+            to_json(&m.combined_context(i).await?)
+        }
+        "run_operation" => {
+            let i: OperationInput = parse(method, input)?;
+            to_json(&m.run_operation(&i.name, i.input).await?)
+        }
+        "operations" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&json!({ "operations": m.operations() }))
+        }
+        "adjacent_chunks" => {
+            let i: ChunkInput = parse(method, input)?;
+            let chunk = parse_id::<ChunkId>(&i.chunk_id)?;
+            to_json(&m.adjacent_chunks(chunk, i.window.unwrap_or(1)).await?)
+        }
+        "search_documents" => {
+            let i: DocumentQuery = parse(method, input)?;
+            to_json(&m.search_documents(i).await?)
+        }
+        "trace" => {
+            let i: FactIdInput = parse(method, input)?;
+            to_json(&m.trace(parse_id::<FactId>(&i.fact_id)?).await?)
+        }
+        "resolve_receipt" => {
+            let i: ReceiptInput = parse(method, input)?;
+            to_json(
+                &m.resolve_receipt(parse_id::<ReceiptId>(&i.receipt_id)?)
+                    .await?,
+            )
+        }
+        "inspect_receipt" => {
+            let i: ReceiptInput = parse(method, input)?;
+            to_json(
+                &m.inspect_receipt(parse_id::<ReceiptId>(&i.receipt_id)?)
+                    .await?,
+            )
+        }
+        "delete_document" => {
+            let i: DocumentInput = parse(method, input)?;
+            to_json(
+                &m.delete_document(parse_id::<DocumentId>(&i.document_id)?)
+                    .await?,
+            )
+        }
+        "forget_document" => {
+            let i: DocumentInput = parse(method, input)?;
+            to_json(
+                &m.forget_document(parse_id::<DocumentId>(&i.document_id)?)
+                    .await?,
+            )
+        }
+        "forget_note" => {
+            let i: NoteIdInput = parse(method, input)?;
+            to_json(&m.forget_note(parse_id::<DocumentId>(&i.note_id)?).await?)
+        }
+        "export" => {
+            let i: ExportSelection = parse(method, input)?;
+            to_json(&m.export_pack(&i).await?)
+        }
+        "feedback" => {
+            let i: FeedbackInput = parse(method, input)?;
+            to_json(&m.feedback(i).await?)
+        }
+        "list_feedback" => {
+            let i: FeedbackListInput = parse(method, input)?;
+            let receipt = i
+                .receipt_id
+                .as_deref()
+                .map(parse_id::<ReceiptId>)
+                .transpose()?;
+            let list = m.list_feedback(receipt, i.limit.unwrap_or(100)).await?;
+            to_json(&json!({ "feedback": list }))
+        }
+        "documents" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&json!({ "documents": m.documents().await? }))
+        }
+        "document" => {
+            let i: DocumentInput = parse(method, input)?;
+            to_json(&m.document(parse_id::<DocumentId>(&i.document_id)?).await?)
+        }
+        "entities" => {
+            let i: EntitiesInput = parse(method, input)?;
+            let list = m.entities(i.include_merged, i.limit.unwrap_or(100)).await?;
+            to_json(&json!({ "entities": list }))
+        }
+        "entity" => {
+            let i: EntityInput = parse(method, input)?;
+            to_json(&m.entity(&i.name_or_id).await?)
+        }
+        "retract_claim" => {
+            let i: ReasonInput = parse(method, input)?;
+            let id = parse_id::<ClaimId>(&i.id)?;
+            to_json(
+                &m.retract_claim(id, &i.reason, i.request_id.as_deref())
+                    .await?,
+            )
+        }
+        "invalidate_fact" => {
+            let i: ReasonInput = parse(method, input)?;
+            let id = parse_id::<FactId>(&i.id)?;
+            to_json(
+                &m.invalidate_fact(id, &i.reason, i.request_id.as_deref())
+                    .await?,
+            )
+        }
+        "correct_fact" => {
+            let i: CorrectInput = parse(method, input)?;
+            let id = parse_id::<FactId>(&i.fact_id)?;
+            to_json(
+                &m.correct_fact(id, &i.statement, &i.reason, i.request_id.as_deref())
+                    .await?,
+            )
+        }
+        "merge_entities" => {
+            let i: MergeInput = parse(method, input)?;
+            let (from, into) = (
+                parse_id::<EntityId>(&i.from)?,
+                parse_id::<EntityId>(&i.into)?,
+            );
+            to_json(&m.merge_entities(from, into).await?)
+        }
+        "unmerge_entities" => {
+            let i: MergeIdInput = parse(method, input)?;
+            to_json(
+                &m.unmerge_entities(parse_id::<MergeId>(&i.merge_id)?)
+                    .await?,
+            )
+        }
+        "status" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&m.status().await?)
+        }
+        "doctor" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&m.doctor().await)
+        }
+        other => Err(Error::invalid_input(format!(
+            "unknown method `{other}` (one of: {})",
+            METHODS.join(", ")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn memory(dir: &tempfile::TempDir) -> Memory {
+        open(json!({ "path": dir.path().join("m.db"), "config": {} }))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_listed_method_is_dispatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = memory(&dir).await;
+        for method in METHODS {
+            // Wrong input: refused as invalid input by the method itself, never
+            // as an unknown method.
+            let err = call(&m, method, json!({ "no_such_field": 1 }))
+                .await
+                .unwrap_err();
+            assert!(
+                !err.to_string().contains("unknown method"),
+                "{method}: {err}"
+            );
+            let expected = match *method {
+                "resolve_entity"
+                | "claims_and_sources_context"
+                | "facts_context"
+                | "combined_context" => ErrorCode::InvalidParameter,
+                _ => ErrorCode::InvalidInput,
+            };
+            assert_eq!(err.code(), expected, "{method}: {err}");
+        }
+        let err = call(&m, "drop_tables", Value::Null).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidInput);
+        assert!(err.to_string().contains("unknown method `drop_tables`"));
+    }
+
+    #[tokio::test]
+    async fn results_are_the_facade_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = memory(&dir).await;
+        let out = call(
+            &m,
+            "ingest_text",
+            json!({"text": "Ada Lovelace wrote the first program.", "source_ref": "notes/ada"}),
+        )
+        .await
+        .unwrap();
+        let receipt: Value = serde_json::from_str(&out).unwrap();
+        let docs = m.documents().await.unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(receipt["document_id"], json!(docs[0].doc_id.to_string()));
+        let listed = call(&m, "documents", Value::Null).await.unwrap();
+        assert_eq!(listed, json!({ "documents": docs }).to_string());
+    }
+
+    #[tokio::test]
+    async fn bad_options_are_typed_and_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = memory(&dir).await;
+        let bad = [
+            json!({"text": "x", "source_ref": "a", "kind": "pdf"}),
+            json!({"text": "x", "source_ref": "a", "mode": "forever"}),
+            json!({"text": "x", "source_ref": "a", "source_time": "yesterday"}),
+            json!({"text": 5, "source_ref": "a"}),
+        ];
+        for input in bad {
+            let err = call(&m, "ingest_text", input.clone()).await.unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidInput, "{input}: {err}");
+        }
+        assert!(m.documents().await.unwrap().is_empty());
+        let err = call(&m, "document", json!({"document_id": "nope"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidInput);
+        let err = call(
+            &m,
+            "document",
+            json!({"document_id": "123e4567-e89b-12d3-a456-426614174000"}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::DocumentNotFound);
+    }
+
+    #[tokio::test]
+    async fn config_objects_are_validated_like_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let err =
+            open(json!({"path": dir.path().join("m.db"), "config": {"engine": {"bogus": 1}}}))
+                .await
+                .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config);
+        let err = open(json!({"path": dir.path().join("m.db"), "require_postgres": true}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config);
+    }
+}

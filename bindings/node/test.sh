@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build the Node addon (a debug build of the `rememberstack-node` crate), place it
+# as bindings/node/rememberstack.node, and run the binding's tests with Node's
+# built-in test runner. Honours CARGO_TARGET_DIR. Needs Rust (stable) and
+# Node.js >= 20; no npm packages. Exits non-zero on any failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+command -v node >/dev/null || { echo "test.sh: node is not installed" >&2; exit 1; }
+command -v cargo >/dev/null || { echo "test.sh: cargo is not installed" >&2; exit 1; }
+
+node "$here/scripts/build.js"
+node --test "$here/test/"
