@@ -19,7 +19,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "maturin>=1.9,<2" "pytest>=7"
+  "maturin>=1.9,<2" "pytest>=7" "mypy>=1.10"
 
 export VIRTUAL_ENV="$venv"
 export PATH="$venv/bin:$PATH"
@@ -37,4 +37,6 @@ if [ -z "${REMEMBER_CLI:-}" ] && [ -x "$target/debug/remember" ]; then
 fi
 
 cd "$here"
+# The package's annotations and the native module's stub hold together.
+python -m mypy --strict --no-error-summary python/remember
 python -m pytest -q -p no:cacheprovider tests "$@"

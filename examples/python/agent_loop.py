@@ -33,7 +33,9 @@ def render_context(bundle: remember.Result) -> str:
     lines = []
     for item in bundle.claims_and_sources.results:
         turns = f" turns {', '.join(item.event_ids)}" if item.event_ids else ""
-        lines.append(f"- {item.text.strip()}  [{item.kind} from {item.source_ref}{turns}]")
+        text = " ".join(item.text.split())
+        text = text if len(text) <= 160 else text[:157] + "..."
+        lines.append(f"- {text}  [{item.kind} from {item.source_ref}{turns}]")
     for fact in bundle.facts.results:
         lines.append(f"- fact: {fact.statement}  [fact {fact.fact_id}, {fact.evidence_count} evidence]")
     return "\n".join(lines) or "(nothing remembered about this)"

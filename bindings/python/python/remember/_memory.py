@@ -9,8 +9,8 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _native
-from ._errors import ClosedError, InvalidInput, InvalidParameter, error_for
-from ._result import Result, wrap
+from ._errors import ClosedError, ConfigError, InternalError, InvalidInput, InvalidParameter, error_for
+from ._result import Result
 
 __all__ = ["Memory", "AsyncMemory", "PathLike"]
 
@@ -149,8 +149,6 @@ class Memory:
         PostgreSQL 16+ with the ``vector`` extension). Its migrations are applied
         before it serves."""
         if not isinstance(url, str) or not url.startswith(("postgres://", "postgresql://")):
-            from ._errors import ConfigError
-
             raise ConfigError(f"`{url}` is not a PostgreSQL URL (postgres://user@host:port/database)")
         return cls(
             url,
@@ -173,8 +171,17 @@ class Memory:
             raise error_for(status, text)
         return json.loads(text)
 
-    def _call(self, method: str, **args: Any) -> Any:
-        return wrap(self._raw(method, _given(args)))
+    def _call(self, method: str, **args: Any) -> Result:
+        value = self._raw(method, _given(args))
+        if not isinstance(value, dict):
+            raise InternalError(f"{method} answered {type(value).__name__}, not an object")
+        return Result(value)
+
+    def _call_list(self, method: str, **args: Any) -> List[Result]:
+        value = self._raw(method, _given(args))
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise InternalError(f"{method} answered {type(value).__name__}, not a list of objects")
+        return [Result(v) for v in value]
 
     @property
     def namespace(self) -> str:
@@ -384,7 +391,7 @@ class Memory:
     def operations(self) -> List[Result]:
         """The operation registry: each operation's name, description, input schema,
         grain and version."""
-        return self._call("operations")
+        return self._call_list("operations")
 
     def run_operation(self, name: str, input: Optional[Mapping[str, Any]] = None) -> Result:
         """Run an operation of the registry by name with its JSON input (the same
@@ -397,7 +404,10 @@ class Memory:
             input = {}
         if not isinstance(input, Mapping):
             raise InvalidParameter(f"an operation's input must be a dict, not {type(input).__name__}")
-        return wrap(self._raw("run_operation", {"name": name, "input": dict(input)}))
+        value = self._raw("run_operation", {"name": name, "input": dict(input)})
+        if not isinstance(value, dict):
+            raise InternalError(f"{name} answered {type(value).__name__}, not an object")
+        return Result(value)
 
     def resolve_entity(self, query: str, *, k: Optional[int] = None) -> Result:
         """``resolve_entity``: the entities a name may refer to, ranked; ambiguity
@@ -462,7 +472,7 @@ class Memory:
 
     def documents(self) -> List[Result]:
         """Document lineages in this namespace."""
-        return self._call("documents")
+        return self._call_list("documents")
 
     def document(self, doc_id: str) -> Result:
         """One document with its versions and sections."""
@@ -470,7 +480,7 @@ class Memory:
 
     def entities(self, *, include_merged: bool = False, limit: Optional[int] = None) -> List[Result]:
         """Entities in this namespace, oldest first."""
-        return self._call("entities", include_merged=include_merged, limit=limit)
+        return self._call_list("entities", include_merged=include_merged, limit=limit)
 
     def entity(self, name_or_id: str) -> Result:
         """One entity by id or exact name, with its facts, mentions and merges."""
@@ -478,7 +488,7 @@ class Memory:
 
     def claims(self, *, document_id: Optional[str] = None, include_retired: bool = False) -> List[Result]:
         """Claims in this namespace (optionally of one document), newest first."""
-        return self._call("claims", document_id=document_id, include_retired=include_retired)
+        return self._call_list("claims", document_id=document_id, include_retired=include_retired)
 
     # ------------------------------------------------------------------ writes
 
@@ -519,7 +529,7 @@ class Memory:
 
     def list_feedback(self, *, receipt_id: Optional[str] = None, limit: Optional[int] = None) -> List[Result]:
         """Feedback of this namespace (optionally of one receipt), oldest first."""
-        return self._call("list_feedback", receipt_id=receipt_id, limit=limit)
+        return self._call_list("list_feedback", receipt_id=receipt_id, limit=limit)
 
     def export(
         self,

@@ -28,6 +28,7 @@ class Result:
     """
 
     __slots__ = ("_data",)
+    _data: Dict[str, Any]
 
     def __init__(self, data: Dict[str, Any]) -> None:
         object.__setattr__(self, "_data", data)
