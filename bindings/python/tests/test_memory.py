@@ -319,3 +319,24 @@ def test_memory_default_path_and_config(tmp_path, monkeypatch):
         remember.Memory(tmp_path / "c.db", namespace="not a namespace!")
     with pytest.raises(remember.ConfigError):
         remember.Memory.connect("sqlite:///nope")
+
+
+def test_postgres_store_when_database_url_is_set():
+    """`Memory.connect` on PostgreSQL (run where DATABASE_URL is set, as in CI)."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        pytest.skip("DATABASE_URL is not set: no PostgreSQL to test against")
+    import uuid
+
+    schema = f"py_{uuid.uuid4().hex[:12]}"
+    with remember.Memory.connect(url, config={"store": {"schema": schema}}) as m:
+        doc = m.ingest_text("The Lisbon office opened in March 2024.", source_ref="notes/pg")
+        m.process_until_idle()
+        hits = m.search("when did the Lisbon office open?")
+        assert doc.document_id in [r.document_id for r in hits.results]
+        bundle = m.combined_context("when did the Lisbon office open?")
+        assert bundle.claims_and_sources.results
+        with pytest.raises(remember.DocumentNotFound):
+            m.delete_document("123e4567-e89b-12d3-a456-426614174000")
+        m.forget_document(doc.document_id)
+        assert m.documents() == []
