@@ -274,6 +274,19 @@ def test_to_dict_is_the_cli_json(loaded, db):
     ).to_dict()
     assert run("operations", "list") == {"operations": [o.to_dict() for o in m.operations()]}
     assert run("notes", "list") == m.list_notes().to_dict()
+    assert run("status") == m.status().to_dict()
+    # Envelopes, field for field.
+    q = "why did the nightly backup fail?"
+    assert run("search", q, "--k", "3") == m.search(q, k=3).to_dict()
+    assert run("search", q, "--k", "3", "--target", "claims") == m.search_claims(q, k=3).to_dict()
+    op = ["operations", "run", "claims_and_sources_context", "--input", json.dumps({"query": q})]
+    assert run(*op) == m.claims_and_sources_context(q).to_dict()
+    # The bundle's facts scope echoes its evaluation instant, which differs by a hair.
+    op = ["operations", "run", "combined_context", "--input", json.dumps({"query": q})]
+    cli_bundle, py_bundle = run(*op), m.combined_context(q).to_dict()
+    for bundle in (cli_bundle, py_bundle):
+        bundle["facts"]["temporal_scope"].pop("evaluated_at")
+    assert cli_bundle == py_bundle
 
 
 def test_result_json_round_trip(loaded):
