@@ -132,3 +132,17 @@ def test_closed_memory_raises(db):
     assert again.closed
     with pytest.raises(remember.ClosedError):
         again.documents()
+
+
+def test_unserializable_arguments(memory):
+    with pytest.raises(remember.InvalidParameter):
+        memory.run_operation("claims_and_sources_context", {"query": "x", "k": float("nan")})
+    with pytest.raises(remember.InvalidParameter):
+        memory.combined_context("x", entity_ids=[object()])
+    import datetime
+
+    with pytest.raises(remember.InvalidInput):
+        memory.ingest_text("t", source_ref="n", source_time=datetime.datetime(2024, 1, 1))
+    assert memory.ingest_text(
+        "t", source_ref="n", source_time=datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    ).outcome == "created"

@@ -161,11 +161,16 @@ class Memory:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _raw(self, method: str, args: Mapping[str, Any]) -> Any:
+    def _raw(
+        self,
+        method: str,
+        args: Mapping[str, Any],
+        error: Callable[[str], Exception] = InvalidInput,
+    ) -> Any:
         native = self._native
         if native is None:
             raise ClosedError("this Memory is closed: open a new one")
-        payload = _dumps(dict(args))
+        payload = _dumps(dict(args), error)
         status, text = native.call(method, payload)
         if status != "ok":
             raise error_for(status, text)
@@ -404,7 +409,7 @@ class Memory:
             input = {}
         if not isinstance(input, Mapping):
             raise InvalidParameter(f"an operation's input must be a dict, not {type(input).__name__}")
-        value = self._raw("run_operation", {"name": name, "input": dict(input)})
+        value = self._raw("run_operation", {"name": name, "input": dict(input)}, InvalidParameter)
         if not isinstance(value, dict):
             raise InternalError(f"{name} answered {type(value).__name__}, not an object")
         return Result(value)
