@@ -489,6 +489,15 @@ export declare class Memory {
   inspectReceipt(receiptId: Uuid): Promise<JsonObject>
   entities(options?: { includeMerged?: boolean; limit?: number }): Promise<{ entities: JsonObject[] }>
   entity(nameOrId: string): Promise<JsonObject>
+  claims(options?: { documentId?: string; includeRetired?: boolean }): Promise<{ claims: JsonObject[] }>
+  claimDecisions(documentId: string): Promise<{ decisions: JsonObject[] }>
+  facts(options?: { entityId?: string; at?: string | Date; history?: boolean; limit?: number }): Promise<{ facts: JsonObject[] }>
+  predicates(): Promise<{ predicates: JsonObject[] }>
+  neighborhood(
+    entityIds: string[],
+    options?: { depth?: number; predicates?: string[]; temporalScope?: JsonObject },
+  ): Promise<Envelope<JsonObject>>
+  hydrate(records: string[]): Promise<Envelope<JsonObject>>
 
   retractClaim(claimId: Uuid, reason: string, options?: CorrectionOptions): Promise<JsonObject>
   invalidateFact(factId: Uuid, reason: string, options?: CorrectionOptions): Promise<JsonObject>

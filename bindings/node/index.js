@@ -302,6 +302,36 @@ class Memory {
     return this.#call('entity', { name_or_id: nameOrId });
   }
 
+  /** `{ documentId?, includeRetired? }` — claims, newest first. */
+  async claims(opts) {
+    return this.#call('claims', options('claims', opts));
+  }
+
+  /** The extraction ledger of a document: kept, dropped and rejected sentences. */
+  async claimDecisions(documentId) {
+    return this.#call('claim_decisions', { document_id: documentId });
+  }
+
+  /** `{ entityId?, at?, history?, limit? }` — facts holding now, at an instant, or all. */
+  async facts(opts) {
+    return this.#call('facts', options('facts', opts));
+  }
+
+  /** The namespace's predicate registry. */
+  async predicates() {
+    return this.#call('predicates', {});
+  }
+
+  /** Relations reachable from `entityIds`: `{ depth?, predicates?, temporalScope? }`. */
+  async neighborhood(entityIds, opts) {
+    return this.#call('neighborhood', { ...options('neighborhood', opts), entity_ids: entityIds });
+  }
+
+  /** Full records by reference: `fact:<id>`, `claim:<id>`, `chunk:<id>`. */
+  async hydrate(records) {
+    return this.#call('hydrate', { records });
+  }
+
   // ---- corrections, export, feedback
 
   async retractClaim(claimId, reason, opts) {

@@ -8,9 +8,9 @@
 use rememberstack::{
     ChunkId, ClaimId, ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation,
     DeclaredKind, DocumentFilter, DocumentId, DocumentQuery, EntityId, Error, ErrorCode,
-    ExportSelection, FactId, FactsContextInput, FeedbackInput, IngestOptions, Memory, MergeId,
-    Message, NoteInput, ReceiptId, ResolveEntityInput, Result, SearchRequest, SectionRole,
-    Timestamp, VersionId, VersioningMode,
+    ExportSelection, FactId, FactQuery, FactsContextInput, FeedbackInput, IngestOptions, Memory,
+    MergeId, Message, NeighborhoodRequest, NoteInput, ReceiptId, RecordRef, ResolveEntityInput,
+    Result, SearchRequest, SectionRole, Timestamp, VersionId, VersioningMode,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -57,6 +57,12 @@ pub const METHODS: &[&str] = &[
     "correct_fact",
     "merge_entities",
     "unmerge_entities",
+    "claims",
+    "claim_decisions",
+    "facts",
+    "predicates",
+    "neighborhood",
+    "hydrate",
     "status",
     "doctor",
 ];
@@ -362,6 +368,30 @@ struct MergeIdInput {
 #[serde(deny_unknown_fields)]
 struct NoInput {}
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimsInput {
+    document_id: Option<String>,
+    #[serde(default)]
+    include_retired: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactsInput {
+    entity_id: Option<String>,
+    at: Option<String>,
+    #[serde(default)]
+    history: bool,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HydrateInput {
+    records: Vec<String>,
+}
+
 /// A conversation given as `{session_time?, messages}` or a bare array of messages.
 fn conversation(value: Value) -> Result<Conversation> {
     let value = match value {
@@ -610,6 +640,51 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
                 &m.unmerge_entities(parse_id::<MergeId>(&i.merge_id)?)
                     .await?,
             )
+        }
+        "claims" => {
+            let i: ClaimsInput = parse(method, input)?;
+            let doc = i
+                .document_id
+                .as_deref()
+                .map(parse_id::<DocumentId>)
+                .transpose()?;
+            to_json(&json!({ "claims": m.claims(doc, i.include_retired).await? }))
+        }
+        "claim_decisions" => {
+            let i: DocumentInput = parse(method, input)?;
+            let doc = parse_id::<DocumentId>(&i.document_id)?;
+            to_json(&json!({ "decisions": m.claim_decisions(doc).await? }))
+        }
+        "facts" => {
+            let i: FactsInput = parse(method, input)?;
+            let query = FactQuery {
+                entity: i
+                    .entity_id
+                    .as_deref()
+                    .map(parse_id::<EntityId>)
+                    .transpose()?,
+                at: parse_time("at", i.at.as_deref())?,
+                history: i.history,
+                limit: i.limit.unwrap_or(100),
+            };
+            to_json(&json!({ "facts": m.facts(&query).await? }))
+        }
+        "predicates" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&json!({ "predicates": m.predicates().await? }))
+        }
+        "neighborhood" => {
+            let request: NeighborhoodRequest = parse(method, input)?;
+            to_json(&m.neighborhood(request).await?)
+        }
+        "hydrate" => {
+            let i: HydrateInput = parse(method, input)?;
+            let records = i
+                .records
+                .iter()
+                .map(|r| r.parse::<RecordRef>())
+                .collect::<Result<Vec<_>>>()?;
+            to_json(&m.hydrate(&records).await?)
         }
         "status" => {
             let _: NoInput = parse(method, input)?;

@@ -419,3 +419,46 @@ describe('lifecycle of a handle', () => {
     }
   });
 });
+
+describe('facts, the graph and entity administration', () => {
+  it('lists facts and predicates, walks the graph, hydrates, merges and unmerges', async () => {
+    const dir = tempDir('graph');
+    const memory = await Memory.open(path.join(dir, 'memory.db'));
+    try {
+      const doc = await memory.ingestText(
+        '# Team\n\nAlice works for Acme. Bob works for Acme. Acme is based in Lisbon.\n',
+        { sourceRef: 'notes/team', sourceTime: '2024-04-01T00:00:00Z' },
+      );
+      await memory.processUntilIdle();
+      const { facts } = await memory.facts();
+      const works = facts.find((f) => f.statement === 'Alice works for Acme.');
+      assert.ok(works, JSON.stringify(facts.map((f) => f.statement)));
+      assert.ok((await memory.predicates()).predicates.some((p) => p.name === 'works_for'));
+      assert.ok((await memory.claimDecisions(doc.document_id)).decisions.length > 0);
+      const { claims } = await memory.claims({ documentId: doc.document_id });
+      assert.ok(claims.some((c) => c.text === 'Alice works for Acme.'));
+
+      const { entities } = await memory.entities();
+      const id = (name) => entities.find((e) => e.canonical_name === name).entity_id;
+      const mine = (await memory.facts({ entityId: id('Alice') })).facts;
+      assert.deepEqual([...new Set(mine.map((f) => f.subject_name))], ['Alice']);
+      const hood = await memory.neighborhood([id('Alice')], { depth: 2 });
+      const reached = hood.results.map((r) => `${r.fact.subject_name}>${r.fact.object_name}@${r.depth}`);
+      assert.ok(reached.includes('Alice>Acme@1'), reached.join(' '));
+      assert.ok(hood.results.some((r) => r.depth === 2), reached.join(' '));
+
+      const hydrated = await memory.hydrate([`fact:${works.fact_id}`]);
+      assert.equal(hydrated.results[0].text, 'Alice works for Acme.');
+      await rejectsWith(memory.hydrate(['fact:not-a-uuid']), 'invalid_parameter');
+
+      const merge = await memory.mergeEntities(id('Alice'), id('Bob'));
+      const names = async () => (await memory.entities()).entities.map((e) => e.canonical_name);
+      assert.ok(!(await names()).includes('Alice'));
+      await memory.unmergeEntities(merge.merge_id);
+      assert.ok((await names()).includes('Alice'));
+    } finally {
+      await memory.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -147,6 +147,32 @@ impl NativeMemory {
         }
     }
 
+    /// The same memory (one engine, one store) in another namespace: `("ok", "",
+    /// handle)` or `(code, message, None)`.
+    fn share(&self, namespace: String) -> (String, String, Option<NativeMemory>) {
+        let Some(memory) = self.handle() else {
+            return (
+                CLOSED.to_string(),
+                "this Memory is closed: open a new one".to_string(),
+                None,
+            );
+        };
+        match memory.with_namespace(namespace.clone()) {
+            Ok(shared) => (
+                "ok".to_string(),
+                String::new(),
+                Some(NativeMemory {
+                    memory: Mutex::new(Some(shared)),
+                    namespace,
+                }),
+            ),
+            Err(e) => {
+                let (code, message) = failure(&e);
+                (code, message, None)
+            }
+        }
+    }
+
     /// Close the handle: later calls answer `closed`. Calls already running finish.
     fn close(&self, py: Python<'_>) {
         let taken = match self.memory.lock() {
@@ -432,6 +458,36 @@ struct Reasoned {
     request_id: Option<String>,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Merge {
+    from_id: String,
+    into_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactList {
+    #[serde(default)]
+    entity_id: Option<String>,
+    #[serde(default)]
+    at: Option<String>,
+    #[serde(default)]
+    history: bool,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Hydrate {
+    records: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
 /// Call one facade method. Every argument is parsed before the facade is called, so
 /// bad input changes nothing.
 async fn dispatch(m: Memory, method: String, a: Value) -> Result<String, Error> {
@@ -613,6 +669,42 @@ async fn dispatch(m: Memory, method: String, a: Value) -> Result<String, Error> 
                 &m.correct_fact(id(&r.id)?, statement, &r.reason, r.request_id.as_deref())
                     .await?,
             )
+        }
+        "merge_entities" => {
+            let g: Merge = args(method, a)?;
+            json(&m.merge_entities(id(&g.from_id)?, id(&g.into_id)?).await?)
+        }
+        "unmerge_entities" => json(
+            &m.unmerge_entities(id(&args::<ById>(method, a)?.id)?)
+                .await?,
+        ),
+        "facts" => {
+            let f: FactList = args(method, a)?;
+            let query = rememberstack::FactQuery {
+                entity: f.entity_id.as_deref().map(id::<EntityId>).transpose()?,
+                at: instant("at", f.at.as_deref())?,
+                history: f.history,
+                limit: f.limit.unwrap_or(100),
+            };
+            json(&m.facts(&query).await?)
+        }
+        "predicates" => {
+            let _: Empty = args(method, a)?;
+            json(&m.predicates().await?)
+        }
+        "claim_decisions" => json(&m.claim_decisions(id(&args::<ById>(method, a)?.id)?).await?),
+        "neighborhood" => json(
+            &m.neighborhood(args::<rememberstack::NeighborhoodRequest>(method, a)?)
+                .await?,
+        ),
+        "hydrate" => {
+            let h: Hydrate = args(method, a)?;
+            let records = h
+                .records
+                .iter()
+                .map(|r| r.parse::<rememberstack::RecordRef>())
+                .collect::<Result<Vec<_>, _>>()?;
+            json(&m.hydrate(&records).await?)
         }
         other => Err(Error::invalid_input(format!(
             "the native module has no method `{other}`"

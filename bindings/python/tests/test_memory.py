@@ -353,3 +353,52 @@ def test_postgres_store_when_database_url_is_set():
             m.delete_document("123e4567-e89b-12d3-a456-426614174000")
         m.forget_document(doc.document_id)
         assert m.documents() == []
+
+
+def test_facts_graph_and_entity_admin(memory):
+    doc = memory.ingest_text(
+        "# Team\n\nAlice works for Acme. Bob works for Acme. Acme is based in Lisbon.\n",
+        source_ref="notes/team",
+        source_time="2024-04-01T00:00:00Z",
+    )
+    memory.process_until_idle()
+    facts = memory.facts()
+    assert any(f.statement == "Alice works for Acme." for f in facts), [f.statement for f in facts]
+    assert "works_for" in {p.name for p in memory.predicates()}
+    assert memory.claim_decisions(doc.document_id), "the extraction ledger is empty"
+
+    names = {e.canonical_name: e.entity_id for e in memory.entities()}
+    alice, acme = names["Alice"], names["Acme"]
+    # Only Alice's facts, and the graph one hop out from her.
+    assert {f.subject_name for f in memory.facts(entity_id=alice)} == {"Alice"}
+    hood = memory.neighborhood([alice], depth=2)
+    reached = {(r.fact.subject_name, r.fact.object_name, r.depth) for r in hood.results}
+    assert ("Alice", "Acme", 1) in reached, reached
+    assert any(depth == 2 for (_, _, depth) in reached), reached
+
+    fact_id = next(f.fact_id for f in facts if f.statement == "Alice works for Acme.")
+    hydrated = memory.hydrate([f"fact:{fact_id}"])
+    assert hydrated.results[0].text == "Alice works for Acme."
+    with pytest.raises(remember.InvalidParameter):
+        memory.hydrate(["fact:not-a-uuid"])
+
+    merge = memory.merge_entities(alice, names["Bob"])
+    assert "Alice" not in {e.canonical_name for e in memory.entities()}
+    memory.unmerge_entities(merge.merge_id)
+    assert "Alice" in {e.canonical_name for e in memory.entities()}
+
+
+def test_with_namespace_shares_the_engine(memory):
+    memory.ingest_text("# A\n\nAlice works for Acme.\n", source_ref="a")
+    team = memory.with_namespace("team-b")
+    assert team.namespace == "team-b"
+    assert team.documents() == []
+    team.ingest_text("# B\n\nBob works for Globex.\n", source_ref="b")
+    assert [d.source_ref for d in team.documents()] == ["b"]
+    assert [d.source_ref for d in memory.documents()] == ["a"]
+    team.close()
+    with pytest.raises(remember.ClosedError):
+        team.documents()
+    assert len(memory.documents()) == 1
+    with pytest.raises(remember.InvalidInput):
+        memory.with_namespace("Not A Namespace!")

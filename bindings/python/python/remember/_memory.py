@@ -495,7 +495,72 @@ class Memory:
         """Claims in this namespace (optionally of one document), newest first."""
         return self._call_list("claims", document_id=document_id, include_retired=include_retired)
 
+    def claim_decisions(self, doc_id: str) -> List[Result]:
+        """The extraction ledger of a document: kept, dropped and rejected sentences."""
+        return self._call_list("claim_decisions", id=doc_id)
+
+    def facts(
+        self,
+        *,
+        entity_id: Optional[str] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        history: bool = False,
+        limit: Optional[int] = None,
+    ) -> List[Result]:
+        """Facts of this namespace (of one entity, merges followed): those holding now,
+        or ``at`` an instant, or every one with ``history=True``."""
+        return self._call_list("facts", entity_id=entity_id, at=_instant(at), history=history, limit=limit)
+
+    def predicates(self) -> List[Result]:
+        """The namespace's predicate registry."""
+        return self._call_list("predicates")
+
+    def neighborhood(
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: Optional[int] = None,
+        predicates: Optional[Sequence[str]] = None,
+        temporal_scope: Optional[Mapping[str, Any]] = None,
+    ) -> Result:
+        """Relations reachable from ``entity_ids`` in up to ``depth`` hops (1-3), with
+        the path to each; ``predicates`` and ``temporal_scope`` apply at every hop."""
+        return self._call(
+            "neighborhood",
+            entity_ids=list(entity_ids),
+            depth=depth,
+            predicates=None if predicates is None else list(predicates),
+            temporal_scope=_scope(temporal_scope),
+        )
+
+    def hydrate(self, records: Sequence[str]) -> Result:
+        """Full records by reference (``fact:<id>``, ``claim:<id>``, ``chunk:<id>``)."""
+        return self._call("hydrate", records=list(records))
+
+    def with_namespace(self, namespace: str) -> "Memory":
+        """The same memory (one engine, one store) reading and writing ``namespace``.
+        Closing either handle leaves the other open."""
+        native = self._native
+        if native is None:
+            raise ClosedError("this Memory is closed: open a new one")
+        if not isinstance(namespace, str):
+            raise InvalidInput(f"namespace must be a str, not {type(namespace).__name__}")
+        status, message, shared = native.share(namespace)
+        if status != "ok" or shared is None:
+            raise error_for(status, message)
+        other = Memory.__new__(Memory)
+        other._native = shared
+        return other
+
     # ------------------------------------------------------------------ writes
+
+    def merge_entities(self, from_id: str, into_id: str) -> Result:
+        """Merge entity ``from_id`` into ``into_id`` (a reversible redirect)."""
+        return self._call("merge_entities", from_id=from_id, into_id=into_id)
+
+    def unmerge_entities(self, merge_id: str) -> Result:
+        """Undo a merge: the exact prior membership comes back."""
+        return self._call("unmerge_entities", id=merge_id)
 
     def delete_document(self, doc_id: str) -> Result:
         """Delete a document lineage (soft and auditable): its claims stop being
@@ -705,6 +770,30 @@ class AsyncMemory:
 
     async def claims(self, **kwargs: Any) -> List[Result]:
         return await self._run(self._memory.claims, **kwargs)
+
+    async def claim_decisions(self, doc_id: str) -> List[Result]:
+        return await self._run(self._memory.claim_decisions, doc_id)
+
+    async def facts(self, **kwargs: Any) -> List[Result]:
+        return await self._run(self._memory.facts, **kwargs)
+
+    async def predicates(self) -> List[Result]:
+        return await self._run(self._memory.predicates)
+
+    async def neighborhood(self, entity_ids: Sequence[str], **kwargs: Any) -> Result:
+        return await self._run(self._memory.neighborhood, entity_ids, **kwargs)
+
+    async def hydrate(self, records: Sequence[str]) -> Result:
+        return await self._run(self._memory.hydrate, records)
+
+    def with_namespace(self, namespace: str) -> "AsyncMemory":
+        return AsyncMemory(_memory=self._memory.with_namespace(namespace))
+
+    async def merge_entities(self, from_id: str, into_id: str) -> Result:
+        return await self._run(self._memory.merge_entities, from_id, into_id)
+
+    async def unmerge_entities(self, merge_id: str) -> Result:
+        return await self._run(self._memory.unmerge_entities, merge_id)
 
     async def delete_document(self, doc_id: str) -> Result:
         return await self._run(self._memory.delete_document, doc_id)

@@ -17,6 +17,8 @@ class NativeMemory:
         """`("ok", "", handle)` or `(error code, message, None)`."""
     def call(self, method: str, args: str) -> Tuple[str, str]:
         """`("ok", result JSON)` or `(error code, message)`."""
+    def share(self, namespace: str) -> Tuple[str, str, Optional["NativeMemory"]]:
+        """The same memory in another namespace: `("ok", "", handle)` or `(code, message, None)`."""
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
