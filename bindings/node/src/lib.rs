@@ -6,8 +6,8 @@
 //! method's snake_case input and every Promise resolves to the JSON text of a frame,
 //! `{"ok": <the facade's result JSON>}` or `{"error": {"code", "message"}}` — so the
 //! JavaScript side sees exactly the JSON the CLI prints and the HTTP API returns,
-//! and errors keep the engine's typed codes. The JSON layer (`api`) holds no N-API
-//! code and is unit-tested with plain `cargo test`.
+//! and errors keep the engine's typed codes. The JSON layer is the facade's own
+//! (`rememberstack::calls`, shared with the Python binding and unit-tested there).
 //!
 //! No Rust panic crosses the FFI boundary: every call runs as its own Tokio task and
 //! a panic comes back as an `internal` error.
@@ -16,10 +16,9 @@
 // `napi_value` handling). The binding's own code has none.
 #![allow(unsafe_code)]
 
-pub mod api;
-
 use napi_derive::napi;
 use rememberstack::Memory;
+use rememberstack::calls as api;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod calls;
 mod config;
 mod usage;
 

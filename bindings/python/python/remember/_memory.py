@@ -71,6 +71,19 @@ def _scope(value: Any) -> Any:
     return value
 
 
+_DOCUMENT_SCOPE = ("document_ids", "file_name", "title", "author", "from", "to")
+
+
+def _scoped(filters: Dict[str, Any]) -> Dict[str, Any]:
+    # A search's document scope travels as one `documents` object.
+    scope = {k: filters.pop(k) for k in _DOCUMENT_SCOPE if k in filters and filters[k] is not None}
+    for k in _DOCUMENT_SCOPE:
+        filters.pop(k, None)
+    if scope:
+        filters["documents"] = scope
+    return filters
+
+
 def _filters(filters: Dict[str, Any]) -> Dict[str, Any]:
     # `from` is a Python keyword: `from_=` is accepted for it.
     if "from_" in filters:
@@ -182,11 +195,13 @@ class Memory:
             raise InternalError(f"{method} answered {type(value).__name__}, not an object")
         return Result(value)
 
-    def _call_list(self, method: str, **args: Any) -> List[Result]:
+    def _call_list(self, method: str, key: str, **args: Any) -> List[Result]:
+        # Listings come wrapped as the CLI and HTTP wrap them: {key: [...]}.
         value = self._raw(method, _given(args))
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        items = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(items, list) or not all(isinstance(v, dict) for v in items):
             raise InternalError(f"{method} answered {type(value).__name__}, not a list of objects")
-        return [Result(v) for v in value]
+        return [Result(v) for v in items]
 
     @property
     def namespace(self) -> str:
@@ -358,7 +373,7 @@ class Memory:
 
     def forget_note(self, note_id: str) -> Result:
         """Hard-forget every revision of the note lineage ``note_id``."""
-        return self._call("forget_note", id=note_id)
+        return self._call("forget_note", note_id=note_id)
 
     # ------------------------------------------------------------------ pipeline
 
@@ -383,7 +398,7 @@ class Memory:
         ``include_retired``, ``entities``, ``exact``, and the document scope
         ``document_ids``, ``file_name``, ``title``, ``author``, ``from_``, ``to``.
         Returns the envelope (``results``, ``truncation``, ...)."""
-        return self._call("search", query=query, k=k, **_filters(filters))
+        return self._call("search", query=query, k=k, **_scoped(_filters(filters)))
 
     def search_claims(self, query: str, k: int = 10, **filters: Any) -> Result:
         """:meth:`search` over claims (current testimony)."""
@@ -396,7 +411,7 @@ class Memory:
     def operations(self) -> List[Result]:
         """The operation registry: each operation's name, description, input schema,
         grain and version."""
-        return self._call_list("operations")
+        return self._call_list("operations", "operations")
 
     def run_operation(self, name: str, input: Optional[Mapping[str, Any]] = None) -> Result:
         """Run an operation of the registry by name with its JSON input (the same
@@ -465,39 +480,41 @@ class Memory:
 
     def trace(self, fact_id: str) -> Result:
         """A fact with its evidence claims, adjudications and entity resolutions."""
-        return self._call("trace", id=fact_id)
+        return self._call("trace", fact_id=fact_id)
 
     def resolve_receipt(self, receipt_id: str) -> Result:
         """Re-check a recall receipt's records against current authority."""
-        return self._call("resolve_receipt", id=receipt_id)
+        return self._call("resolve_receipt", receipt_id=receipt_id)
 
     def inspect_receipt(self, receipt_id: str) -> Result:
         """A recall receipt as stored: ids, versions, digests, scores; no text."""
-        return self._call("inspect_receipt", id=receipt_id)
+        return self._call("inspect_receipt", receipt_id=receipt_id)
 
     def documents(self) -> List[Result]:
         """Document lineages in this namespace."""
-        return self._call_list("documents")
+        return self._call_list("documents", "documents")
 
     def document(self, doc_id: str) -> Result:
         """One document with its versions and sections."""
-        return self._call("document", id=doc_id)
+        return self._call("document", document_id=doc_id)
 
     def entities(self, *, include_merged: bool = False, limit: Optional[int] = None) -> List[Result]:
         """Entities in this namespace, oldest first."""
-        return self._call_list("entities", include_merged=include_merged, limit=limit)
+        return self._call_list("entities", "entities", include_merged=include_merged, limit=limit)
 
     def entity(self, name_or_id: str) -> Result:
         """One entity by id or exact name, with its facts, mentions and merges."""
-        return self._call("entity", id=name_or_id)
+        return self._call("entity", name_or_id=name_or_id)
 
     def claims(self, *, document_id: Optional[str] = None, include_retired: bool = False) -> List[Result]:
         """Claims in this namespace (optionally of one document), newest first."""
-        return self._call_list("claims", document_id=document_id, include_retired=include_retired)
+        return self._call_list(
+            "claims", "claims", document_id=document_id, include_retired=include_retired
+        )
 
     def claim_decisions(self, doc_id: str) -> List[Result]:
         """The extraction ledger of a document: kept, dropped and rejected sentences."""
-        return self._call_list("claim_decisions", id=doc_id)
+        return self._call_list("claim_decisions", "decisions", document_id=doc_id)
 
     def facts(
         self,
@@ -509,11 +526,13 @@ class Memory:
     ) -> List[Result]:
         """Facts of this namespace (of one entity, merges followed): those holding now,
         or ``at`` an instant, or every one with ``history=True``."""
-        return self._call_list("facts", entity_id=entity_id, at=_instant(at), history=history, limit=limit)
+        return self._call_list(
+            "facts", "facts", entity_id=entity_id, at=_instant(at), history=history, limit=limit
+        )
 
     def predicates(self) -> List[Result]:
         """The namespace's predicate registry."""
-        return self._call_list("predicates")
+        return self._call_list("predicates", "predicates")
 
     def neighborhood(
         self,
@@ -556,21 +575,21 @@ class Memory:
 
     def merge_entities(self, from_id: str, into_id: str) -> Result:
         """Merge entity ``from_id`` into ``into_id`` (a reversible redirect)."""
-        return self._call("merge_entities", from_id=from_id, into_id=into_id)
+        return self._call("merge_entities", **{"from": from_id, "into": into_id})
 
     def unmerge_entities(self, merge_id: str) -> Result:
         """Undo a merge: the exact prior membership comes back."""
-        return self._call("unmerge_entities", id=merge_id)
+        return self._call("unmerge_entities", merge_id=merge_id)
 
     def delete_document(self, doc_id: str) -> Result:
         """Delete a document lineage (soft and auditable): its claims stop being
         current testimony. An unknown id is :class:`~remember.DocumentNotFound`."""
-        return self._call("delete_document", id=doc_id)
+        return self._call("delete_document", document_id=doc_id)
 
     def forget_document(self, doc_id: str) -> Result:
         """Hard-forget a document lineage: its bytes and everything derived from them
         are removed and verified gone. Returns the forget report."""
-        return self._call("forget_document", id=doc_id)
+        return self._call("forget_document", document_id=doc_id)
 
     def retract_claim(self, claim_id: str, reason: str, *, request_id: Optional[str] = None) -> Result:
         """Retract a claim with a reason."""
@@ -585,7 +604,7 @@ class Memory:
     ) -> Result:
         """Correct a fact: invalidate it and remember the corrected statement as a note."""
         return self._call(
-            "correct_fact", id=fact_id, statement=statement, reason=reason, request_id=request_id
+            "correct_fact", fact_id=fact_id, statement=statement, reason=reason, request_id=request_id
         )
 
     def feedback(
@@ -599,7 +618,7 @@ class Memory:
 
     def list_feedback(self, *, receipt_id: Optional[str] = None, limit: Optional[int] = None) -> List[Result]:
         """Feedback of this namespace (optionally of one receipt), oldest first."""
-        return self._call_list("list_feedback", receipt_id=receipt_id, limit=limit)
+        return self._call_list("list_feedback", "feedback", receipt_id=receipt_id, limit=limit)
 
     def export(
         self,

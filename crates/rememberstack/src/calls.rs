@@ -1,16 +1,20 @@
-//! The binding's JSON layer, free of N-API: a method name and its JSON input (the
-//! snake_case fields the JavaScript wrapper builds from camelCase options) in, the
-//! JSON the facade's result serializes to out — the same JSON the CLI prints with
-//! `--json` and the HTTP API returns. Every input is parsed strictly (unknown
-//! fields, wrong types and malformed ids are `invalid_input`) before the facade is
-//! called, so bad input changes nothing.
+//! The facade as JSON calls, shared by the language bindings (Python and Node): a
+//! method name and its JSON input (snake_case fields; the Python layer passes its
+//! keyword arguments, the JavaScript wrapper its camelCase options converted) in,
+//! the JSON the facade's result serializes to out — the same JSON the CLI prints
+//! with `--json` and the HTTP API returns. Listings are wrapped as the CLI and HTTP
+//! wrap them (`{"documents": [...]}`). Every input is parsed strictly (unknown
+//! fields, wrong types and malformed ids are `invalid_input`; an operation's own
+//! input, as the registry refuses it, `invalid_parameter`) before the facade is
+//! called, so bad input changes nothing. One layer for every binding keeps them
+//! thin and identical.
 
-use rememberstack::{
+use crate::{
     ChunkId, ClaimId, ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation,
     DeclaredKind, DocumentFilter, DocumentId, DocumentQuery, EntityId, Error, ErrorCode,
     ExportSelection, FactId, FactQuery, FactsContextInput, FeedbackInput, IngestOptions, Memory,
-    MergeId, Message, NeighborhoodRequest, NoteInput, ReceiptId, RecordRef, ResolveEntityInput,
-    Result, SearchRequest, SectionRole, Timestamp, VersionId, VersioningMode,
+    MergeId, NeighborhoodRequest, NoteInput, ReceiptId, RecordRef, ResolveEntityInput, Result,
+    SearchRequest, SectionRole, Timestamp, VersionId, VersioningMode,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -89,7 +93,7 @@ fn to_json(value: &impl serde::Serialize) -> Result<String> {
 fn parse_time(field: &str, value: Option<&str>) -> Result<Option<Timestamp>> {
     value
         .map(|t| {
-            rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
+            crate::time::parse_rfc3339(t).ok_or_else(|| {
                 Error::invalid_input(format!(
                     "`{field}` must be an RFC 3339 date-time such as 2026-05-01T09:30:00Z, not `{t}`"
                 ))
@@ -153,7 +157,7 @@ pub async fn open(input: Value) -> Result<Memory> {
         Some(p) => PathBuf::from(p),
         None => match std::env::var_os("REMEMBERSTACK_DB").filter(|v| !v.is_empty()) {
             Some(p) => PathBuf::from(p),
-            None => rememberstack::default_db_path()?,
+            None => crate::default_db_path()?,
         },
     };
     if input.require_postgres && !path.to_str().is_some_and(is_postgres) {
@@ -232,7 +236,7 @@ fn ingest_options(
 #[serde(deny_unknown_fields)]
 struct AppendInput {
     conversation_ref: String,
-    messages: Vec<Message>,
+    messages: Value,
     source_time: Option<String>,
 }
 
@@ -428,12 +432,13 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         "append_messages" => {
             let i: AppendInput = parse(method, input)?;
+            let messages = conversation(json!({ "messages": i.messages }))?.messages;
             let receipt = match parse_time("source_time", i.source_time.as_deref())? {
                 Some(t) => {
-                    m.append_messages_at(&i.conversation_ref, i.messages, t)
+                    m.append_messages_at(&i.conversation_ref, messages, t)
                         .await?
                 }
-                None => m.append_messages(&i.conversation_ref, i.messages).await?,
+                None => m.append_messages(&i.conversation_ref, messages).await?,
             };
             to_json(&receipt)
         }
@@ -460,7 +465,7 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         "set_note_policy" => {
             let i: PolicyInput = parse(method, input)?;
-            let start_as = rememberstack::Admission::parse(&i.start_as)?;
+            let start_as = crate::Admission::parse(&i.start_as)?;
             m.set_note_policy(start_as).await?;
             to_json(&json!({ "start_as": start_as.as_str() }))
         }
