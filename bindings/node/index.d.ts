@@ -50,7 +50,7 @@ export type Lifecycle = 'candidate' | 'promoted' | 'archived' | 'revoked'
 export interface OpenOptions {
   /** The handle's namespace (default "default"): 1–64 of a-z, 0-9, '-', '_'. */
   namespace?: string
-  /** A TOML configuration file, or the configuration as an object (the TOML shape). */
+  /** A TOML configuration file, or overrides (the TOML shape) on top of the CLI's configuration. */
   config?: string | JsonObject
 }
 

@@ -118,8 +118,9 @@ class Memory {
 
   /**
    * Open the embedded SQLite store at `path` (default: REMEMBERSTACK_DB, else the
-   * user's data directory). `{ namespace, config }`: `config` is a TOML file path or
-   * a configuration object; REMEMBERSTACK_* variables apply on top.
+   * user's data directory). `{ namespace, config }`: `config` is a TOML file path,
+   * or overrides in the file's shape on top of the CLI's configuration
+   * (REMEMBERSTACK_CONFIG, then REMEMBERSTACK_*), section by section.
    */
   static async open(path, opts) {
     return Memory.#open('open', path, opts, false);

@@ -12,11 +12,10 @@
 //! Panics are caught here and reported as `internal`: none crosses the FFI boundary.
 
 use pyo3::prelude::*;
-use rememberstack::{Config, Error, ErrorCode, Memory};
+use rememberstack::{Error, ErrorCode, Memory};
 use serde_json::Value;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 /// The code reported for a call on a closed handle (not an engine code).
@@ -93,16 +92,19 @@ impl NativeMemory {
         config_file: Option<String>,
         config_json: Option<String>,
     ) -> (String, String, Option<NativeMemory>) {
-        let opened =
-            load_config(config_file.as_deref(), config_json.as_deref()).and_then(|config| {
-                let mut builder = Memory::builder()
-                    .config(config)
-                    .namespace(namespace.clone());
-                if let Some(p) = path {
-                    builder = builder.path(p);
-                }
-                block_on(py, builder.open())
-            });
+        let input = match config_json.as_deref().map(serde_json::from_str::<Value>) {
+            Some(Err(e)) => Err(Error::new(
+                ErrorCode::Config,
+                format!("the configuration is not JSON: {e}"),
+            )),
+            overlay => Ok(serde_json::json!({
+                "path": path,
+                "namespace": namespace.clone(),
+                "config_file": config_file,
+                "config": overlay.and_then(Result::ok),
+            })),
+        };
+        let opened = input.and_then(|input| block_on(py, rememberstack::calls::open(input)));
         match opened {
             Ok(memory) => (
                 "ok".to_string(),
@@ -201,59 +203,6 @@ impl NativeMemory {
         match self.memory.lock() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-}
-
-/// The configuration: the CLI's (`Config::load`), then each section of `overlay` (a
-/// JSON object in the configuration file's shape). `embedder` and `chat` replace
-/// the loaded section whole (they are tagged by `provider`); other sections are
-/// merged key by key.
-fn load_config(file: Option<&str>, overlay: Option<&str>) -> Result<Config, Error> {
-    let config = Config::load(file.map(Path::new))?;
-    let Some(overlay) = overlay else {
-        return Ok(config);
-    };
-    let config_err = |m: String| Error::new(ErrorCode::Config, m);
-    let overlay: Value = serde_json::from_str(overlay)
-        .map_err(|e| config_err(format!("the configuration is not JSON: {e}")))?;
-    let Value::Object(sections) = overlay else {
-        return Err(config_err(
-            "the configuration must be a dict of sections (engine, embedder, chat, store)".into(),
-        ));
-    };
-    let mut merged = serde_json::to_value(&config)
-        .map_err(|e| Error::internal(format!("configuration: {e}")))?;
-    for (section, value) in sections {
-        if value.is_null() {
-            continue;
-        }
-        match (&mut merged[&section], value) {
-            (Value::Object(base), Value::Object(over))
-                if section != "embedder" && section != "chat" =>
-            {
-                merge(base, over)
-            }
-            (slot, value) => *slot = value,
-        }
-    }
-    let config: Config = serde_json::from_value(merged)
-        .map_err(|e| config_err(format!("invalid configuration: {e}")))?;
-    if config.engine.lease.is_zero() {
-        return Err(config_err(
-            "invalid configuration: [engine] lease must be a positive number of seconds".into(),
-        ));
-    }
-    Ok(config)
-}
-
-fn merge(base: &mut serde_json::Map<String, Value>, over: serde_json::Map<String, Value>) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
         }
     }
 }

@@ -115,8 +115,12 @@ pub struct OpenInput {
     pub path: Option<String>,
     /// The handle's namespace (default `default`).
     pub namespace: Option<String>,
-    /// A TOML file path, or the configuration itself as an object (the TOML
-    /// document's shape). `REMEMBERSTACK_*` variables apply on top, as in the CLI.
+    /// The configuration file (default: `REMEMBERSTACK_CONFIG`); the
+    /// `REMEMBERSTACK_*` variables apply on top of it, as in the CLI.
+    pub config_file: Option<String>,
+    /// Overrides on top of that, in the file's shape, section by section:
+    /// `embedder` and `chat` replace the section whole, other sections are merged
+    /// key by key. A string is read as `config_file`.
     pub config: Option<Value>,
     /// Only a PostgreSQL URL is accepted (`Memory.connect`).
     #[serde(default)]
@@ -127,23 +131,58 @@ fn is_postgres(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
-/// The configuration an open asks for.
-fn load_config(config: Option<Value>) -> Result<Config> {
-    match config {
-        None | Some(Value::Null) => Config::load(None),
-        Some(Value::String(path)) => Config::load(Some(std::path::Path::new(&path))),
-        Some(value @ Value::Object(_)) => {
-            // Through TOML, so an object is validated exactly as a configuration file.
-            let text = toml::to_string(&value).map_err(|e| {
-                Error::new(ErrorCode::Config, format!("invalid configuration: {e}"))
-            })?;
-            let mut config = Config::from_toml_str(&text)?;
-            config.apply_env(|k| std::env::var(k).ok())?;
-            Ok(config)
+/// The configuration an open asks for: the CLI's (`file`, else
+/// `REMEMBERSTACK_CONFIG`, then the `REMEMBERSTACK_*` variables), then `overlay`
+/// section by section (`embedder` and `chat` whole, as they are tagged by
+/// `provider`; other sections key by key).
+pub fn load_config(file: Option<&str>, overlay: Option<Value>) -> Result<Config> {
+    let config = Config::load(file.map(std::path::Path::new))?;
+    let sections = match overlay {
+        None | Some(Value::Null) => return Ok(config),
+        Some(Value::Object(sections)) => sections,
+        Some(other) => {
+            return Err(Error::new(
+                ErrorCode::Config,
+                format!(
+                    "the configuration must be an object of sections (engine, embedder, chat, store), not {other}"
+                ),
+            ));
         }
-        Some(other) => Err(Error::invalid_input(format!(
-            "`config` is a TOML file path or a configuration object, not {other}"
-        ))),
+    };
+    let config_err = |m: String| Error::new(ErrorCode::Config, m);
+    let mut merged = serde_json::to_value(&config)
+        .map_err(|e| Error::internal(format!("configuration: {e}")))?;
+    for (section, value) in sections {
+        if value.is_null() {
+            continue;
+        }
+        match (&mut merged[&section], value) {
+            (Value::Object(base), Value::Object(over))
+                if section != "embedder" && section != "chat" =>
+            {
+                merge(base, over)
+            }
+            (slot, value) => *slot = value,
+        }
+    }
+    let config: Config = serde_json::from_value(merged)
+        .map_err(|e| config_err(format!("invalid configuration: {e}")))?;
+    if config.engine.lease.is_zero() {
+        return Err(config_err(
+            "invalid configuration: [engine] lease must be a positive number of seconds".into(),
+        ));
+    }
+    Ok(config)
+}
+
+fn merge(base: &mut serde_json::Map<String, Value>, over: serde_json::Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
     }
 }
 
@@ -169,7 +208,16 @@ pub async fn open(input: Value) -> Result<Memory> {
             ),
         ));
     }
-    let config = load_config(input.config)?;
+    let (file, overlay) = match input.config {
+        Some(Value::String(path)) if input.config_file.is_none() => (Some(path), None),
+        Some(Value::String(_)) => {
+            return Err(Error::invalid_input(
+                "give the configuration file as `config_file` or `config`, not both",
+            ));
+        }
+        other => (input.config_file, other),
+    };
+    let config = load_config(file.as_deref(), overlay)?;
     let mut builder = Memory::builder().path(path).config(config);
     if let Some(ns) = input.namespace {
         builder = builder.namespace(ns);
@@ -709,6 +757,29 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_configuration_overlays_the_clis_section_by_section() {
+        let c = load_config(
+            None,
+            Some(json!({"engine": {"lease": 7}, "embedder": {"provider": "hashing"}})),
+        )
+        .unwrap();
+        assert_eq!(c.engine.lease.as_secs_f64(), 7.0);
+        // Other engine settings keep their values.
+        assert_eq!(
+            c.engine.max_source_bytes,
+            Config::default().engine.max_source_bytes
+        );
+        for bad in [
+            json!({"engine": {"no_such_key": 1}}),
+            json!({"engine": {"lease": 0}}),
+            json!(["not", "sections"]),
+        ] {
+            let err = load_config(None, Some(bad.clone())).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::Config, "{bad}: {err}");
+        }
+    }
 
     async fn memory(dir: &tempfile::TempDir) -> Memory {
         open(json!({ "path": dir.path().join("m.db"), "config": {} }))
