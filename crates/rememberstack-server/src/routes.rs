@@ -107,16 +107,17 @@ async fn ready(
         );
         response
     };
+    let unreachable = |e: rememberstack::Error| {
+        not_ready(
+            "the store is not reachable".into(),
+            json!({"store": {"ok": false, "error": e.to_string()}}),
+        )
+    };
     let store = state.0.memory.engine().store();
     let started = Instant::now();
     let namespaces = match store.namespaces().await {
         Ok(n) => n,
-        Err(e) => {
-            return not_ready(
-                "the store is not reachable".into(),
-                json!({"store": {"ok": false, "error": e.to_string()}}),
-            );
-        }
+        Err(e) => return unreachable(e),
     };
     let store_ms = started.elapsed().as_millis() as u64;
     let (mut chunks, mut missing, mut forget_pending) = (0u64, 0u64, 0u64);
@@ -127,12 +128,7 @@ async fn ready(
                 missing += s.semantic.missing_vectors;
             }
             Err(e) if e.code() == rememberstack::ErrorCode::ForgetInProgress => forget_pending += 1,
-            Err(e) => {
-                return not_ready(
-                    "the store is not reachable".into(),
-                    json!({"store": {"ok": false, "error": e.to_string()}}),
-                );
-            }
+            Err(e) => return unreachable(e),
         }
     }
     let checks = json!({

@@ -96,38 +96,23 @@ pub fn correction_target(envelope: &Value, object_name: &str) -> String {
 pub fn normalize(mut v: Value) -> Value {
     fn walk(v: &mut Value, ids: &mut HashMap<String, String>) {
         match v {
-            Value::String(s) if is_uuid(s) => {
-                let n = ids.len();
-                *s = ids
-                    .entry(s.clone())
-                    .or_insert_with(|| format!("<id{n}>"))
-                    .clone();
-            }
             Value::String(s) if is_run_time(s) => *s = "<now>".to_string(),
-            Value::String(s) if s.len() > 36 => {
-                // A UUID inside a string (`corrections/<fact id>`): the same placeholder.
+            Value::String(s) if s.len() >= 36 => {
+                // Every UUID, the whole string or inside one (`corrections/<fact id>`).
                 let mut out = String::new();
                 let mut rest = s.as_str();
-                while !rest.is_empty() {
-                    match (0..rest.len().saturating_sub(35)).find(|&i| {
-                        rest.is_char_boundary(i) && rest.get(i..i + 36).is_some_and(is_uuid)
-                    }) {
-                        Some(i) => {
-                            let id = &rest[i..i + 36];
-                            let n = ids.len();
-                            let p = ids
-                                .entry(id.to_string())
-                                .or_insert_with(|| format!("<id{n}>"));
-                            out.push_str(&rest[..i]);
-                            out.push_str(p);
-                            rest = &rest[i + 36..];
-                        }
-                        None => {
-                            out.push_str(rest);
-                            rest = "";
-                        }
-                    }
+                while let Some(i) = (0..=rest.len() - 36.min(rest.len()))
+                    .find(|&i| rest.get(i..i + 36).is_some_and(is_uuid))
+                {
+                    let n = ids.len();
+                    let p = ids
+                        .entry(rest[i..i + 36].to_string())
+                        .or_insert_with(|| format!("<id{n}>"));
+                    out.push_str(&rest[..i]);
+                    out.push_str(p);
+                    rest = &rest[i + 36..];
                 }
+                out.push_str(rest);
                 *s = out;
             }
             Value::Number(n) if n.is_f64() => {

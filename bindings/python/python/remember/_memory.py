@@ -76,9 +76,7 @@ _DOCUMENT_SCOPE = ("document_ids", "file_name", "title", "author", "from", "to")
 
 def _scoped(filters: Dict[str, Any]) -> Dict[str, Any]:
     # A search's document scope travels as one `documents` object.
-    scope = {k: filters.pop(k) for k in _DOCUMENT_SCOPE if k in filters and filters[k] is not None}
-    for k in _DOCUMENT_SCOPE:
-        filters.pop(k, None)
+    scope = _given({k: filters.pop(k) for k in _DOCUMENT_SCOPE if k in filters})
     if scope:
         filters["documents"] = scope
     return filters

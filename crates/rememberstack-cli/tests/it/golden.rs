@@ -6,7 +6,7 @@ use crate::Cli;
 use async_trait::async_trait;
 use rememberstack_conformance::golden::{self, Surface};
 use serde_json::Value;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 struct CliSurface {
     cli: Cli,
@@ -23,16 +23,9 @@ impl CliSurface {
     /// `remember ingest -` with `contents` on standard input.
     fn ingest(&self, contents: &str, source: &Value, kind: &str) {
         use std::io::Write;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("REMEMBERSTACK_") {
-                cmd.env_remove(k);
-            }
-        }
-        let mut child = cmd
-            .arg("--db")
-            .arg(self.cli.db())
-            .args(["--namespace", self.ns.as_str(), "--json", "ingest", "-"])
+        let mut child = self
+            .cli
+            .command(&["--namespace", self.ns.as_str(), "--json", "ingest", "-"])
             .args(["--kind", kind])
             .args([
                 "--source-ref",

@@ -29,7 +29,8 @@ impl Cli {
         p
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    /// `remember --db <this store> ARGS`, without the caller's REMEMBERSTACK_* settings.
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
         for (k, _) in std::env::vars() {
             if k.starts_with("REMEMBERSTACK_") {
@@ -37,7 +38,11 @@ impl Cli {
             }
         }
         cmd.arg("--db").arg(self.db()).args(args);
-        cmd.output().unwrap()
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
     }
 
     fn ok_json(&self, args: &[&str]) -> Value {
