@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the Node addon (a debug build of the `rememberstack-node` crate), place it
 # as bindings/node/rememberstack.node, and run the binding's tests with Node's
-# built-in test runner. Honours CARGO_TARGET_DIR. Needs Rust (stable) and
-# Node.js >= 20; no npm packages. Exits non-zero on any failure.
+# built-in test runner, then type-check the declarations (index.d.ts and the
+# generated types.d.ts) with TypeScript under `strict`. Honours CARGO_TARGET_DIR.
+# Needs Rust (stable), Node.js >= 20 and npm (TypeScript, the one dev dependency,
+# is installed from package-lock.json). Exits non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,3 +13,4 @@ command -v cargo >/dev/null || { echo "test.sh: cargo is not installed" >&2; exi
 
 node "$here/scripts/build.js"
 node --test "$here/test/"
+(cd "$here" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent typecheck)

@@ -49,3 +49,25 @@ it('has generated native declarations that match the addon', () => {
   ].sort();
   assert.deepEqual(declaredMembers, actual);
 });
+
+it('declares every method as resolving to its generated result type', () => {
+  // types.d.ts is rendered from the Rust result types (tests/types.rs); its
+  // `Results` names exactly the engine's methods, and each method of the class
+  // resolves to its entry (search's overloads narrow the union by grain).
+  const types = fs.readFileSync(path.join(__dirname, '..', 'types.d.ts'), 'utf8');
+  const results = types.slice(types.indexOf('export interface Results {'));
+  const keys = [...results.matchAll(/^ {2}([a-z_]+): /gm)].map((m) => m[1]);
+  assert.deepEqual(keys.sort(), [...Memory.methods()].sort());
+
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8');
+  const body = dts.slice(dts.indexOf('export declare class Memory'));
+  const snake = (s) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  let checked = 0;
+  for (const m of body.matchAll(/^ {2}([a-zA-Z]+)\(.*\): Promise<(.*)>$/gm)) {
+    const [, name, result] = m;
+    if (name === 'search' || name === 'close') continue;
+    assert.equal(result, `Results['${snake(name)}']`, `${name} should resolve to Results['${snake(name)}']`);
+    checked += 1;
+  }
+  assert.equal(checked, Memory.methods().length - 1);
+});

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 pub const ENVELOPE_CONTRACT: &str = "rememberstack.envelope/v1";
 
 /// Which operation produced an envelope.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationInfo {
     /// The operation name.
@@ -21,6 +22,7 @@ pub struct OperationInfo {
 }
 
 /// The grain of an envelope's results.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Grain {
@@ -33,6 +35,8 @@ pub enum Grain {
 }
 
 /// A result envelope.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Envelope_for_{R}"))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Envelope<R> {
     /// Always [`ENVELOPE_CONTRACT`].
@@ -76,6 +80,7 @@ pub struct Envelope<R> {
 }
 
 /// A typed negative (D49).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Negative {
     /// `unknown_entity` (an anchor is not a current entity of the namespace),
@@ -90,6 +95,7 @@ pub struct Negative {
 }
 
 /// The time scope an operation applied, with the instant it was evaluated at.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeEcho {
     /// `current`, `at`, `overlap` or `history`.
@@ -108,6 +114,7 @@ pub struct ScopeEcho {
 }
 
 /// How results were fitted to a character budget: whole items, in rank order.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BudgetReport {
     /// The budget, in characters.
@@ -119,6 +126,7 @@ pub struct BudgetReport {
 }
 
 /// Truncation markers: every cap is disclosed with a continuation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Truncation {
     /// Results returned.
@@ -130,6 +138,7 @@ pub struct Truncation {
 }
 
 /// Freshness: what the store has not finished yet.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Freshness {
     /// Open (pending, running, failed) work items by stage.
@@ -143,6 +152,7 @@ pub struct Freshness {
 }
 
 /// Whether the semantic channel covers every current chunk with the configured generation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SemanticReadiness {
     /// The configured embedder generation.
@@ -156,6 +166,7 @@ pub struct SemanticReadiness {
 }
 
 /// A channel's status in one call.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelReport {
     /// `ok`, `partial` (ran over an incomplete index), `skipped` or `error`.
@@ -168,6 +179,7 @@ pub struct ChannelReport {
 }
 
 /// A channel's rank and score for one result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChannelScore {
     /// 1-based rank in the channel.
@@ -177,6 +189,7 @@ pub struct ChannelScore {
 }
 
 /// Scores of one result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scores {
     /// Semantic channel, if the result was in it.
@@ -188,6 +201,7 @@ pub struct Scores {
 }
 
 /// A character span (Unicode scalar values) into a version's `document.md`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CharSpan {
     /// Start.
@@ -197,6 +211,7 @@ pub struct CharSpan {
 }
 
 /// One chunk result of an evidence search.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChunkResult {
     /// The chunk.
@@ -228,6 +243,7 @@ pub struct ChunkResult {
 }
 
 /// One fact result of a fact search (grain `fact`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactResult {
     /// The fact, as adjudicated (redirects followed: subject and object are active entities).
@@ -254,6 +270,7 @@ pub struct FactResult {
 pub const PROVENANCE_CAP: usize = 3;
 
 /// One supporting claim of a fact.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactSupport {
     /// The claim.
@@ -277,6 +294,7 @@ pub struct FactSupport {
 }
 
 /// A contradiction group shown with a fact.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Contradiction {
     /// The group.
@@ -293,6 +311,7 @@ pub struct Contradiction {
 pub const CONTRADICTION_CAP: usize = 8;
 
 /// One entity result (`resolve_entity`, grain `entity`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EntityResult {
     /// The entity (an active one: redirects are followed).
@@ -316,6 +335,7 @@ pub struct EntityResult {
 }
 
 /// One evidence result of `claims_and_sources_context`: a claim or a source chunk.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EvidenceResult {
@@ -343,6 +363,7 @@ impl EvidenceResult {
 }
 
 /// The combined operation's answer (D87): exactly the two child envelopes.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextBundle {
     /// Always [`CONTEXT_BUNDLE_CONTRACT`].
@@ -357,6 +378,7 @@ pub struct ContextBundle {
 pub const CONTEXT_BUNDLE_CONTRACT: &str = "ContextBundle/v2";
 
 /// One claim result of an evidence search.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimResult {
     /// The claim.

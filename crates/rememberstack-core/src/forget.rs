@@ -86,6 +86,7 @@ impl ForgetManifest {
 }
 
 /// One verification query of a forget and what it found (0 when clean).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ForgetCheck {
     /// What was checked (`chunks`, `claims`, `blob`, …).
@@ -95,6 +96,7 @@ pub struct ForgetCheck {
 }
 
 /// What a completed hard forget removed, and its verification.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ForgetReport {
     /// The manifest.

@@ -13,6 +13,7 @@ use uuid::Uuid;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// A pipeline stage.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Stage {
     /// E0: convert the original to `document.md`, blockize, build sections. Target: a version.
@@ -93,6 +94,7 @@ impl Stage {
 }
 
 /// The kind of record a work item targets.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetKind {

@@ -6,6 +6,7 @@ use crate::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 
 /// How successive versions of a lineage relate (D55).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum VersioningMode {
@@ -37,6 +38,7 @@ impl VersioningMode {
 }
 
 /// Where an input came from (D42).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
@@ -69,6 +71,7 @@ impl Origin {
 
 /// A version's admission state: only `promoted` versions are eligible for recall.
 /// Ordinary documents are promoted on ingest; notes follow their lifecycle.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Admission {
@@ -119,6 +122,7 @@ impl Admission {
 }
 
 /// Who declared a metadata value (D134).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Provenance {
@@ -129,6 +133,8 @@ pub enum Provenance {
 }
 
 /// One metadata value with its provenance.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Field_for_{T}"))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Field<T> {
     /// The value.
@@ -155,6 +161,7 @@ impl<T> Field<T> {
 }
 
 /// General document metadata, the same fields whatever the format (D134).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DocumentMetadata {
     /// The file name the version was observed under.
@@ -219,6 +226,7 @@ impl DeclaredKind {
 /// newly created version and never changed. It comes from the caller (an HTTP
 /// request's `X-Ingest-Principal-*` headers presented by a full-write key), never
 /// inferred from a credential.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IngestPrincipal {
     /// What kind of principal.
@@ -228,6 +236,7 @@ pub struct IngestPrincipal {
 }
 
 /// The kinds of ingest principal.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PrincipalKind {

@@ -337,6 +337,7 @@ pub struct DocumentRow {
 }
 
 /// What deleting a document lineage did (D135): one atomic episode.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DocumentDeletion {
     /// The lineage.
@@ -403,6 +404,7 @@ pub struct NewNote {
 }
 
 /// A note revision's metadata (never its text).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoteRecord {
     /// The note lineage.
@@ -471,6 +473,7 @@ pub enum NoteLookup {
 }
 
 /// What retracting a claim did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimRetraction {
     /// The claim.
@@ -493,6 +496,7 @@ pub struct ClaimRetraction {
 }
 
 /// What invalidating a fact did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactInvalidation {
     /// The fact.
@@ -509,6 +513,7 @@ pub struct FactInvalidation {
 }
 
 /// One lifecycle event of a fact (append-only; shown by `trace`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactEvent {
     /// `closed`, `invalidated`, `support_retracted`.
@@ -522,6 +527,7 @@ pub struct FactEvent {
 }
 
 /// Feedback on one item a recall receipt selected.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FeedbackRecord {
     /// Its id.
@@ -554,6 +560,7 @@ pub enum DeletionOutcome {
 }
 
 /// A stored section.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SectionRow {
     /// The section.
@@ -593,6 +600,7 @@ pub struct NewClaim {
 }
 
 /// Where a claim occurs in one version chunk (the `chunk_claims` map).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Occurrence {
     /// The claim.
@@ -620,6 +628,7 @@ pub struct Occurrence {
 }
 
 /// A row of the extraction ledger (D33).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRow {
     /// `keep`, `keep_flagged`, `drop`, `accepted`, `grounding_rejected`,
@@ -669,6 +678,7 @@ pub struct PriorExtraction {
 }
 
 /// A stored ledger row with its coordinates.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRecord {
     /// The version.
@@ -685,6 +695,7 @@ pub struct DecisionRecord {
 }
 
 /// A claim with its provenance.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimRecord {
     /// The claim.
@@ -741,6 +752,7 @@ pub struct ClaimHit {
 
 /// A durable recall receipt (Archive ADR): what a context operation selected, with
 /// no query or source text.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
     /// Its id.
@@ -768,6 +780,7 @@ pub struct Receipt {
 }
 
 /// One selected record of a receipt.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReceiptSelection {
     /// `claim`, `chunk` or `fact`.

@@ -754,6 +754,119 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
     }
 }
 
+/// The JSON Schemas of what [`call`] returns, one per method of [`METHODS`], with
+/// the definitions they refer to — derived from the facade's own result types, so
+/// the bindings' declared types cannot drift from what a call serializes (the Node
+/// package's `types.d.ts` is rendered from these).
+#[cfg(feature = "schema")]
+pub struct ResultSchemas {
+    /// `(method, schema)` in [`METHODS`] order; a schema is usually a `$ref` into
+    /// `definitions`.
+    pub methods: Vec<(&'static str, serde_json::Value)>,
+    /// The named types, by schema name.
+    pub definitions: serde_json::Map<String, Value>,
+}
+
+/// The schemas of every method's result ([`ResultSchemas`]).
+#[cfg(feature = "schema")]
+pub fn result_schemas() -> ResultSchemas {
+    use crate::ChunkResult;
+    use crate::{
+        AppendReceipt, ClaimRecord, ClaimResult, ClaimRetraction, ContextBundle, DecisionRecord,
+        DoctorReport, DocumentDeletion, DocumentDetail, DocumentResult, DocumentSummary,
+        DrainReport, EntityDetail, EntityRecord, EntityResult, Envelope, EvidenceResult,
+        FactCorrection, FactInvalidation, FactRecord, FactResult, FactTrace, FeedbackRecord,
+        ForgetReport, HydratedRecord, IngestReceipt, MergeEvent, NotePage, NoteRecord,
+        OperationDescriptor, PathResult, PredicateRow, Receipt, ReceiptResolution, StatusReport,
+    };
+    use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
+
+    // What a result serializes to: a field is required unless serde may skip it.
+    let mut generator = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    fn of<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+        g.subschema_for::<T>().to_value()
+    }
+    /// A listing as [`call`] wraps it: `{key: [T]}`.
+    fn listing<T: JsonSchema>(g: &mut SchemaGenerator, key: &str) -> Value {
+        json!({
+            "type": "object",
+            "properties": { key: { "type": "array", "items": of::<T>(g) } },
+            "required": [key],
+        })
+    }
+    let g = &mut generator;
+    let object = json!({ "type": "object", "additionalProperties": true });
+    let methods: Vec<(&'static str, Value)> = METHODS
+        .iter()
+        .map(|&method| {
+            let schema = match method {
+                "ingest_file" | "ingest_text" | "ingest_conversation" => of::<IngestReceipt>(g),
+                "append_messages" => of::<AppendReceipt>(g),
+                "remember_note" | "promote_note" | "archive_note" | "revoke_note" => {
+                    of::<NoteRecord>(g)
+                }
+                "list_notes" => of::<NotePage>(g),
+                "set_note_policy" => json!({
+                    "type": "object",
+                    "properties": { "start_as": { "type": "string", "enum": ["promoted", "candidate"] } },
+                    "required": ["start_as"],
+                }),
+                "process_until_idle" => of::<DrainReport>(g),
+                // The grain chooses the result type: chunks, claims or facts.
+                "search" => json!({ "anyOf": [
+                    of::<Envelope<ChunkResult>>(g),
+                    of::<Envelope<ClaimResult>>(g),
+                    of::<Envelope<FactResult>>(g),
+                ]}),
+                "resolve_entity" => of::<Envelope<EntityResult>>(g),
+                "claims_and_sources_context" => of::<Envelope<EvidenceResult>>(g),
+                "facts_context" => of::<Envelope<FactResult>>(g),
+                "combined_context" => of::<ContextBundle>(g),
+                // An operation's envelope, as JSON (the registry's output).
+                "run_operation" | "export" => object.clone(),
+                "operations" => listing::<OperationDescriptor>(g, "operations"),
+                "adjacent_chunks" => of::<Envelope<ChunkResult>>(g),
+                "search_documents" => of::<Envelope<DocumentResult>>(g),
+                "trace" => of::<FactTrace>(g),
+                "resolve_receipt" => of::<ReceiptResolution>(g),
+                "inspect_receipt" => of::<Receipt>(g),
+                "delete_document" => of::<DocumentDeletion>(g),
+                "forget_document" | "forget_note" => of::<ForgetReport>(g),
+                "feedback" => of::<FeedbackRecord>(g),
+                "list_feedback" => listing::<FeedbackRecord>(g, "feedback"),
+                "documents" => listing::<DocumentSummary>(g, "documents"),
+                "document" => of::<DocumentDetail>(g),
+                "entities" => listing::<EntityRecord>(g, "entities"),
+                "entity" => of::<EntityDetail>(g),
+                "retract_claim" => of::<ClaimRetraction>(g),
+                "invalidate_fact" => of::<FactInvalidation>(g),
+                "correct_fact" => of::<FactCorrection>(g),
+                "merge_entities" | "unmerge_entities" => of::<MergeEvent>(g),
+                "claims" => listing::<ClaimRecord>(g, "claims"),
+                "claim_decisions" => listing::<DecisionRecord>(g, "decisions"),
+                "facts" => listing::<FactRecord>(g, "facts"),
+                "predicates" => listing::<PredicateRow>(g, "predicates"),
+                "neighborhood" => of::<Envelope<PathResult>>(g),
+                "hydrate" => of::<Envelope<HydratedRecord>>(g),
+                "status" => of::<StatusReport>(g),
+                "doctor" => of::<DoctorReport>(g),
+                other => unreachable!("METHODS lists `{other}` without a result schema"),
+            };
+            (method, schema)
+        })
+        .collect();
+    let definitions = generator
+        .take_definitions(true)
+        .into_iter()
+        .collect::<serde_json::Map<_, _>>();
+    ResultSchemas {
+        methods,
+        definitions,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,8 +65,8 @@ pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::source::{
-    Admission, DeclaredKind, DocumentMetadata, IngestPrincipal, IngestRequest, Origin,
-    PrincipalKind, VersioningMode,
+    Admission, DeclaredKind, DocumentMetadata, Field, IngestPrincipal, IngestRequest, Origin,
+    PrincipalKind, Provenance, VersioningMode,
 };
 pub use rememberstack_core::store::MemoryStore;
 pub use rememberstack_core::store::{

@@ -17,6 +17,7 @@ use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// The precision of a claim's source-asserted validity (D41).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Precision {
@@ -37,6 +38,7 @@ pub enum Precision {
 }
 
 /// What the validity window means (D41).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ValidityKind {
@@ -50,6 +52,7 @@ pub enum ValidityKind {
 
 /// A claim's source-asserted world-time window. `from` is inclusive, `until`
 /// exclusive (a day `2023-05-07` is `[2023-05-07T00:00Z, 2023-05-08T00:00Z)`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Validity {
     /// Start (inclusive).
@@ -246,6 +249,7 @@ pub struct Extraction {
 }
 
 /// An exact span of a claim's evidence in one version's `document.md`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceSpan {
     /// Byte offset.

@@ -227,6 +227,7 @@ pub struct CombinedContextInput {
 }
 
 /// One operation of the registry.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OperationDescriptor {
     /// The name.
@@ -1235,6 +1236,7 @@ fn fact_digest(f: &FactRecord) -> String {
 }
 
 /// One record of a resolved receipt, with its current text.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedRecord {
     /// `claim`, `chunk` or `fact`.
@@ -1251,6 +1253,7 @@ pub struct ResolvedRecord {
 }
 
 /// The outcome of resolving a receipt: every record, or a refusal naming why.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReceiptResolution {
     /// The receipt.

@@ -170,6 +170,7 @@ struct Verdict {
 }
 
 /// An entity with its facts, evidence and decisions.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EntityDetail {
     /// The entity asked for.
@@ -188,6 +189,7 @@ pub struct EntityDetail {
 }
 
 /// Everything behind one fact (`remember trace`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactTrace {
     /// The fact.
@@ -205,6 +207,7 @@ pub struct FactTrace {
 }
 
 /// One evidence row with its claim.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TracedEvidence {
     /// The evidence row.

@@ -6,6 +6,7 @@ use crate::facts::FactFilter;
 use crate::forget::{ForgetManifest, ForgetReport, ForgetTarget};
 
 /// What appending messages to a conversation did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AppendReceipt {
     /// The namespace.
@@ -85,6 +86,7 @@ pub struct NoteInput {
 }
 
 /// What correcting a fact did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactCorrection {
     /// The corrected (now invalidated) fact.
@@ -100,6 +102,7 @@ pub struct FactCorrection {
 }
 
 /// A page of note metadata.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NotePage {
     /// Revisions in remember order (metadata only, never text).

@@ -121,6 +121,7 @@ impl EngineConfig {
 }
 
 /// What an ingest did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IngestReceipt {
     /// The namespace.
@@ -144,6 +145,7 @@ pub struct IngestReceipt {
 }
 
 /// What one drain did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DrainReport {
     /// Work items completed.
@@ -163,6 +165,7 @@ pub struct DrainReport {
 }
 
 /// What one stage did during a drain.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageStats {
     /// Batches of this stage that ran.
@@ -255,6 +258,7 @@ struct Cursor {
 }
 
 /// A lineage as listed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DocumentSummary {
     /// The lineage.
@@ -285,6 +289,7 @@ pub struct DocumentSummary {
 }
 
 /// One version in a document's detail.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VersionSummary {
     /// The version.
@@ -319,6 +324,7 @@ pub struct VersionSummary {
 }
 
 /// A document's detail.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DocumentDetail {
     /// The summary.
@@ -335,6 +341,7 @@ pub struct DocumentDetail {
 }
 
 /// One dead letter in a status report.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetter {
     /// The work item.
@@ -356,6 +363,7 @@ pub struct DeadLetter {
 }
 
 /// Ledger status.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatusReport {
     /// The store kind.
@@ -397,6 +405,7 @@ pub struct Providers {
 }
 
 /// One provider (or store) check of `doctor`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProviderCheck {
     /// What was checked (`store`, `embedder`, `chat:selection`, …).
@@ -413,6 +422,7 @@ pub struct ProviderCheck {
 }
 
 /// What `doctor` found.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DoctorReport {
     /// Every check.

@@ -36,6 +36,7 @@ pub struct NeighborhoodRequest {
 }
 
 /// One edge reached by a traversal.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathResult {
     /// The relation.
@@ -90,6 +91,7 @@ impl std::fmt::Display for RecordRef {
 }
 
 /// One claim behind a hydrated record.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HydratedEvidence {
     /// For a fact: whether the claim supports or contradicts it.
@@ -100,6 +102,7 @@ pub struct HydratedEvidence {
 }
 
 /// A record with its evidence and sources.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HydratedRecord {
     /// The reference as given (`kind:id`).
@@ -193,6 +196,7 @@ pub(super) struct EligibleDocument {
 }
 
 /// One document result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DocumentResult {
     /// The lineage.

@@ -17,6 +17,7 @@ pub const RESOLVER_VERSION: &str = "resolver-2026.11a";
 pub const OFFLINE_RESOLVER_VERSION: &str = "resolver-offline-exact-2026.11a";
 
 /// An entity as stored.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EntityRecord {
     /// Its id.
@@ -72,6 +73,7 @@ impl NewAlias {
 }
 
 /// Which blocking tier surfaced a candidate.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum BlockingTier {
     /// Exact lemma.
@@ -146,6 +148,7 @@ pub struct BlockingResult {
 }
 
 /// A candidate as the resolver saw it, in D103 order (audit row of a decision).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CandidateAudit {
     /// The candidate.
@@ -162,6 +165,7 @@ pub struct CandidateAudit {
 }
 
 /// One append-only resolution decision (D21, D99, D100).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResolutionDecision {
     /// Its id.
@@ -207,6 +211,7 @@ pub struct ResolutionDecision {
 }
 
 /// A mention: where a claim names an entity (a naming transcript, D96).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mention {
     /// The claim.
@@ -253,6 +258,7 @@ pub struct DocumentBinding {
 }
 
 /// A merge or unmerge event (D21): append-only, with the membership snapshot.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MergeEvent {
     /// Its id.

@@ -29,6 +29,7 @@ pub const OFFLINE_ADJUDICATOR_VERSION: &str = "adjudicator-offline-2026.11a";
 pub const ADJUDICATOR_VERSION: &str = "adjudicator-2026.11a";
 
 /// Relation or observation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FactKind {
@@ -58,6 +59,7 @@ impl FactKind {
 
 /// One world-time window (D118): `from` inclusive, `until` exclusive; unknown stays
 /// unknown. A said-on date is never a validity bound.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     /// Start.
@@ -94,6 +96,7 @@ impl Window {
 }
 
 /// Support or contradiction.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stance {
@@ -155,6 +158,7 @@ pub struct Assertion {
 }
 
 /// A fact as stored, with counts computed from current testimony.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactRecord {
     /// Its id.
@@ -225,6 +229,7 @@ pub struct NewFact {
 }
 
 /// An evidence row: a claim supports or contradicts a fact.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceRecord {
     /// The fact.
@@ -242,6 +247,7 @@ pub struct EvidenceRecord {
 }
 
 /// One adjudication transcript row: what was judged, against what, and why.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdjudicationRecord {
     /// Its id.
@@ -350,6 +356,7 @@ pub struct FactFilter {
 }
 
 /// A predicate registry row of a namespace (D5).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PredicateRow {
     /// The name (`works_for`, or `other:<text>`).

@@ -21,6 +21,7 @@ pub use lexical::{estimate_tokens, lexical_terms};
 pub use sections::{SECTIONER_VERSION, build_sections};
 
 /// The formats the engine converts. Anything else is stored and parked.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceFormat {
@@ -204,6 +205,7 @@ pub struct TurnMeta {
 }
 
 /// What a section is for; search drops some roles by default.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SectionRole {
@@ -248,6 +250,7 @@ impl SectionRole {
 }
 
 /// A section: a contiguous run of whole blocks. A version's sections partition its blocks.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Section {
     /// Position in document order, from 0.
