@@ -98,6 +98,7 @@ fn lease_lost() -> Error {
 /// reclaimed, or never held). The `UPDATE` locks the row and re-checks the lease on
 /// its latest committed version.
 pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
+    stamp_first(conn, lease).await?;
     let done = sqlx::query(
         "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
              defer_reason = NULL, last_error = NULL, updated_at = $1
@@ -121,11 +122,33 @@ pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp
     Ok(())
 }
 
+/// Bump the change stamp of the namespace of `lease`'s work item before the
+/// transaction locks any ledger row.
+///
+/// Every write to a stamped table holds the namespace's `change_stamps` row until
+/// commit. A transaction that locks a ledger row first (a lease's completion, a
+/// failure) and the stamp row second would deadlock with one that holds the stamp
+/// row and then waits for that ledger row (enqueueing the same work item). So the
+/// ledger's writes take the stamp row first, all in the same order.
+async fn stamp_first(conn: &mut PgConnection, lease: &Lease) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO change_stamps (namespace_id, n)
+             SELECT namespace_id, 1 FROM processing_state WHERE id = $1
+         ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
+    )
+    .bind(lease.work_id.to_string())
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 /// Insert new work; an item already in the ledger (same namespace, target, stage
 /// and component version) is left as it is. Returns how many were new.
 ///
-/// Items go in in key order, so two transactions enqueueing overlapping work wait
-/// for each other's uncommitted rows in the same order and never deadlock.
+/// The namespaces' change stamps are taken first ([`stamp_first`]), then the items
+/// go in in key order, so two transactions enqueueing overlapping work wait for
+/// each other's uncommitted rows in the same order and never deadlock.
 pub(crate) async fn insert_work(
     conn: &mut PgConnection,
     items: &[NewWork],
@@ -141,6 +164,18 @@ pub(crate) async fn insert_work(
             w.component_version.clone(),
         )
     });
+    let mut namespaces: Vec<String> = ordered.iter().map(|w| w.namespace_id.to_string()).collect();
+    namespaces.dedup();
+    for ns in &namespaces {
+        sqlx::query(
+            "INSERT INTO change_stamps (namespace_id, n) VALUES ($1, 1)
+             ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
+        )
+        .bind(ns)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    }
     let mut n = 0;
     for w in ordered {
         let r = sqlx::query(
@@ -199,6 +234,13 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        // Leasing changes no stamped aggregate and must not take the stamp row
+        // after the rows it leases (migration 0004): the sweep above, which does
+        // change the dead-letter count, still bumps it.
+        sqlx::query("SELECT set_config('rememberstack.skip_stamp', 'on', true)")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let stages: Vec<Stage> = if req.stages.is_empty() {
             Stage::ALL.to_vec()
         } else {
@@ -280,6 +322,8 @@ impl PgStore {
             FailureOutcome::DeadLetter => ("dead_letter", None, None),
         };
         let error: String = pg_text(&error.chars().take(2000).collect::<String>());
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        stamp_first(&mut tx, lease).await?;
         let r = sqlx::query(
             "UPDATE processing_state SET status = $1, not_before = COALESCE($2, not_before), defer_reason = $3,
                  last_error = $4, lease_owner = NULL, lease_expires_at = NULL, updated_at = $5
@@ -292,13 +336,13 @@ impl PgStore {
         .bind(ms(now))
         .bind(lease.work_id.to_string())
         .bind(&lease.owner)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(lease_lost());
         }
-        Ok(())
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn park_impl(
@@ -308,6 +352,8 @@ impl PgStore {
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<()> {
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        stamp_first(&mut tx, lease).await?;
         let r = sqlx::query(
             "UPDATE processing_state SET status = 'pending', attempts = GREATEST(attempts - 1, 0), defer_reason = $1,
                  not_before = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
@@ -318,13 +364,13 @@ impl PgStore {
         .bind(ms(now))
         .bind(lease.work_id.to_string())
         .bind(&lease.owner)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(lease_lost());
         }
-        Ok(())
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn work_item_impl(&self, id: WorkId) -> Result<Option<WorkItem>> {

@@ -1038,3 +1038,104 @@ async fn pg_ledger_claim_skips_rows_another_claimer_holds() {
     assert_eq!(got[0].target_id, first.target_id);
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_ledger_leases_leave_the_change_stamp_and_completions_bump_it() {
+    let Some(store) = store("pg_ledger_stamp", "ledger_stamp").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    store
+        .enqueue(vec![work(ns, Stage::Chunk, 0)], at(0))
+        .await
+        .unwrap();
+    let enqueued = store.change_stamp(ns).await.unwrap();
+    assert!(enqueued > 0);
+    // Leasing changes no stamped aggregate (pending and running count alike).
+    let claimed = store.claim(&req("w1", &[], 1, 1)).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(store.change_stamp(ns).await.unwrap(), enqueued);
+    // Completing does.
+    store
+        .complete(&lease(claimed[0].id, "w1"), vec![], at(2))
+        .await
+        .unwrap();
+    assert!(store.change_stamp(ns).await.unwrap() > enqueued);
+    drop_schema(&store).await;
+}
+
+/// Workers complete items while others enqueue work that names the same items
+/// (as two entity units of one version enqueue the same follow-up): the ledger's
+/// writes take the namespace's change stamp first, so none of them deadlocks.
+#[tokio::test]
+async fn pg_ledger_completions_and_overlapping_enqueues_never_deadlock() {
+    let Some(url) = database_url("pg_ledger_deadlock") else {
+        return;
+    };
+    let store = std::sync::Arc::new(
+        PgStore::connect_with(
+            &url,
+            PgStoreConfig {
+                max_connections: 12,
+                schema: Some(fresh_schema("ledger_dl")),
+                ..PgStoreConfig::default()
+            },
+        )
+        .await
+        .unwrap(),
+    );
+    let ns = NamespaceId::new();
+    let items: Vec<NewWork> = (0..40).map(|_| work(ns, Stage::Chunk, 0)).collect();
+    store.enqueue(items.clone(), at(0)).await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..4 {
+        let store = store.clone();
+        let items = items.clone();
+        tasks.spawn(async move {
+            let owner = format!("w{w}");
+            loop {
+                let batch = store.claim(&req(&owner, &[], 1, 1)).await?;
+                let Some(item) = batch.first() else {
+                    return Ok::<_, rememberstack_core::Error>(());
+                };
+                // Follow-up work overlapping the items other workers hold.
+                let follow: Vec<NewWork> = items.iter().rev().take(8).cloned().collect();
+                store
+                    .complete(&lease(item.id, &owner), follow, at(2))
+                    .await?;
+            }
+        });
+    }
+    for e in 0..4 {
+        let store = store.clone();
+        let items = items.clone();
+        tasks.spawn(async move {
+            for round in 0..25 {
+                let mut again: Vec<NewWork> = items
+                    .iter()
+                    .skip((e + round) % 7)
+                    .step_by(3)
+                    .cloned()
+                    .collect();
+                again.push(work(ns, Stage::Embed, 0));
+                store.enqueue(again, at(1)).await?;
+            }
+            Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap().unwrap();
+    }
+    let stuck = store
+        .work_items(Some(ns), WorkStatus::Running, 100)
+        .await
+        .unwrap();
+    assert!(stuck.is_empty(), "{stuck:?}");
+    let schema = store.schema().unwrap().to_string();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(store.pool())
+    .await
+    .unwrap();
+}

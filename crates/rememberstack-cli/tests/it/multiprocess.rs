@@ -406,6 +406,12 @@ impl Drop for Reap {
 
 /// Stop a worker with SIGTERM; it must exit cleanly. Returns its JSON report.
 fn stop(worker: Child) -> Value {
+    stop_with_log(worker).0
+}
+
+/// Stop a worker: its JSON report and what it logged (warnings: failed stages,
+/// lost leases).
+fn stop_with_log(worker: Child) -> (Value, String) {
     let status = Command::new("kill")
         .args(["-TERM", &worker.id().to_string()])
         .status()
@@ -417,7 +423,10 @@ fn stop(worker: Child) -> Value {
         "worker exit: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// A corpus whose documents name the same people, so units of work of several
@@ -674,9 +683,17 @@ fn postgres_three_worker_processes_run_every_stage_once() {
     ingest_all(&d, &team_corpus(&d));
     let mut workers = Reap((0..3).map(|_| d.worker(&[])).collect());
     d.wait_drained("the three workers");
-    let completed: Vec<u64> = std::mem::take(&mut workers.0)
+    let (completed, logs): (Vec<u64>, Vec<String>) = std::mem::take(&mut workers.0)
         .into_iter()
-        .map(|w| stop(w)["completed"].as_u64().unwrap())
+        .map(|w| {
+            let (report, log) = stop_with_log(w);
+            (report["completed"].as_u64().unwrap(), log)
+        })
+        .unzip();
+    let failures: Vec<&str> = logs
+        .iter()
+        .flat_map(|l| l.lines())
+        .filter(|l| l.contains("stage failed") || l.contains("lease lost"))
         .collect();
     // The work was shared among the processes, and all of it is done, each item
     // begun once (a second claim of an item would count a second attempt).
@@ -691,7 +708,10 @@ fn postgres_three_worker_processes_run_every_stage_once() {
     );
     assert_eq!(completed.iter().sum::<u64>(), attempts.len() as u64);
     for (id, n) in &attempts {
-        assert_eq!(*n, 1, "work item {id}; begun again: {retried:?}");
+        assert_eq!(
+            *n, 1,
+            "work item {id}; begun again: {retried:?}; the workers logged: {failures:#?}"
+        );
     }
     // Nothing recorded twice: one claim per document and claim key, one entity per
     // name, one live fact per statement.
