@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode};
 use crate::config::read_api_key;
 
+/// The model name that runs a seat offline: the engine's deterministic stage
+/// instead of a chat model (see [`ChatConfig`]).
+pub const OFFLINE_MODEL: &str = "offline";
+
 /// Which chat model to use, as written in configuration files:
 ///
 /// ```toml
@@ -28,7 +32,16 @@ use crate::config::read_api_key;
 ///
 /// [chat.seats]                        # per pipeline seat model overrides
 /// claimify = "openai/gpt-4o"
+/// normalize = "offline"               # this seat runs its offline stage
 /// ```
+///
+/// The seats are `selection` and `claimify` (claim extraction), `normalize`,
+/// `resolve` and `adjudicate` (entities and facts). A seat whose model is the
+/// literal [`OFFLINE_MODEL`] (`"offline"`) calls no model: the engine runs that
+/// stage's deterministic offline path, so model calls can be spent on some stages
+/// only (say `adjudicate`). The default `model` may be `"offline"` too, then only
+/// the seats given a model name call one. `selection` and `claimify` are one stage,
+/// the extractor: both offline or neither (the facade refuses one of them alone).
 ///
 /// It never holds a secret: the API key is read from the environment variable
 /// named by `api_key_env`, so the derived `Debug` is safe to print. Unknown keys are
@@ -44,10 +57,11 @@ pub enum ChatConfig {
     Openai {
         /// The API base URL, e.g. `https://api.openai.com/v1`.
         base_url: String,
-        /// The default model name, used by every seat without an override.
+        /// The default model name, used by every seat without an override
+        /// (`"offline"`: those seats run offline).
         model: String,
         /// Per pipeline seat model overrides, seat name → model name (e.g.
-        /// `selection`, `claimify`).
+        /// `selection`, `claimify`); `"offline"` runs the seat offline.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         seats: BTreeMap<String, String>,
         /// The environment variable holding the API key (default `OPENAI_API_KEY`).
@@ -70,45 +84,61 @@ pub enum ChatConfig {
     },
 }
 
-/// The chat models of the pipeline seats: a default model and per-seat overrides.
+/// The chat models of the pipeline seats: a default model and per-seat overrides,
+/// where a seat (or the default) may be offline (no model).
 ///
 /// Seats are named by the pipeline (e.g. `selection`, `claimify`); a seat without
-/// an override gets the default model.
+/// an override gets the default.
 #[derive(Clone)]
 pub struct ChatSeats {
-    default: Arc<dyn ChatModel>,
-    seats: BTreeMap<String, Arc<dyn ChatModel>>,
+    default: Option<Arc<dyn ChatModel>>,
+    seats: BTreeMap<String, Option<Arc<dyn ChatModel>>>,
 }
 
 impl ChatSeats {
     /// Seats that all use `default`.
     pub fn new(default: Arc<dyn ChatModel>) -> Self {
         Self {
-            default,
+            default: Some(default),
+            seats: BTreeMap::new(),
+        }
+    }
+
+    /// Seats that all run offline, until given a model with [`ChatSeats::with_seat`].
+    pub fn offline() -> Self {
+        Self {
+            default: None,
             seats: BTreeMap::new(),
         }
     }
 
     /// Gives seat `name` its own model.
     pub fn with_seat(mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> Self {
-        self.seats.insert(name.into(), model);
+        self.seats.insert(name.into(), Some(model));
         self
     }
 
-    /// The model of seat `name`: its override, else the default model.
-    pub fn seat(&self, name: &str) -> Arc<dyn ChatModel> {
-        self.seats
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| Arc::clone(&self.default))
+    /// Runs seat `name` offline, whatever the default.
+    pub fn with_offline_seat(mut self, name: impl Into<String>) -> Self {
+        self.seats.insert(name.into(), None);
+        self
     }
 
-    /// The default model.
-    pub fn default_model(&self) -> Arc<dyn ChatModel> {
-        Arc::clone(&self.default)
+    /// The model of seat `name`: its override, else the default; `None` when the
+    /// seat runs offline.
+    pub fn seat(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+        match self.seats.get(name) {
+            Some(model) => model.clone(),
+            None => self.default.clone(),
+        }
     }
 
-    /// The names of the seats that have an override, sorted.
+    /// The default model (`None`: seats without an override run offline).
+    pub fn default_model(&self) -> Option<Arc<dyn ChatModel>> {
+        self.default.clone()
+    }
+
+    /// The names of the seats that have an override (a model or offline), sorted.
     pub fn overridden_seats(&self) -> impl Iterator<Item = &str> {
         self.seats.keys().map(String::as_str)
     }
@@ -116,13 +146,17 @@ impl ChatSeats {
 
 impl fmt::Debug for ChatSeats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let seats: BTreeMap<&str, &str> = self
+        let name = |m: &Option<Arc<dyn ChatModel>>| match m {
+            Some(model) => model.model().to_owned(),
+            None => OFFLINE_MODEL.to_owned(),
+        };
+        let seats: BTreeMap<&str, String> = self
             .seats
             .iter()
-            .map(|(seat, model)| (seat.as_str(), model.model()))
+            .map(|(seat, model)| (seat.as_str(), name(model)))
             .collect();
         f.debug_struct("ChatSeats")
-            .field("default", &self.default.model())
+            .field("default", &name(&self.default))
             .field("seats", &seats)
             .finish()
     }
@@ -134,7 +168,8 @@ impl fmt::Debug for ChatSeats {
 /// named by `api_key_env` (default [`crate::DEFAULT_API_KEY_ENV`]); a missing or
 /// empty variable means no key. All models share one HTTP client; seats naming the
 /// same model share one [`OpenAiChatModel`] (and so its strict-mode fallback
-/// memory). Fails with [`ProviderError::Config`] on an invalid configuration (bad
+/// memory). A seat (or default) model named [`OFFLINE_MODEL`] is offline
+/// ([`ChatSeats::seat`] gives `None`). Fails with [`ProviderError::Config`] on an invalid configuration (bad
 /// URL, empty model or seat name, unknown strict mode, zero timeout or
 /// `max_tokens`, a bad temperature, a key variable that is not valid Unicode).
 pub fn build_chat_models(config: &ChatConfig) -> Result<Option<ChatSeats>, ProviderError> {
@@ -171,10 +206,14 @@ pub(crate) fn build_chat_models_with_env(
     openai.max_tokens = *max_tokens;
 
     let base = OpenAiChatModel::new(openai)?;
-    let default: Arc<dyn ChatModel> = Arc::new(base.clone());
     let mut by_model: BTreeMap<String, Arc<dyn ChatModel>> = BTreeMap::new();
-    by_model.insert(base.config().model.clone(), Arc::clone(&default));
-    let mut built = ChatSeats::new(default);
+    let mut built = if base.config().model == OFFLINE_MODEL {
+        ChatSeats::offline()
+    } else {
+        let default: Arc<dyn ChatModel> = Arc::new(base.clone());
+        by_model.insert(base.config().model.clone(), Arc::clone(&default));
+        ChatSeats::new(default)
+    };
     for (seat, seat_model) in seats {
         let seat_name = seat.trim();
         if seat_name.is_empty() {
@@ -187,6 +226,10 @@ pub(crate) fn build_chat_models_with_env(
             return Err(ProviderError::Config(format!(
                 "chat seat {seat_name:?} names an empty model"
             )));
+        }
+        if seat_model == OFFLINE_MODEL {
+            built = built.with_offline_seat(seat_name);
+            continue;
         }
         let shared = match by_model.get(seat_model) {
             Some(existing) => Arc::clone(existing),
@@ -291,14 +334,15 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(seats.default_model().model(), "llama3.1");
-        assert_eq!(seats.seat("claimify").model(), "big");
-        assert_eq!(seats.seat("selection").model(), "llama3.1");
-        assert_eq!(seats.seat("anything-else").model(), "llama3.1");
-        assert!(Arc::ptr_eq(&seats.seat("claimify"), &seats.seat("judge")));
+        let model = |seat: &str| seats.seat(seat).unwrap();
+        assert_eq!(seats.default_model().unwrap().model(), "llama3.1");
+        assert_eq!(model("claimify").model(), "big");
+        assert_eq!(model("selection").model(), "llama3.1");
+        assert_eq!(model("anything-else").model(), "llama3.1");
+        assert!(Arc::ptr_eq(&model("claimify"), &model("judge")));
         assert!(Arc::ptr_eq(
-            &seats.seat("selection"),
-            &seats.default_model()
+            &model("selection"),
+            &seats.default_model().unwrap()
         ));
         assert_eq!(
             seats.overridden_seats().collect::<Vec<_>>(),
@@ -306,10 +350,55 @@ mod tests {
         );
         let debug = format!("{seats:?}");
         assert!(debug.contains("big"), "{debug}");
-        let model_debug = format!("{:?}", seats.seat("claimify"));
+        let model_debug = format!("{:?}", model("claimify"));
         assert!(model_debug.contains("<redacted>"), "{model_debug}");
         assert!(!model_debug.contains("sk-chat-secret"), "{model_debug}");
         assert!(model_debug.contains("Never"), "{model_debug}");
+    }
+
+    #[test]
+    fn offline_seats_have_no_model() {
+        // One seat offline: the others keep the default.
+        let seats = build_chat_models_with_env(
+            &openai(&[("normalize", "offline"), ("adjudicate", " big ")]),
+            env,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(seats.seat("normalize").is_none());
+        assert_eq!(seats.seat("adjudicate").unwrap().model(), "big");
+        assert_eq!(seats.seat("resolve").unwrap().model(), "llama3.1");
+        let debug = format!("{seats:?}");
+        assert!(debug.contains(r#""normalize": "offline""#), "{debug}");
+
+        // An offline default: only the seats given a model call one.
+        let mut c = openai(&[("adjudicate", "big"), ("selection", "offline")]);
+        if let ChatConfig::Openai { model, .. } = &mut c {
+            *model = " offline ".into();
+        }
+        let seats = build_chat_models_with_env(&c, env).unwrap().unwrap();
+        assert!(seats.default_model().is_none());
+        for seat in ["selection", "claimify", "normalize", "resolve"] {
+            assert!(seats.seat(seat).is_none(), "{seat}");
+        }
+        assert_eq!(seats.seat("adjudicate").unwrap().model(), "big");
+        assert!(format!("{seats:?}").contains(r#"default: "offline""#));
+
+        // The literal only: a model merely named like it is a model.
+        let seats = build_chat_models_with_env(&openai(&[("resolve", "offline-7b")]), env)
+            .unwrap()
+            .unwrap();
+        assert_eq!(seats.seat("resolve").unwrap().model(), "offline-7b");
+
+        // It round-trips through the configuration as any model name does.
+        let c: ChatConfig = serde_json::from_str(
+            r#"{"provider":"openai","base_url":"http://h/v1","model":"m",
+                "seats":{"selection":"offline","claimify":"offline"}}"#,
+        )
+        .unwrap();
+        let seats = build_chat_models_with_env(&c, env).unwrap().unwrap();
+        assert!(seats.seat("selection").is_none() && seats.seat("claimify").is_none());
+        assert_eq!(seats.seat("adjudicate").unwrap().model(), "m");
     }
 
     #[test]

@@ -45,7 +45,7 @@ mod openai;
 mod scripted;
 
 pub use chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode, is_strict_mode_refusal};
-pub use chat_config::{ChatConfig, ChatSeats, build_chat_models};
+pub use chat_config::{ChatConfig, ChatSeats, OFFLINE_MODEL, build_chat_models};
 pub use config::{DEFAULT_API_KEY_ENV, EmbedderConfig, build_embedder};
 pub use hashing::{DEFAULT_HASHING_DIMENSION, HashingEmbedder};
 #[cfg(feature = "local-embedder")]

@@ -1,13 +1,15 @@
 //! The golden scenario (`tests/golden/`) through the Rust facade, HTTP and MCP:
 //! each surface, on a fresh embedded store, must give exactly the envelopes in
 //! `tests/golden/expected.json` (modulo ids and the run's own timestamps). The
-//! CLI, Python and Node check the same file in their own suites.
+//! CLI, Python and Node check the same file in their own suites. Every store's
+//! adjudicate seat calls the scripted fake chat endpoint (`tests/golden/chat.json`).
 
 mod common;
 
 use async_trait::async_trait;
 use common::{Server, test_config};
 use rememberstack::{KeyScope, Memory};
+use rememberstack_conformance::golden::chat::FakeChat;
 use rememberstack_conformance::golden::{self, Facade, Surface};
 use rememberstack_conformance::{Harness, stores};
 use rmcp::ServiceExt;
@@ -27,10 +29,14 @@ async fn sqlite() -> Harness {
         .expect("the embedded store")
 }
 
-async fn open(h: &Harness) -> Memory {
+/// A memory over `h` whose chat model is `chat`.
+async fn open(h: &Harness, chat: &FakeChat) -> Memory {
     Memory::builder()
         .store(h.store.clone())
-        .config(rememberstack_conformance::test_config())
+        .config(rememberstack::Config {
+            chat: chat.config(),
+            ..rememberstack_conformance::test_config()
+        })
         .namespace(golden::namespace())
         .open()
         .await
@@ -40,7 +46,9 @@ async fn open(h: &Harness) -> Memory {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_facade_gives_the_golden_envelopes() {
     let h = sqlite().await;
-    let out = golden::drive(&Facade(open(&h).await)).await;
+    let chat = FakeChat::start();
+    let out = golden::drive(&Facade(open(&h, &chat).await)).await;
+    chat.assert_every_rule_fired();
     golden::assert_golden("facade", &out);
 }
 
@@ -124,8 +132,8 @@ impl Surface for Http<'_> {
     }
 }
 
-async fn keyed_server(h: &Harness) -> (Server, String) {
-    let server = Server::start(h, test_config()).await;
+async fn keyed_server(h: &Harness, chat: &FakeChat) -> (Server, String) {
+    let server = Server::start_with(open(h, chat).await, test_config()).await;
     let (_, secret) = server
         .memory
         .create_api_key(
@@ -146,13 +154,15 @@ async fn keyed_server(h: &Harness) -> (Server, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_gives_the_golden_envelopes() {
     let h = sqlite().await;
-    let (server, secret) = keyed_server(&h).await;
+    let chat = FakeChat::start();
+    let (server, secret) = keyed_server(&h, &chat).await;
     let keyed = server.with_key(&secret);
     let out = golden::drive(&Http {
         server: &keyed,
         ns: golden::namespace(),
     })
     .await;
+    chat.assert_every_rule_fired();
     golden::assert_golden("http", &out);
     server.stop().await;
 }
@@ -213,7 +223,8 @@ impl Surface for Mcp<'_> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_gives_the_golden_envelopes() {
     let h = sqlite().await;
-    let (server, secret) = keyed_server(&h).await;
+    let chat = FakeChat::start();
+    let (server, secret) = keyed_server(&h, &chat).await;
     let keyed = server.with_key(&secret);
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.base))
         .auth_header(secret.clone());
@@ -229,6 +240,7 @@ async fn mcp_gives_the_golden_envelopes() {
         },
     };
     let out = golden::drive(&mcp).await;
+    chat.assert_every_rule_fired();
     golden::assert_golden("mcp", &out);
     let _ = mcp.client.cancel().await;
     server.stop().await;

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 /// provider = "openai"            # or "none" (the default: the offline extractor)
 /// base_url = "https://openrouter.ai/api/v1"
 /// model = "openai/gpt-4.1-mini"
-/// seats = { claimify = "openai/gpt-4.1" }
+/// seats = { claimify = "openai/gpt-4.1", normalize = "offline" }   # "offline": no model
 /// api_key_env = "OPENROUTER_API_KEY"
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -199,7 +199,13 @@ impl Config {
                     config_err("REMEMBERSTACK_CHAT=openai needs REMEMBERSTACK_CHAT_MODEL")
                 })?;
                 let mut seats = std::collections::BTreeMap::new();
-                for seat in ["selection", "claimify"] {
+                for seat in [
+                    "selection",
+                    "claimify",
+                    "normalize",
+                    "resolve",
+                    "adjudicate",
+                ] {
                     let key = format!("REMEMBERSTACK_CHAT_{}_MODEL", seat.to_ascii_uppercase());
                     if let Some(m) = var(&key) {
                         seats.insert(seat.to_string(), m);
@@ -306,6 +312,48 @@ mod tests {
                 .contains("needs REMEMBERSTACK_EMBEDDER_MODEL_DIR"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn chat_seats_from_env_offline_included() {
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_CHAT", "openai"),
+            ("REMEMBERSTACK_CHAT_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("REMEMBERSTACK_CHAT_MODEL", "judge"),
+            ("REMEMBERSTACK_CHAT_SELECTION_MODEL", "offline"),
+            ("REMEMBERSTACK_CHAT_CLAIMIFY_MODEL", "offline"),
+            ("REMEMBERSTACK_CHAT_NORMALIZE_MODEL", "offline"),
+            ("REMEMBERSTACK_CHAT_RESOLVE_MODEL", "small"),
+        ]
+        .into_iter()
+        .collect();
+        let mut c = Config::default();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        let ChatConfig::Openai { model, seats, .. } = &c.chat else {
+            panic!("{:?}", c.chat)
+        };
+        assert_eq!(model, "judge");
+        let seats: Vec<(&str, &str)> = seats
+            .iter()
+            .map(|(s, m)| (s.as_str(), m.as_str()))
+            .collect();
+        assert_eq!(
+            seats,
+            [
+                ("claimify", "offline"),
+                ("normalize", "offline"),
+                ("resolve", "small"),
+                ("selection", "offline"),
+            ]
+        );
+        // The same in a file.
+        let file = Config::from_toml_str(
+            "[chat]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"judge\"\n\
+             seats = { selection = \"offline\", claimify = \"offline\", normalize = \"offline\", \
+             resolve = \"small\" }\n",
+        )
+        .unwrap();
+        assert_eq!(file.chat, c.chat);
     }
 
     #[test]

@@ -272,25 +272,24 @@ impl MemoryBuilder {
             .namespace
             .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
         rememberstack_core::source::validate_namespace(&namespace)?;
+        let seats = match (&self.extractor, &self.fact_models) {
+            (Some(_), Some(_)) => None,
+            _ => rememberstack_llm::build_chat_models(&config.chat)?,
+        };
         let extractor = match self.extractor {
             Some(m) => Some(m),
-            None => {
-                rememberstack_llm::build_chat_models(&config.chat)?.map(|seats| ExtractorModels {
-                    selection: seats.seat("selection"),
-                    claimify: seats.seat("claimify"),
-                })
-            }
+            None => seats.as_ref().map(extractor_models).transpose()?.flatten(),
         };
         let facts = match self.fact_models {
             Some(m) => m,
-            None => match rememberstack_llm::build_chat_models(&config.chat)? {
-                Some(seats) => FactModels {
-                    normalizer: Some(seats.seat("normalize")),
-                    resolver: Some(seats.seat("resolve")),
-                    adjudicator: Some(seats.seat("adjudicate")),
-                },
-                None => FactModels::default(),
-            },
+            None => seats
+                .as_ref()
+                .map(|seats| FactModels {
+                    normalizer: seats.seat("normalize"),
+                    resolver: seats.seat("resolve"),
+                    adjudicator: seats.seat("adjudicate"),
+                })
+                .unwrap_or_default(),
         };
         let extractor = extractor.map(|m| ExtractorModels {
             selection: usage::count_chat(m.selection, "selection", &usage),
@@ -318,6 +317,33 @@ impl MemoryBuilder {
             namespace,
             usage,
         })
+    }
+}
+
+/// The extractor of the configured chat seats: `selection` and `claimify` are one
+/// stage, so both offline (`None`: the offline extractor) or neither.
+fn extractor_models(seats: &ChatSeats) -> Result<Option<ExtractorModels>> {
+    match (seats.seat("selection"), seats.seat("claimify")) {
+        (Some(selection), Some(claimify)) => Ok(Some(ExtractorModels {
+            selection,
+            claimify,
+        })),
+        (None, None) => Ok(None),
+        (selection, _) => {
+            let (offline, online) = match selection {
+                None => ("selection", "claimify"),
+                Some(_) => ("claimify", "selection"),
+            };
+            Err(Error::new(
+                ErrorCode::Config,
+                format!(
+                    "chat seats `selection` and `claimify` are one stage (the claim extractor): \
+                     `{offline}` is \"{model}\" but `{online}` is not; set both to \"{model}\" \
+                     (the offline extractor) or give both a model",
+                    model = rememberstack_llm::OFFLINE_MODEL
+                ),
+            ))
+        }
     }
 }
 
@@ -1038,5 +1064,112 @@ impl Memory {
     /// Whether any API key is live.
     pub async fn has_active_api_keys(&self) -> Result<bool> {
         self.engine.has_active_api_keys().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chat configuration whose endpoint nothing answers (port 9, discard).
+    fn chat(model: &str, seats: &[(&str, &str)]) -> ChatConfig {
+        ChatConfig::Openai {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: model.into(),
+            seats: seats
+                .iter()
+                .map(|(s, m)| ((*s).to_owned(), (*m).to_owned()))
+                .collect(),
+            api_key_env: Some("REMEMBERSTACK_TEST_NO_SUCH_KEY".into()),
+            strict: None,
+            timeout_secs: Some(1),
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+
+    #[test]
+    fn the_extractor_seats_are_offline_together() {
+        let model: Arc<dyn chat::ChatModel> = Arc::new(ScriptedChatModel::new("m"));
+        let online = extractor_models(&ChatSeats::new(model.clone())).unwrap();
+        assert!(online.is_some_and(|m| m.selection.model() == "m" && m.claimify.model() == "m"));
+        let both = ChatSeats::new(model.clone())
+            .with_offline_seat("selection")
+            .with_offline_seat("claimify");
+        assert!(extractor_models(&both).unwrap().is_none());
+        assert!(extractor_models(&ChatSeats::offline()).unwrap().is_none());
+        for (seats, offline) in [
+            (
+                ChatSeats::new(model.clone()).with_offline_seat("selection"),
+                "`selection` is \"offline\"",
+            ),
+            (
+                ChatSeats::offline().with_seat("selection", model.clone()),
+                "`claimify` is \"offline\"",
+            ),
+        ] {
+            let err = extractor_models(&seats).expect_err("one seat offline");
+            assert_eq!(err.code(), ErrorCode::Config);
+            let text = err.to_string();
+            assert!(text.contains(offline), "{text}");
+            assert!(
+                text.contains("`selection`") && text.contains("`claimify`"),
+                "{text}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn offline_seats_call_no_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |chat: ChatConfig| {
+            Memory::builder()
+                .path(dir.path().join("memory.db"))
+                .config(Config {
+                    chat,
+                    ..Config::default()
+                })
+                .open()
+        };
+        // Every seat offline: the endpoint (unreachable) is never called.
+        let seats = [
+            ("selection", "offline"),
+            ("claimify", "offline"),
+            ("normalize", "offline"),
+            ("resolve", "offline"),
+            ("adjudicate", "offline"),
+        ];
+        for memory in [
+            open(chat("some-model", &seats)).await.unwrap(),
+            open(chat("offline", &[])).await.unwrap(),
+        ] {
+            memory
+                .ingest_text(
+                    "# HR\n\nAlice works for Acme. Alice lives in Lisbon.\n",
+                    IngestOptions::new(format!("hr-{}", uuid::Uuid::new_v4())),
+                )
+                .await
+                .unwrap();
+            memory.process_until_idle().await.unwrap();
+            assert!(memory.doctor().await.offline_extractor);
+            assert!(
+                memory.provider_usage().iter().all(|u| u.provider != "chat"),
+                "{:?}",
+                memory.provider_usage()
+            );
+            assert!(
+                !memory
+                    .facts(&FactQuery::default())
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+        }
+        // One extractor seat offline alone is refused, naming both.
+        let err = open(chat("some-model", &[("claimify", "offline")]))
+            .await
+            .expect_err("refused");
+        assert_eq!(err.code(), ErrorCode::Config);
+        assert!(err.to_string().contains("`selection`"), "{err}");
     }
 }

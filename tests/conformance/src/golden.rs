@@ -6,6 +6,8 @@
 //! The Python and Node tests apply the same steps and normalisation
 //! (`tests/golden/README.md`) to the same files.
 
+pub mod chat;
+
 use async_trait::async_trait;
 use rememberstack::{FactId, IngestOptions, Memory};
 use serde_json::{Map, Value, json};

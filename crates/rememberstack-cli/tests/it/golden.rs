@@ -1,9 +1,12 @@
 //! The golden scenario (`tests/golden/`) through the `remember` binary (`--json`):
 //! on a fresh embedded store it must give exactly the envelopes in
-//! `tests/golden/expected.json`, as the facade, HTTP and MCP do.
+//! `tests/golden/expected.json`, as the facade, HTTP and MCP do. Its adjudicate
+//! seat calls the scripted fake chat endpoint (`tests/golden/chat.json`), configured
+//! through the `REMEMBERSTACK_CHAT*` variables.
 
 use crate::Cli;
 use async_trait::async_trait;
+use rememberstack_conformance::golden::chat::FakeChat;
 use rememberstack_conformance::golden::{self, Surface};
 use serde_json::Value;
 use std::process::Stdio;
@@ -93,11 +96,13 @@ impl Surface for CliSurface {
 
 #[tokio::test]
 async fn the_cli_gives_the_golden_envelopes() {
+    let chat = FakeChat::start();
     let surface = CliSurface {
-        cli: Cli::new(),
+        cli: Cli::new().with_env(chat.env()),
         ns: golden::namespace(),
     };
     let out = golden::drive(&surface).await;
+    chat.assert_every_rule_fired();
     golden::assert_golden("cli", &out);
 }
 

@@ -10,13 +10,22 @@ use std::process::{Command, Output};
 
 struct Cli {
     dir: tempfile::TempDir,
+    /// Environment variables every command gets.
+    env: Vec<(String, String)>,
 }
 
 impl Cli {
     fn new() -> Self {
         Cli {
             dir: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
         }
+    }
+
+    /// The same store, every command run with `env` set.
+    fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
     }
 
     fn db(&self) -> PathBuf {
@@ -29,7 +38,8 @@ impl Cli {
         p
     }
 
-    /// `remember --db <this store> ARGS`, without the caller's REMEMBERSTACK_* settings.
+    /// `remember --db <this store> ARGS`, without the caller's REMEMBERSTACK_* settings
+    /// (but with [`Cli::with_env`]'s).
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
         for (k, _) in std::env::vars() {
@@ -37,6 +47,7 @@ impl Cli {
                 cmd.env_remove(k);
             }
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--db").arg(self.db()).args(args);
         cmd
     }

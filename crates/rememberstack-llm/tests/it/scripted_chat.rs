@@ -201,8 +201,8 @@ async fn shared_models_can_be_scripted_later_and_seated() {
     let model = Arc::new(ScriptedChatModel::new("default-model"));
     let claimify = Arc::new(ScriptedChatModel::new("claimify-model"));
     let seats = ChatSeats::new(model.clone()).with_seat("claimify", claimify.clone());
-    assert_eq!(seats.seat("selection").model(), "default-model");
-    assert_eq!(seats.seat("claimify").model(), "claimify-model");
+    assert_eq!(seats.seat("selection").unwrap().model(), "default-model");
+    assert_eq!(seats.seat("claimify").unwrap().model(), "claimify-model");
 
     model.push_answer("selection", ScriptedChatModel::ANY, json!({"keep": [3]}));
     claimify.push_error(
@@ -212,6 +212,7 @@ async fn shared_models_can_be_scripted_later_and_seated() {
     );
     let got = seats
         .seat("selection")
+        .unwrap()
         .complete_json(&request("selection", "u"))
         .await
         .unwrap();
@@ -219,6 +220,7 @@ async fn shared_models_can_be_scripted_later_and_seated() {
     assert!(
         seats
             .seat("claimify")
+            .unwrap()
             .complete_json(&request("claimify", "u"))
             .await
             .is_err()

@@ -17,7 +17,11 @@ pub struct Server {
 
 impl Server {
     pub async fn start(h: &Harness, config: ServerConfig) -> Server {
-        let memory = h.memory().await;
+        Server::start_with(h.memory().await, config).await
+    }
+
+    /// A server over `memory`.
+    pub async fn start_with(memory: rememberstack::Memory, config: ServerConfig) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
