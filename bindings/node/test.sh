@@ -4,7 +4,9 @@
 # built-in test runner, then type-check the declarations (index.d.ts and the
 # generated types.d.ts) with TypeScript under `strict`. Honours CARGO_TARGET_DIR.
 # Needs Rust (stable), Node.js >= 20 and npm (TypeScript, the one dev dependency,
-# is installed from package-lock.json). Exits non-zero on any failure.
+# is installed from package-lock.json); then pack the package with `npm pack`,
+# install the tarball into a scratch project and smoke-test it there. Exits
+# non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,3 +16,11 @@ command -v cargo >/dev/null || { echo "test.sh: cargo is not installed" >&2; exi
 node "$here/scripts/build.js"
 node --test "$here/test/"
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent typecheck)
+
+# The distribution: pack the package, install the tarball alone into a scratch
+# project and smoke-test it there.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+tarball="$(cd "$here" && npm pack --silent --pack-destination "$scratch")"
+(cd "$scratch" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "./$tarball" \
+  && cp "$here/scripts/pack_smoke.js" . && node pack_smoke.js)

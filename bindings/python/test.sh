@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the `remember` Python package (maturin, dev profile) into a virtualenv and
-# run its pytest suite. Exits non-zero on any failure.
+# run its pytest suite; then build the abi3 wheel, install it alone into a fresh
+# virtualenv and smoke-test it there. Exits non-zero on any failure.
 #
 #   bindings/python/test.sh            # from anywhere; extra arguments go to pytest
 #
@@ -40,3 +41,13 @@ cd "$here"
 # The package's annotations and the native module's stub hold together.
 python -m mypy --strict --no-error-summary python/remember
 python -m pytest -q -p no:cacheprovider tests "$@"
+
+# The distribution: build the abi3 wheel, install it alone into a fresh
+# virtualenv and run the smoke test from outside the source tree.
+dist="$(mktemp -d)"
+trap 'rm -rf "$dist"' EXIT
+maturin build --quiet --profile dev -o "$dist/wheels"
+wheel="$(ls "$dist"/wheels/remember-*-cp39-abi3-*.whl)"
+"$python" -m venv "$dist/venv"
+"$dist/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel"
+(cd "$dist" && "$dist/venv/bin/python" "$here/scripts/wheel_smoke.py")
