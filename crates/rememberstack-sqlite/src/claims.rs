@@ -662,7 +662,8 @@ impl SqliteStore {
             .vector_cache
             .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
             .await?;
-        Ok(crate::vector_cache::top_k(&candidates, query, limit)?
+        Ok(crate::vector_cache::rank(candidates, query, limit)
+            .await?
             .into_iter()
             .map(|(claim_id, score)| ClaimHit { claim_id, score })
             .collect())

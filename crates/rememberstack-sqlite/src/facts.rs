@@ -778,7 +778,7 @@ impl SqliteStore {
             .vector_cache
             .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
             .await?;
-        crate::vector_cache::top_k(&candidates, query, limit)
+        crate::vector_cache::rank(candidates, query, limit).await
     }
 
     pub(crate) async fn vectors_impl(

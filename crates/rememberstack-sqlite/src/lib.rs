@@ -1437,7 +1437,8 @@ impl MemoryStore for SqliteStore {
             .vector_cache
             .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
             .await?;
-        Ok(vector_cache::top_k(&candidates, query, limit)?
+        Ok(vector_cache::rank(candidates, query, limit)
+            .await?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
             .collect())

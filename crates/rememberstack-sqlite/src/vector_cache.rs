@@ -55,10 +55,19 @@ impl CandidateList {
     }
 
     fn iter(&self) -> impl Iterator<Item = (&str, &[f32])> {
-        self.ids
+        self.range(0..self.ids.len())
+    }
+
+    /// The pairs at positions `range`, in order.
+    fn range(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&str, &[f32])> {
+        self.ids[range.clone()]
             .iter()
-            .zip(&self.spans)
+            .zip(&self.spans[range])
             .map(|(id, (start, len))| (id.as_str(), &self.data[*start..*start + *len]))
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 
@@ -178,6 +187,9 @@ impl VectorCache {
     }
 }
 
+/// A list at least this long is scanned off the async worker, in parts.
+const PARALLEL_SCAN_MIN: usize = 4_096;
+
 /// Exact cosine ranking of `candidates` (unit vectors) against `query`: best first, ties by id, at
 /// most `limit`. Vectors of another dimension are skipped. Only the kept ids are
 /// parsed (a hyphenated lowercase UUID orders as its bytes do).
@@ -187,10 +199,67 @@ pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
     limit: usize,
 ) -> Result<Vec<(Id, f64)>> {
     let query = unit(query);
-    let mut scored: Vec<(f64, &str)> = candidates
-        .iter()
+    let scored = best(candidates.iter(), &query, limit);
+    parse_ranked(scored)
+}
+
+/// [`top_k`] for the async store: a long list is cut into one part per core and the
+/// parts are scanned on the blocking pool at once, then merged by the same order.
+/// The scans of one request (claims, chunks and facts of `combined_context`) then
+/// run side by side instead of one after another on the request's worker.
+pub(crate) async fn rank<Id>(
+    candidates: Candidates,
+    query: &[f32],
+    limit: usize,
+) -> Result<Vec<(Id, f64)>>
+where
+    Id: std::str::FromStr<Err = Error>,
+{
+    let n = candidates.len();
+    if n < PARALLEL_SCAN_MIN || limit == 0 {
+        return top_k(&candidates, query, limit);
+    }
+    let parts = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 8)
+        .min(n / (PARALLEL_SCAN_MIN / 2));
+    let query: Arc<[f32]> = Arc::from(unit(query));
+    let size = n.div_ceil(parts);
+    let mut scans = Vec::with_capacity(parts);
+    for start in (0..n).step_by(size) {
+        let (candidates, query) = (candidates.clone(), query.clone());
+        let end = (start + size).min(n);
+        scans.push(tokio::task::spawn_blocking(move || {
+            best(candidates.range(start..end), &query, limit)
+                .into_iter()
+                .map(|(score, id)| (score, id.to_string()))
+                .collect::<Vec<_>>()
+        }));
+    }
+    let mut merged: Vec<(f64, String)> = Vec::with_capacity(parts * limit);
+    for scan in scans {
+        merged.extend(
+            scan.await
+                .map_err(|e| Error::internal(format!("a vector scan failed: {e}")))?,
+        );
+    }
+    merged.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    merged.truncate(limit);
+    merged
+        .into_iter()
+        .map(|(score, id)| Ok((parse_id::<Id>(&id)?, score)))
+        .collect()
+}
+
+/// The `limit` best of `pairs` against the unit `query`, best first, ties by id.
+fn best<'a>(
+    pairs: impl Iterator<Item = (&'a str, &'a [f32])>,
+    query: &[f32],
+    limit: usize,
+) -> Vec<(f64, &'a str)> {
+    let mut scored: Vec<(f64, &str)> = pairs
         .filter(|(_, v)| v.len() == query.len())
-        .map(|(id, v)| (dot(&query, v) as f64, id))
+        .map(|(id, v)| (dot(query, v) as f64, id))
         .collect();
     let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
     if scored.len() > limit && limit > 0 {
@@ -199,6 +268,12 @@ pub(crate) fn top_k<Id: std::str::FromStr<Err = Error>>(
     }
     scored.sort_by(by_rank);
     scored.truncate(limit);
+    scored
+}
+
+fn parse_ranked<Id: std::str::FromStr<Err = Error>>(
+    scored: Vec<(f64, &str)>,
+) -> Result<Vec<(Id, f64)>> {
     scored
         .into_iter()
         .map(|(score, id)| Ok((parse_id::<Id>(id)?, score)))
@@ -234,5 +309,43 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_scan_in_parts_ranks_as_one_scan_does() {
+        // Long enough to be cut into parts; a few exact ties across parts.
+        let n = PARALLEL_SCAN_MIN * 3 + 17;
+        let vectors: Vec<(String, Vec<f32>)> = (0..n)
+            .map(|i| {
+                let x = ((i * 7919) % 1000) as f32 / 1000.0;
+                let v = if i % 1000 == 3 {
+                    vec![1.0, 0.0, 0.0]
+                } else {
+                    vec![x, 1.0 - x, 0.5]
+                };
+                (format!("00000000-0000-0000-0000-{i:012x}"), unit(&v))
+            })
+            .collect();
+        let candidates: Candidates = Arc::new(CandidateList::new(
+            vectors.iter().map(|(i, v)| (i.clone(), &v[..])),
+        ));
+        for (query, limit) in [
+            (vec![1.0, 0.0, 0.0], 5),
+            (vec![0.2, 0.7, 0.1], 50),
+            (vec![0.0, 1.0, 0.0], 1),
+        ] {
+            let one: Vec<(ChunkId, f64)> = top_k(&candidates, &query, limit).unwrap();
+            let parts: Vec<(ChunkId, f64)> = rank(candidates.clone(), &query, limit).await.unwrap();
+            assert_eq!(one, parts);
+            assert_eq!(parts.len(), limit);
+        }
+        // The tied best of the first query come in id order, from several parts.
+        let tied: Vec<(ChunkId, f64)> =
+            rank(candidates.clone(), &[1.0, 0.0, 0.0], 5).await.unwrap();
+        let ids: Vec<String> = tied.iter().map(|h| h.0.to_string()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+        assert!(tied.iter().all(|h| (h.1 - 1.0).abs() < 1e-6));
     }
 }

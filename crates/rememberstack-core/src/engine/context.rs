@@ -671,6 +671,28 @@ impl Engine {
         Ok(env)
     }
 
+    /// The evidence rows of each fact, in the order given, read concurrently (the
+    /// store's read pool answers them side by side instead of one round trip after
+    /// another).
+    async fn evidence_of(
+        &self,
+        ns: NamespaceId,
+        facts: &[FactId],
+    ) -> Result<Vec<Vec<crate::facts::EvidenceRecord>>> {
+        let mut reads = tokio::task::JoinSet::new();
+        for (i, &fact) in facts.iter().enumerate() {
+            let store = self.store.clone();
+            reads.spawn(async move { (i, store.fact_evidence(ns, fact).await) });
+        }
+        let mut out = vec![Vec::new(); facts.len()];
+        while let Some(done) = reads.join_next().await {
+            let (i, rows) =
+                done.map_err(|e| Error::internal(format!("reading fact evidence: {e}")))?;
+            out[i] = rows?;
+        }
+        Ok(out)
+    }
+
     /// `claims_and_sources_context`: claims and source chunks for the question, each
     /// list searched semantically and lexically and fused, then the two fused.
     pub async fn claims_and_sources_context(
@@ -1025,7 +1047,9 @@ impl Engine {
         // Provenance: the supporting claims, current testimony first (claims read in
         // one batch for the whole page).
         let mut chosen: Vec<Vec<ClaimId>> = Vec::with_capacity(candidates.len());
-        for c in &mut candidates {
+        let ids: Vec<FactId> = candidates.iter().map(|c| c.fact.fact_id).collect();
+        let evidence = self.evidence_of(ns, &ids).await?;
+        for (c, rows) in candidates.iter_mut().zip(evidence) {
             c.support_state = Some(
                 if c.fact.evidence_count > 0 {
                     "supported"
@@ -1034,10 +1058,7 @@ impl Engine {
                 }
                 .into(),
             );
-            let mut support: Vec<_> = self
-                .store
-                .fact_evidence(ns, c.fact.fact_id)
-                .await?
+            let mut support: Vec<_> = rows
                 .into_iter()
                 .filter(|e| e.stance == crate::facts::Stance::Support)
                 .collect();
