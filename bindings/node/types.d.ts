@@ -1107,7 +1107,10 @@ export interface ProviderCheck {
   identity: string
   /** How long it took, in milliseconds (wall clock, informational). */
   millis: number
-  /** What was checked (`store`, `embedder`, `chat:selection`, …). */
+  /**
+   * What was checked: `store`, `embedder`, or `chat:<seat>` for the first seat of each
+   * distinct chat model (`selection`, `claimify`, `normalize`, `resolve`, `adjudicate`).
+   */
   name: string
   /** Whether the cheap call succeeded. */
   ok: boolean

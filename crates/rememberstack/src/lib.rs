@@ -1151,7 +1151,14 @@ mod tests {
                 .await
                 .unwrap();
             memory.process_until_idle().await.unwrap();
-            assert!(memory.doctor().await.offline_extractor);
+            let report = memory.doctor().await;
+            assert!(report.offline_extractor);
+            // No seat has a model, so doctor calls none.
+            assert!(
+                report.checks.iter().all(|c| !c.name.starts_with("chat:")),
+                "{:?}",
+                report.checks
+            );
             assert!(
                 memory.provider_usage().iter().all(|u| u.provider != "chat"),
                 "{:?}",
@@ -1171,5 +1178,40 @@ mod tests {
             .expect_err("refused");
         assert_eq!(err.code(), ErrorCode::Config);
         assert!(err.to_string().contains("`selection`"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn doctor_checks_every_seat_with_a_model() {
+        let dir = tempfile::tempdir().unwrap();
+        // Only adjudication has a model, and nothing answers at its endpoint.
+        let memory = Memory::builder()
+            .path(dir.path().join("memory.db"))
+            .config(Config {
+                chat: chat(
+                    "judge",
+                    &[
+                        ("selection", "offline"),
+                        ("claimify", "offline"),
+                        ("normalize", "offline"),
+                        ("resolve", "offline"),
+                    ],
+                ),
+                ..Config::default()
+            })
+            .open()
+            .await
+            .unwrap();
+        let report = memory.doctor().await;
+        let chat: Vec<_> = report
+            .checks
+            .iter()
+            .filter(|c| c.name.starts_with("chat:"))
+            .collect();
+        assert_eq!(chat.len(), 1, "{:?}", report.checks);
+        assert_eq!(chat[0].name, "chat:adjudicate");
+        assert_eq!(chat[0].identity, "judge");
+        assert!(!chat[0].ok && chat[0].error.is_some());
+        assert!(!report.ok);
+        assert!(report.offline_extractor);
     }
 }

@@ -408,7 +408,8 @@ pub struct Providers {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProviderCheck {
-    /// What was checked (`store`, `embedder`, `chat:selection`, …).
+    /// What was checked: `store`, `embedder`, or `chat:<seat>` for the first seat of each
+    /// distinct chat model (`selection`, `claimify`, `normalize`, `resolve`, `adjudicate`).
     pub name: String,
     /// The identity checked (store kind, embedder generation, model).
     pub identity: String,
@@ -1520,9 +1521,25 @@ impl Engine {
             millis: started.elapsed().as_millis() as u64,
             error,
         });
+        // Every configured chat seat, each distinct model once (offline seats have
+        // none).
+        let mut seats: Vec<(&str, &Arc<dyn crate::chat::ChatModel>)> = Vec::new();
         if let Some(m) = &self.extractor {
+            seats.extend([("selection", &m.selection), ("claimify", &m.claimify)]);
+        }
+        let f = &self.fact_models;
+        for (seat, model) in [
+            ("normalize", &f.normalizer),
+            ("resolve", &f.resolver),
+            ("adjudicate", &f.adjudicator),
+        ] {
+            if let Some(model) = model {
+                seats.push((seat, model));
+            }
+        }
+        {
             let mut seen: Vec<String> = Vec::new();
-            for (seat, model) in [("selection", &m.selection), ("claimify", &m.claimify)] {
+            for (seat, model) in seats {
                 if seen.contains(&model.model().to_string()) {
                     continue;
                 }
