@@ -406,18 +406,7 @@ async fn respond_ingest(
 pub(crate) async fn wait_idle(m: &Memory, bound: Duration) -> ApiResult<bool> {
     let deadline = Instant::now() + bound;
     loop {
-        let status = m.status().await?;
-        let open: u64 = status
-            .ledger
-            .values()
-            .flat_map(|by| {
-                by.iter()
-                    .filter(|(s, _)| matches!(s.as_str(), "pending" | "running" | "failed"))
-                    .map(|(_, n)| *n)
-            })
-            .sum::<u64>()
-            .saturating_sub(status.parked_no_route);
-        if open == 0 {
+        if m.status().await?.open_work() == 0 {
             return Ok(true);
         }
         if Instant::now() >= deadline {

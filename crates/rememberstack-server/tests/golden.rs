@@ -68,16 +68,9 @@ impl Http<'_> {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let status = self.server.ok("GET", &self.path("/status"), None).await;
-            let open: u64 = status["ledger"]
-                .as_object()
-                .into_iter()
-                .flat_map(|by_stage| by_stage.values())
-                .flat_map(|by_status| by_status.as_object().into_iter().flatten())
-                .filter(|(s, _)| matches!(s.as_str(), "pending" | "running" | "failed"))
-                .map(|(_, n)| n.as_u64().unwrap_or(0))
-                .sum::<u64>()
-                .saturating_sub(status["parked_no_route"].as_u64().unwrap_or(0));
-            if open == 0 {
+            let report: rememberstack::StatusReport = serde_json::from_value(status.clone())
+                .unwrap_or_else(|e| panic!("GET /status is not a StatusReport ({e}): {status}"));
+            if report.open_work() == 0 {
                 return;
             }
             assert!(

@@ -384,6 +384,24 @@ pub struct StatusReport {
     pub documents: u64,
 }
 
+impl StatusReport {
+    /// Work the pipeline still has to do: items pending, running or failed (to be
+    /// retried), less those parked for want of a conversion route, which wait for a
+    /// configuration change rather than a worker. The pipeline is idle when it is 0.
+    pub fn open_work(&self) -> u64 {
+        self.ledger
+            .values()
+            .flat_map(|by_status| {
+                by_status
+                    .iter()
+                    .filter(|(s, _)| matches!(s.as_str(), "pending" | "running" | "failed"))
+                    .map(|(_, n)| *n)
+            })
+            .sum::<u64>()
+            .saturating_sub(self.parked_no_route)
+    }
+}
+
 /// The chat models that run model-backed extraction (D31's two calls).
 #[derive(Debug, Clone)]
 pub struct ExtractorModels {
@@ -1872,5 +1890,44 @@ mod tests {
             decode_cursor("!!!").unwrap_err().code(),
             ErrorCode::InvalidInput
         );
+    }
+
+    #[test]
+    fn open_work_counts_what_a_worker_will_still_do() {
+        let counts = |pairs: &[(&str, u64)]| {
+            pairs
+                .iter()
+                .map(|(s, n)| (s.to_string(), *n))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let mut status = StatusReport {
+            store: "sqlite".into(),
+            namespace: "default".into(),
+            ledger: BTreeMap::from([
+                (
+                    "e0.prepare".to_string(),
+                    counts(&[("done", 4), ("pending", 2)]),
+                ),
+                (
+                    "e2.extract".to_string(),
+                    counts(&[("running", 1), ("failed", 3), ("dead_letter", 5)]),
+                ),
+            ]),
+            parked_no_route: 2,
+            dead_letters: vec![],
+            embedder: "hashing".into(),
+            semantic: SemanticReadiness {
+                generation: "hashing".into(),
+                ready: true,
+                chunks: 0,
+                missing_vectors: 0,
+            },
+            documents: 1,
+        };
+        // Pending, running and failed count; done and dead letters do not; parked
+        // originals wait for a route, not for a worker.
+        assert_eq!(status.open_work(), 2 + 1 + 3 - 2);
+        status.ledger.clear();
+        assert_eq!(status.open_work(), 0);
     }
 }
