@@ -789,9 +789,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let memory = open(&cli).await?;
             let receipt = match source_time {
                 Some(t) => {
-                    let at = rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
-                        Error::invalid_input(format!("`{t}` is not an RFC 3339 instant"))
-                    })?;
+                    let at = rememberstack::time::parse_instant("--source-time", t)?;
                     memory
                         .append_messages_at(conversation_ref, messages, at)
                         .await?
@@ -830,13 +828,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let entity: Option<EntityId> = entity.as_deref().map(str::parse).transpose()?;
             let at = at
                 .as_deref()
-                .map(|t| {
-                    rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
-                        Error::invalid_input(format!(
-                            "`{t}` is not an RFC 3339 instant (e.g. 2025-06-01T00:00:00Z)"
-                        ))
-                    })
-                })
+                .map(|t| rememberstack::time::parse_instant("--at", t))
                 .transpose()?;
             let facts = memory
                 .facts(&FactQuery {
@@ -1322,7 +1314,7 @@ fn ingest_settings(
     Error,
 > {
     let source_time = match &a.source_time {
-        Some(s) => Some(rememberstack_core_time(s)?),
+        Some(s) => Some(rememberstack::time::parse_instant("--source-time", s)?),
         None => None,
     };
     let kind = match a.kind {
@@ -1405,16 +1397,6 @@ async fn ingest_stdin(cli: &Cli, a: &IngestArgs) -> Result<(), Error> {
         }
         Ok(())
     }
-}
-
-fn rememberstack_core_time(s: &str) -> Result<rememberstack::Timestamp, Error> {
-    chrono::DateTime::parse_from_rfc3339(s.trim())
-        .map(|t| t.with_timezone(&chrono::Utc))
-        .map_err(|_| {
-            Error::invalid_input(format!(
-                "--source-time `{s}` is not RFC 3339 (e.g. 2024-06-03T09:30:00Z)"
-            ))
-        })
 }
 
 fn print_results(envelope: &rememberstack::Envelope<rememberstack::ChunkResult>) {

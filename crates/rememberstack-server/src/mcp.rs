@@ -238,9 +238,7 @@ impl McpServer {
                 };
                 req.source_time = match a.source_time.as_deref() {
                     None => None,
-                    Some(t) => Some(rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
-                        ApiError::invalid("`source_time` must be an RFC 3339 date-time")
-                    })?),
+                    Some(t) => Some(rememberstack::time::parse_instant("source_time", t)?),
                 };
                 req.mode = a.mode.as_deref().map(VersioningMode::parse).transpose()?;
                 let receipt = m.ingest(req).await?;
@@ -262,9 +260,7 @@ impl McpServer {
                 let receipt = match a.source_time.as_deref() {
                     None => m.append_messages(&a.conversation_ref, a.messages).await?,
                     Some(t) => {
-                        let t = rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
-                            ApiError::invalid("`source_time` must be an RFC 3339 date-time")
-                        })?;
+                        let t = rememberstack::time::parse_instant("source_time", t)?;
                         m.append_messages_at(&a.conversation_ref, a.messages, t)
                             .await?
                     }

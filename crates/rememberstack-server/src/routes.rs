@@ -71,15 +71,9 @@ fn memory(state: &AppState, principal: &Principal, ns: &str, scope: Scope) -> Ap
 }
 
 fn parse_time(field: &str, value: Option<&str>) -> ApiResult<Option<Timestamp>> {
-    value
-        .map(|t| {
-            rememberstack::time::parse_rfc3339(t).ok_or_else(|| {
-                ApiError::invalid(format!(
-                    "`{field}` must be an RFC 3339 date-time such as 2026-05-01T09:30:00Z"
-                ))
-            })
-        })
-        .transpose()
+    Ok(value
+        .map(|t| rememberstack::time::parse_instant(field, t))
+        .transpose()?)
 }
 
 fn parse_id<T: std::str::FromStr<Err = rememberstack::Error>>(s: &str) -> ApiResult<T> {

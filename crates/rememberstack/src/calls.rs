@@ -92,13 +92,7 @@ fn to_json(value: &impl serde::Serialize) -> Result<String> {
 
 fn parse_time(field: &str, value: Option<&str>) -> Result<Option<Timestamp>> {
     value
-        .map(|t| {
-            crate::time::parse_rfc3339(t).ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "`{field}` must be an RFC 3339 date-time such as 2026-05-01T09:30:00Z, not `{t}`"
-                ))
-            })
-        })
+        .map(|t| crate::time::parse_instant(field, t))
         .transpose()
 }
 

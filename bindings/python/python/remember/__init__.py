@@ -17,59 +17,11 @@ the JSON the CLI prints with ``--json``; errors are :class:`RememberError`
 subclasses carrying the engine's ``code``.
 """
 
-from ._errors import (
-    ERRORS,
-    ClosedError,
-    ConfigError,
-    Conflict,
-    DocumentNotFound,
-    EmptyInput,
-    ForgetInProgress,
-    ForgottenContent,
-    InternalError,
-    InvalidConversation,
-    InvalidInput,
-    InvalidParameter,
-    InvalidUtf8,
-    LeaseLost,
-    NotFound,
-    ProviderError,
-    RememberError,
-    RequestConflict,
-    RevisionConflict,
-    Revoked,
-    StoreError,
-    TooLarge,
-)
+from . import _errors
+from ._errors import *  # noqa: F403 - the exception classes and ERRORS, as _errors lists them
 from ._memory import AsyncMemory, Memory
 from ._native import __version__
 from ._result import Result
 
-__all__ = [
-    "Memory",
-    "AsyncMemory",
-    "Result",
-    "RememberError",
-    "InvalidInput",
-    "InvalidParameter",
-    "EmptyInput",
-    "TooLarge",
-    "InvalidUtf8",
-    "InvalidConversation",
-    "NotFound",
-    "DocumentNotFound",
-    "Conflict",
-    "RequestConflict",
-    "RevisionConflict",
-    "Revoked",
-    "ForgottenContent",
-    "ForgetInProgress",
-    "LeaseLost",
-    "ProviderError",
-    "ConfigError",
-    "StoreError",
-    "InternalError",
-    "ClosedError",
-    "ERRORS",
-    "__version__",
-]
+__all__ = ["Memory", "AsyncMemory", "Result", "__version__"]
+__all__ += _errors.__all__

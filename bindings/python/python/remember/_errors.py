@@ -27,7 +27,6 @@ __all__ = [
     "InternalError",
     "ClosedError",
     "ERRORS",
-    "error_for",
 ]
 
 
