@@ -1282,8 +1282,11 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         resolver_version: &str,
     ) -> Result<Option<ResolutionDecision>>;
     /// Commit one resolution atomically: mint (when `mint` is set, with the decision's
-    /// `entity_id`), aliases, mention, decision row, exclusions and binding.
-    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp) -> Result<()>;
+    /// `entity_id`), aliases, mention, decision row, exclusions and binding. A decision
+    /// already committed for the same (claim, ordinal, resolver) stands and nothing is
+    /// written. Returns the entity of the decision that stands.
+    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp)
+    -> Result<EntityId>;
     /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.
     async fn exclusions(
         &self,

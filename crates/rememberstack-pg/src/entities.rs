@@ -373,7 +373,7 @@ impl PgStore {
         &self,
         commit: ResolutionCommit,
         now: Timestamp,
-    ) -> Result<()> {
+    ) -> Result<EntityId> {
         let d = &commit.decision;
         let ns = d.namespace_id.to_string();
         let entity = d.entity_id.to_string();
@@ -398,7 +398,7 @@ impl PgStore {
         // A decision already committed for (claim, ordinal, resolver) makes the whole
         // commit a no-op: a re-run after a crash writes nothing twice.
         let existing = sqlx::query(
-            "SELECT 1 FROM resolution_decisions
+            "SELECT entity_id FROM resolution_decisions
              WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4",
         )
         .bind(&ns)
@@ -408,8 +408,8 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        if existing.is_some() {
-            return Ok(());
+        if let Some(row) = existing {
+            return parse_id(&row.get::<String, _>("entity_id"));
         }
         if let Some((canonical_name, lemma)) = &commit.mint {
             sqlx::query(
@@ -540,7 +540,8 @@ impl PgStore {
             .await
             .map_err(db_err)?;
         }
-        tx.commit().await.map_err(db_err)
+        tx.commit().await.map_err(db_err)?;
+        Ok(d.entity_id)
     }
 
     pub(crate) async fn exclusions_impl(

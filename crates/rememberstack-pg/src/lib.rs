@@ -922,7 +922,11 @@ impl MemoryStore for PgStore {
             .await
     }
 
-    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp) -> Result<()> {
+    async fn commit_resolution(
+        &self,
+        commit: ResolutionCommit,
+        now: Timestamp,
+    ) -> Result<EntityId> {
         self.commit_resolution_impl(commit, now).await
     }
 

@@ -331,11 +331,14 @@ async fn pg_duplicate_decision_key_is_a_no_op() {
     first.decision.model = Some("m-1".into());
     first.decision.t3_score = None;
     let first_decision = first.decision.clone();
-    store.commit_resolution(first.clone(), t(2)).await.unwrap();
-    // Same (claim, ordinal, resolver): another id and entity, nothing written.
+    let stood = store.commit_resolution(first.clone(), t(2)).await.unwrap();
+    assert_eq!(stood, first_decision.entity_id);
+    // Same (claim, ordinal, resolver): another id and entity, nothing written; the
+    // first decision's entity is the answer.
     let second = mint_commit(ns, claim, 3, "Ada Byron");
     let second_entity = second.decision.entity_id;
-    store.commit_resolution(second, t(3)).await.unwrap();
+    let stood = store.commit_resolution(second, t(3)).await.unwrap();
+    assert_eq!(stood, first_decision.entity_id);
     // An exact replay is a no-op too.
     store.commit_resolution(first, t(4)).await.unwrap();
 

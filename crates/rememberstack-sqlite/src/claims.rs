@@ -204,27 +204,32 @@ async fn write_extraction(
         .await
         .map_err(db_err)?;
     }
-    for d in &x.decisions {
-        sqlx::query(
-                "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
-                     extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(ns_s)
-            .bind(x.document_id.to_string())
-            .bind(x.version_id.to_string())
-            .bind(x.chunk_id.to_string())
-            .bind(&x.extraction_input_hash)
-            .bind(&x.extractor_version)
-            .bind(&d.kind)
-            .bind(&d.passage)
-            .bind(&d.reason)
-            .bind(d.claim_id.map(|c| c.to_string()))
-            .bind(json(&d.detail)?)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+    // Each decision's detail is encoded first; then one statement per 64 decisions.
+    let decisions = x
+        .decisions
+        .iter()
+        .map(|d| Ok((d, json(&d.detail)?)))
+        .collect::<Result<Vec<_>>>()?;
+    for batch in decisions.chunks(64) {
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
+                 extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at) ",
+        );
+        q.push_values(batch, |mut row, (d, detail)| {
+            row.push_bind(ns_s)
+                .push_bind(x.document_id.to_string())
+                .push_bind(x.version_id.to_string())
+                .push_bind(x.chunk_id.to_string())
+                .push_bind(&x.extraction_input_hash)
+                .push_bind(&x.extractor_version)
+                .push_bind(&d.kind)
+                .push_bind(&d.passage)
+                .push_bind(&d.reason)
+                .push_bind(d.claim_id.map(|c| c.to_string()))
+                .push_bind(detail)
+                .push_bind(&at);
+        });
+        q.build().execute(&mut *tx).await.map_err(db_err)?;
     }
     Ok(())
 }

@@ -337,7 +337,7 @@ impl SqliteStore {
         &self,
         commit: ResolutionCommit,
         now: Timestamp,
-    ) -> Result<()> {
+    ) -> Result<EntityId> {
         let d = &commit.decision;
         let ns = d.namespace_id.to_string();
         let entity = d.entity_id.to_string();
@@ -347,7 +347,7 @@ impl SqliteStore {
         // A decision already committed for (claim, ordinal, resolver) makes the whole
         // commit a no-op: a re-run after a crash writes nothing twice.
         let existing = sqlx::query(
-            "SELECT 1 FROM resolution_decisions
+            "SELECT entity_id FROM resolution_decisions
              WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?",
         )
         .bind(&ns)
@@ -357,8 +357,8 @@ impl SqliteStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        if existing.is_some() {
-            return Ok(());
+        if let Some(row) = existing {
+            return parse_id(&row.get::<String, _>("entity_id"));
         }
         if let Some((canonical_name, lemma)) = &commit.mint {
             sqlx::query(
@@ -484,7 +484,8 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         }
-        tx.commit().await.map_err(db_err)
+        tx.commit().await.map_err(db_err)?;
+        Ok(d.entity_id)
     }
 
     pub(crate) async fn exclusions_impl(
@@ -992,17 +993,20 @@ pub(crate) mod tests {
         let claim = ClaimId::new();
         let first = mint_commit(ns, claim, 3, "Ada Lovelace");
         let first_decision = first.decision.clone();
-        store
+        let stood = store
             .commit_resolution(first, t("2024-01-02T00:00:00Z"))
             .await
             .unwrap();
-        // Same (claim, ordinal, resolver): another id and entity, nothing written.
+        assert_eq!(stood, first_decision.entity_id);
+        // Same (claim, ordinal, resolver): another id and entity, nothing written;
+        // the first decision's entity is the answer.
         let second = mint_commit(ns, claim, 3, "Ada Byron");
         let second_entity = second.decision.entity_id;
-        store
+        let stood = store
             .commit_resolution(second, t("2024-01-03T00:00:00Z"))
             .await
             .unwrap();
+        assert_eq!(stood, first_decision.entity_id);
 
         let found = store
             .resolution_for(ns, claim, 3, RESOLVER_VERSION)

@@ -12,10 +12,10 @@ use rememberstack_core::source::Admission;
 use rememberstack_core::store::{NoteRecord, Receipt};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
-use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeSet, HashSet};
 
-type Tx<'a> = Transaction<'a, Sqlite>;
+use crate::conns::Tx;
 
 /// A list bound as one JSON array parameter, read with `json_each`.
 fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {

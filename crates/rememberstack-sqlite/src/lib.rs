@@ -8,6 +8,7 @@
 
 mod blobs;
 mod claims;
+mod conns;
 mod entities;
 mod facts;
 mod forget;
@@ -19,6 +20,7 @@ mod vector_cache;
 
 use async_trait::async_trait;
 use blobs::BlobDir;
+use conns::Conns;
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::entities::{
     BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, Mention,
@@ -38,8 +40,8 @@ use rememberstack_core::text::{SectionRole, SourceFormat};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
 use rows::*;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Row, SqlitePool};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Row};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -53,9 +55,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     /// Readers.
-    read: SqlitePool,
+    read: Conns,
     /// The single writer: SQLite admits one writer at a time, so writes queue here.
-    write: SqlitePool,
+    write: Conns,
     blobs: BlobDir,
     /// The forget manifest root, apart from the database (D74).
     manifests: ManifestRoot,
@@ -81,7 +83,7 @@ pub(crate) const FTS_TOKENIZER: &str = "'porter unicode61 remove_diacritics 2'";
 /// Rebuild, in one transaction, every full-text table created with another
 /// tokenizer than [`FTS_TOKENIZER`] (stores made before stemming): its rows are
 /// copied into a table with the current tokenizer under the same name.
-async fn upgrade_fts_tokenizers(write: &sqlx::SqlitePool) -> Result<()> {
+async fn upgrade_fts_tokenizers(write: &Conns) -> Result<()> {
     let tables: Vec<(String, String)> = sqlx::query_as(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table'
            AND (name GLOB 'chunk_fts_*' OR name GLOB 'claim_fts_*' OR name GLOB 'fact_fts_*')
@@ -181,39 +183,39 @@ impl SqliteStore {
             .foreign_keys(true)
             // Each connection keeps a larger page cache (16 MiB) for the hot indexes.
             .pragma("cache_size", "-16384");
-        // Connections are in-process: a ping before every acquire is a wasted round
-        // trip to SQLite's worker thread, paid by every statement.
-        let write = SqlitePoolOptions::new()
+        // Migrations run on a connection of their own: sqlx's migrator takes a
+        // pool (on a borrowed connection its future is not provably `Send`).
+        let migrating = sqlx::sqlite::SqlitePoolOptions::new()
             .max_connections(1)
-            .test_before_acquire(false)
             .connect_with(opts.clone())
             .await
             .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
-        MIGRATOR
-            .run(&write)
+        let migrated = MIGRATOR.run(&migrating).await;
+        migrating.close().await;
+        migrated.map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
+        // One writer; the store's own pools (see `conns`) hand connections back
+        // without sqlx's ping, a round trip to SQLite's worker thread per statement.
+        let write = Conns::open(opts.clone(), 1, None)
             .await
-            .map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
+            .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
         upgrade_fts_tokenizers(&write).await?;
         // Bounded analysis of tables whose statistics are missing or stale.
         sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize = 0x10002;")
             .execute(&write)
             .await
             .map_err(db_err)?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(4)
-            .test_before_acquire(false)
-            // A connection plans with the statistics it loaded when it opened: readers
-            // are replaced every minute, so plans follow the refreshed statistics of a
-            // growing store instead of those of its first, tiny tables.
-            .max_lifetime(READER_LIFETIME)
-            // Readers read pages through their page cache, not a memory map: every
-            // checkpoint that grows the file made each reader unmap and fault its
-            // whole map in again (a third of ingest time went to the kernel), and the
-            // mapped pages counted twice in resident memory. Measured at 100k claims,
-            // reads were no slower without the map.
-            .connect_with(opts.read_only(true))
+        // A connection plans with the statistics it loaded when it opened: readers
+        // are replaced every minute, so plans follow the refreshed statistics of a
+        // growing store instead of those of its first, tiny tables.
+        // Readers read pages through their page cache, not a memory map: every
+        // checkpoint that grows the file made each reader unmap and fault its
+        // whole map in again (a third of ingest time went to the kernel), and the
+        // mapped pages counted twice in resident memory. Measured at 100k claims,
+        // reads were no slower without the map.
+        let read = Conns::open(opts.read_only(true), 4, Some(READER_LIFETIME))
             .await
-            .map_err(db_err)?;
+            .map_err(db_err)?
+            .preferring(write.clone());
         let mut blob_dir = path.clone().into_os_string();
         blob_dir.push(".blobs");
         let store = SqliteStore {
@@ -393,30 +395,39 @@ async fn insert_work(
     now: Timestamp,
 ) -> Result<u64> {
     let mut n = 0;
-    for w in items {
-        let r = sqlx::query(
+    // One statement per 64 items (12 values each): a stage's follow-ups land in one
+    // round trip to the connection's worker instead of one per item.
+    for batch in items.chunks(64) {
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
                  component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)
-             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        )
-        .bind(w.namespace_id.to_string())
-        .bind(WorkId::new().to_string())
-        .bind(w.target_kind.as_str())
-        .bind(w.target_id.to_string())
-        .bind(w.version_id.to_string())
-        .bind(w.stage.as_str())
-        .bind(&w.component_version)
-        .bind(w.max_attempts as i64)
-        .bind(ms(w.not_before))
-        .bind(w.defer_reason.map(|d| d.as_str()))
-        .bind(ms(now))
-        .bind(ms(now))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        n += r.rows_affected();
+                 created_at, updated_at) ",
+        );
+        q.push_values(batch, |mut row, w| {
+            row.push_bind(w.namespace_id.to_string())
+                .push_bind(WorkId::new().to_string())
+                .push_bind(w.target_kind.as_str())
+                .push_bind(w.target_id.to_string())
+                .push_bind(w.version_id.to_string())
+                .push_bind(w.stage.as_str())
+                .push_bind(w.component_version.clone())
+                .push("'pending'")
+                .push("0")
+                .push_bind(w.max_attempts as i64)
+                .push_bind(ms(w.not_before))
+                .push_bind(w.defer_reason.map(|d| d.as_str()))
+                .push_bind(ms(now))
+                .push_bind(ms(now));
+        });
+        q.push(
+            " ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        );
+        n += q
+            .build()
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
     }
     Ok(n)
 }
@@ -792,23 +803,34 @@ impl MemoryStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for b in &prepared.blocks {
-            sqlx::query(
-                "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&ns)
-            .bind(&vid)
-            .bind(b.ordinal as i64)
-            .bind(enum_str(&b.kind)?)
-            .bind(b.level.map(|l| l as i64))
-            .bind(b.start as i64)
-            .bind(b.end as i64)
-            .bind(&b.hash)
-            .bind(b.turn.as_ref().map(json).transpose()?)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        // One statement per 64 blocks (each turn's JSON encoded first).
+        let blocks = prepared
+            .blocks
+            .iter()
+            .map(|b| {
+                Ok((
+                    b,
+                    enum_str(&b.kind)?,
+                    b.turn.as_ref().map(json).transpose()?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for batch in blocks.chunks(64) {
+            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json) ",
+            );
+            q.push_values(batch, |mut row, (b, kind, turn)| {
+                row.push_bind(&ns)
+                    .push_bind(&vid)
+                    .push_bind(b.ordinal as i64)
+                    .push_bind(kind.clone())
+                    .push_bind(b.level.map(|l| l as i64))
+                    .push_bind(b.start as i64)
+                    .push_bind(b.end as i64)
+                    .push_bind(&b.hash)
+                    .push_bind(turn.clone());
+            });
+            q.build().execute(&mut *tx).await.map_err(db_err)?;
         }
         for s in &prepared.sections {
             sqlx::query(
@@ -1246,20 +1268,22 @@ impl MemoryStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for (key, v) in &vectors {
-            sqlx::query(
-                "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(ns.to_string())
-            .bind(&gen_key)
-            .bind(key)
-            .bind(v.len() as i64)
-            .bind(encode_vector(v))
-            .bind(to_rfc3339(&now))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let (ns_s, at) = (ns.to_string(), to_rfc3339(&now));
+        // One statement per 64 vectors.
+        for batch in vectors.chunks(64) {
+            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at) ",
+            );
+            q.push_values(batch, |mut row, (key, v)| {
+                row.push_bind(&ns_s)
+                    .push_bind(&gen_key)
+                    .push_bind(key)
+                    .push_bind(v.len() as i64)
+                    .push_bind(encode_vector(v))
+                    .push_bind(&at);
+            });
+            q.push(" ON CONFLICT DO NOTHING");
+            q.build().execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)
     }
@@ -1967,7 +1991,11 @@ impl MemoryStore for SqliteStore {
             .await
     }
 
-    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp) -> Result<()> {
+    async fn commit_resolution(
+        &self,
+        commit: ResolutionCommit,
+        now: Timestamp,
+    ) -> Result<EntityId> {
         self.commit_resolution_impl(commit, now).await
     }
 

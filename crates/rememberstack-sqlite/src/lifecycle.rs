@@ -1,5 +1,6 @@
 //! Lifecycle writes: document deletion (D135).
 
+use crate::conns::Tx;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::facts::closed_reason::{
     CLAIM_RETRACTED, CORRECTED, INVALIDATED, SOURCE_REMOVAL,
@@ -15,7 +16,7 @@ use rememberstack_core::{Error, ErrorCode, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use sqlx::{AssertSqlSafe, Row};
 use std::collections::BTreeSet;
 
 /// Which testimony a cascade is about.
@@ -416,7 +417,7 @@ impl SqliteStore {
 /// The stored result of a replayed request id, or `None` for a new request.
 /// The same id with another operation or input is `request_conflict`.
 async fn replay<T: DeserializeOwned>(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     request: Option<&RequestKey>,
 ) -> Result<Option<T>> {
@@ -446,7 +447,7 @@ async fn replay<T: DeserializeOwned>(
 
 /// Store a request's result under its id (in the request's transaction).
 async fn remember_request<T: Serialize>(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     request: Option<&RequestKey>,
     result: &T,
@@ -474,7 +475,7 @@ async fn remember_request<T: Serialize>(
 
 /// Retire every current claim of the lineage, recording each transition.
 async fn retire_claims(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     doc: &str,
     at: &str,
@@ -508,7 +509,7 @@ async fn retire_claims(
 /// no current supporting testimony left. Returns the closed facts, how many were
 /// relations and observations, and the entities they name.
 async fn close_unsupported(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     scope: Scope<'_>,
     at: &str,
@@ -594,7 +595,7 @@ const NOTE_SELECT: &str =
 
 /// A note revision read inside a transaction.
 pub(crate) async fn note_in(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     version: &str,
 ) -> Result<Option<NoteRecord>> {
@@ -632,7 +633,7 @@ fn note_row(r: &SqliteRow) -> Result<NoteRecord> {
 /// versions; a lineage served from one of them serves nothing until the next
 /// promoted revision is chunked, and its claims stop being current testimony.
 async fn archive_promoted(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     doc: &str,
     source_key: &str,
@@ -661,7 +662,7 @@ async fn archive_promoted(
 /// Set a revision's lifecycle (note row, bumping its version) and its version's
 /// admission.
 pub(crate) async fn set_lifecycle(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     version: &str,
     to: Admission,
@@ -691,7 +692,7 @@ pub(crate) async fn set_lifecycle(
 /// The lineage serves nothing: no current version and no current claims, when its
 /// current version is no longer promoted.
 pub(crate) async fn unserve(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     doc: &str,
     at: &str,
@@ -720,7 +721,7 @@ pub(crate) async fn unserve(
 
 /// Record a note revision with its version (inside `create_version`'s transaction).
 pub(crate) async fn insert_note(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Tx<'_>,
     ns: &str,
     (doc, version): (DocumentId, VersionId),
     note: &NewNote,

@@ -85,7 +85,7 @@ pub(crate) fn in_list(n: usize) -> String {
 /// `sql` writes `{list}` where the IN-list goes (each occurrence gets the batch); the
 /// `leading` values bind first, in order. Only placeholders are generated.
 pub(crate) async fn fetch_in_batches(
-    pool: &sqlx::SqlitePool,
+    pool: &crate::conns::Conns,
     sql: &str,
     leading: &[&str],
     list: &[String],

@@ -90,7 +90,7 @@ impl VectorCache {
     /// fetched with `fetch` (rows with columns `id` and `embedding_key`).
     pub(crate) async fn candidates<Fut>(
         &self,
-        pool: &sqlx::SqlitePool,
+        pool: &crate::conns::Conns,
         ns: &str,
         generation: &str,
         stamp: u64,
@@ -133,7 +133,7 @@ impl VectorCache {
     /// The vectors of `pairs`' keys: cached ones, and the rest read in batches.
     async fn vectors_for(
         &self,
-        pool: &sqlx::SqlitePool,
+        pool: &crate::conns::Conns,
         ns: &str,
         generation: &str,
         pairs: &[(String, String)],

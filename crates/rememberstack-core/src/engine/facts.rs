@@ -924,15 +924,11 @@ impl Engine {
                     anchor,
                 }),
             };
-            self.store
-                .commit_resolution(commit, self.clock.now())
-                .await?;
             // A concurrent run of the same work may have committed first: its decision stands.
             let committed = self
                 .store
-                .resolution_for(ns, claim.claim_id, ordinal, &resolver_version)
-                .await?
-                .map_or(entity_id, |d| d.entity_id);
+                .commit_resolution(commit, self.clock.now())
+                .await?;
             return Ok(Some(committed));
         }
         Err(StageError::Failed {
