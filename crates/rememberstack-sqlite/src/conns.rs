@@ -43,6 +43,8 @@ struct Inner {
     options: SqliteConnectOptions,
     /// Connections older than this are replaced when next taken.
     lifetime: Option<Duration>,
+    /// Open connections on a thread pinned to the pipeline CPU.
+    pinned: bool,
     /// Another pool whose idle connection is taken first, if any (see
     /// [`Conns::preferring`]).
     preferred: Option<Conns>,
@@ -81,15 +83,20 @@ impl Inner {
 
 impl Conns {
     /// At most `max` connections; the first is opened now, so a bad path fails here.
+    /// With `pinned`, each connection is opened from a thread pinned to the pipeline
+    /// CPU ([`rememberstack_core::affinity`]), so its worker thread, which inherits
+    /// the opener's CPU mask, runs there too.
     pub(crate) async fn open(
         options: SqliteConnectOptions,
         max: usize,
         lifetime: Option<Duration>,
+        pinned: bool,
     ) -> sqlx::Result<Conns> {
         let conns = Conns {
             inner: Arc::new(Inner {
                 options,
                 lifetime,
+                pinned,
                 preferred: None,
                 permits: Semaphore::new(max.max(1)),
                 idle: Mutex::new(Vec::new()),
@@ -143,8 +150,13 @@ impl Conns {
                 if let Some(old) = stale {
                     let _ = old.conn.close().await;
                 }
+                let conn = if inner.pinned {
+                    connect_pinned(inner.options.clone()).await?
+                } else {
+                    inner.options.connect().await?
+                };
                 Slot {
-                    conn: inner.options.connect().await?,
+                    conn,
                     opened: Instant::now(),
                 }
             }
@@ -173,6 +185,25 @@ impl Conns {
             let _ = slot.conn.close().await;
         }
     }
+}
+
+/// Open a connection from a short-lived thread pinned to the pipeline CPU; sqlx
+/// spawns the connection's worker thread from it, and the worker keeps the mask.
+async fn connect_pinned(options: SqliteConnectOptions) -> sqlx::Result<SqliteConnection> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("rememberstack-connect".into())
+        .spawn(move || {
+            rememberstack_core::affinity::pin_to_pipeline_cpu();
+            let opened = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(sqlx::Error::Io)
+                .and_then(|rt| rt.block_on(options.connect()));
+            let _ = tx.send(opened);
+        })
+        .map_err(sqlx::Error::Io)?;
+    rx.await.map_err(|_| sqlx::Error::WorkerCrashed)?
 }
 
 /// A connection taken from [`Conns`], handed back when dropped.
@@ -312,7 +343,7 @@ mod tests {
             .filename(dir.path().join("c.db"))
             .create_if_missing(true)
             .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
-        Conns::open(opts, max, None).await.unwrap()
+        Conns::open(opts, max, None, false).await.unwrap()
     }
 
     #[tokio::test]
@@ -363,7 +394,7 @@ mod tests {
         let opts = SqliteConnectOptions::new()
             .filename(dir.path().join("c.db"))
             .read_only(true);
-        let readers = Conns::open(opts, 2, None)
+        let readers = Conns::open(opts, 2, None, false)
             .await
             .unwrap()
             .preferring(writer.clone());
@@ -387,6 +418,45 @@ mod tests {
         let err = on_reader.unwrap_err().to_string();
         assert!(err.contains("no such table"), "{err}");
         drop(held);
+    }
+
+    /// The CPU lists of this process's threads named `name*` (Linux `/proc`).
+    #[cfg(target_os = "linux")]
+    fn cpu_lists(name: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if !comm.starts_with(name) {
+                continue;
+            }
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+                out.push(l["Cpus_allowed_list:".len()..].trim().to_string());
+            }
+        }
+        out
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_pinned_pool_runs_its_connection_on_the_pipeline_cpu() {
+        let Some(cpu) = rememberstack_core::affinity::pipeline_cpu() else {
+            return; // One CPU: nothing to pin.
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SqliteConnectOptions::new()
+            .filename(dir.path().join("p.db"))
+            .create_if_missing(true);
+        let pinned = Conns::open(opts, 1, None, true).await.unwrap();
+        sqlx::query("SELECT 1").execute(&pinned).await.unwrap();
+        // Other tests' stores may come and go; ours is open, so one worker at least
+        // runs on the pipeline CPU alone.
+        let lists = cpu_lists("sqlx-sqlite-wor");
+        assert!(
+            lists.iter().any(|l| *l == cpu.to_string()),
+            "no connection worker pinned to CPU {cpu}: {lists:?}"
+        );
+        drop(pinned);
     }
 
     #[tokio::test]

@@ -195,9 +195,14 @@ impl SqliteStore {
         migrated.map_err(|e| Error::store(format!("migrating {}: {e}", path.display())))?;
         // One writer; the store's own pools (see `conns`) hand connections back
         // without sqlx's ping, a round trip to SQLite's worker thread per statement.
-        let write = Conns::open(opts.clone(), 1, None)
-            .await
-            .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
+        let write = Conns::open(
+            opts.clone(),
+            1,
+            None,
+            rememberstack_core::affinity::pipeline_cpu().is_some(),
+        )
+        .await
+        .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;
         upgrade_fts_tokenizers(&write).await?;
         // Bounded analysis of tables whose statistics are missing or stale.
         sqlx::raw_sql("PRAGMA analysis_limit = 1000; PRAGMA optimize = 0x10002;")
@@ -212,7 +217,7 @@ impl SqliteStore {
         // whole map in again (a third of ingest time went to the kernel), and the
         // mapped pages counted twice in resident memory. Measured at 100k claims,
         // reads were no slower without the map.
-        let read = Conns::open(opts.read_only(true), 4, Some(READER_LIFETIME))
+        let read = Conns::open(opts.read_only(true), 4, Some(READER_LIFETIME), false)
             .await
             .map_err(db_err)?
             .preferring(write.clone());

@@ -532,65 +532,76 @@ impl Memory {
                 "a worker pool needs at least one worker",
             ));
         }
-        let base = format!("worker-{}", uuid::Uuid::new_v4().simple());
-        let mut tasks = tokio::task::JoinSet::new();
-        for i in 0..concurrency {
-            let engine = self.engine.clone();
-            let owner = format!("{base}-{i}");
-            let mut shutdown = shutdown.clone();
-            tasks.spawn(async move {
-                let mut total = DrainReport::default();
-                while !*shutdown.borrow() {
-                    let wait = match engine.run_batch(&owner).await {
-                        Ok((0, _)) => match engine.next_wakeup().await {
-                            Ok(Some(next)) => (next - chrono::Utc::now())
-                                .to_std()
-                                .unwrap_or_default()
-                                .clamp(std::time::Duration::from_millis(20), idle_poll),
-                            _ => idle_poll,
-                        },
-                        Ok((_, report)) => {
-                            total.add(&report);
-                            continue;
-                        }
-                        Err(e) => {
-                            tracing::warn!(worker = %owner, error = %e, "work batch failed");
-                            idle_poll
-                        }
-                    };
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = shutdown.changed() => {}
-                    }
-                }
-                total
-            });
-        }
-        let mut total = DrainReport::default();
-        while let Some(done) = tasks.join_next().await {
-            let report = done.map_err(|e| Error::internal(format!("a worker panicked: {e}")))?;
-            total.add(&report);
-        }
-        total.next_wakeup = self.engine.next_wakeup().await?;
-        Ok(total)
+        let engine = self.engine.clone();
+        self.on_pipeline(worker_pool(engine, concurrency, idle_poll, shutdown))
+            .await
     }
 
     /// Run the work ledger in this process until nothing is left to do, waiting
     /// out retry backoffs. Dead letters stay dead (see [`Memory::retry`]).
     pub async fn process_until_idle(&self) -> Result<DrainReport> {
-        let mut total = DrainReport::default();
-        loop {
-            let report = self.engine.drain().await?;
-            total.add(&report);
-            let Some(next) = report.next_wakeup else {
-                return Ok(total);
-            };
-            let wait = (next - chrono::Utc::now())
-                .to_std()
-                .unwrap_or_default()
-                .min(std::time::Duration::from_secs(60));
-            tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
+        let engine = self.engine.clone();
+        self.on_pipeline(async move {
+            let mut total = DrainReport::default();
+            loop {
+                let report = engine.drain().await?;
+                total.add(&report);
+                let Some(next) = report.next_wakeup else {
+                    return Ok(total);
+                };
+                let wait = (next - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or_default()
+                    .min(std::time::Duration::from_secs(60));
+                tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
+            }
+        })
+        .await
+    }
+
+    /// Drive pipeline work. On the embedded store, when the pipeline has a CPU of its
+    /// own ([`rememberstack_core::affinity`]), the work runs on a thread pinned there,
+    /// beside the SQLite writer's worker thread; elsewhere it runs in place.
+    /// Dropping the returned future stops the work at its next await, as in place.
+    async fn on_pipeline<T, F>(&self, work: F) -> Result<T>
+    where
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        if self.engine.store().kind() != "sqlite"
+            || rememberstack_core::affinity::pipeline_cpu().is_none()
+        {
+            return work.await;
         }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("rememberstack-pipeline".into())
+            .spawn(move || {
+                let mut tx = tx;
+                rememberstack_core::affinity::pin_to_pipeline_cpu();
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(Error::internal(format!(
+                            "cannot start the pipeline thread's runtime: {e}"
+                        ))));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    tokio::select! {
+                        out = work => { let _ = tx.send(out); }
+                        // The caller went away: stop here, as the work would have in place.
+                        _ = tx.closed() => {}
+                    }
+                });
+            })
+            .map_err(|e| Error::internal(format!("cannot start the pipeline thread: {e}")))?;
+        rx.await
+            .map_err(|_| Error::internal("the pipeline thread stopped without an answer"))?
     }
 
     /// Hybrid chunk search in this handle's namespace, first page of `k` results.
@@ -1065,6 +1076,57 @@ impl Memory {
     pub async fn has_active_api_keys(&self) -> Result<bool> {
         self.engine.has_active_api_keys().await
     }
+}
+
+/// `concurrency` ledger workers, each claiming its own batches under its own lease
+/// owner, until `shutdown` turns true (see [`Memory::run_workers`]).
+async fn worker_pool(
+    engine: Arc<Engine>,
+    concurrency: usize,
+    idle_poll: std::time::Duration,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Result<DrainReport> {
+    let base = format!("worker-{}", uuid::Uuid::new_v4().simple());
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..concurrency {
+        let engine = engine.clone();
+        let owner = format!("{base}-{i}");
+        let mut shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            let mut total = DrainReport::default();
+            while !*shutdown.borrow() {
+                let wait = match engine.run_batch(&owner).await {
+                    Ok((0, _)) => match engine.next_wakeup().await {
+                        Ok(Some(next)) => (next - chrono::Utc::now())
+                            .to_std()
+                            .unwrap_or_default()
+                            .clamp(std::time::Duration::from_millis(20), idle_poll),
+                        _ => idle_poll,
+                    },
+                    Ok((_, report)) => {
+                        total.add(&report);
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(worker = %owner, error = %e, "work batch failed");
+                        idle_poll
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+            total
+        });
+    }
+    let mut total = DrainReport::default();
+    while let Some(done) = tasks.join_next().await {
+        let report = done.map_err(|e| Error::internal(format!("a worker panicked: {e}")))?;
+        total.add(&report);
+    }
+    total.next_wakeup = engine.next_wakeup().await?;
+    Ok(total)
 }
 
 #[cfg(test)]
