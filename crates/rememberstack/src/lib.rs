@@ -519,7 +519,10 @@ impl Memory {
     /// running, so nothing it leased is left behind. An idle worker polls every
     /// `idle_poll` (or sooner, when waiting work falls due). Several processes may
     /// run workers on one PostgreSQL store; the ledger hands each item to one of
-    /// them. Returns what all workers did.
+    /// them. On the embedded store the workers share one thread pinned to the
+    /// pipeline CPU (see [`rememberstack_core::affinity`]): they take turns at their
+    /// awaits, as SQLite's single writer makes them do anyway. Returns what all
+    /// workers did.
     pub async fn run_workers(
         &self,
         concurrency: usize,
