@@ -833,6 +833,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// A short name for the store kind (`sqlite`, `postgres`).
     fn kind(&self) -> &'static str;
 
+    /// Whether this store's writer runs on the pipeline CPU
+    /// ([`crate::affinity::pipeline_cpu`]), so that processing belongs there too
+    /// (the embedded store, where every statement is a hand-off between threads).
+    fn pins_pipeline(&self) -> bool {
+        false
+    }
+
     // --- namespaces
     /// The namespace with this slug, if it exists.
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>>;

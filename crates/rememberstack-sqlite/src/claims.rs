@@ -204,18 +204,19 @@ async fn write_extraction(
         .await
         .map_err(db_err)?;
     }
-    // Each decision's detail is encoded first; then one statement per 64 decisions.
+    // Each decision's detail is encoded first, then the decisions are inserted in batches.
     let decisions = x
         .decisions
         .iter()
         .map(|d| Ok((d, json(&d.detail)?)))
         .collect::<Result<Vec<_>>>()?;
-    for batch in decisions.chunks(64) {
-        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
-                 extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at) ",
-        );
-        q.push_values(batch, |mut row, (d, detail)| {
+    insert_rows(
+        tx,
+        "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
+             extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at) ",
+        "",
+        &decisions,
+        |mut row, (d, detail)| {
             row.push_bind(ns_s)
                 .push_bind(x.document_id.to_string())
                 .push_bind(x.version_id.to_string())
@@ -228,9 +229,9 @@ async fn write_extraction(
                 .push_bind(d.claim_id.map(|c| c.to_string()))
                 .push_bind(detail)
                 .push_bind(&at);
-        });
-        q.build().execute(&mut *tx).await.map_err(db_err)?;
-    }
+        },
+    )
+    .await?;
     Ok(())
 }
 

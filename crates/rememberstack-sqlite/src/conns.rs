@@ -168,6 +168,11 @@ impl Conns {
         })
     }
 
+    /// Whether this pool's connections run on the pipeline CPU.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.inner.pinned
+    }
+
     /// Begin a transaction on one of this pool's connections.
     pub(crate) async fn begin(&self) -> sqlx::Result<Tx<'_>> {
         let mut conn = self.acquire().await?;

@@ -82,8 +82,7 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped) in
-/// statements of at most 150 rows.
+/// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped).
 async fn insert_keys(
     tx: &mut sqlx::SqliteConnection,
     ns: &str,
@@ -92,23 +91,20 @@ async fn insert_keys(
     alias_lemma: &str,
 ) -> Result<()> {
     let keys: Vec<&(&str, &str)> = keys.iter().filter(|(_, k)| !k.is_empty()).collect();
-    for batch in keys.chunks(150) {
-        let values = vec!["(?, ?, ?, ?, ?)"; batch.len()].join(", ");
-        let sql = format!(
-            "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
-             VALUES {values} ON CONFLICT DO NOTHING"
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for (kind, key) in batch {
-            q = q
-                .bind(ns)
-                .bind(*kind)
-                .bind(*key)
-                .bind(entity)
-                .bind(alias_lemma);
-        }
-        q.execute(&mut *tx).await.map_err(db_err)?;
-    }
+    insert_rows(
+        tx,
+        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
+        " ON CONFLICT DO NOTHING",
+        &keys,
+        |mut row, (kind, key)| {
+            row.push_bind(ns)
+                .push_bind(*kind)
+                .push_bind(*key)
+                .push_bind(entity)
+                .push_bind(alias_lemma);
+        },
+    )
+    .await?;
     Ok(())
 }
 

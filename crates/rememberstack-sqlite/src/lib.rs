@@ -399,23 +399,21 @@ async fn insert_work(
     items: &[NewWork],
     now: Timestamp,
 ) -> Result<u64> {
-    let mut n = 0;
-    // One statement per 64 items (12 values each): a stage's follow-ups land in one
-    // round trip to the connection's worker instead of one per item.
-    for batch in items.chunks(64) {
-        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
-                 component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at) ",
-        );
-        q.push_values(batch, |mut row, w| {
+    insert_rows(
+        conn,
+        "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+             component_version, status, attempts, max_attempts, not_before, defer_reason,
+             created_at, updated_at) ",
+        " ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        items,
+        |mut row, w| {
             row.push_bind(w.namespace_id.to_string())
                 .push_bind(WorkId::new().to_string())
                 .push_bind(w.target_kind.as_str())
                 .push_bind(w.target_id.to_string())
                 .push_bind(w.version_id.to_string())
                 .push_bind(w.stage.as_str())
-                .push_bind(w.component_version.clone())
+                .push_bind(&w.component_version)
                 .push("'pending'")
                 .push("0")
                 .push_bind(w.max_attempts as i64)
@@ -423,18 +421,9 @@ async fn insert_work(
                 .push_bind(w.defer_reason.map(|d| d.as_str()))
                 .push_bind(ms(now))
                 .push_bind(ms(now));
-        });
-        q.push(
-            " ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        );
-        n += q
-            .build()
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-    }
-    Ok(n)
+        },
+    )
+    .await
 }
 
 const CHUNK_SELECT: &str = "
@@ -456,6 +445,10 @@ const CHUNK_SELECT: &str = "
 impl MemoryStore for SqliteStore {
     fn kind(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn pins_pipeline(&self) -> bool {
+        self.write.is_pinned()
     }
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
@@ -808,7 +801,7 @@ impl MemoryStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        // One statement per 64 blocks (each turn's JSON encoded first).
+        // Each block's kind and turn are encoded first, then inserted in batches.
         let blocks = prepared
             .blocks
             .iter()
@@ -820,23 +813,24 @@ impl MemoryStore for SqliteStore {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
-        for batch in blocks.chunks(64) {
-            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json) ",
-            );
-            q.push_values(batch, |mut row, (b, kind, turn)| {
+        insert_rows(
+            &mut tx,
+            "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json) ",
+            "",
+            &blocks,
+            |mut row, (b, kind, turn)| {
                 row.push_bind(&ns)
                     .push_bind(&vid)
                     .push_bind(b.ordinal as i64)
-                    .push_bind(kind.clone())
+                    .push_bind(kind)
                     .push_bind(b.level.map(|l| l as i64))
                     .push_bind(b.start as i64)
                     .push_bind(b.end as i64)
                     .push_bind(&b.hash)
-                    .push_bind(turn.clone());
-            });
-            q.build().execute(&mut *tx).await.map_err(db_err)?;
-        }
+                    .push_bind(turn);
+            },
+        )
+        .await?;
         for s in &prepared.sections {
             sqlx::query(
                 "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level, title, path_json, role, parent)
@@ -1274,22 +1268,21 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         let (ns_s, at) = (ns.to_string(), to_rfc3339(&now));
-        // One statement per 64 vectors.
-        for batch in vectors.chunks(64) {
-            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at) ",
-            );
-            q.push_values(batch, |mut row, (key, v)| {
+        insert_rows(
+            &mut tx,
+            "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at) ",
+            " ON CONFLICT DO NOTHING",
+            &vectors,
+            |mut row, (key, v)| {
                 row.push_bind(&ns_s)
                     .push_bind(&gen_key)
                     .push_bind(key)
                     .push_bind(v.len() as i64)
                     .push_bind(encode_vector(v))
                     .push_bind(&at);
-            });
-            q.push(" ON CONFLICT DO NOTHING");
-            q.build().execute(&mut *tx).await.map_err(db_err)?;
-        }
+            },
+        )
+        .await?;
         tx.commit().await.map_err(db_err)
     }
 

@@ -81,6 +81,33 @@ pub(crate) fn in_list(n: usize) -> String {
     vec!["?"; n].join(",")
 }
 
+/// Insert `rows` in multi-row statements of at most 64 rows, one round trip to the
+/// connection's worker each: `head` names the table and columns
+/// (`INSERT INTO t (a, b) `), `push` binds one row's values in column order, and
+/// `tail` follows the values (e.g. ` ON CONFLICT DO NOTHING`). Returns the rows
+/// inserted.
+pub(crate) async fn insert_rows<T>(
+    conn: &mut sqlx::SqliteConnection,
+    head: &str,
+    tail: &str,
+    rows: &[T],
+    mut push: impl FnMut(sqlx::query_builder::Separated<'_, sqlx::Sqlite, &'static str>, &T),
+) -> Result<u64> {
+    let mut n = 0;
+    for batch in rows.chunks(64) {
+        let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(head);
+        q.push_values(batch, &mut push);
+        q.push(tail);
+        n += q
+            .build()
+            .execute(&mut *conn)
+            .await
+            .map_err(crate::db_err)?
+            .rows_affected();
+    }
+    Ok(n)
+}
+
 /// Run `sql` once per batch of `list` (at most 400 values) and return every row.
 /// `sql` writes `{list}` where the IN-list goes (each occurrence gets the batch); the
 /// `leading` values bind first, in order. Only placeholders are generated.

@@ -562,18 +562,16 @@ impl Memory {
         .await
     }
 
-    /// Drive pipeline work. On the embedded store, when the pipeline has a CPU of its
-    /// own ([`rememberstack_core::affinity`]), the work runs on a thread pinned there,
-    /// beside the SQLite writer's worker thread; elsewhere it runs in place.
+    /// Drive pipeline work. When the store's writer is pinned to the pipeline CPU
+    /// ([`MemoryStore::pins_pipeline`]: the embedded store, on more than one CPU), the
+    /// work runs on a thread pinned there too, beside it; elsewhere it runs in place.
     /// Dropping the returned future stops the work at its next await, as in place.
     async fn on_pipeline<T, F>(&self, work: F) -> Result<T>
     where
         F: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        if self.engine.store().kind() != "sqlite"
-            || rememberstack_core::affinity::pipeline_cpu().is_none()
-        {
+        if !self.engine.store().pins_pipeline() {
             return work.await;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -1278,5 +1276,38 @@ mod tests {
         assert!(!chat[0].ok && chat[0].error.is_some());
         assert!(!report.ok);
         assert!(report.offline_extractor);
+    }
+
+    #[tokio::test]
+    async fn embedded_processing_runs_on_the_pinned_pipeline_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = Memory::open(dir.path().join("memory.db")).await.unwrap();
+        let pinned = memory.engine().store().pins_pipeline();
+        assert_eq!(
+            pinned,
+            rememberstack_core::affinity::pipeline_cpu().is_some(),
+            "the embedded store pins its writer exactly when the process has a pipeline CPU"
+        );
+        let thread = memory
+            .on_pipeline(async { Ok(std::thread::current().name().map(str::to_owned)) })
+            .await
+            .unwrap();
+        if pinned {
+            assert_eq!(thread.as_deref(), Some("rememberstack-pipeline"));
+        } else {
+            assert_ne!(thread.as_deref(), Some("rememberstack-pipeline"));
+        }
+        // Processing on it works end to end.
+        memory
+            .ingest_text("Alice lives in Lisbon.", IngestOptions::new("alice"))
+            .await
+            .unwrap();
+        let report = memory.process_until_idle().await.unwrap();
+        assert!(report.completed > 0);
+        let error = memory
+            .on_pipeline(async { Err::<(), _>(Error::internal("from the pipeline")) })
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("from the pipeline"), "{error}");
     }
 }
