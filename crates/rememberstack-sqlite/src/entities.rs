@@ -5,7 +5,8 @@ use crate::rows::*;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::entities::{
     AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, Mention, MergeEvent, ResolutionCommit, ResolutionDecision,
+    EntityFilter, EntityRecord, MAX_KEY_ROWS, Mention, MergeEvent, ResolutionCommit,
+    ResolutionDecision,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -108,135 +109,185 @@ async fn insert_keys(
     Ok(())
 }
 
+/// One blocking key's alias rows: `(entity id, alias lemma)`.
+type KeyRows = Vec<(String, String)>;
+
+/// One tier's block from the rows of its kept keys: the `limit` entities sharing the
+/// most distinct keys (ties by id), with the alias lemmas through which each shares
+/// them, sorted by (entity, alias lemma); and whether more entities shared a key.
+fn rank_tier(
+    keys: &[String],
+    rows: &HashMap<&str, KeyRows>,
+    limit: usize,
+    via: BlockingTier,
+) -> Result<(Vec<AliasHit>, bool)> {
+    // entity -> (distinct keys shared, alias lemmas sharing them)
+    let mut by_entity: HashMap<&str, (usize, BTreeSet<&str>)> = HashMap::new();
+    for key in keys {
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for (entity, alias) in rows.get(key.as_str()).into_iter().flatten() {
+            let entry = by_entity.entry(entity.as_str()).or_default();
+            if seen.insert(entity.as_str()) {
+                entry.0 += 1;
+            }
+            entry.1.insert(alias.as_str());
+        }
+    }
+    let mut ranked: Vec<(&str, usize)> = by_entity.iter().map(|(e, (n, _))| (*e, *n)).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let truncated = ranked.len() > limit;
+    ranked.truncate(limit);
+    let mut kept: Vec<(&str, &str)> = ranked
+        .iter()
+        .flat_map(|(entity, _)| {
+            by_entity[entity]
+                .1
+                .iter()
+                .map(move |alias| (*entity, *alias))
+        })
+        .collect();
+    kept.sort_unstable();
+    let hits = kept
+        .into_iter()
+        .map(|(entity, alias_lemma)| {
+            Ok(AliasHit {
+                entity_id: parse_id(entity)?,
+                alias_lemma: alias_lemma.to_string(),
+                via,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((hits, truncated))
+}
+
 impl SqliteStore {
-    /// One blocking tier: the entities sharing most keys of `kind` with `keys` (ties
-    /// by id), at most `limit`, and whether there were more; then their matching
-    /// (entity, alias lemma) pairs.
-    async fn block_tier(
+    /// The alias rows of `(kind, key)` pairs, keyed by pair.
+    async fn key_rows(
         &self,
         ns: &str,
-        kind: &str,
-        keys: &[String],
-        limit: usize,
-        via: BlockingTier,
-    ) -> Result<(Vec<AliasHit>, bool)> {
-        let keys = distinct_keys(keys);
-        if keys.is_empty() {
-            return Ok((vec![], false));
-        }
-        let (keys, pruned) = if kind == "lemma" {
-            (keys, false)
-        } else {
-            self.selective_keys(ns, kind, keys).await?
-        };
-        // One statement: the `limit + 1` entities sharing the most keys, and the
-        // alias lemmas through which each shares them.
-        // Numbered placeholders: the key list appears twice and binds once.
-        let list = (4..4 + keys.len())
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        let sql = format!(
-            "WITH top AS (
-                 SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
-                 WHERE namespace_id = ?1 AND kind = ?2 AND key IN ({list})
-                 GROUP BY entity_id ORDER BY shared DESC, entity_id LIMIT ?3)
-             SELECT DISTINCT k.entity_id, k.alias_lemma, t.shared FROM top t
-             JOIN entity_keys k ON k.namespace_id = ?1 AND k.kind = ?2
-                  AND k.entity_id = t.entity_id AND k.key IN ({list})
-             ORDER BY t.shared DESC, k.entity_id, k.alias_lemma"
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql))
-            .bind(ns)
-            .bind(kind)
-            .bind(limit.saturating_add(1) as i64);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let rows = q.fetch_all(&self.read).await.map_err(db_err)?;
-        // Rows come grouped by entity in rank order: keep the first `limit` entities.
-        let mut kept: Vec<(String, String)> = Vec::with_capacity(rows.len());
-        let mut entities = 0usize;
-        let mut truncated = pruned;
-        let mut last: Option<String> = None;
-        for r in &rows {
-            let entity: String = r.get("entity_id");
-            if last.as_deref() != Some(entity.as_str()) {
-                entities += 1;
-                last = Some(entity.clone());
+        pairs: &[(&str, &str)],
+    ) -> Result<HashMap<(String, String), KeyRows>> {
+        let mut out: HashMap<(String, String), KeyRows> = HashMap::new();
+        for batch in pairs.chunks(200) {
+            let values = vec!["(?, ?)"; batch.len()].join(", ");
+            let sql = format!(
+                "WITH wanted(kind, key) AS (VALUES {values})
+                 SELECT k.kind, k.key, k.entity_id, k.alias_lemma FROM wanted w
+                 JOIN entity_keys k ON k.namespace_id = ? AND k.kind = w.kind AND k.key = w.key"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for (kind, key) in batch {
+                q = q.bind(*kind).bind(*key);
             }
-            if entities > limit {
-                truncated = true;
-                break;
+            for r in q.bind(ns).fetch_all(&self.read).await.map_err(db_err)? {
+                out.entry((r.get("kind"), r.get("key")))
+                    .or_default()
+                    .push((r.get("entity_id"), r.get("alias_lemma")));
             }
-            kept.push((entity, r.get("alias_lemma")));
         }
-        kept.sort();
-        let hits = kept
-            .into_iter()
-            .map(|(entity, alias_lemma)| {
-                Ok(AliasHit {
-                    entity_id: parse_id(&entity)?,
-                    alias_lemma,
-                    via,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok((hits, truncated))
+        Ok(out)
     }
 
-    /// The keys worth blocking on, by the core rule
-    /// ([`rememberstack_core::entities::selective_keys`]) over the stored key counts.
-    async fn selective_keys(
-        &self,
-        ns: &str,
-        kind: &str,
-        keys: Vec<String>,
-    ) -> Result<(Vec<String>, bool)> {
-        let sql = format!(
-            "SELECT key, n FROM entity_key_counts
-             WHERE namespace_id = ? AND kind = ? AND key IN ({})",
-            in_list(keys.len())
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns).bind(kind);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let counts: HashMap<String, u64> = q
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?
-            .iter()
-            .map(|r| {
-                (
-                    r.get::<String, _>("key"),
-                    r.get::<i64, _>("n").max(0) as u64,
-                )
-            })
-            .collect();
-        Ok(rememberstack_core::entities::selective_keys(keys, |k| {
-            counts.get(k).copied().unwrap_or(0)
-        }))
-    }
-
+    /// The three blocking tiers in one statement: every key's stored row count, and
+    /// the alias rows of the keys worth blocking on (the exact lemma always; a
+    /// trigram or phonetic key when at most [`MAX_KEY_ROWS`] rows carry it). The
+    /// core rule ([`rememberstack_core::entities::selective_keys`]) then picks each
+    /// tier's keys; only when every key of a tier is that common are its rarest
+    /// keys' rows read by a second statement.
     pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
         let ns = q.namespace_id.to_string();
-        let mut result = BlockingResult::default();
-        // The three tiers read independently, on separate reader connections.
-        let tiers = tokio::try_join!(
-            self.block_tier(
-                &ns,
+        let tiers = [
+            (
                 "lemma",
-                std::slice::from_ref(&q.lemma),
-                q.limit,
-                BlockingTier::T0
+                BlockingTier::T0,
+                distinct_keys(std::slice::from_ref(&q.lemma)),
             ),
-            self.block_tier(&ns, "tri", &q.trigrams, q.limit, BlockingTier::T1),
-            self.block_tier(&ns, "dm", &q.phonetic, q.limit, BlockingTier::T2),
-        )?;
-        for (hits, truncated) in [tiers.0, tiers.1, tiers.2] {
+            ("tri", BlockingTier::T1, distinct_keys(&q.trigrams)),
+            ("dm", BlockingTier::T2, distinct_keys(&q.phonetic)),
+        ];
+        let wanted: Vec<(&str, &str)> = tiers
+            .iter()
+            .flat_map(|(kind, _, keys)| keys.iter().map(move |k| (*kind, k.as_str())))
+            .collect();
+        let mut result = BlockingResult::default();
+        if wanted.is_empty() {
+            return Ok(result);
+        }
+        // (kind, key) -> rows carrying it; the alias rows read, by kind then key.
+        let mut counts: HashMap<(String, String), u64> = HashMap::new();
+        let mut rows: HashMap<(String, String), KeyRows> = HashMap::new();
+        for batch in wanted.chunks(200) {
+            // `?1` and `?2` come first; the pairs are numbered after them.
+            let values = (0..batch.len())
+                .map(|i| format!("(?{}, ?{})", 3 + 2 * i, 4 + 2 * i))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "WITH wanted(kind, key) AS (VALUES {values}),
+                 counts AS (
+                     SELECT w.kind, w.key, COALESCE(c.n, 0) AS n FROM wanted w
+                     LEFT JOIN entity_key_counts c
+                       ON c.namespace_id = ?1 AND c.kind = w.kind AND c.key = w.key)
+                 SELECT kind, key, n, NULL AS entity_id, NULL AS alias_lemma FROM counts
+                 UNION ALL
+                 SELECT k.kind, k.key, NULL, k.entity_id, k.alias_lemma FROM counts c
+                 JOIN entity_keys k
+                   ON k.namespace_id = ?1 AND k.kind = c.kind AND k.key = c.key
+                 WHERE c.kind = 'lemma' OR c.n <= ?2"
+            );
+            let mut query = sqlx::query(AssertSqlSafe(sql))
+                .bind(&ns)
+                .bind(MAX_KEY_ROWS as i64);
+            for (kind, key) in batch {
+                query = query.bind(*kind).bind(*key);
+            }
+            for r in query.fetch_all(&self.read).await.map_err(db_err)? {
+                let pair = (r.get::<String, _>("kind"), r.get::<String, _>("key"));
+                match r.get::<Option<String>, _>("entity_id") {
+                    None => {
+                        counts.insert(pair, r.get::<i64, _>("n").max(0) as u64);
+                    }
+                    Some(entity) => rows
+                        .entry(pair)
+                        .or_default()
+                        .push((entity, r.get("alias_lemma"))),
+                }
+            }
+        }
+        for (kind, via, keys) in &tiers {
+            if keys.is_empty() {
+                continue;
+            }
+            let count = |k: &str| {
+                counts
+                    .get(&(kind.to_string(), k.to_string()))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let (kept, pruned) = if *kind == "lemma" {
+                (keys.clone(), false)
+            } else {
+                rememberstack_core::entities::selective_keys(keys.clone(), count)
+            };
+            // Only when every key is common are kept keys' rows not read yet.
+            let unread: Vec<(&str, &str)> = kept
+                .iter()
+                .filter(|k| *kind != "lemma" && count(k) > MAX_KEY_ROWS)
+                .map(|k| (*kind, k.as_str()))
+                .collect();
+            if !unread.is_empty() {
+                rows.extend(self.key_rows(&ns, &unread).await?);
+            }
+            let by_key: HashMap<&str, KeyRows> = kept
+                .iter()
+                .filter_map(|k| {
+                    rows.remove(&(kind.to_string(), k.clone()))
+                        .map(|r| (k.as_str(), r))
+                })
+                .collect();
+            let (hits, truncated) = rank_tier(&kept, &by_key, q.limit, *via)?;
             result.hits.extend(hits);
-            result.truncated |= truncated;
+            result.truncated |= truncated || pruned;
         }
         Ok(result)
     }
@@ -864,6 +915,161 @@ pub(crate) mod tests {
             phonetic,
             limit,
         }
+    }
+
+    /// One tier by the ranking statement blocking used to run per tier (the
+    /// reference): the `limit + 1` entities sharing most of `keys`, ties by id, then
+    /// their matching alias lemmas; with the core key rule over the stored counts.
+    async fn reference_tier(
+        store: &SqliteStore,
+        ns: NamespaceId,
+        kind: &str,
+        keys: &[String],
+        limit: usize,
+        via: BlockingTier,
+    ) -> (Vec<AliasHit>, bool) {
+        let keys = distinct_keys(keys);
+        if keys.is_empty() {
+            return (vec![], false);
+        }
+        let mut counts: HashMap<String, u64> = HashMap::new();
+        for k in &keys {
+            let n: Option<i64> = sqlx::query_scalar(
+                "SELECT n FROM entity_key_counts WHERE namespace_id = ? AND kind = ? AND key = ?",
+            )
+            .bind(ns.to_string())
+            .bind(kind)
+            .bind(k)
+            .fetch_optional(&store.read)
+            .await
+            .unwrap();
+            counts.insert(k.clone(), n.unwrap_or(0) as u64);
+        }
+        let (keys, pruned) = if kind == "lemma" {
+            (keys, false)
+        } else {
+            rememberstack_core::entities::selective_keys(keys, |k| counts[k])
+        };
+        let list = (4..4 + keys.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "WITH top AS (
+                 SELECT entity_id, COUNT(DISTINCT key) AS shared FROM entity_keys
+                 WHERE namespace_id = ?1 AND kind = ?2 AND key IN ({list})
+                 GROUP BY entity_id ORDER BY shared DESC, entity_id LIMIT ?3)
+             SELECT DISTINCT k.entity_id, k.alias_lemma, t.shared FROM top t
+             JOIN entity_keys k ON k.namespace_id = ?1 AND k.kind = ?2
+                  AND k.entity_id = t.entity_id AND k.key IN ({list})
+             ORDER BY t.shared DESC, k.entity_id, k.alias_lemma"
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql))
+            .bind(ns.to_string())
+            .bind(kind)
+            .bind(limit as i64 + 1);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let mut kept: Vec<(String, String)> = vec![];
+        let mut entities: Vec<String> = vec![];
+        let mut truncated = pruned;
+        for r in q.fetch_all(&store.read).await.unwrap() {
+            let entity: String = r.get("entity_id");
+            if entities.last() != Some(&entity) {
+                entities.push(entity.clone());
+            }
+            if entities.len() > limit {
+                truncated = true;
+                break;
+            }
+            kept.push((entity, r.get("alias_lemma")));
+        }
+        kept.sort();
+        let hits = kept
+            .into_iter()
+            .map(|(e, alias_lemma)| AliasHit {
+                entity_id: parse_id(&e).unwrap(),
+                alias_lemma,
+                via,
+            })
+            .collect();
+        (hits, truncated)
+    }
+
+    #[tokio::test]
+    async fn one_statement_blocking_matches_the_per_tier_ranking() {
+        let (_dir, store, ns) = open().await;
+        let first = [
+            "Jon", "John", "Jonathan", "Joan", "Johanna", "Ann", "Anna", "Hannah",
+        ];
+        let last = ["Smith", "Smyth", "Schmidt", "Smithson", ""];
+        for f in first {
+            for l in last {
+                mint(&store, ns, format!("{f} {l}").trim()).await;
+            }
+        }
+        // Same lemma, several entities; and keys common enough to be skipped.
+        for _ in 0..3 {
+            mint(&store, ns, "Acme").await;
+        }
+        for i in 0..205 {
+            mint(&store, ns, &format!("Person{i}")).await;
+        }
+        let probes = [
+            "Jon Smith",
+            "Johnathan Smithe",
+            "Anne Schmit",
+            "Acme",
+            "Hanna",
+            "Person7",
+            "Personne Smyth",
+            "Zed",
+            "",
+        ];
+        // Every trigram of these keys is common: the rarest are read separately.
+        let common: Vec<String> = NewAlias::of("Person1")
+            .trigrams
+            .into_iter()
+            .filter(|g| NewAlias::of("Person2").trigrams.contains(g))
+            .collect();
+        let mut cases: Vec<(String, Vec<String>, Vec<String>)> = probes
+            .iter()
+            .map(|name| {
+                let a = NewAlias::of(name);
+                (a.lemma, a.trigrams, a.phonetic)
+            })
+            .collect();
+        cases.push((String::new(), common, vec![]));
+        let mut compared = 0;
+        for (lemma, trigrams, phonetic) in cases {
+            for limit in [1, 3, 50] {
+                let got = store
+                    .block_entities(&query(
+                        ns,
+                        &lemma,
+                        trigrams.clone(),
+                        phonetic.clone(),
+                        limit,
+                    ))
+                    .await
+                    .unwrap();
+                let mut want = BlockingResult::default();
+                for (kind, keys, via) in [
+                    ("lemma", vec![lemma.clone()], BlockingTier::T0),
+                    ("tri", trigrams.clone(), BlockingTier::T1),
+                    ("dm", phonetic.clone(), BlockingTier::T2),
+                ] {
+                    let (hits, truncated) =
+                        reference_tier(&store, ns, kind, &keys, limit, via).await;
+                    want.hits.extend(hits);
+                    want.truncated |= truncated;
+                }
+                assert_eq!(got, want, "`{lemma}` {trigrams:?} with limit {limit}");
+                compared += usize::from(!want.hits.is_empty());
+            }
+        }
+        assert!(compared >= 20, "the probes must find something: {compared}");
     }
 
     #[tokio::test]
