@@ -112,6 +112,10 @@ impl Embedder for TimingEmbedder {
         self.inner.identity()
     }
 
+    fn is_in_process(&self) -> bool {
+        self.inner.is_in_process()
+    }
+
     fn max_batch(&self) -> usize {
         self.inner.max_batch()
     }

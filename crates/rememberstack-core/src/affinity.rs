@@ -7,6 +7,13 @@
 //! processing about 1.7 times faster (3,000 claims, 2 vCPUs). So the pipeline's
 //! driver thread and the SQLite writer's worker thread are both pinned to one CPU,
 //! and everything else stays free.
+//!
+//! Both also run under Linux's `SCHED_BATCH` policy (at nice 0). A woken thread of
+//! that policy does not preempt the running one: when the worker sends the rows of
+//! a result one message at a time, it goes on sending instead of handing the CPU to
+//! the woken pipeline thread after every row, which then takes them all at once.
+//! That halved the context switches of processing (3,000 claims: 1.1 M → 0.47 M)
+//! and made it about 15% faster.
 
 use std::sync::OnceLock;
 
@@ -30,10 +37,53 @@ pub fn pipeline_cpu() -> Option<usize> {
     })
 }
 
-/// Pin the calling thread to [`pipeline_cpu`]. Returns whether it is now pinned
-/// (false without a pipeline CPU, or where the platform refuses).
+/// Pin the calling thread to [`pipeline_cpu`] and, on Linux, give it the
+/// `SCHED_BATCH` policy (threads it starts inherit both). Returns whether it is now
+/// pinned (false without a pipeline CPU, or where the platform refuses).
 pub fn pin_to_pipeline_cpu() -> bool {
-    pipeline_cpu().is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
+    let pinned = pipeline_cpu()
+        .is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }));
+    if pinned {
+        batch_policy();
+    }
+    pinned
+}
+
+/// Give the calling thread `SCHED_BATCH` (Linux only; best effort: a refusal leaves
+/// the thread as it was).
+fn batch_policy() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::unix::{
+            NormalThreadSchedulePolicy, ThreadSchedulePolicy, set_thread_priority_and_policy,
+            thread_native_id,
+        };
+        let _ = set_thread_priority_and_policy(
+            thread_native_id(),
+            thread_priority::ThreadPriority::Os(thread_priority::ThreadPriorityOsValue::default()),
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch),
+        );
+    }
+}
+
+/// Whether the calling thread runs under `SCHED_BATCH` (always false off Linux).
+pub fn runs_batch_policy() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::unix::{
+            NormalThreadSchedulePolicy, ThreadSchedulePolicy, thread_schedule_policy,
+        };
+        matches!(
+            thread_schedule_policy(),
+            Ok(ThreadSchedulePolicy::Normal(
+                NormalThreadSchedulePolicy::Batch
+            ))
+        )
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }
 
 #[cfg(test)]
@@ -47,14 +97,26 @@ mod tests {
             assert!(!pin_to_pipeline_cpu());
             return;
         };
-        let seen = std::thread::spawn(|| {
+        let (seen, batch, inherited) = std::thread::spawn(|| {
+            assert!(
+                !runs_batch_policy(),
+                "a new test thread runs the default policy"
+            );
             assert!(pin_to_pipeline_cpu());
-            core_affinity::get_core_ids().map(|ids| ids.iter().map(|c| c.id).collect::<Vec<_>>())
+            let ids = core_affinity::get_core_ids()
+                .map(|ids| ids.iter().map(|c| c.id).collect::<Vec<_>>());
+            // A thread it starts (as sqlx starts a connection's worker) inherits both.
+            let inherited = std::thread::spawn(runs_batch_policy).join().unwrap();
+            (ids, runs_batch_policy(), inherited)
         })
         .join()
         .unwrap();
         if let Some(ids) = seen {
             assert_eq!(ids, vec![cpu]);
+        }
+        if cfg!(target_os = "linux") {
+            assert!(batch, "the pinned thread runs SCHED_BATCH");
+            assert!(inherited, "its child thread inherits SCHED_BATCH");
         }
     }
 }

@@ -46,6 +46,12 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     fn max_batch(&self) -> usize {
         64
     }
+    /// Whether vectors are computed in this process (no network call): pipeline
+    /// work that embeds may then run as one write group
+    /// ([`crate::store::MemoryStore::grouped`]). Default `false`.
+    fn is_in_process(&self) -> bool {
+        false
+    }
     /// Embed `texts`, returning one vector of `identity().dimension` per text, in order.
     async fn embed(
         &self,

@@ -827,6 +827,9 @@ pub struct CallRecord {
     pub reason: Option<String>,
 }
 
+/// One batch of pipeline work handed to [`MemoryStore::grouped`].
+pub type GroupWork<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
 /// The trait every store implements.
 #[async_trait]
 pub trait MemoryStore: Send + Sync + std::fmt::Debug {
@@ -838,6 +841,19 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// (the embedded store, where every statement is a hand-off between threads).
     fn pins_pipeline(&self) -> bool {
         false
+    }
+
+    /// Run `work`, one batch of pipeline work that calls no remote provider, as one
+    /// write group: the store may keep the group's writes in one transaction and
+    /// commit them together when the group ends, each write method staying atomic
+    /// inside it (the embedded store does: each small commit rewrote every page it
+    /// touched). Reads made by the group see its writes; writes made outside any
+    /// group stay durable when they return. An error means the group's commit failed
+    /// and its writes (ledger transitions included) were rolled back. The default
+    /// runs `work` as it is.
+    async fn grouped<'a>(&'a self, work: GroupWork<'a>) -> Result<()> {
+        work.await;
+        Ok(())
     }
 
     // --- namespaces

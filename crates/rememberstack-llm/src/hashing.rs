@@ -129,6 +129,10 @@ impl Embedder for HashingEmbedder {
         &self.identity
     }
 
+    fn is_in_process(&self) -> bool {
+        true
+    }
+
     fn max_batch(&self) -> usize {
         // Local and cheap: no reason to make callers split finely.
         1024

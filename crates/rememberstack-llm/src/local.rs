@@ -267,6 +267,10 @@ impl Embedder for LocalEmbedder {
         &self.identity
     }
 
+    fn is_in_process(&self) -> bool {
+        true
+    }
+
     fn max_batch(&self) -> usize {
         self.inner.max_batch
     }

@@ -182,7 +182,11 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true)
             // Each connection keeps a larger page cache (16 MiB) for the hot indexes.
-            .pragma("cache_size", "-16384");
+            .pragma("cache_size", "-16384")
+            // Statement and savepoint journals (every store transaction inside a
+            // write group is a savepoint) in memory, not a temporary file: each page
+            // a savepoint first touches would otherwise be written out once more.
+            .pragma("temp_store", "memory");
         // Migrations run on a connection of their own: sqlx's migrator takes a
         // pool (on a borrowed connection its future is not provably `Send`).
         let migrating = sqlx::sqlite::SqlitePoolOptions::new()
@@ -449,6 +453,10 @@ impl MemoryStore for SqliteStore {
 
     fn pins_pipeline(&self) -> bool {
         self.write.is_pinned()
+    }
+
+    async fn grouped<'a>(&'a self, work: GroupWork<'a>) -> Result<()> {
+        self.write.grouped(work).await.map_err(db_err)
     }
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
@@ -2315,6 +2323,51 @@ mod tests {
             fts_query(&["a\"b".into(), "NEAR".into()]),
             "\"a\"\"b\" OR \"NEAR\""
         );
+    }
+
+    #[tokio::test]
+    async fn a_write_group_is_invisible_to_other_tasks_until_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path().join("m.db")).await.unwrap());
+        let now = chrono::Utc::now();
+        let (inside, outside) = {
+            let mut seen = (None, None);
+            store
+                .grouped(Box::pin(async {
+                    store.ensure_namespace("grouped", now).await.unwrap();
+                    let other = Arc::clone(&store);
+                    seen.1 = tokio::spawn(async move { other.namespace("grouped").await })
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    seen.0 = store.namespace("grouped").await.unwrap();
+                }))
+                .await
+                .unwrap();
+            seen
+        };
+        assert!(inside.is_some(), "the group reads its own write");
+        assert!(
+            outside.is_none(),
+            "another task reads only what is committed"
+        );
+        assert!(store.namespace("grouped").await.unwrap().is_some());
+        // A write outside any group is durable at once, also while a group is open.
+        store
+            .grouped(Box::pin(async {
+                store.ensure_namespace("in-group", now).await.unwrap();
+                let other = Arc::clone(&store);
+                tokio::spawn(async move { other.ensure_namespace("outside", now).await })
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }))
+            .await
+            .unwrap();
+        let reopened = SqliteStore::open(dir.path().join("m.db")).await.unwrap();
+        for slug in ["grouped", "in-group", "outside"] {
+            assert!(reopened.namespace(slug).await.unwrap().is_some(), "{slug}");
+        }
     }
 
     #[tokio::test]

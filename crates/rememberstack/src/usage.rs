@@ -75,6 +75,10 @@ impl Embedder for CountingEmbedder {
         self.inner.identity()
     }
 
+    fn is_in_process(&self) -> bool {
+        self.inner.is_in_process()
+    }
+
     fn max_batch(&self) -> usize {
         self.inner.max_batch()
     }

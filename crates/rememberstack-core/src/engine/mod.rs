@@ -975,38 +975,26 @@ impl Engine {
         let stage = first.stage;
         let claimed = items.len();
         let started = std::time::Instant::now();
-        match stage {
-            Stage::Prepare | Stage::Chunk => {
-                for item in items {
-                    let result = if stage == Stage::Prepare {
-                        self.run_prepare(&item).await
-                    } else {
-                        self.run_chunk(&item).await
-                    };
-                    self.settle(&[item], result, &mut report).await?;
-                }
+        if self.runs_grouped(stage) {
+            let mut ran = Ok(());
+            let grouped = self
+                .store
+                .grouped(Box::pin(async {
+                    ran = self.run_items(stage, items, &mut report).await;
+                }))
+                .await;
+            if let Err(e) = grouped {
+                // The group's writes were rolled back: what this process remembers
+                // of them goes too.
+                self.bootstrapped
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
+                return Err(e);
             }
-            Stage::Extract => self.run_extract_batch(items, &mut report).await?,
-            Stage::Normalize | Stage::Adjudicate => {
-                for item in items {
-                    let result = if stage == Stage::Normalize {
-                        self.run_normalize(&item).await
-                    } else {
-                        self.run_adjudicate(&item).await
-                    };
-                    self.settle(&[item], result, &mut report).await?;
-                }
-            }
-            Stage::Embed | Stage::EmbedClaims | Stage::EmbedFacts => {
-                let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
-                for item in items {
-                    by_ns.entry(item.namespace_id).or_default().push(item);
-                }
-                for (ns, group) in by_ns {
-                    let result = self.run_embed(ns, &group).await;
-                    self.settle(&group, result, &mut report).await?;
-                }
-            }
+            ran?;
+        } else {
+            self.run_items(stage, items, &mut report).await?;
         }
         let micros = started.elapsed().as_micros() as u64;
         tracing::debug!(
@@ -1025,6 +1013,65 @@ impl Engine {
             },
         );
         Ok((claimed, report))
+    }
+
+    /// Whether a batch of `stage` runs as one write group
+    /// ([`MemoryStore::grouped`]): it calls no remote provider, that is no chat
+    /// model takes part, and where the stage embeds, the embedder runs in this
+    /// process ([`Embedder::is_in_process`]).
+    pub fn runs_grouped(&self, stage: Stage) -> bool {
+        let embeds_here = self.embedder.is_in_process();
+        let facts = &self.fact_models;
+        match stage {
+            Stage::Prepare | Stage::Chunk => true,
+            Stage::Extract => self.extractor.is_none(),
+            Stage::Normalize => facts.normalizer.is_none() && facts.resolver.is_none(),
+            Stage::Adjudicate => facts.adjudicator.is_none() && embeds_here,
+            Stage::Embed | Stage::EmbedClaims | Stage::EmbedFacts => embeds_here,
+        }
+    }
+
+    /// Run one claimed batch of `stage` and settle each item.
+    async fn run_items(
+        &self,
+        stage: Stage,
+        items: Vec<WorkItem>,
+        report: &mut DrainReport,
+    ) -> Result<()> {
+        match stage {
+            Stage::Prepare | Stage::Chunk => {
+                for item in items {
+                    let result = if stage == Stage::Prepare {
+                        self.run_prepare(&item).await
+                    } else {
+                        self.run_chunk(&item).await
+                    };
+                    self.settle(&[item], result, report).await?;
+                }
+            }
+            Stage::Extract => self.run_extract_batch(items, report).await?,
+            Stage::Normalize | Stage::Adjudicate => {
+                for item in items {
+                    let result = if stage == Stage::Normalize {
+                        self.run_normalize(&item).await
+                    } else {
+                        self.run_adjudicate(&item).await
+                    };
+                    self.settle(&[item], result, report).await?;
+                }
+            }
+            Stage::Embed | Stage::EmbedClaims | Stage::EmbedFacts => {
+                let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
+                for item in items {
+                    by_ns.entry(item.namespace_id).or_default().push(item);
+                }
+                for (ns, group) in by_ns {
+                    let result = self.run_embed(ns, &group).await;
+                    self.settle(&group, result, report).await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn settle(

@@ -7,8 +7,8 @@ use rememberstack::embed::EmbedPurpose;
 use rememberstack::ledger::{ClaimRequest, NewWork};
 use rememberstack::store::Lease;
 use rememberstack::{
-    Clock, Embedder, EmbedderIdentity, ErrorCode, HashingEmbedder, IngestOptions, ProviderError,
-    Stage, WorkStatus,
+    Clock, Embedder, EmbedderIdentity, ErrorCode, FactModels, FactQuery, HashingEmbedder,
+    IngestOptions, Memory, ProviderError, ScriptedChatModel, Stage, WorkStatus,
 };
 use rememberstack_conformance::{ManualClock, stores, test_config};
 use std::sync::Arc;
@@ -289,5 +289,88 @@ async fn a_changed_component_version_reruns_its_stage_on_open() {
         // Opening again with unchanged components enqueues nothing.
         let again = h.memory_with(config, None, None).await;
         assert_eq!(count(&again, Stage::Chunk, WorkStatus::Pending).await, 0);
+    }
+}
+
+#[tokio::test]
+async fn offline_stages_run_as_write_groups_and_a_provider_call_keeps_its_stage_out() {
+    for h in stores().await {
+        // Everything offline with the in-process hashing embedder: every stage's
+        // batches are write groups.
+        let memory = h.memory().await;
+        for stage in Stage::ALL {
+            assert!(memory.engine().runs_grouped(stage), "{stage:?}");
+        }
+        // An embedder that calls out keeps the embedding stages (and adjudication,
+        // which embeds profiles) out; a chat seat keeps its own stage out.
+        let remote = Arc::new(Flaky {
+            inner: HashingEmbedder::default(),
+            broken: AtomicBool::new(false),
+            calls: AtomicU32::new(0),
+        });
+        let memory = Memory::builder()
+            .store(h.store.clone())
+            .config(test_config())
+            .embedder(remote)
+            .fact_models(FactModels {
+                normalizer: Some(Arc::new(ScriptedChatModel::new("normalizer"))),
+                ..FactModels::default()
+            })
+            .open()
+            .await
+            .unwrap();
+        let grouped: Vec<Stage> = Stage::ALL
+            .into_iter()
+            .filter(|s| memory.engine().runs_grouped(*s))
+            .collect();
+        assert_eq!(
+            grouped,
+            vec![Stage::Prepare, Stage::Chunk, Stage::Extract],
+            "{}",
+            h.kind
+        );
+
+        // The store's side of the contract: a group reads its own writes, and once it
+        // ends, everyone reads them.
+        let now = chrono::Utc::now();
+        let mut inside = None;
+        h.store
+            .grouped(Box::pin(async {
+                h.store.ensure_namespace("grouped", now).await.unwrap();
+                inside = h.store.namespace("grouped").await.unwrap();
+            }))
+            .await
+            .unwrap();
+        assert!(inside.is_some(), "{}: the group read its own write", h.kind);
+        assert!(h.store.namespace("grouped").await.unwrap().is_some());
+        // Processing in groups finishes the work as before.
+        let memory = h.memory().await;
+        memory
+            .ingest_text(
+                "# Groups\n\nAlice works for Acme. Alice lives in Lisbon.",
+                IngestOptions::new("groups"),
+            )
+            .await
+            .unwrap();
+        let report = memory.process_until_idle().await.unwrap();
+        assert!(report.completed >= 5, "{report:?}");
+        let alices = memory
+            .entities(false, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.canonical_name == "Alice")
+            .count();
+        assert_eq!(alices, 1, "{}: one entity for both claims", h.kind);
+        assert!(
+            !memory
+                .facts(&FactQuery {
+                    limit: 100,
+                    ..FactQuery::default()
+                })
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }
