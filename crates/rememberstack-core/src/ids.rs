@@ -75,6 +75,16 @@ id_type!(
     /// A row of the work ledger.
     WorkId
 );
+
+impl WorkId {
+    /// A time-ordered id (UUID v7, ordered by creation within a process): the ledger
+    /// claims work of equal due time and creation time in id order, so work enqueued
+    /// together is claimed in the order it was enqueued (a document's claims in
+    /// document order) instead of at random.
+    pub fn ordered() -> Self {
+        WorkId(Uuid::now_v7())
+    }
+}
 id_type!(
     /// An immutable claim.
     ClaimId

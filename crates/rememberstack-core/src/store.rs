@@ -1323,6 +1323,63 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         lemma: &str,
     ) -> Result<Vec<DocumentBinding>>;
+    /// The blocking results of several queries of one namespace, in the order asked
+    /// (each as [`MemoryStore::block_entities`] gives it).
+    async fn block_entities_many(&self, queries: &[BlockingQuery]) -> Result<Vec<BlockingResult>> {
+        let mut out = Vec::with_capacity(queries.len());
+        for q in queries {
+            out.push(self.block_entities(q).await?);
+        }
+        Ok(out)
+    }
+    /// The D102 binding rows of several (document, lemma) pairs: for each pair in
+    /// the order asked, its rows in [`MemoryStore::document_bindings`] order.
+    async fn document_bindings_many(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        let mut out = Vec::new();
+        for (doc, lemma) in pairs {
+            out.extend(self.document_bindings(ns, *doc, lemma).await?);
+        }
+        Ok(out)
+    }
+    /// The decisions already committed for any of these (claim, ordinal) references
+    /// under `resolver_version`.
+    async fn resolutions_for_many(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        let mut out = Vec::new();
+        for (claim, ordinal) in references {
+            out.extend(
+                self.resolution_for(ns, *claim, *ordinal, resolver_version)
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+    /// Commit several resolutions of one namespace in order, each exactly as
+    /// [`MemoryStore::commit_resolution`] would at its decision's `created_at` (a
+    /// store may write them in one transaction); returns the entity that stands for
+    /// each.
+    async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
+        let mut out = Vec::with_capacity(commits.len());
+        for c in commits {
+            let at = c.decision.created_at;
+            out.push(self.commit_resolution(c, at).await?);
+        }
+        Ok(out)
+    }
+    /// Whether this process's locks are the whole lock (one process writes the store,
+    /// so [`MemoryStore::lock_key`] returns `None`): the engine may then hold many
+    /// keys at once for a batch.
+    fn locks_in_process(&self) -> bool {
+        false
+    }
     /// A decision by id.
     async fn resolution_decision(
         &self,

@@ -186,7 +186,7 @@ pub(crate) async fn insert_work(
              ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
         )
         .bind(w.namespace_id.to_string())
-        .bind(WorkId::new().to_string())
+        .bind(WorkId::ordered().to_string())
         .bind(w.target_kind.as_str())
         .bind(w.target_id.to_string())
         .bind(w.version_id.to_string())

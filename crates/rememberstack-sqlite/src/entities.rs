@@ -5,7 +5,7 @@ use crate::rows::*;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::entities::{
     AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, MAX_KEY_ROWS, Mention, MergeEvent, ResolutionCommit,
+    EntityFilter, EntityRecord, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias, ResolutionCommit,
     ResolutionDecision,
 };
 use rememberstack_core::ids::*;
@@ -195,24 +195,47 @@ impl SqliteStore {
     /// tier's keys; only when every key of a tier is that common are its rarest
     /// keys' rows read by a second statement.
     pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
-        let ns = q.namespace_id.to_string();
-        let tiers = [
-            (
-                "lemma",
-                BlockingTier::T0,
-                distinct_keys(std::slice::from_ref(&q.lemma)),
-            ),
-            ("tri", BlockingTier::T1, distinct_keys(&q.trigrams)),
-            ("dm", BlockingTier::T2, distinct_keys(&q.phonetic)),
-        ];
+        Ok(self
+            .block_entities_many_impl(std::slice::from_ref(q))
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// [`Self::block_entities_impl`] for several queries of one namespace: the
+    /// counts and alias rows of all their keys are read together.
+    pub(crate) async fn block_entities_many_impl(
+        &self,
+        queries: &[BlockingQuery],
+    ) -> Result<Vec<BlockingResult>> {
+        let Some(first) = queries.first() else {
+            return Ok(vec![]);
+        };
+        if queries.iter().any(|q| q.namespace_id != first.namespace_id) {
+            return Err(Error::internal("blocking queries of several namespaces"));
+        }
+        let ns = first.namespace_id.to_string();
+        let tiers_of = |q: &BlockingQuery| {
+            [
+                (
+                    "lemma",
+                    BlockingTier::T0,
+                    distinct_keys(std::slice::from_ref(&q.lemma)),
+                ),
+                ("tri", BlockingTier::T1, distinct_keys(&q.trigrams)),
+                ("dm", BlockingTier::T2, distinct_keys(&q.phonetic)),
+            ]
+        };
+        let tiers: Vec<_> = queries.iter().map(tiers_of).collect();
         let wanted: Vec<(&str, &str)> = tiers
             .iter()
-            .flat_map(|(kind, _, keys)| keys.iter().map(move |k| (*kind, k.as_str())))
+            .flat_map(|t| {
+                t.iter()
+                    .flat_map(|(kind, _, keys)| keys.iter().map(move |k| (*kind, k.as_str())))
+            })
+            .collect::<BTreeSet<_>>()
+            .into_iter()
             .collect();
-        let mut result = BlockingResult::default();
-        if wanted.is_empty() {
-            return Ok(result);
-        }
         // (kind, key) -> rows carrying it; the alias rows read, by kind then key.
         let mut counts: HashMap<(String, String), u64> = HashMap::new();
         let mut rows: HashMap<(String, String), KeyRows> = HashMap::new();
@@ -254,42 +277,51 @@ impl SqliteStore {
                 }
             }
         }
-        for (kind, via, keys) in &tiers {
-            if keys.is_empty() {
-                continue;
+        let mut out = Vec::with_capacity(queries.len());
+        for (q, tiers) in queries.iter().zip(&tiers) {
+            let mut result = BlockingResult::default();
+            for (kind, via, keys) in tiers {
+                if keys.is_empty() {
+                    continue;
+                }
+                let count = |k: &str| {
+                    counts
+                        .get(&(kind.to_string(), k.to_string()))
+                        .copied()
+                        .unwrap_or(0)
+                };
+                let (kept, pruned) = if *kind == "lemma" {
+                    (keys.clone(), false)
+                } else {
+                    rememberstack_core::entities::selective_keys(keys.clone(), count)
+                };
+                // Only when every key is common are kept keys' rows not read yet.
+                let unread: Vec<(&str, &str)> = kept
+                    .iter()
+                    .filter(|k| {
+                        *kind != "lemma"
+                            && count(k) > MAX_KEY_ROWS
+                            && !rows.contains_key(&(kind.to_string(), k.to_string()))
+                    })
+                    .map(|k| (*kind, k.as_str()))
+                    .collect();
+                if !unread.is_empty() {
+                    rows.extend(self.key_rows(&ns, &unread).await?);
+                }
+                let by_key: HashMap<&str, KeyRows> = kept
+                    .iter()
+                    .filter_map(|k| {
+                        rows.get(&(kind.to_string(), k.clone()))
+                            .map(|r| (k.as_str(), r.clone()))
+                    })
+                    .collect();
+                let (hits, truncated) = rank_tier(&kept, &by_key, q.limit, *via)?;
+                result.hits.extend(hits);
+                result.truncated |= truncated || pruned;
             }
-            let count = |k: &str| {
-                counts
-                    .get(&(kind.to_string(), k.to_string()))
-                    .copied()
-                    .unwrap_or(0)
-            };
-            let (kept, pruned) = if *kind == "lemma" {
-                (keys.clone(), false)
-            } else {
-                rememberstack_core::entities::selective_keys(keys.clone(), count)
-            };
-            // Only when every key is common are kept keys' rows not read yet.
-            let unread: Vec<(&str, &str)> = kept
-                .iter()
-                .filter(|k| *kind != "lemma" && count(k) > MAX_KEY_ROWS)
-                .map(|k| (*kind, k.as_str()))
-                .collect();
-            if !unread.is_empty() {
-                rows.extend(self.key_rows(&ns, &unread).await?);
-            }
-            let by_key: HashMap<&str, KeyRows> = kept
-                .iter()
-                .filter_map(|k| {
-                    rows.remove(&(kind.to_string(), k.clone()))
-                        .map(|r| (k.as_str(), r))
-                })
-                .collect();
-            let (hits, truncated) = rank_tier(&kept, &by_key, q.limit, *via)?;
-            result.hits.extend(hits);
-            result.truncated |= truncated || pruned;
+            out.push(result);
         }
-        Ok(result)
+        Ok(out)
     }
 
     async fn attach_aliases(&self, ns: &str, entities: &mut [EntityRecord]) -> Result<()> {
@@ -533,6 +565,328 @@ impl SqliteStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(d.entity_id)
+    }
+
+    /// [`Self::commit_resolution_impl`] for several commits of one namespace, in one
+    /// transaction and a few multi-row statements: the decisions that already stand
+    /// are read first and their commits skipped, mints are inserted, then aliases
+    /// (their keys for those actually new), mentions, decision rows, exclusions and
+    /// bindings, each table's rows in commit order. Each commit is stamped with its
+    /// decision's time.
+    pub(crate) async fn commit_resolutions_impl(
+        &self,
+        commits: Vec<ResolutionCommit>,
+    ) -> Result<Vec<EntityId>> {
+        let Some(first) = commits.first() else {
+            return Ok(vec![]);
+        };
+        let ns_id = first.decision.namespace_id;
+        if commits.iter().any(|c| c.decision.namespace_id != ns_id) {
+            return Err(Error::internal("resolution commits of several namespaces"));
+        }
+        let ns = ns_id.to_string();
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        // Decisions already committed for (claim, ordinal, resolver) stand.
+        let claims: Vec<String> = commits
+            .iter()
+            .map(|c| c.decision.claim_id.to_string())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut standing: HashMap<(String, i64, String), String> = HashMap::new();
+        for batch in claims.chunks(400) {
+            let sql = format!(
+                "SELECT claim_id, ordinal, resolver_version, entity_id FROM resolution_decisions
+                 WHERE namespace_id = ? AND claim_id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns);
+            for c in batch {
+                q = q.bind(c);
+            }
+            for r in q.fetch_all(&mut *tx).await.map_err(db_err)? {
+                standing.insert(
+                    (
+                        r.get("claim_id"),
+                        r.get("ordinal"),
+                        r.get("resolver_version"),
+                    ),
+                    r.get("entity_id"),
+                );
+            }
+        }
+        let mut out = Vec::with_capacity(commits.len());
+        let mut fresh: Vec<&ResolutionCommit> = Vec::new();
+        for c in &commits {
+            let d = &c.decision;
+            let key = (
+                d.claim_id.to_string(),
+                d.ordinal as i64,
+                d.resolver_version.clone(),
+            );
+            match standing.get(&key) {
+                Some(entity) => out.push(parse_id(entity)?),
+                None => {
+                    standing.insert(key, d.entity_id.to_string());
+                    out.push(d.entity_id);
+                    fresh.push(c);
+                }
+            }
+        }
+        let at = |c: &ResolutionCommit| to_rfc3339(&c.decision.created_at);
+        let mints: Vec<&ResolutionCommit> =
+            fresh.iter().copied().filter(|c| c.mint.is_some()).collect();
+        insert_rows(
+            &mut tx,
+            "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at) ",
+            " ON CONFLICT (namespace_id, id) DO NOTHING",
+            &mints,
+            |mut row, c| {
+                let (name, lemma) = c.mint.as_ref().expect("a mint");
+                row.push_bind(&ns)
+                    .push_bind(c.decision.entity_id.to_string())
+                    .push_bind(name.clone())
+                    .push_bind(lemma.clone())
+                    .push_bind(at(c));
+            },
+        )
+        .await?;
+        // Aliases, then the keys of those that are new (an alias's keys derive from
+        // its surface alone and were written with it).
+        let aliases: Vec<(&ResolutionCommit, &NewAlias)> = fresh
+            .iter()
+            .flat_map(|c| c.aliases.iter().map(move |a| (*c, a)))
+            .collect();
+        let mut new_aliases: BTreeSet<(String, String)> = BTreeSet::new();
+        for batch in aliases.chunks(64) {
+            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at) ",
+            );
+            q.push_values(batch, |mut row, (c, a)| {
+                row.push_bind(&ns)
+                    .push_bind(c.decision.entity_id.to_string())
+                    .push_bind(&a.surface)
+                    .push_bind(&a.lemma)
+                    .push_bind(at(c));
+            });
+            q.push(" ON CONFLICT DO NOTHING RETURNING entity_id, surface");
+            for r in q.build().fetch_all(&mut *tx).await.map_err(db_err)? {
+                new_aliases.insert((r.get("entity_id"), r.get("surface")));
+            }
+        }
+        let mut keys: Vec<(String, &str, &str, &str)> = Vec::new();
+        let mut keyed: BTreeSet<(String, String)> = BTreeSet::new();
+        for (c, a) in &aliases {
+            let entity = c.decision.entity_id.to_string();
+            let pair = (entity.clone(), a.surface.clone());
+            if !new_aliases.contains(&pair) || !keyed.insert(pair) {
+                continue;
+            }
+            for (kind, key) in std::iter::once(("lemma", a.lemma.as_str()))
+                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
+                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
+                .filter(|(_, k)| !k.is_empty())
+            {
+                keys.push((entity.clone(), kind, key, a.lemma.as_str()));
+            }
+        }
+        insert_rows(
+            &mut tx,
+            "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
+            " ON CONFLICT DO NOTHING",
+            &keys,
+            |mut row, (entity, kind, key, alias_lemma)| {
+                row.push_bind(&ns)
+                    .push_bind(*kind)
+                    .push_bind(*key)
+                    .push_bind(entity.clone())
+                    .push_bind(*alias_lemma);
+            },
+        )
+        .await?;
+        insert_rows(
+            &mut tx,
+            "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+                 surface, decision_id, created_at) ",
+            "",
+            &fresh,
+            |mut row, c| {
+                let m = &c.mention;
+                row.push_bind(&ns)
+                    .push_bind(c.decision.entity_id.to_string())
+                    .push_bind(m.claim_id.to_string())
+                    .push_bind(m.start.map(|s| s as i64))
+                    .push_bind(m.end.map(|e| e as i64))
+                    .push_bind(&m.surface)
+                    .push_bind(c.decision.decision_id.to_string())
+                    .push_bind(at(c));
+            },
+        )
+        .await?;
+        let mut rows: Vec<(&ResolutionCommit, String, String)> = Vec::with_capacity(fresh.len());
+        for c in &fresh {
+            rows.push((
+                c,
+                json(&c.decision.candidates)?,
+                json(&c.decision.features)?,
+            ));
+        }
+        insert_rows(
+            &mut tx,
+            "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+                 lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
+                 rationale, model, resolver_version, features_json, created_at) ",
+            "",
+            &rows,
+            |mut row, (c, candidates, features)| {
+                let d = &c.decision;
+                row.push_bind(&ns)
+                    .push_bind(d.decision_id.to_string())
+                    .push_bind(d.claim_id.to_string())
+                    .push_bind(d.document_id.to_string())
+                    .push_bind(d.ordinal as i64)
+                    .push_bind(&d.name)
+                    .push_bind(&d.lemma)
+                    .push_bind(&d.tier)
+                    .push_bind(candidates.clone())
+                    .push_bind(d.complete)
+                    .push_bind(d.t3_score.map(|s| s as f64))
+                    .push_bind(&d.t3_outcome)
+                    .push_bind(&d.verdict)
+                    .push_bind(d.entity_id.to_string())
+                    .push_bind(&d.rationale)
+                    .push_bind(&d.model)
+                    .push_bind(&d.resolver_version)
+                    .push_bind(features.clone())
+                    .push_bind(to_rfc3339(&d.created_at));
+            },
+        )
+        .await?;
+        let mut exclusions: Vec<(String, String, String)> = Vec::new();
+        for c in &fresh {
+            let entity = c.decision.entity_id.to_string();
+            for other in &c.exclusions {
+                let other = other.to_string();
+                if other == entity {
+                    continue;
+                }
+                let (a, b) = if entity < other {
+                    (entity.clone(), other)
+                } else {
+                    (other, entity.clone())
+                };
+                exclusions.push((a, b, c.decision.decision_id.to_string()));
+            }
+        }
+        insert_rows(
+            &mut tx,
+            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id) ",
+            " ON CONFLICT DO NOTHING",
+            &exclusions,
+            |mut row, (a, b, decision)| {
+                row.push_bind(&ns)
+                    .push_bind(a.clone())
+                    .push_bind(b.clone())
+                    .push_bind(decision.clone());
+            },
+        )
+        .await?;
+        let bindings: Vec<&DocumentBinding> =
+            fresh.iter().filter_map(|c| c.binding.as_ref()).collect();
+        // An existing anchor is kept: the first T4 match anchors replay.
+        insert_rows(
+            &mut tx,
+            "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
+                 anchor_decision_id) ",
+            " ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
+                 anchor_decision_id = COALESCE(document_entity_bindings.anchor_decision_id,
+                                               excluded.anchor_decision_id)",
+            &bindings,
+            |mut row, b| {
+                row.push_bind(&ns)
+                    .push_bind(b.document_id.to_string())
+                    .push_bind(&b.lemma)
+                    .push_bind(b.entity_id.to_string())
+                    .push_bind(b.anchor.map(|a| a.to_string()));
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+
+    /// [`Self::document_bindings_impl`] for several (document, lemma) pairs: each
+    /// pair's rows in insertion order, pairs in the order asked.
+    pub(crate) async fn document_bindings_many_impl(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        let ns_s = ns.to_string();
+        let mut by_pair: HashMap<(DocumentId, String), Vec<DocumentBinding>> = HashMap::new();
+        for batch in pairs.chunks(200) {
+            let values = vec!["(?, ?)"; batch.len()].join(", ");
+            let sql = format!(
+                "WITH wanted(document_id, lemma) AS (VALUES {values})
+                 SELECT b.document_id, b.lemma, b.entity_id, b.anchor_decision_id
+                 FROM wanted w JOIN document_entity_bindings b
+                   ON b.namespace_id = ? AND b.document_id = w.document_id AND b.lemma = w.lemma
+                 ORDER BY b.rowid"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for (doc, lemma) in batch {
+                q = q.bind(doc.to_string()).bind(lemma);
+            }
+            for r in q.bind(&ns_s).fetch_all(&self.read).await.map_err(db_err)? {
+                let b = DocumentBinding {
+                    document_id: parse_id(&r.get::<String, _>("document_id"))?,
+                    lemma: r.get("lemma"),
+                    entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
+                    anchor: opt_id(&r, "anchor_decision_id")?,
+                };
+                by_pair
+                    .entry((b.document_id, b.lemma.clone()))
+                    .or_default()
+                    .push(b);
+            }
+        }
+        Ok(pairs
+            .iter()
+            .flat_map(|p| by_pair.remove(p).unwrap_or_default())
+            .collect())
+    }
+
+    /// [`Self::resolution_for_impl`] for several (claim, ordinal) references.
+    pub(crate) async fn resolutions_for_many_impl(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        let ns_s = ns.to_string();
+        let wanted: BTreeSet<(ClaimId, u32)> = references.iter().copied().collect();
+        let claims: Vec<String> = wanted
+            .iter()
+            .map(|(c, _)| c.to_string())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let rows = fetch_in_batches(
+            &self.read,
+            "SELECT * FROM resolution_decisions
+             WHERE namespace_id = ? AND resolver_version = ? AND claim_id IN ({list})",
+            &[&ns_s, resolver_version],
+            &claims,
+        )
+        .await?;
+        let mut out = Vec::new();
+        for r in rows {
+            let d = decision_row(&r)?;
+            if wanted.contains(&(d.claim_id, d.ordinal)) {
+                out.push(d);
+            }
+        }
+        Ok(out)
     }
 
     pub(crate) async fn exclusions_impl(

@@ -412,7 +412,7 @@ async fn insert_work(
         items,
         |mut row, w| {
             row.push_bind(w.namespace_id.to_string())
-                .push_bind(WorkId::new().to_string())
+                .push_bind(WorkId::ordered().to_string())
                 .push_bind(w.target_kind.as_str())
                 .push_bind(w.target_id.to_string())
                 .push_bind(w.version_id.to_string())
@@ -1976,6 +1976,36 @@ impl MemoryStore for SqliteStore {
 
     async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult> {
         self.block_entities_impl(query).await
+    }
+
+    async fn block_entities_many(&self, queries: &[BlockingQuery]) -> Result<Vec<BlockingResult>> {
+        self.block_entities_many_impl(queries).await
+    }
+
+    async fn document_bindings_many(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        self.document_bindings_many_impl(ns, pairs).await
+    }
+
+    async fn resolutions_for_many(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        self.resolutions_for_many_impl(ns, references, resolver_version)
+            .await
+    }
+
+    async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
+        self.commit_resolutions_impl(commits).await
+    }
+
+    fn locks_in_process(&self) -> bool {
+        true
     }
 
     async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>> {

@@ -118,18 +118,20 @@ impl Engine {
     }
 
     /// Run claimed `e2.extract` items, grouped by version so each version's structure
-    /// is loaded once.
+    /// is loaded once; versions in the order their first item was claimed, so what
+    /// they enqueue keeps the ledger's order.
     pub(super) async fn run_extract_batch(
         &self,
         items: Vec<WorkItem>,
         report: &mut DrainReport,
     ) -> Result<()> {
-        let mut groups: BTreeMap<(NamespaceId, VersionId), Vec<WorkItem>> = BTreeMap::new();
+        let mut groups: Vec<((NamespaceId, VersionId), Vec<WorkItem>)> = Vec::new();
         for item in items {
-            groups
-                .entry((item.namespace_id, item.version_id))
-                .or_default()
-                .push(item);
+            let key = (item.namespace_id, item.version_id);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(item),
+                None => groups.push((key, vec![item])),
+            }
         }
         for ((ns, version_id), group) in groups {
             let ctx = match self.version_context(ns, version_id).await {

@@ -155,6 +155,46 @@ struct Snapshot {
     fingerprint: String,
 }
 
+/// The snapshot of `candidates` with the document's `bindings` of the lemma and the
+/// cannot-link pairs among `exclusions` that touch a candidate or a bound entity.
+fn finish_snapshot(
+    candidates: Vec<Cand>,
+    complete: bool,
+    bindings: Vec<DocumentBinding>,
+    exclusions: &[(EntityId, EntityId)],
+) -> Snapshot {
+    let ids: HashSet<EntityId> = candidates
+        .iter()
+        .map(|c| c.record.entity_id)
+        .chain(bindings.iter().map(|b| b.entity_id))
+        .collect();
+    let excluded: HashSet<(EntityId, EntityId)> = exclusions
+        .iter()
+        .filter(|(a, b)| ids.contains(a) || ids.contains(b))
+        .copied()
+        .collect();
+    let mut fp = String::new();
+    for c in &candidates {
+        fp.push_str(&format!(
+            "{}:{:?}:{:?};",
+            c.record.entity_id, c.record.merged_into, c.record.profile_key
+        ));
+    }
+    for b in &bindings {
+        fp.push_str(&format!("b{}:{:?};", b.entity_id, b.anchor));
+    }
+    let mut ex: Vec<_> = excluded.iter().collect();
+    ex.sort();
+    fp.push_str(&format!("x{ex:?}"));
+    Snapshot {
+        candidates,
+        complete,
+        bindings,
+        excluded,
+        fingerprint: crate::hash::sha256_hex(fp.as_bytes()),
+    }
+}
+
 /// How a reference was decided, before commit.
 struct Verdict {
     tier: &'static str,
@@ -367,12 +407,7 @@ impl Engine {
             return Ok(Outcome::Completed);
         };
         self.ensure_predicates(ns).await?;
-        let input = NormalizeInput {
-            claim_text: claim.text.clone(),
-            added_context: claim.added_context.clone(),
-            document_title: claim.document_title.clone(),
-            validity: claim.validity.clone(),
-        };
+        let input = normalize_input(&claim);
         let normalized: NormalizedClaim = match &self.fact_models().normalizer {
             None => normalize_offline(&input),
             Some(model) => {
@@ -399,7 +434,289 @@ impl Engine {
                     .await?,
             );
         }
-        let assertions = assertions_for(item, &claim, &normalized, &ids);
+        self.commit_normalized(item, &claim, &version, &normalized, &ids)
+            .await?;
+        Ok(Outcome::Completed)
+    }
+
+    /// Whether a normalize batch is resolved together ([`Self::normalize_together`]):
+    /// offline normalizer and resolver (so the batch is one write group) on a store
+    /// whose locks are this process's own.
+    pub(super) fn normalizes_together(&self) -> bool {
+        self.runs_grouped(Stage::Normalize) && self.store.locks_in_process()
+    }
+
+    /// Normalize and resolve a batch of one namespace's claims together, offline,
+    /// deciding every reference exactly as [`Self::run_normalize`] would one at a
+    /// time, with a few store reads and one commit for the whole batch instead of a
+    /// dozen statements per reference.
+    ///
+    /// Every lemma of the batch is locked first; then the blocking results of all
+    /// its names, the candidates' roots, the document bindings and the cannot-link
+    /// pairs are read at once. References are decided in order against those reads,
+    /// overlaid with what the batch itself wrote: the bindings it adds are appended
+    /// as the store would list them, and a reference sharing a blocking key with an
+    /// alias the batch added (a mint, or a new surface of an entity) is decided on a
+    /// fresh snapshot after the pending commits are written, since its block may
+    /// have changed. Nothing else a batch writes changes an offline decision: it
+    /// merges nothing and adds no cannot-link pair.
+    pub(super) async fn normalize_together(
+        &self,
+        ns: NamespaceId,
+        items: &[WorkItem],
+    ) -> StageResult<Vec<(WorkItem, StageResult<Outcome>)>> {
+        let version = self.normalizer_version();
+        let resolver_version = self.resolver_version();
+        let mut out = Vec::new();
+        let wanted: Vec<ClaimId> = items
+            .iter()
+            .filter(|i| i.component_version == version)
+            .map(|i| ClaimId(i.target_id))
+            .collect();
+        let mut claims: HashMap<ClaimId, ClaimRecord> = self
+            .store
+            .claims(ns, &wanted)
+            .await?
+            .into_iter()
+            .map(|c| (c.claim_id, c))
+            .collect();
+        let mut plans: Vec<Plan> = Vec::new();
+        for item in items {
+            let claim = (item.component_version == version)
+                .then(|| claims.remove(&ClaimId(item.target_id)))
+                .flatten();
+            let Some(claim) = claim else {
+                // A former generation's work or a missing claim: completed as usual.
+                out.push((item.clone(), self.run_normalize(item).await));
+                continue;
+            };
+            let normalized = normalize_offline(&normalize_input(&claim));
+            let ids = vec![None; normalized.entities.len()];
+            plans.push(Plan {
+                item: item.clone(),
+                claim,
+                normalized,
+                ids,
+            });
+        }
+        if plans.is_empty() {
+            return Ok(out);
+        }
+        self.ensure_predicates(ns).await?;
+        // Decisions an earlier attempt committed stand (as `resolution_for` gives them).
+        let keys: Vec<(ClaimId, u32)> = plans
+            .iter()
+            .flat_map(|p| (0..p.normalized.entities.len() as u32).map(|o| (p.claim.claim_id, o)))
+            .collect();
+        let decided: HashMap<(ClaimId, u32), EntityId> = self
+            .store
+            .resolutions_for_many(ns, &keys, &resolver_version)
+            .await?
+            .into_iter()
+            .map(|d| ((d.claim_id, d.ordinal), d.entity_id))
+            .collect();
+        let mut refs: Vec<BatchRef> = Vec::new();
+        let mut queries: Vec<BlockingQuery> = Vec::new();
+        let mut query_of: HashMap<(String, String), usize> = HashMap::new();
+        for (p, plan) in plans.iter_mut().enumerate() {
+            for (o, reference) in plan.normalized.entities.iter().enumerate() {
+                let name = reference.name.trim().to_string();
+                let name_lemma = lemma(&name);
+                if name_lemma.is_empty() {
+                    continue;
+                }
+                if let Some(done) = decided.get(&(plan.claim.claim_id, o as u32)) {
+                    plan.ids[o] = Some(self.root_of(ns, *done).await?.entity_id);
+                    continue;
+                }
+                let q = self.blocking_query(ns, &name, &name_lemma);
+                let query = *query_of
+                    .entry((q.lemma.clone(), q.phonetic.join(" ")))
+                    .or_insert_with(|| {
+                        queries.push(q);
+                        queries.len() - 1
+                    });
+                refs.push(BatchRef {
+                    plan: p,
+                    ordinal: o as u32,
+                    name,
+                    name_lemma,
+                    query,
+                });
+            }
+        }
+        // Every lemma of the batch, in order (no two holders wait on each other).
+        let lemmas: BTreeSet<&str> = refs.iter().map(|r| r.name_lemma.as_str()).collect();
+        let mut guards = Vec::with_capacity(lemmas.len());
+        for l in lemmas {
+            guards.push(self.lock(format!("lemma:{ns}:{l}")).await?);
+        }
+        let blocks = self.store.block_entities_many(&queries).await?;
+        let hit_ids: Vec<EntityId> = blocks
+            .iter()
+            .flat_map(|b| b.hits.iter().map(|h| h.entity_id))
+            .collect();
+        let roots = self.roots_of(ns, &hit_ids).await?;
+        let mut pairs: Vec<(DocumentId, String)> = refs
+            .iter()
+            .map(|r| (plans[r.plan].claim.document_id, r.name_lemma.clone()))
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        let mut bindings: HashMap<(DocumentId, String), Vec<DocumentBinding>> = HashMap::new();
+        for b in self.store.document_bindings_many(ns, &pairs).await? {
+            bindings
+                .entry((b.document_id, b.lemma.clone()))
+                .or_default()
+                .push(b);
+        }
+        let mut covered: Vec<EntityId> = roots.values().map(|e| e.entity_id).collect();
+        covered.extend(bindings.values().flatten().map(|b| b.entity_id));
+        covered.sort();
+        covered.dedup();
+        let exclusions = self.store.exclusions(ns, &covered).await?;
+        // What the batch has written since those reads.
+        let mut dirty: HashSet<(BlockingTier, String)> = HashSet::new();
+        let mut known: HashMap<EntityId, HashSet<String>> = roots
+            .values()
+            .map(|e| (e.entity_id, e.aliases.iter().cloned().collect()))
+            .collect();
+        let mut pending: Vec<((usize, u32), ResolutionCommit)> = Vec::new();
+        let mut fresh = 0usize;
+        for r in &refs {
+            let reference = plans[r.plan].normalized.entities[r.ordinal as usize].clone();
+            let reference = &reference;
+            let query = &queries[r.query];
+            let pair = (plans[r.plan].claim.document_id, r.name_lemma.clone());
+            let commit = if blocking_keys(query).any(|k| dirty.contains(&k)) {
+                // Its block may hold what the batch added: decide it on a fresh
+                // snapshot, with everything pending written first.
+                fresh += 1;
+                self.flush_resolutions(&mut pending, &mut plans).await?;
+                let plan = &plans[r.plan];
+                let snap = self
+                    .snapshot(ns, plan.claim.document_id, &r.name, &r.name_lemma)
+                    .await?;
+                let verdict = self
+                    .decide(
+                        &plan.item,
+                        &plan.claim,
+                        (r.ordinal, 0),
+                        (&r.name, &r.name_lemma),
+                        &snap,
+                    )
+                    .await?;
+                self.build_commit(
+                    ns,
+                    &plan.claim,
+                    (r.ordinal, 0),
+                    reference,
+                    (&r.name, &r.name_lemma),
+                    &snap,
+                    verdict,
+                    &resolver_version,
+                )
+            } else {
+                let plan = &plans[r.plan];
+                let (candidates, complete) =
+                    self.candidates(&r.name_lemma, &blocks[r.query], &roots)?;
+                let bound = bindings.get(&pair).cloned().unwrap_or_default();
+                let snap = finish_snapshot(candidates, complete, bound, &exclusions);
+                let verdict = self
+                    .decide(
+                        &plan.item,
+                        &plan.claim,
+                        (r.ordinal, 0),
+                        (&r.name, &r.name_lemma),
+                        &snap,
+                    )
+                    .await?;
+                self.build_commit(
+                    ns,
+                    &plan.claim,
+                    (r.ordinal, 0),
+                    reference,
+                    (&r.name, &r.name_lemma),
+                    &snap,
+                    verdict,
+                    &resolver_version,
+                )
+            };
+            // Record what this commit adds, as the store will write it.
+            let entity = commit.decision.entity_id;
+            let aliases = known.entry(entity).or_default();
+            for a in &commit.aliases {
+                if commit.mint.is_some() || aliases.insert(a.surface.clone()) {
+                    dirty.extend(alias_keys(a));
+                }
+            }
+            if let Some(b) = &commit.binding {
+                let rows = bindings.entry(pair).or_default();
+                match rows.iter_mut().find(|x| x.entity_id == b.entity_id) {
+                    Some(x) => x.anchor = x.anchor.or(b.anchor),
+                    None => rows.push(b.clone()),
+                }
+            }
+            pending.push(((r.plan, r.ordinal), commit));
+        }
+        self.flush_resolutions(&mut pending, &mut plans).await?;
+        drop(guards);
+        tracing::debug!(
+            target: "rememberstack::work",
+            claims = plans.len(),
+            references = refs.len(),
+            fresh,
+            "normalize batch resolved"
+        );
+        for plan in plans {
+            let result = self
+                .commit_normalized(
+                    &plan.item,
+                    &plan.claim,
+                    &version,
+                    &plan.normalized,
+                    &plan.ids,
+                )
+                .await
+                .map(|()| Outcome::Completed);
+            out.push((plan.item, result));
+        }
+        Ok(out)
+    }
+
+    /// Write the pending resolution commits (in order) and give each reference the
+    /// entity that stands.
+    async fn flush_resolutions(
+        &self,
+        pending: &mut Vec<((usize, u32), ResolutionCommit)>,
+        plans: &mut [Plan],
+    ) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let (slots, commits): (Vec<(usize, u32)>, Vec<ResolutionCommit>) =
+            std::mem::take(pending).into_iter().unzip();
+        let standing = self.store.commit_resolutions(commits).await?;
+        for ((p, o), entity) in slots.into_iter().zip(standing) {
+            plans[p].ids[o as usize] = Some(entity);
+        }
+        Ok(())
+    }
+
+    /// Commit a claim's normalization with its resolved entity `ids`: the staged
+    /// assertions and one adjudication unit per subject.
+    async fn commit_normalized(
+        &self,
+        item: &WorkItem,
+        claim: &ClaimRecord,
+        version: &str,
+        normalized: &NormalizedClaim,
+        ids: &[Option<EntityId>],
+    ) -> StageResult<()> {
+        let ns = item.namespace_id;
+        let now = self.clock.now();
+        let claim_id = claim.claim_id;
+        let assertions = assertions_for(item, claim, normalized, ids);
         let adjudicator = self.adjudicator_version();
         let subjects: BTreeSet<EntityId> = assertions.iter().map(|a| a.subject).collect();
         let follow_up = subjects
@@ -423,14 +740,14 @@ impl Engine {
             .commit_normalization(
                 &Lease::of(item),
                 claim_id,
-                &version,
+                version,
                 output,
                 assertions,
                 follow_up,
                 self.clock.now(),
             )
             .await?;
-        Ok(Outcome::Completed)
+        Ok(())
     }
 
     /// Follow merge redirects to the active root.
@@ -496,20 +813,48 @@ impl Engine {
         name: &str,
         name_lemma: &str,
     ) -> Result<Snapshot> {
-        let cfg = &self.config.facts;
+        let blocking = self
+            .store
+            .block_entities(&self.blocking_query(ns, name, name_lemma))
+            .await?;
+        // Every candidate's active root, in one batched read.
+        let ids: Vec<EntityId> = blocking.hits.iter().map(|hit| hit.entity_id).collect();
+        let roots = self.roots_of(ns, &ids).await?;
+        let (candidates, complete) = self.candidates(name_lemma, &blocking, &roots)?;
+        let bindings = self.store.document_bindings(ns, doc, name_lemma).await?;
+        let ids: Vec<EntityId> = candidates
+            .iter()
+            .map(|c| c.record.entity_id)
+            .chain(bindings.iter().map(|b| b.entity_id))
+            .collect();
+        let exclusions = self.store.exclusions(ns, &ids).await?;
+        Ok(finish_snapshot(candidates, complete, bindings, &exclusions))
+    }
+
+    /// The blocking query of a name (its lemma, trigrams and phonetic codes).
+    fn blocking_query(&self, ns: NamespaceId, name: &str, name_lemma: &str) -> BlockingQuery {
         let mut grams = trigrams(name_lemma);
         grams.sort();
         grams.dedup();
-        let blocking = self
-            .store
-            .block_entities(&BlockingQuery {
-                namespace_id: ns,
-                lemma: name_lemma.to_string(),
-                trigrams: grams,
-                phonetic: daitch_mokotoff(name),
-                limit: cfg.blocking_limit,
-            })
-            .await?;
+        BlockingQuery {
+            namespace_id: ns,
+            lemma: name_lemma.to_string(),
+            trigrams: grams,
+            phonetic: daitch_mokotoff(name),
+            limit: self.config.facts.blocking_limit,
+        }
+    }
+
+    /// The ranked candidates of a block (each hit's active root from `roots`, scored
+    /// by tier, in D103 order, at most `t4_candidates`) and whether the block is
+    /// complete.
+    fn candidates(
+        &self,
+        name_lemma: &str,
+        blocking: &BlockingResult,
+        roots: &HashMap<EntityId, EntityRecord>,
+    ) -> Result<(Vec<Cand>, bool)> {
+        let cfg = &self.config.facts;
         let mut by_root: BTreeMap<EntityId, Cand> = BTreeMap::new();
         let scored: Vec<(&crate::entities::AliasHit, f32)> = blocking
             .hits
@@ -526,9 +871,6 @@ impl Engine {
             })
             .filter(|(hit, score)| hit.via != BlockingTier::T1 || *score >= T1_FLOOR)
             .collect();
-        // Every candidate's active root, in one batched read.
-        let ids: Vec<EntityId> = scored.iter().map(|(hit, _)| hit.entity_id).collect();
-        let roots = self.roots_of(ns, &ids).await?;
         for (hit, score) in scored {
             let Some(root) = roots.get(&hit.entity_id).cloned() else {
                 return Err(Error::new(
@@ -554,34 +896,7 @@ impl Engine {
             candidates.truncate(cfg.t4_candidates);
             complete = false;
         }
-        let bindings = self.store.document_bindings(ns, doc, name_lemma).await?;
-        let ids: Vec<EntityId> = candidates
-            .iter()
-            .map(|c| c.record.entity_id)
-            .chain(bindings.iter().map(|b| b.entity_id))
-            .collect();
-        let excluded: HashSet<(EntityId, EntityId)> =
-            self.store.exclusions(ns, &ids).await?.into_iter().collect();
-        let mut fp = String::new();
-        for c in &candidates {
-            fp.push_str(&format!(
-                "{}:{:?}:{:?};",
-                c.record.entity_id, c.record.merged_into, c.record.profile_key
-            ));
-        }
-        for b in &bindings {
-            fp.push_str(&format!("b{}:{:?};", b.entity_id, b.anchor));
-        }
-        let mut ex: Vec<_> = excluded.iter().collect();
-        ex.sort();
-        fp.push_str(&format!("x{ex:?}"));
-        Ok(Snapshot {
-            candidates,
-            complete,
-            bindings,
-            excluded,
-            fingerprint: crate::hash::sha256_hex(fp.as_bytes()),
-        })
+        Ok((candidates, complete))
     }
 
     /// D102: replay a same-document T4 match, if exactly one anchored binding exists
@@ -798,6 +1113,100 @@ impl Engine {
         Ok(verdict)
     }
 
+    /// The commit of a decided reference: the decision row with its candidate audit,
+    /// the entity to mint (when none was chosen), the reference's aliases (its name,
+    /// and its surface when that differs), the mention, exclusions and the D102
+    /// binding.
+    #[allow(clippy::too_many_arguments)]
+    fn build_commit(
+        &self,
+        ns: NamespaceId,
+        claim: &ClaimRecord,
+        (ordinal, attempt): (u32, u32),
+        reference: &crate::facts::normalization::EntityRef,
+        (name, name_lemma): (&str, &str),
+        snap: &Snapshot,
+        verdict: Verdict,
+        resolver_version: &str,
+    ) -> ResolutionCommit {
+        let doc = claim.document_id;
+        let (entity_id, mint) = match verdict.entity {
+            Some(id) => (id, None),
+            None => (
+                EntityId::new(),
+                Some((name.to_string(), name_lemma.to_string())),
+            ),
+        };
+        let decision_id = DecisionId::new();
+        let candidates = snap
+            .candidates
+            .iter()
+            .map(|c| CandidateAudit {
+                entity_id: c.record.entity_id,
+                canonical_name: c.record.canonical_name.clone(),
+                score: c.score,
+                via: c.via.clone(),
+                t3_score: verdict.t3_scores.get(&c.record.entity_id).copied(),
+            })
+            .collect();
+        let mut features = verdict.features.clone();
+        if let Some(obj) = features.as_object_mut() {
+            obj.insert("candidates_shown".into(), verdict.shown.into());
+            obj.insert("attempt".into(), attempt.into());
+        }
+        let decision = ResolutionDecision {
+            decision_id,
+            namespace_id: ns,
+            claim_id: claim.claim_id,
+            document_id: doc,
+            ordinal,
+            name: name.to_string(),
+            lemma: name_lemma.to_string(),
+            tier: verdict.tier.to_string(),
+            candidates,
+            complete: snap.complete,
+            t3_score: verdict.t3_score,
+            t3_outcome: verdict.t3_outcome.clone(),
+            verdict: if mint.is_some() { "new" } else { "match" }.to_string(),
+            entity_id,
+            rationale: verdict.rationale.clone(),
+            model: verdict.model.clone(),
+            resolver_version: resolver_version.to_string(),
+            features,
+            created_at: self.clock.now(),
+        };
+        let mut aliases = vec![NewAlias::of(name)];
+        let surface = reference.surface.trim();
+        if !surface.is_empty() && surface != name {
+            aliases.push(NewAlias::of(surface));
+        }
+        aliases.retain(|a| !a.lemma.is_empty());
+        let anchor = (verdict.tier == "T4" && mint.is_none()).then_some(decision_id);
+        let anchor = if verdict.tier == "T0" {
+            snap.bindings.first().and_then(|b| b.anchor)
+        } else {
+            anchor
+        };
+        ResolutionCommit {
+            decision,
+            mint,
+            aliases,
+            mention: Mention {
+                claim_id: claim.claim_id,
+                start: reference.start,
+                end: reference.end,
+                surface: if surface.is_empty() { name } else { surface }.to_string(),
+            },
+            exclusions: verdict.exclusions.clone(),
+            binding: Some(DocumentBinding {
+                document_id: doc,
+                lemma: name_lemma.to_string(),
+                entity_id,
+                anchor,
+            }),
+        }
+    }
+
     /// Resolve one entity reference of a claim (snapshot → decide → revalidate under
     /// the lemma lock → commit; bounded retries on a changed snapshot).
     async fn resolve_reference(
@@ -849,81 +1258,16 @@ impl Engine {
                 }
                 (verdict, guard)
             };
-            let (entity_id, mint) = match verdict.entity {
-                Some(id) => (id, None),
-                None => (
-                    EntityId::new(),
-                    Some((name.to_string(), name_lemma.clone())),
-                ),
-            };
-            let decision_id = DecisionId::new();
-            let candidates = snap
-                .candidates
-                .iter()
-                .map(|c| CandidateAudit {
-                    entity_id: c.record.entity_id,
-                    canonical_name: c.record.canonical_name.clone(),
-                    score: c.score,
-                    via: c.via.clone(),
-                    t3_score: verdict.t3_scores.get(&c.record.entity_id).copied(),
-                })
-                .collect();
-            let mut features = verdict.features.clone();
-            if let Some(obj) = features.as_object_mut() {
-                obj.insert("candidates_shown".into(), verdict.shown.into());
-                obj.insert("attempt".into(), attempt.into());
-            }
-            let decision = ResolutionDecision {
-                decision_id,
-                namespace_id: ns,
-                claim_id: claim.claim_id,
-                document_id: doc,
-                ordinal,
-                name: name.to_string(),
-                lemma: name_lemma.clone(),
-                tier: verdict.tier.to_string(),
-                candidates,
-                complete: snap.complete,
-                t3_score: verdict.t3_score,
-                t3_outcome: verdict.t3_outcome.clone(),
-                verdict: if mint.is_some() { "new" } else { "match" }.to_string(),
-                entity_id,
-                rationale: verdict.rationale.clone(),
-                model: verdict.model.clone(),
-                resolver_version: resolver_version.clone(),
-                features,
-                created_at: self.clock.now(),
-            };
-            let mut aliases = vec![NewAlias::of(name)];
-            let surface = reference.surface.trim();
-            if !surface.is_empty() && surface != name {
-                aliases.push(NewAlias::of(surface));
-            }
-            aliases.retain(|a| !a.lemma.is_empty());
-            let anchor = (verdict.tier == "T4" && mint.is_none()).then_some(decision_id);
-            let anchor = if verdict.tier == "T0" {
-                snap.bindings.first().and_then(|b| b.anchor)
-            } else {
-                anchor
-            };
-            let commit = ResolutionCommit {
-                decision,
-                mint,
-                aliases,
-                mention: Mention {
-                    claim_id: claim.claim_id,
-                    start: reference.start,
-                    end: reference.end,
-                    surface: if surface.is_empty() { name } else { surface }.to_string(),
-                },
-                exclusions: verdict.exclusions.clone(),
-                binding: Some(DocumentBinding {
-                    document_id: doc,
-                    lemma: name_lemma.clone(),
-                    entity_id,
-                    anchor,
-                }),
-            };
+            let commit = self.build_commit(
+                ns,
+                claim,
+                (ordinal, attempt),
+                reference,
+                (name, &name_lemma),
+                &snap,
+                verdict,
+                &resolver_version,
+            );
             // A concurrent run of the same work may have committed first: its decision stands.
             let committed = self
                 .store
@@ -1818,4 +2162,47 @@ fn assertions_for(
         );
     }
     out
+}
+
+/// One claim of a normalize batch: its work item, the claim, its offline
+/// normalization and the entity each reference resolved to.
+struct Plan {
+    item: WorkItem,
+    claim: ClaimRecord,
+    normalized: NormalizedClaim,
+    ids: Vec<Option<EntityId>>,
+}
+
+/// One reference a normalize batch resolves: its claim (index into the plans), its
+/// ordinal, name and lemma, and its blocking query (index into the batch's queries).
+struct BatchRef {
+    plan: usize,
+    ordinal: u32,
+    name: String,
+    name_lemma: String,
+    query: usize,
+}
+
+/// What the normalizer reads of a claim.
+fn normalize_input(claim: &ClaimRecord) -> NormalizeInput {
+    NormalizeInput {
+        claim_text: claim.text.clone(),
+        added_context: claim.added_context.clone(),
+        document_title: claim.document_title.clone(),
+        validity: claim.validity.clone(),
+    }
+}
+
+/// The blocking keys a query reads, by tier.
+fn blocking_keys(q: &BlockingQuery) -> impl Iterator<Item = (BlockingTier, String)> + '_ {
+    std::iter::once((BlockingTier::T0, q.lemma.clone()))
+        .chain(q.trigrams.iter().map(|t| (BlockingTier::T1, t.clone())))
+        .chain(q.phonetic.iter().map(|p| (BlockingTier::T2, p.clone())))
+}
+
+/// The blocking keys an alias is stored under, by tier.
+fn alias_keys(a: &NewAlias) -> impl Iterator<Item = (BlockingTier, String)> + '_ {
+    std::iter::once((BlockingTier::T0, a.lemma.clone()))
+        .chain(a.trigrams.iter().map(|t| (BlockingTier::T1, t.clone())))
+        .chain(a.phonetic.iter().map(|p| (BlockingTier::T2, p.clone())))
 }

@@ -1050,6 +1050,22 @@ impl Engine {
                 }
             }
             Stage::Extract => self.run_extract_batch(items, report).await?,
+            Stage::Normalize if self.normalizes_together() => {
+                let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
+                for item in items {
+                    by_ns.entry(item.namespace_id).or_default().push(item);
+                }
+                for (ns, group) in by_ns {
+                    match self.normalize_together(ns, &group).await {
+                        Ok(outcomes) => {
+                            for (item, result) in outcomes {
+                                self.settle(&[item], result, report).await?;
+                            }
+                        }
+                        Err(e) => self.settle(&group, Err(e), report).await?,
+                    }
+                }
+            }
             Stage::Normalize | Stage::Adjudicate => {
                 for item in items {
                     let result = if stage == Stage::Normalize {

@@ -811,3 +811,203 @@ async fn merge_then_unmerge_restores_membership_and_reads_follow_redirects() {
         assert!(memory.unmerge_entities(merge.merge_id).await.is_err());
     }
 }
+
+/// Each resolution decision of a namespace, as the names it speaks of: (claim text,
+/// ordinal, name, tier, verdict, the entity's name, the candidates' names and tiers,
+/// complete), in claim text then ordinal order.
+async fn decision_summary(
+    h: &Harness,
+    memory: &Memory,
+) -> Vec<(
+    String,
+    u32,
+    String,
+    String,
+    String,
+    String,
+    Vec<String>,
+    bool,
+)> {
+    let ns = h
+        .store
+        .namespace(memory.namespace())
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let entities = memory.entities(true, 1000).await.unwrap();
+    let name_of: std::collections::HashMap<EntityId, String> = entities
+        .iter()
+        .map(|e| (e.entity_id, e.canonical_name.clone()))
+        .collect();
+    let ids: Vec<EntityId> = entities.iter().map(|e| e.entity_id).collect();
+    let decisions = h.store.resolution_decisions(ns, &ids).await.unwrap();
+    let claims: std::collections::HashMap<_, _> = h
+        .store
+        .claims(
+            ns,
+            &decisions.iter().map(|d| d.claim_id).collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.claim_id, c.text))
+        .collect();
+    let mut out: Vec<_> = decisions
+        .into_iter()
+        .map(|d| {
+            (
+                claims[&d.claim_id].clone(),
+                d.ordinal,
+                d.name,
+                d.tier,
+                d.verdict,
+                name_of[&d.entity_id].clone(),
+                d.candidates
+                    .iter()
+                    .map(|c| format!("{} {:?} {:.3}", c.canonical_name, c.via, c.score))
+                    .collect(),
+                d.complete,
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A clock that moves one millisecond at every reading, so work enqueued in order
+/// is claimed in that order.
+#[derive(Debug)]
+struct TickingClock(std::sync::Mutex<Timestamp>);
+
+impl rememberstack::Clock for TickingClock {
+    fn now(&self) -> Timestamp {
+        let mut t = self.0.lock().unwrap();
+        *t += chrono::Duration::milliseconds(1);
+        *t
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_claims_resolves_exactly_as_claims_one_at_a_time() {
+    // Claims that mint names and meet them again, near-namesakes that must see the
+    // batch's own mints among their candidates, and new surfaces of known entities.
+    let sentences = [
+        "Alice Moreno lives in Oslo.",
+        "Alice Moreno works for Acme.",
+        "Alicia Moreno visited Oslo.",
+        "Bob Stone works for Acme.",
+        "Alice met Bob Stone in Oslo.",
+        "Alicia Moreno works for Globex.",
+        "Bob Stone lives in Bergen.",
+        "Robert Stone works for Globex.",
+        "Alice Moreno knows Robert Stone.",
+    ];
+    for h in stores().await {
+        let mut summaries = Vec::new();
+        for (slug, claim_limit) in [("batched", 32), ("one-by-one", 1)] {
+            let mut config = test_config();
+            config.engine.claim_limit = claim_limit;
+            let memory = Memory::builder()
+                .store(h.store.clone())
+                .config(config)
+                .namespace(slug)
+                .clock(Arc::new(TickingClock(std::sync::Mutex::new(at(
+                    "2024-04-01T00:00:00Z",
+                )))))
+                .open()
+                .await
+                .unwrap();
+            for (i, s) in sentences.iter().enumerate() {
+                memory
+                    .ingest_text(
+                        &format!("# Note {i}\n\n{s}\n"),
+                        IngestOptions::new(format!("n{i}")),
+                    )
+                    .await
+                    .unwrap();
+            }
+            memory.process_until_idle().await.unwrap();
+            for name in ["Alice Moreno", "Alicia Moreno", "Bob Stone", "Acme", "Oslo"] {
+                assert_eq!(
+                    entity_ids_named(&memory, name).await.len(),
+                    1,
+                    "{slug}: {name}"
+                );
+            }
+            summaries.push(decision_summary(&h, &memory).await);
+        }
+        let batched = &summaries[0];
+        assert_eq!(batched, &summaries[1], "{}", h.kind);
+        // Each name minted once and was matched at its next mention.
+        for name in ["Alice Moreno", "Alicia Moreno", "Bob Stone"] {
+            let verdicts: Vec<&str> = batched
+                .iter()
+                .filter(|d| d.2 == name)
+                .map(|d| d.4.as_str())
+                .collect();
+            assert_eq!(
+                verdicts.iter().filter(|v| **v == "new").count(),
+                1,
+                "{name}: {verdicts:?}"
+            );
+            assert!(verdicts.len() >= 2, "{name}: {verdicts:?}");
+        }
+        // Alicia Moreno, minted after Alice Moreno, saw her among its candidates.
+        assert!(
+            batched
+                .iter()
+                .filter(|d| d.2 == "Alicia Moreno")
+                .all(|d| d.6.iter().any(|c| c.starts_with("Alice Moreno"))),
+            "{batched:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn claims_of_one_document_resolved_in_one_batch_share_their_entities() {
+    // One document: its claims are normalized in one batch, the later ones meeting
+    // the names (and the document bindings) the earlier ones made.
+    let text = "# Staff\n\nAlice Moreno lives in Oslo. Alice Moreno works for Acme. \
+                Alicia Moreno visited Oslo. Bob Stone works for Acme. \
+                Alice met Bob Stone in Oslo. Alicia Moreno works for Globex. \
+                Bob Stone lives in Bergen.\n";
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(&memory, "staff", text, "2024-04-01T00:00:00Z").await;
+        for name in ["Alice Moreno", "Alicia Moreno", "Bob Stone", "Acme", "Oslo"] {
+            assert_eq!(
+                entity_ids_named(&memory, name).await.len(),
+                1,
+                "{}: {name}",
+                h.kind
+            );
+        }
+        let decisions = decision_summary(&h, &memory).await;
+        for name in ["Alice Moreno", "Alicia Moreno", "Bob Stone", "Acme", "Oslo"] {
+            let (new, matched): (Vec<_>, Vec<_>) = decisions
+                .iter()
+                .filter(|d| d.2 == name)
+                .partition(|d| d.4 == "new");
+            assert_eq!(new.len(), 1, "{}: {name} {decisions:#?}", h.kind);
+            assert!(!matched.is_empty(), "{}: {name}", h.kind);
+            // A match lists the entity it matched first, found by its exact lemma.
+            for d in matched {
+                assert_eq!(d.3, "offline_exact");
+                assert!(d.6[0].starts_with(&format!("{name} [T0")), "{:?}", d.6);
+            }
+        }
+        // Whichever of the two near-namesakes came second saw the first.
+        let firsts: Vec<_> = decisions
+            .iter()
+            .filter(|d| (d.2 == "Alice Moreno" || d.2 == "Alicia Moreno") && d.4 == "new")
+            .collect();
+        assert!(
+            firsts.iter().any(|d| d
+                .6
+                .iter()
+                .any(|c| c.starts_with("Alice Moreno") || c.starts_with("Alicia Moreno"))),
+            "{firsts:#?}"
+        );
+    }
+}
