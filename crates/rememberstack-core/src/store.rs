@@ -9,8 +9,8 @@ use crate::Result;
 use crate::claims::{EvidenceSpan, Validity};
 use crate::embed::EmbedderIdentity;
 use crate::entities::{
-    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, MergeEvent,
-    ResolutionCommit, ResolutionDecision,
+    BlockingKey, BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord,
+    KeyData, MergeEvent, ResolutionCommit, ResolutionDecision,
 };
 use crate::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
@@ -827,6 +827,23 @@ pub struct CallRecord {
     pub reason: Option<String>,
 }
 
+/// One claim's normalization, as [`MemoryStore::commit_normalization`] takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NormalizationCommit {
+    /// The normalize item's lease.
+    pub lease: Lease,
+    /// The claim.
+    pub claim: ClaimId,
+    /// The normalizer generation.
+    pub normalizer_version: String,
+    /// The normalizer output.
+    pub output: serde_json::Value,
+    /// The staged assertions.
+    pub assertions: Vec<Assertion>,
+    /// Follow-up work.
+    pub follow_up: Vec<NewWork>,
+}
+
 /// One batch of pipeline work handed to [`MemoryStore::grouped`].
 pub type GroupWork<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
@@ -1276,6 +1293,33 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()>;
+    /// Several claims' normalizations, each exactly as
+    /// [`MemoryStore::commit_normalization`] would commit it (a store may write them
+    /// in one transaction). The outer error is a failure that wrote nothing; each
+    /// inner result is that commit's own (`lease_lost` when its lease is gone, the
+    /// others committing all the same).
+    async fn commit_normalizations(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        let mut out = Vec::with_capacity(commits.len());
+        for c in commits {
+            out.push(
+                self.commit_normalization(
+                    &c.lease,
+                    c.claim,
+                    &c.normalizer_version,
+                    c.output,
+                    c.assertions,
+                    c.follow_up,
+                    now,
+                )
+                .await,
+            );
+        }
+        Ok(out)
+    }
     /// A claim's normalizer output under `normalizer_version`, if committed.
     async fn normalization(
         &self,
@@ -1373,6 +1417,28 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
             out.push(self.commit_resolution(c, at).await?);
         }
         Ok(out)
+    }
+    /// The blocking data of these keys: every key's alias-row count, and the rows of
+    /// the keys [`KeyData::rows_read_with_counts`] names, from which
+    /// [`KeyData::block`] computes a block exactly as [`MemoryStore::block_entities`]
+    /// does. A store whose engine resolves batches (see
+    /// [`MemoryStore::locks_in_process`]) provides it; the default refuses.
+    async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
+        let _ = (ns, keys);
+        Err(crate::Error::internal(
+            "this store does not give blocking key data",
+        ))
+    }
+    /// The alias rows (entity, alias lemma) of these keys, however many carry them.
+    async fn entity_key_rows(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        let _ = (ns, keys);
+        Err(crate::Error::internal(
+            "this store does not give blocking key rows",
+        ))
     }
     /// Whether this process's locks are the whole lock (one process writes the store,
     /// so [`MemoryStore::lock_key`] returns `None`): the engine may then hold many

@@ -4,9 +4,9 @@
 use crate::rows::*;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::entities::{
-    AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias, ResolutionCommit,
-    ResolutionDecision,
+    BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
+    EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias,
+    ResolutionCommit, ResolutionDecision, query_keys,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -73,16 +73,6 @@ fn merge_row(r: &SqliteRow) -> Result<MergeEvent> {
     })
 }
 
-/// Sorted, deduplicated, non-empty keys.
-fn distinct_keys(keys: &[String]) -> Vec<String> {
-    keys.iter()
-        .filter(|k| !k.is_empty())
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
-}
-
 /// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped).
 async fn insert_keys(
     tx: &mut sqlx::SqliteConnection,
@@ -109,66 +99,35 @@ async fn insert_keys(
     Ok(())
 }
 
-/// One blocking key's alias rows: `(entity id, alias lemma)`.
-type KeyRows = Vec<(String, String)>;
-
-/// One tier's block from the rows of its kept keys: the `limit` entities sharing the
-/// most distinct keys (ties by id), with the alias lemmas through which each shares
-/// them, sorted by (entity, alias lemma); and whether more entities shared a key.
-fn rank_tier(
-    keys: &[String],
-    rows: &HashMap<&str, KeyRows>,
-    limit: usize,
-    via: BlockingTier,
-) -> Result<(Vec<AliasHit>, bool)> {
-    // entity -> (distinct keys shared, alias lemmas sharing them)
-    let mut by_entity: HashMap<&str, (usize, BTreeSet<&str>)> = HashMap::new();
-    for key in keys {
-        let mut seen: BTreeSet<&str> = BTreeSet::new();
-        for (entity, alias) in rows.get(key.as_str()).into_iter().flatten() {
-            let entry = by_entity.entry(entity.as_str()).or_default();
-            if seen.insert(entity.as_str()) {
-                entry.0 += 1;
-            }
-            entry.1.insert(alias.as_str());
-        }
+/// The store's name of a blocking tier's keys (`entity_keys.kind`).
+fn kind_of(tier: BlockingTier) -> &'static str {
+    match tier {
+        BlockingTier::T0 => "lemma",
+        BlockingTier::T1 => "tri",
+        BlockingTier::T2 => "dm",
     }
-    let mut ranked: Vec<(&str, usize)> = by_entity.iter().map(|(e, (n, _))| (*e, *n)).collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    let truncated = ranked.len() > limit;
-    ranked.truncate(limit);
-    let mut kept: Vec<(&str, &str)> = ranked
-        .iter()
-        .flat_map(|(entity, _)| {
-            by_entity[entity]
-                .1
-                .iter()
-                .map(move |alias| (*entity, *alias))
-        })
-        .collect();
-    kept.sort_unstable();
-    let hits = kept
-        .into_iter()
-        .map(|(entity, alias_lemma)| {
-            Ok(AliasHit {
-                entity_id: parse_id(entity)?,
-                alias_lemma: alias_lemma.to_string(),
-                via,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((hits, truncated))
+}
+
+fn tier_of(kind: &str) -> Result<BlockingTier> {
+    match kind {
+        "lemma" => Ok(BlockingTier::T0),
+        "tri" => Ok(BlockingTier::T1),
+        "dm" => Ok(BlockingTier::T2),
+        other => Err(Error::store(format!("unknown blocking key kind `{other}`"))),
+    }
 }
 
 impl SqliteStore {
-    /// The alias rows of `(kind, key)` pairs, keyed by pair.
-    async fn key_rows(
+    /// The alias rows of these keys, however many carry them.
+    pub(crate) async fn entity_key_rows_impl(
         &self,
-        ns: &str,
-        pairs: &[(&str, &str)],
-    ) -> Result<HashMap<(String, String), KeyRows>> {
-        let mut out: HashMap<(String, String), KeyRows> = HashMap::new();
-        for batch in pairs.chunks(200) {
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        let ns = ns.to_string();
+        let mut out: HashMap<BlockingKey, Vec<(EntityId, String)>> =
+            keys.iter().map(|k| (k.clone(), vec![])).collect();
+        for batch in keys.chunks(200) {
             let values = vec!["(?, ?)"; batch.len()].join(", ");
             let sql = format!(
                 "WITH wanted(kind, key) AS (VALUES {values})
@@ -176,69 +135,35 @@ impl SqliteStore {
                  JOIN entity_keys k ON k.namespace_id = ? AND k.kind = w.kind AND k.key = w.key"
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
-            for (kind, key) in batch {
-                q = q.bind(*kind).bind(*key);
+            for (tier, key) in batch {
+                q = q.bind(kind_of(*tier)).bind(key);
             }
-            for r in q.bind(ns).fetch_all(&self.read).await.map_err(db_err)? {
-                out.entry((r.get("kind"), r.get("key")))
-                    .or_default()
-                    .push((r.get("entity_id"), r.get("alias_lemma")));
+            for r in q.bind(&ns).fetch_all(&self.read).await.map_err(db_err)? {
+                let key = (tier_of(&r.get::<String, _>("kind"))?, r.get("key"));
+                out.entry(key).or_default().push((
+                    parse_id(&r.get::<String, _>("entity_id"))?,
+                    r.get("alias_lemma"),
+                ));
             }
         }
-        Ok(out)
-    }
-
-    /// The three blocking tiers in one statement: every key's stored row count, and
-    /// the alias rows of the keys worth blocking on (the exact lemma always; a
-    /// trigram or phonetic key when at most [`MAX_KEY_ROWS`] rows carry it). The
-    /// core rule ([`rememberstack_core::entities::selective_keys`]) then picks each
-    /// tier's keys; only when every key of a tier is that common are its rarest
-    /// keys' rows read by a second statement.
-    pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
-        Ok(self
-            .block_entities_many_impl(std::slice::from_ref(q))
-            .await?
-            .pop()
-            .unwrap_or_default())
-    }
-
-    /// [`Self::block_entities_impl`] for several queries of one namespace: the
-    /// counts and alias rows of all their keys are read together.
-    pub(crate) async fn block_entities_many_impl(
-        &self,
-        queries: &[BlockingQuery],
-    ) -> Result<Vec<BlockingResult>> {
-        let Some(first) = queries.first() else {
-            return Ok(vec![]);
-        };
-        if queries.iter().any(|q| q.namespace_id != first.namespace_id) {
-            return Err(Error::internal("blocking queries of several namespaces"));
-        }
-        let ns = first.namespace_id.to_string();
-        let tiers_of = |q: &BlockingQuery| {
-            [
-                (
-                    "lemma",
-                    BlockingTier::T0,
-                    distinct_keys(std::slice::from_ref(&q.lemma)),
-                ),
-                ("tri", BlockingTier::T1, distinct_keys(&q.trigrams)),
-                ("dm", BlockingTier::T2, distinct_keys(&q.phonetic)),
-            ]
-        };
-        let tiers: Vec<_> = queries.iter().map(tiers_of).collect();
-        let wanted: Vec<(&str, &str)> = tiers
+        Ok(keys
             .iter()
-            .flat_map(|t| {
-                t.iter()
-                    .flat_map(|(kind, _, keys)| keys.iter().map(move |k| (*kind, k.as_str())))
-            })
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        // (kind, key) -> rows carrying it; the alias rows read, by kind then key.
-        let mut counts: HashMap<(String, String), u64> = HashMap::new();
-        let mut rows: HashMap<(String, String), KeyRows> = HashMap::new();
+            .map(|k| (k.clone(), out.remove(k).unwrap_or_default()))
+            .collect())
+    }
+
+    /// Every key's stored row count and, in the same statement, the alias rows of
+    /// the keys worth blocking on (the exact lemma always; a trigram or phonetic key
+    /// when at most [`MAX_KEY_ROWS`] rows carry it).
+    pub(crate) async fn entity_key_data_impl(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<KeyData> {
+        let ns = ns.to_string();
+        let mut data = KeyData::default();
+        let wanted: BTreeSet<&BlockingKey> = keys.iter().collect();
+        let wanted: Vec<&BlockingKey> = wanted.into_iter().collect();
         for batch in wanted.chunks(200) {
             // `?1` and `?2` come first; the pairs are numbered after them.
             let values = (0..batch.len())
@@ -261,65 +186,76 @@ impl SqliteStore {
             let mut query = sqlx::query(AssertSqlSafe(sql))
                 .bind(&ns)
                 .bind(MAX_KEY_ROWS as i64);
-            for (kind, key) in batch {
-                query = query.bind(*kind).bind(*key);
+            for (tier, key) in batch {
+                query = query.bind(kind_of(*tier)).bind(key.as_str());
             }
+            let mut rows: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
             for r in query.fetch_all(&self.read).await.map_err(db_err)? {
-                let pair = (r.get::<String, _>("kind"), r.get::<String, _>("key"));
+                let key = (
+                    tier_of(&r.get::<String, _>("kind"))?,
+                    r.get::<String, _>("key"),
+                );
                 match r.get::<Option<String>, _>("entity_id") {
                     None => {
-                        counts.insert(pair, r.get::<i64, _>("n").max(0) as u64);
+                        data.counts.insert(key, r.get::<i64, _>("n").max(0) as u64);
                     }
                     Some(entity) => rows
-                        .entry(pair)
+                        .entry(key)
                         .or_default()
-                        .push((entity, r.get("alias_lemma"))),
+                        .push((parse_id(&entity)?, r.get("alias_lemma"))),
+                }
+            }
+            for key in batch {
+                if KeyData::rows_read_with_counts(key, data.count(key)) {
+                    data.load((*key).clone(), rows.remove(*key).unwrap_or_default());
                 }
             }
         }
+        Ok(data)
+    }
+
+    /// The three blocking tiers of a query (see [`Self::block_entities_many_impl`]).
+    pub(crate) async fn block_entities_impl(&self, q: &BlockingQuery) -> Result<BlockingResult> {
+        Ok(self
+            .block_entities_many_impl(std::slice::from_ref(q))
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// The blocks of several queries of one namespace: the counts and alias rows of
+    /// all their keys in one statement, then each block by the core rule
+    /// ([`KeyData::block`]); only when every key of a tier is too common are its
+    /// rarest keys' rows read by a second statement.
+    pub(crate) async fn block_entities_many_impl(
+        &self,
+        queries: &[BlockingQuery],
+    ) -> Result<Vec<BlockingResult>> {
+        let Some(first) = queries.first() else {
+            return Ok(vec![]);
+        };
+        let ns = first.namespace_id;
+        if queries.iter().any(|q| q.namespace_id != ns) {
+            return Err(Error::internal("blocking queries of several namespaces"));
+        }
+        let keys: Vec<BlockingKey> = queries
+            .iter()
+            .flat_map(|q| {
+                query_keys(q)
+                    .into_iter()
+                    .flat_map(|(tier, keys)| keys.into_iter().map(move |k| (tier, k)))
+            })
+            .collect();
+        let mut data = self.entity_key_data_impl(ns, &keys).await?;
         let mut out = Vec::with_capacity(queries.len());
-        for (q, tiers) in queries.iter().zip(&tiers) {
-            let mut result = BlockingResult::default();
-            for (kind, via, keys) in tiers {
-                if keys.is_empty() {
-                    continue;
+        for q in queries {
+            let unread = data.unread(q);
+            if !unread.is_empty() {
+                for (key, rows) in self.entity_key_rows_impl(ns, &unread).await? {
+                    data.load(key, rows);
                 }
-                let count = |k: &str| {
-                    counts
-                        .get(&(kind.to_string(), k.to_string()))
-                        .copied()
-                        .unwrap_or(0)
-                };
-                let (kept, pruned) = if *kind == "lemma" {
-                    (keys.clone(), false)
-                } else {
-                    rememberstack_core::entities::selective_keys(keys.clone(), count)
-                };
-                // Only when every key is common are kept keys' rows not read yet.
-                let unread: Vec<(&str, &str)> = kept
-                    .iter()
-                    .filter(|k| {
-                        *kind != "lemma"
-                            && count(k) > MAX_KEY_ROWS
-                            && !rows.contains_key(&(kind.to_string(), k.to_string()))
-                    })
-                    .map(|k| (*kind, k.as_str()))
-                    .collect();
-                if !unread.is_empty() {
-                    rows.extend(self.key_rows(&ns, &unread).await?);
-                }
-                let by_key: HashMap<&str, KeyRows> = kept
-                    .iter()
-                    .filter_map(|k| {
-                        rows.get(&(kind.to_string(), k.clone()))
-                            .map(|r| (k.as_str(), r.clone()))
-                    })
-                    .collect();
-                let (hits, truncated) = rank_tier(&kept, &by_key, q.limit, *via)?;
-                result.hits.extend(hits);
-                result.truncated |= truncated || pruned;
             }
-            out.push(result);
+            out.push(data.block(q));
         }
         Ok(out)
     }
@@ -1281,8 +1217,14 @@ pub(crate) mod tests {
         keys: &[String],
         limit: usize,
         via: BlockingTier,
-    ) -> (Vec<AliasHit>, bool) {
-        let keys = distinct_keys(keys);
+    ) -> (Vec<rememberstack_core::entities::AliasHit>, bool) {
+        let keys: Vec<String> = keys
+            .iter()
+            .filter(|k| !k.is_empty())
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         if keys.is_empty() {
             return (vec![], false);
         }
@@ -1342,7 +1284,7 @@ pub(crate) mod tests {
         kept.sort();
         let hits = kept
             .into_iter()
-            .map(|(e, alias_lemma)| AliasHit {
+            .map(|(e, alias_lemma)| rememberstack_core::entities::AliasHit {
                 entity_id: parse_id(&e).unwrap(),
                 alias_lemma,
                 via,

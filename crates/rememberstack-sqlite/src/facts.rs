@@ -12,10 +12,10 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::store::Lease;
 use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
-use rememberstack_core::{Error, Result};
+use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, HashMap};
@@ -339,6 +339,165 @@ impl SqliteStore {
         }
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    /// [`Self::commit_normalization_impl`] for several claims in one transaction: one
+    /// fence for every lease, then multi-row statements for the outputs, the staged
+    /// assertions, the predicate use counts and the follow-up work of the commits
+    /// whose lease held. A commit whose lease is gone writes nothing and gets
+    /// `lease_lost`.
+    pub(crate) async fn commit_normalizations_impl(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        if commits.is_empty() {
+            return Ok(vec![]);
+        }
+        let at = to_rfc3339(&now);
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        // work id -> namespace, for the leases that held.
+        let mut held: HashMap<String, String> = HashMap::new();
+        let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for c in &commits {
+            by_owner
+                .entry(c.lease.owner.as_str())
+                .or_default()
+                .push(c.lease.work_id.to_string());
+        }
+        for (owner, ids) in &by_owner {
+            for batch in ids.chunks(400) {
+                let sql = format!(
+                    "UPDATE processing_state SET status = 'done', lease_owner = NULL,
+                         lease_expires_at = NULL, defer_reason = NULL, last_error = NULL,
+                         updated_at = ?
+                     WHERE id IN ({}) AND status = 'running' AND lease_owner = ?
+                     RETURNING id, namespace_id",
+                    in_list(batch.len())
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql)).bind(now.timestamp_millis());
+                for id in batch {
+                    q = q.bind(id);
+                }
+                for r in q.bind(*owner).fetch_all(&mut *tx).await.map_err(db_err)? {
+                    held.insert(r.get("id"), r.get("namespace_id"));
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(commits.len());
+        let mut kept: Vec<(&NormalizationCommit, &String)> = Vec::new();
+        for c in &commits {
+            match held.get(&c.lease.work_id.to_string()) {
+                Some(ns) => {
+                    results.push(Ok(()));
+                    kept.push((c, ns));
+                }
+                None => results.push(Err(Error::new(
+                    ErrorCode::LeaseLost,
+                    format!(
+                        "work item {} is no longer leased to {}",
+                        c.lease.work_id, c.lease.owner
+                    ),
+                ))),
+            }
+        }
+        let mut outputs: Vec<(&String, String, &str, String)> = Vec::with_capacity(kept.len());
+        for (c, ns) in &kept {
+            outputs.push((
+                ns,
+                c.claim.to_string(),
+                &c.normalizer_version,
+                json(&c.output)?,
+            ));
+        }
+        insert_rows(
+            &mut tx,
+            "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at) ",
+            " ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
+                 output_json = excluded.output_json, created_at = excluded.created_at",
+            &outputs,
+            |mut row, (ns, claim, version, output)| {
+                row.push_bind(*ns)
+                    .push_bind(claim.clone())
+                    .push_bind(*version)
+                    .push_bind(output.clone())
+                    .push_bind(&at);
+            },
+        )
+        .await?;
+        let mut assertions: Vec<(&Assertion, &str, String, String)> = Vec::new();
+        for (c, _) in &kept {
+            for a in &c.assertions {
+                assertions.push((
+                    a,
+                    c.normalizer_version.as_str(),
+                    enum_str(&a.window.precision)?,
+                    enum_str(&a.validity_kind)?,
+                ));
+            }
+        }
+        // Uses are counted once per staged assertion: a replayed row counts nothing.
+        let mut uses: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for batch in assertions.chunks(48) {
+            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
+                     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
+                     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at) ",
+            );
+            q.push_values(batch, |mut row, (a, version, precision, validity)| {
+                row.push_bind(a.namespace_id.to_string())
+                    .push_bind(a.assertion_id.to_string())
+                    .push_bind(a.claim_id.to_string())
+                    .push_bind(a.document_id.to_string())
+                    .push_bind(a.version_id.to_string())
+                    .push_bind(*version)
+                    .push_bind(a.kind.as_str())
+                    .push_bind(a.subject.to_string())
+                    .push_bind(&a.predicate)
+                    .push_bind(a.object.map(|o| o.to_string()))
+                    .push_bind(&a.statement)
+                    .push_bind(a.window.valid_from.as_ref().map(to_rfc3339))
+                    .push_bind(a.window.valid_until.as_ref().map(to_rfc3339))
+                    .push_bind(precision.as_str())
+                    .push_bind(validity.as_str())
+                    .push_bind(to_rfc3339(&a.asserted_at))
+                    .push_bind(a.ordinal as i64)
+                    .push_bind(&at);
+            });
+            q.push(" ON CONFLICT DO NOTHING RETURNING namespace_id, kind, predicate");
+            for r in q.build().fetch_all(&mut *tx).await.map_err(db_err)? {
+                let kind: String = r.get("kind");
+                let Some(predicate) = r.get::<Option<String>, _>("predicate") else {
+                    continue;
+                };
+                if kind == FactKind::Relation.as_str() {
+                    *uses.entry((r.get("namespace_id"), predicate)).or_default() += 1;
+                }
+            }
+        }
+        let uses: Vec<((String, String), i64)> = uses.into_iter().collect();
+        insert_rows(
+            &mut tx,
+            "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses) ",
+            " ON CONFLICT (namespace_id, name) DO UPDATE SET uses = uses + excluded.uses",
+            &uses,
+            |mut row, ((ns, name), n)| {
+                row.push_bind(ns.clone())
+                    .push_bind(name.clone())
+                    .push_bind("")
+                    .push_bind("[]")
+                    .push_bind("other")
+                    .push_bind(*n);
+            },
+        )
+        .await?;
+        let follow_up: Vec<NewWork> = kept
+            .iter()
+            .flat_map(|(c, _)| c.follow_up.iter().cloned())
+            .collect();
+        insert_work(&mut tx, &follow_up, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(results)
     }
 
     pub(crate) async fn normalization_impl(

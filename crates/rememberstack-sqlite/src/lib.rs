@@ -23,8 +23,8 @@ use blobs::BlobDir;
 use conns::Conns;
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::entities::{
-    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, Mention,
-    MergeEvent, ResolutionCommit, ResolutionDecision,
+    BlockingKey, BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord,
+    KeyData, Mention, MergeEvent, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
@@ -1943,6 +1943,14 @@ impl MemoryStore for SqliteStore {
         self.predicates_impl(ns).await
     }
 
+    async fn commit_normalizations(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        self.commit_normalizations_impl(commits, now).await
+    }
+
     async fn commit_normalization(
         &self,
         lease: &Lease,
@@ -2006,6 +2014,18 @@ impl MemoryStore for SqliteStore {
 
     fn locks_in_process(&self) -> bool {
         true
+    }
+
+    async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
+        self.entity_key_data_impl(ns, keys).await
+    }
+
+    async fn entity_key_rows(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        self.entity_key_rows_impl(ns, keys).await
     }
 
     async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>> {

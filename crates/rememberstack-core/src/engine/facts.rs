@@ -11,6 +11,7 @@ use crate::entities::normalize::{
 };
 use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request};
 use crate::entities::*;
+use crate::entities::{BlockingKey, alias_keys, query_keys};
 use crate::facts::adjudicate::{
     AdjudicationInput, ChatVerdict, adjudication_request, merged_window, offline_verdict,
     parse_adjudication, statement_codes, supersede_close,
@@ -551,12 +552,36 @@ impl Engine {
         for l in lemmas {
             guards.push(self.lock(format!("lemma:{ns}:{l}")).await?);
         }
-        let blocks = self.store.block_entities_many(&queries).await?;
-        let hit_ids: Vec<EntityId> = blocks
+        // The stored blocking keys of every name, read once; each block is computed
+        // from them by the stores' own rule, with the rows the batch adds.
+        let keys: Vec<BlockingKey> = queries
             .iter()
-            .flat_map(|b| b.hits.iter().map(|h| h.entity_id))
+            .flat_map(|q| {
+                query_keys(q)
+                    .into_iter()
+                    .flat_map(|(tier, keys)| keys.into_iter().map(move |k| (tier, k)))
+            })
             .collect();
-        let roots = self.roots_of(ns, &hit_ids).await?;
+        let mut data = self.store.entity_key_data(ns, &keys).await?;
+        for q in &queries {
+            let unread = data.unread(q);
+            if !unread.is_empty() {
+                for (key, rows) in self.store.entity_key_rows(ns, &unread).await? {
+                    data.load(key, rows);
+                }
+            }
+        }
+        let hit_ids: Vec<EntityId> = queries
+            .iter()
+            .flat_map(|q| data.block(q).hits.into_iter().map(|h| h.entity_id))
+            .collect();
+        let mut roots = self.roots_of(ns, &hit_ids).await?;
+        // Each root under its own id too: its aliases are those of the entity a
+        // reference resolves to.
+        let own: Vec<EntityRecord> = roots.values().cloned().collect();
+        for e in own {
+            roots.entry(e.entity_id).or_insert(e);
+        }
         let mut pairs: Vec<(DocumentId, String)> = refs
             .iter()
             .map(|r| (plans[r.plan].claim.document_id, r.name_lemma.clone()))
@@ -570,84 +595,134 @@ impl Engine {
                 .or_default()
                 .push(b);
         }
-        let mut covered: Vec<EntityId> = roots.values().map(|e| e.entity_id).collect();
+        let mut covered: HashSet<EntityId> = roots.values().map(|e| e.entity_id).collect();
         covered.extend(bindings.values().flatten().map(|b| b.entity_id));
-        covered.sort();
-        covered.dedup();
-        let exclusions = self.store.exclusions(ns, &covered).await?;
-        // What the batch has written since those reads.
-        let mut dirty: HashSet<(BlockingTier, String)> = HashSet::new();
-        let mut known: HashMap<EntityId, HashSet<String>> = roots
-            .values()
-            .map(|e| (e.entity_id, e.aliases.iter().cloned().collect()))
-            .collect();
+        let mut exclusions = self
+            .store
+            .exclusions(ns, &covered.iter().copied().collect::<Vec<_>>())
+            .await?;
+        // The key rows each entity's aliases are stored under (what a new alias of
+        // it adds is the rest).
+        let mut stored_rows: HashMap<EntityId, HashSet<(BlockingKey, String)>> = HashMap::new();
         let mut pending: Vec<((usize, u32), ResolutionCommit)> = Vec::new();
-        let mut fresh = 0usize;
         for r in &refs {
-            let reference = plans[r.plan].normalized.entities[r.ordinal as usize].clone();
-            let reference = &reference;
+            let plan = &plans[r.plan];
+            let reference = &plan.normalized.entities[r.ordinal as usize];
             let query = &queries[r.query];
-            let pair = (plans[r.plan].claim.document_id, r.name_lemma.clone());
-            let commit = if blocking_keys(query).any(|k| dirty.contains(&k)) {
-                // Its block may hold what the batch added: decide it on a fresh
-                // snapshot, with everything pending written first.
-                fresh += 1;
-                self.flush_resolutions(&mut pending, &mut plans).await?;
-                let plan = &plans[r.plan];
-                let snap = self
-                    .snapshot(ns, plan.claim.document_id, &r.name, &r.name_lemma)
-                    .await?;
-                let verdict = self
-                    .decide(
-                        &plan.item,
-                        &plan.claim,
-                        (r.ordinal, 0),
-                        (&r.name, &r.name_lemma),
-                        &snap,
-                    )
-                    .await?;
-                self.build_commit(
-                    ns,
+            let pair = (plan.claim.document_id, r.name_lemma.clone());
+            let unread = data.unread(query);
+            if !unread.is_empty() {
+                for (key, rows) in self.store.entity_key_rows(ns, &unread).await? {
+                    data.load(key, rows);
+                }
+            }
+            let block = data.block(query);
+            // Entities no earlier read has seen (a key that became the rarest).
+            let unseen: Vec<EntityId> = block
+                .hits
+                .iter()
+                .map(|h| h.entity_id)
+                .filter(|e| !roots.contains_key(e))
+                .collect();
+            if !unseen.is_empty() {
+                let mut found = self.roots_of(ns, &unseen).await?;
+                let own: Vec<EntityRecord> = found.values().cloned().collect();
+                for e in own {
+                    found.entry(e.entity_id).or_insert(e);
+                }
+                let fresh: Vec<EntityId> = found
+                    .values()
+                    .map(|e| e.entity_id)
+                    .filter(|e| covered.insert(*e))
+                    .collect();
+                if !fresh.is_empty() {
+                    exclusions.extend(self.store.exclusions(ns, &fresh).await?);
+                }
+                roots.extend(found);
+            }
+            let (candidates, complete) = self.candidates(&r.name_lemma, &block, &roots)?;
+            let bound = bindings.get(&pair).cloned().unwrap_or_default();
+            let snap = finish_snapshot(candidates, complete, bound, &exclusions);
+            let verdict = self
+                .decide(
+                    &plan.item,
                     &plan.claim,
                     (r.ordinal, 0),
-                    reference,
                     (&r.name, &r.name_lemma),
                     &snap,
-                    verdict,
-                    &resolver_version,
                 )
-            } else {
-                let plan = &plans[r.plan];
-                let (candidates, complete) =
-                    self.candidates(&r.name_lemma, &blocks[r.query], &roots)?;
-                let bound = bindings.get(&pair).cloned().unwrap_or_default();
-                let snap = finish_snapshot(candidates, complete, bound, &exclusions);
-                let verdict = self
-                    .decide(
-                        &plan.item,
-                        &plan.claim,
-                        (r.ordinal, 0),
-                        (&r.name, &r.name_lemma),
-                        &snap,
-                    )
-                    .await?;
-                self.build_commit(
-                    ns,
-                    &plan.claim,
-                    (r.ordinal, 0),
-                    reference,
-                    (&r.name, &r.name_lemma),
-                    &snap,
-                    verdict,
-                    &resolver_version,
-                )
-            };
-            // Record what this commit adds, as the store will write it.
+                .await?;
+            let commit = self.build_commit(
+                ns,
+                &plan.claim,
+                (r.ordinal, 0),
+                reference,
+                (&r.name, &r.name_lemma),
+                &snap,
+                verdict,
+                &resolver_version,
+            );
+            // What the commit will add, as the store will write it: a minted entity,
+            // the key rows of aliases new to their entity, the binding.
             let entity = commit.decision.entity_id;
-            let aliases = known.entry(entity).or_default();
+            if commit.mint.is_none() && !roots.contains_key(&entity) {
+                // A replayed match outside every block: its aliases are read.
+                let found = self.roots_of(ns, &[entity]).await?;
+                if let Some(e) = found.get(&entity) {
+                    roots.insert(e.entity_id, e.clone());
+                }
+            }
+            if let Some((canonical_name, lemma)) = &commit.mint {
+                roots.insert(
+                    entity,
+                    EntityRecord {
+                        entity_id: entity,
+                        namespace_id: ns,
+                        canonical_name: canonical_name.clone(),
+                        lemma: lemma.clone(),
+                        aliases: vec![],
+                        merged_into: None,
+                        profile_summary: None,
+                        profile_key: None,
+                        // As stored: to the millisecond.
+                        created_at: crate::time::parse_rfc3339(&crate::time::to_rfc3339(
+                            &commit.decision.created_at,
+                        ))
+                        .unwrap_or(commit.decision.created_at),
+                        mention_count: 0,
+                    },
+                );
+            }
+            let stored = stored_rows.entry(entity).or_insert_with(|| {
+                roots
+                    .get(&entity)
+                    .filter(|e| e.entity_id == entity)
+                    .map(|e| {
+                        e.aliases
+                            .iter()
+                            .flat_map(|surface| {
+                                let a = NewAlias::of(surface);
+                                alias_keys(&a)
+                                    .into_iter()
+                                    .map(move |k| (k, a.lemma.clone()))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            });
+            let known = roots.get_mut(&entity).filter(|e| e.entity_id == entity);
+            let mut known_surfaces = known.map(|e| &mut e.aliases);
             for a in &commit.aliases {
-                if commit.mint.is_some() || aliases.insert(a.surface.clone()) {
-                    dirty.extend(alias_keys(a));
+                if let Some(surfaces) = known_surfaces.as_deref_mut() {
+                    if surfaces.contains(&a.surface) {
+                        continue; // a known alias: the store writes nothing for it
+                    }
+                    surfaces.push(a.surface.clone());
+                }
+                for key in alias_keys(a) {
+                    if stored.insert((key.clone(), a.lemma.clone())) {
+                        data.add(key, entity, &a.lemma);
+                    }
                 }
             }
             if let Some(b) = &commit.binding {
@@ -665,21 +740,23 @@ impl Engine {
             target: "rememberstack::work",
             claims = plans.len(),
             references = refs.len(),
-            fresh,
             "normalize batch resolved"
         );
-        for plan in plans {
-            let result = self
-                .commit_normalized(
-                    &plan.item,
-                    &plan.claim,
-                    &version,
-                    &plan.normalized,
-                    &plan.ids,
-                )
-                .await
-                .map(|()| Outcome::Completed);
-            out.push((plan.item, result));
+        let commits = plans
+            .iter()
+            .map(|p| self.normalization_commit(&p.item, &p.claim, &version, &p.normalized, &p.ids))
+            .collect();
+        let results = self
+            .store
+            .commit_normalizations(commits, self.clock.now())
+            .await?;
+        for (plan, result) in plans.into_iter().zip(results) {
+            out.push((
+                plan.item,
+                result
+                    .map(|()| Outcome::Completed)
+                    .map_err(StageError::from),
+            ));
         }
         Ok(out)
     }
@@ -713,9 +790,32 @@ impl Engine {
         normalized: &NormalizedClaim,
         ids: &[Option<EntityId>],
     ) -> StageResult<()> {
+        let c = self.normalization_commit(item, claim, version, normalized, ids);
+        self.store
+            .commit_normalization(
+                &c.lease,
+                c.claim,
+                &c.normalizer_version,
+                c.output,
+                c.assertions,
+                c.follow_up,
+                self.clock.now(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// What committing a claim's normalization writes.
+    fn normalization_commit(
+        &self,
+        item: &WorkItem,
+        claim: &ClaimRecord,
+        version: &str,
+        normalized: &NormalizedClaim,
+        ids: &[Option<EntityId>],
+    ) -> NormalizationCommit {
         let ns = item.namespace_id;
         let now = self.clock.now();
-        let claim_id = claim.claim_id;
         let assertions = assertions_for(item, claim, normalized, ids);
         let adjudicator = self.adjudicator_version();
         let subjects: BTreeSet<EntityId> = assertions.iter().map(|a| a.subject).collect();
@@ -732,22 +832,17 @@ impl Engine {
                 )
             })
             .collect();
-        let output = serde_json::json!({
-            "normalized": normalized,
-            "entity_ids": ids,
-        });
-        self.store
-            .commit_normalization(
-                &Lease::of(item),
-                claim_id,
-                version,
-                output,
-                assertions,
-                follow_up,
-                self.clock.now(),
-            )
-            .await?;
-        Ok(())
+        NormalizationCommit {
+            lease: Lease::of(item),
+            claim: claim.claim_id,
+            normalizer_version: version.to_string(),
+            output: serde_json::json!({
+                "normalized": normalized,
+                "entity_ids": ids,
+            }),
+            assertions,
+            follow_up,
+        }
     }
 
     /// Follow merge redirects to the active root.
@@ -2191,18 +2286,4 @@ fn normalize_input(claim: &ClaimRecord) -> NormalizeInput {
         document_title: claim.document_title.clone(),
         validity: claim.validity.clone(),
     }
-}
-
-/// The blocking keys a query reads, by tier.
-fn blocking_keys(q: &BlockingQuery) -> impl Iterator<Item = (BlockingTier, String)> + '_ {
-    std::iter::once((BlockingTier::T0, q.lemma.clone()))
-        .chain(q.trigrams.iter().map(|t| (BlockingTier::T1, t.clone())))
-        .chain(q.phonetic.iter().map(|p| (BlockingTier::T2, p.clone())))
-}
-
-/// The blocking keys an alias is stored under, by tier.
-fn alias_keys(a: &NewAlias) -> impl Iterator<Item = (BlockingTier, String)> + '_ {
-    std::iter::once((BlockingTier::T0, a.lemma.clone()))
-        .chain(a.trigrams.iter().map(|t| (BlockingTier::T1, t.clone())))
-        .chain(a.phonetic.iter().map(|p| (BlockingTier::T2, p.clone())))
 }

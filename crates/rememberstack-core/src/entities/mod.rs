@@ -8,6 +8,7 @@ pub mod t4;
 use crate::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// The resolver generation stamped on every decision made with a chat model (T4).
 pub const RESOLVER_VERSION: &str = "resolver-2026.11a";
@@ -145,6 +146,148 @@ pub struct BlockingResult {
     pub hits: Vec<AliasHit>,
     /// Whether some tier hit its limit (candidate completeness is then `false`).
     pub truncated: bool,
+}
+
+/// A blocking key: its tier (T0 a lemma, T1 a trigram, T2 a phonetic code) and value.
+pub type BlockingKey = (BlockingTier, String);
+
+/// The keys a query blocks on, tier by tier: sorted, deduplicated, non-empty.
+pub fn query_keys(q: &BlockingQuery) -> [(BlockingTier, Vec<String>); 3] {
+    let distinct = |keys: &[String]| -> Vec<String> {
+        keys.iter()
+            .filter(|k| !k.is_empty())
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    [
+        (BlockingTier::T0, distinct(std::slice::from_ref(&q.lemma))),
+        (BlockingTier::T1, distinct(&q.trigrams)),
+        (BlockingTier::T2, distinct(&q.phonetic)),
+    ]
+}
+
+/// The keys an alias is stored under.
+pub fn alias_keys(a: &NewAlias) -> Vec<BlockingKey> {
+    std::iter::once((BlockingTier::T0, a.lemma.clone()))
+        .chain(a.trigrams.iter().map(|t| (BlockingTier::T1, t.clone())))
+        .chain(a.phonetic.iter().map(|p| (BlockingTier::T2, p.clone())))
+        .filter(|(_, k)| !k.is_empty())
+        .collect()
+}
+
+/// What blocking reads of the stored keys: how many alias rows carry each key, and
+/// the rows (entity, alias lemma) of the keys read. A block is computed from it by
+/// one rule ([`KeyData::block`]) whichever store holds the keys.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyData {
+    /// Alias rows carrying each key (absent: none).
+    pub counts: HashMap<BlockingKey, u64>,
+    /// The alias rows of each key read (absent: not read).
+    pub rows: HashMap<BlockingKey, Vec<(EntityId, String)>>,
+    /// Rows added by [`KeyData::add`] to keys not read yet, merged in when they are.
+    added: HashMap<BlockingKey, Vec<(EntityId, String)>>,
+}
+
+impl KeyData {
+    /// The key count (0 when absent).
+    pub fn count(&self, key: &BlockingKey) -> u64 {
+        self.counts.get(key).copied().unwrap_or(0)
+    }
+
+    /// Whether a store must read a key's rows with its count: an exact lemma always,
+    /// another key when at most [`MAX_KEY_ROWS`] rows carry it.
+    pub fn rows_read_with_counts(key: &BlockingKey, count: u64) -> bool {
+        key.0 == BlockingTier::T0 || count <= MAX_KEY_ROWS
+    }
+
+    /// Each tier's kept keys ([`selective_keys`]; every exact lemma is kept) and
+    /// whether some were dropped.
+    fn kept(&self, q: &BlockingQuery) -> Vec<(BlockingTier, Vec<String>, bool)> {
+        query_keys(q)
+            .into_iter()
+            .filter(|(_, keys)| !keys.is_empty())
+            .map(|(tier, keys)| {
+                if tier == BlockingTier::T0 {
+                    (tier, keys, false)
+                } else {
+                    let (kept, pruned) =
+                        selective_keys(keys, |k| self.count(&(tier, k.to_string())));
+                    (tier, kept, pruned)
+                }
+            })
+            .collect()
+    }
+
+    /// The kept keys of `q` whose rows are not read yet (the store reads them with
+    /// [`crate::store::MemoryStore::entity_key_rows`], then [`KeyData::load`]).
+    pub fn unread(&self, q: &BlockingQuery) -> Vec<BlockingKey> {
+        self.kept(q)
+            .into_iter()
+            .flat_map(|(tier, keys, _)| keys.into_iter().map(move |k| (tier, k)))
+            .filter(|k| !self.rows.contains_key(k))
+            .collect()
+    }
+
+    /// The stored rows of a key, with the rows [`KeyData::add`] gave it meanwhile.
+    pub fn load(&mut self, key: BlockingKey, mut rows: Vec<(EntityId, String)>) {
+        rows.extend(self.added.remove(&key).unwrap_or_default());
+        self.rows.insert(key, rows);
+    }
+
+    /// A new alias row (entity, alias lemma) under `key`: counted, and listed where
+    /// the key's rows are read. The caller adds only rows the store does not hold.
+    pub fn add(&mut self, key: BlockingKey, entity: EntityId, alias_lemma: &str) {
+        *self.counts.entry(key.clone()).or_default() += 1;
+        let row = (entity, alias_lemma.to_string());
+        match self.rows.get_mut(&key) {
+            Some(rows) => rows.push(row),
+            None => self.added.entry(key).or_default().push(row),
+        }
+    }
+
+    /// The block of `q`, tier by tier: the kept keys' rows, the `limit` entities
+    /// sharing the most distinct kept keys (ties by id) with the alias lemmas through
+    /// which they share them, and whether a tier had more entities or dropped keys.
+    /// Kept keys whose rows are not read count as carrying none.
+    pub fn block(&self, q: &BlockingQuery) -> BlockingResult {
+        let mut result = BlockingResult::default();
+        for (via, kept, pruned) in self.kept(q) {
+            // entity -> (distinct keys shared, alias lemmas sharing them)
+            let mut by_entity: HashMap<EntityId, (usize, std::collections::BTreeSet<&str>)> =
+                HashMap::new();
+            for key in &kept {
+                let mut seen: std::collections::HashSet<EntityId> = Default::default();
+                for (entity, alias) in self.rows.get(&(via, key.clone())).into_iter().flatten() {
+                    let entry = by_entity.entry(*entity).or_default();
+                    if seen.insert(*entity) {
+                        entry.0 += 1;
+                    }
+                    entry.1.insert(alias.as_str());
+                }
+            }
+            let mut ranked: Vec<(EntityId, usize)> =
+                by_entity.iter().map(|(e, (n, _))| (*e, *n)).collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let truncated = ranked.len() > q.limit;
+            ranked.truncate(q.limit);
+            let mut hits: Vec<(EntityId, &str)> = ranked
+                .iter()
+                .flat_map(|(entity, _)| by_entity[entity].1.iter().map(move |a| (*entity, *a)))
+                .collect();
+            hits.sort_unstable();
+            result
+                .hits
+                .extend(hits.into_iter().map(|(entity_id, alias)| AliasHit {
+                    entity_id,
+                    alias_lemma: alias.to_string(),
+                    via,
+                }));
+            result.truncated |= truncated || pruned;
+        }
+        result
+    }
 }
 
 /// A candidate as the resolver saw it, in D103 order (audit row of a decision).

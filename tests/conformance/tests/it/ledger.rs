@@ -374,3 +374,103 @@ async fn offline_stages_run_as_write_groups_and_a_provider_call_keeps_its_stage_
         );
     }
 }
+
+#[tokio::test]
+async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
+    for h in stores().await {
+        let now = chrono::Utc::now();
+        let ns = h.store.ensure_namespace("batch", now).await.unwrap().id;
+        let version = rememberstack::VersionId::new();
+        let claims = [rememberstack::ClaimId::new(), rememberstack::ClaimId::new()];
+        let work = claims
+            .iter()
+            .map(|c| NewWork::now(ns, Stage::Normalize, c.uuid(), version, "n1", now))
+            .collect();
+        h.store.enqueue(work, now).await.unwrap();
+        let items = h
+            .store
+            .claim(&ClaimRequest {
+                owner: "worker".into(),
+                stages: vec![Stage::Normalize],
+                limit: 10,
+                lease_until: now + chrono::Duration::seconds(60),
+                now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(items.len(), 2);
+        let commit = |item: &rememberstack::ledger::WorkItem, owner: &str| {
+            rememberstack::store::NormalizationCommit {
+                lease: Lease {
+                    work_id: item.id,
+                    owner: owner.into(),
+                },
+                claim: rememberstack::ClaimId(item.target_id),
+                normalizer_version: "n1".into(),
+                output: serde_json::json!({"n": item.target_id}),
+                assertions: vec![],
+                follow_up: vec![NewWork::now(
+                    ns,
+                    Stage::Adjudicate,
+                    item.target_id,
+                    version,
+                    "a1",
+                    now,
+                )],
+            }
+        };
+        // The first commit holds its lease; the second names a worker that does not.
+        let results = h
+            .store
+            .commit_normalizations(
+                vec![
+                    commit(&items[0], "worker"),
+                    commit(&items[1], "someone-else"),
+                ],
+                now,
+            )
+            .await
+            .unwrap();
+        assert!(results[0].is_ok(), "{}: {:?}", h.kind, results[0]);
+        assert_eq!(
+            results[1].as_ref().unwrap_err().code(),
+            ErrorCode::LeaseLost,
+            "{}",
+            h.kind
+        );
+        let first = rememberstack::ClaimId(items[0].target_id);
+        let second = rememberstack::ClaimId(items[1].target_id);
+        assert!(
+            h.store
+                .normalization(ns, first, "n1")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            h.store
+                .normalization(ns, second, "n1")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let done = h.store.work_item(items[0].id).await.unwrap().unwrap();
+        let running = h.store.work_item(items[1].id).await.unwrap().unwrap();
+        assert_eq!(done.status, WorkStatus::Done);
+        assert_eq!(running.status, WorkStatus::Running);
+        // Only the committed one's follow-up was enqueued.
+        let adjudications = h
+            .store
+            .claim(&ClaimRequest {
+                owner: "worker".into(),
+                stages: vec![Stage::Adjudicate],
+                limit: 10,
+                lease_until: now + chrono::Duration::seconds(60),
+                now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(adjudications.len(), 1, "{}", h.kind);
+        assert_eq!(adjudications[0].target_id, items[0].target_id);
+    }
+}
