@@ -8,7 +8,7 @@
 //! driver thread and the SQLite writer's worker thread are both pinned to one CPU,
 //! and everything else stays free.
 //!
-//! Both also run under Linux's `SCHED_BATCH` policy (at nice 0). A woken thread of
+//! Both also run under Linux's `SCHED_BATCH` policy (when not started niced). A woken thread of
 //! that policy does not preempt the running one: when the worker sends the rows of
 //! a result one message at a time, it goes on sending instead of handing the CPU to
 //! the woken pipeline thread after every row, which then takes them all at once.
@@ -49,8 +49,8 @@ pub fn pin_to_pipeline_cpu() -> bool {
     pinned
 }
 
-/// Give the calling thread `SCHED_BATCH` (Linux only; best effort: a refusal leaves
-/// the thread as it was).
+/// Give the calling thread `SCHED_BATCH` at nice 0 (Linux only, and only a thread at
+/// nice 0; best effort: a refusal leaves the thread as it was).
 fn batch_policy() {
     #[cfg(target_os = "linux")]
     {
@@ -58,12 +58,26 @@ fn batch_policy() {
             NormalThreadSchedulePolicy, ThreadSchedulePolicy, set_thread_priority_and_policy,
             thread_native_id,
         };
+        // Setting the policy sets the nice value to 0 too: a thread started niced
+        // (`nice remember worker`) keeps its own policy and niceness instead.
+        let nice = current_nice();
+        if nice != Some(0) {
+            return;
+        }
         let _ = set_thread_priority_and_policy(
             thread_native_id(),
             thread_priority::ThreadPriority::Os(thread_priority::ThreadPriorityOsValue::default()),
             ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch),
         );
     }
+}
+
+/// The calling thread's nice value (Linux `/proc`; `None` elsewhere).
+pub fn current_nice() -> Option<i32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    // After the command come the state (field 3) … the nice value (field 19).
+    after.split_whitespace().nth(16)?.parse::<i32>().ok()
 }
 
 /// Whether the calling thread runs under `SCHED_BATCH` (always false off Linux).
@@ -97,7 +111,7 @@ mod tests {
             assert!(!pin_to_pipeline_cpu());
             return;
         };
-        let (seen, batch, inherited) = std::thread::spawn(|| {
+        let (seen, batch, inherited, nice) = std::thread::spawn(|| {
             assert!(
                 !runs_batch_policy(),
                 "a new test thread runs the default policy"
@@ -107,16 +121,19 @@ mod tests {
                 .map(|ids| ids.iter().map(|c| c.id).collect::<Vec<_>>());
             // A thread it starts (as sqlx starts a connection's worker) inherits both.
             let inherited = std::thread::spawn(runs_batch_policy).join().unwrap();
-            (ids, runs_batch_policy(), inherited)
+            (ids, runs_batch_policy(), inherited, current_nice())
         })
         .join()
         .unwrap();
         if let Some(ids) = seen {
             assert_eq!(ids, vec![cpu]);
         }
-        if cfg!(target_os = "linux") {
+        if cfg!(target_os = "linux") && nice == Some(0) {
             assert!(batch, "the pinned thread runs SCHED_BATCH");
             assert!(inherited, "its child thread inherits SCHED_BATCH");
+        } else {
+            // A niced thread keeps its policy and niceness.
+            assert!(!batch);
         }
     }
 }

@@ -186,7 +186,11 @@ impl SqliteStore {
             // Statement and savepoint journals (every store transaction inside a
             // write group is a savepoint) in memory, not a temporary file: each page
             // a savepoint first touches would otherwise be written out once more.
-            .pragma("temp_store", "memory");
+            .pragma("temp_store", "memory")
+            // Multi-row statements and IN lists come in many shapes (one per row
+            // count): sqlx's default of 100 cached statements made the writer
+            // re-prepare them all the time.
+            .statement_cache_capacity(1024);
         // Migrations run on a connection of their own: sqlx's migrator takes a
         // pool (on a borrowed connection its future is not provably `Send`).
         let migrating = sqlx::sqlite::SqlitePoolOptions::new()

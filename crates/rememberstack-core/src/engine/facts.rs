@@ -571,9 +571,22 @@ impl Engine {
                 }
             }
         }
-        let hit_ids: Vec<EntityId> = queries
+        // Each query's block, computed once and again only after the batch adds a
+        // row under one of its keys.
+        let mut blocks: Vec<Option<BlockingResult>> =
+            queries.iter().map(|q| Some(data.block(q))).collect();
+        let mut queries_of: HashMap<BlockingKey, Vec<usize>> = HashMap::new();
+        for (i, q) in queries.iter().enumerate() {
+            for (tier, keys) in query_keys(q) {
+                for k in keys {
+                    queries_of.entry((tier, k)).or_default().push(i);
+                }
+            }
+        }
+        let hit_ids: Vec<EntityId> = blocks
             .iter()
-            .flat_map(|q| data.block(q).hits.into_iter().map(|h| h.entity_id))
+            .flatten()
+            .flat_map(|b| b.hits.iter().map(|h| h.entity_id))
             .collect();
         let mut roots = self.roots_of(ns, &hit_ids).await?;
         // Each root under its own id too: its aliases are those of the entity a
@@ -610,13 +623,16 @@ impl Engine {
             let reference = &plan.normalized.entities[r.ordinal as usize];
             let query = &queries[r.query];
             let pair = (plan.claim.document_id, r.name_lemma.clone());
-            let unread = data.unread(query);
-            if !unread.is_empty() {
-                for (key, rows) in self.store.entity_key_rows(ns, &unread).await? {
-                    data.load(key, rows);
+            if blocks[r.query].is_none() {
+                let unread = data.unread(query);
+                if !unread.is_empty() {
+                    for (key, rows) in self.store.entity_key_rows(ns, &unread).await? {
+                        data.load(key, rows);
+                    }
                 }
+                blocks[r.query] = Some(data.block(query));
             }
-            let block = data.block(query);
+            let block = blocks[r.query].clone().unwrap_or_default();
             // Entities no earlier read has seen (a key that became the rarest).
             let unseen: Vec<EntityId> = block
                 .hits
@@ -721,6 +737,9 @@ impl Engine {
                 }
                 for key in alias_keys(a) {
                     if stored.insert((key.clone(), a.lemma.clone())) {
+                        for q in queries_of.get(&key).into_iter().flatten() {
+                            blocks[*q] = None;
+                        }
                         data.add(key, entity, &a.lemma);
                     }
                 }
