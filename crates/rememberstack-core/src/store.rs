@@ -1501,6 +1501,22 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<Assertion>>;
     /// Distinct subjects of a version's unapplied assertions.
     async fn pending_subjects(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<EntityId>>;
+    /// Apply several assertions of one namespace in order, each exactly as
+    /// [`MemoryStore::apply_assertion`] would at its transcript's `created_at` (a
+    /// store may write them in one transaction). Returns, for each, whether it was
+    /// applied (`false`: applied before).
+    async fn apply_assertions(
+        &self,
+        ns: NamespaceId,
+        commits: Vec<ApplyCommit>,
+    ) -> Result<Vec<bool>> {
+        let mut out = Vec::with_capacity(commits.len());
+        for c in commits {
+            let at = c.transcript.created_at;
+            out.push(self.apply_assertion(ns, c, at).await?);
+        }
+        Ok(out)
+    }
     /// Apply one assertion atomically (new fact, evidence, windows, contradiction group,
     /// supersession, transcript) and mark it applied. A second apply of the same
     /// assertion is a no-op returning `false`.

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 const ENTITY_SELECT: &str = "
     SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
            e.profile_key, e.created_at,
-           (SELECT COUNT(*) FROM entity_mentions m
-             WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
+           COALESCE((SELECT n FROM entity_mention_counts m
+             WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id), 0) AS mention_count
     FROM entities e";
 
 fn entity_row(r: &SqliteRow) -> Result<EntityRecord> {

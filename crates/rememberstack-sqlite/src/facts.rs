@@ -8,7 +8,7 @@ use crate::{
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
-    FactRecord, PredicateRow, Stance, Window,
+    FactRecord, NewFact, PredicateRow, Stance, Window,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -133,11 +133,16 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
     let mut sql = String::from("f.namespace_id = ?");
     let mut binds = vec![filter.namespace_id.to_string()];
     if !filter.entities.is_empty() {
+        // A union of the two index searches: as one `subject IN … OR object IN …`
+        // the planner walked every fact of the namespace (43 ms against 0.4 ms for
+        // one person's facts at 77k claims).
         let list = in_list(filter.entities.len());
         sql.push_str(&format!(
-            " AND (f.subject_id IN ({list}) OR f.object_id IN ({list}))"
+            " AND f.seq IN (SELECT seq FROM facts WHERE namespace_id = ? AND subject_id IN ({list})
+                  UNION ALL SELECT seq FROM facts WHERE namespace_id = ? AND object_id IN ({list}))"
         ));
         for _ in 0..2 {
+            binds.push(filter.namespace_id.to_string());
             binds.extend(filter.entities.iter().map(|e| e.to_string()));
         }
     }
@@ -571,6 +576,239 @@ impl SqliteStore {
         rows.iter()
             .map(|r| parse_id(&r.get::<String, _>("subject_id")))
             .collect()
+    }
+
+    /// [`Self::apply_assertion_impl`] for several assertions in one transaction and a
+    /// few multi-row statements, each commit stamped with its transcript's time.
+    pub(crate) async fn apply_assertions_impl(
+        &self,
+        ns: NamespaceId,
+        commits: Vec<ApplyCommit>,
+    ) -> Result<Vec<bool>> {
+        if commits.is_empty() {
+            return Ok(vec![]);
+        }
+        let ns_s = ns.to_string();
+        let fts = fact_fts_table(&ns_s)?;
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let ids: Vec<String> = commits.iter().map(|c| c.assertion_id.to_string()).collect();
+        let mut applied: HashMap<String, bool> = HashMap::new();
+        for batch in ids.chunks(400) {
+            let sql = format!(
+                "SELECT id, applied_at FROM staged_assertions WHERE namespace_id = ? AND id IN ({})",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
+            for id in batch {
+                q = q.bind(id);
+            }
+            for r in q.fetch_all(&mut *tx).await.map_err(db_err)? {
+                applied.insert(
+                    r.get("id"),
+                    r.get::<Option<String>, _>("applied_at").is_some(),
+                );
+            }
+        }
+        let mut out = Vec::with_capacity(commits.len());
+        let mut fresh: Vec<&ApplyCommit> = Vec::new();
+        for (c, id) in commits.iter().zip(&ids) {
+            match applied.get_mut(id) {
+                None => {
+                    return Err(Error::not_found(format!(
+                        "assertion {} is not staged in this namespace",
+                        c.assertion_id
+                    )));
+                }
+                Some(done) if *done => out.push(false),
+                Some(done) => {
+                    *done = true;
+                    out.push(true);
+                    fresh.push(c);
+                }
+            }
+        }
+        let at = |c: &ApplyCommit| to_rfc3339(&c.transcript.created_at);
+        let follow_up: Vec<NewWork> = fresh
+            .iter()
+            .flat_map(|c| c.follow_up.iter().cloned())
+            .collect();
+        insert_work(&mut tx, &follow_up, commits[0].transcript.created_at).await?;
+        let new_facts: Vec<(&ApplyCommit, &NewFact, String, String)> = fresh
+            .iter()
+            .filter_map(|c| c.new_fact.as_ref().map(|f| (*c, f)))
+            .map(|(c, f)| {
+                Ok((
+                    c,
+                    f,
+                    enum_str(&f.window.precision)?,
+                    enum_str(&f.validity_kind)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        if !new_facts.is_empty() {
+            sqlx::query(AssertSqlSafe(format!(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = {FTS_TOKENIZER})"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        let mut labels: Vec<(i64, &str)> = Vec::with_capacity(new_facts.len());
+        for batch in new_facts.chunks(48) {
+            let mut q = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
+                     valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
+                     updated_at) ",
+            );
+            q.push_values(batch, |mut row, (c, f, precision, validity)| {
+                row.push_bind(&ns_s)
+                    .push_bind(f.fact_id.to_string())
+                    .push_bind(f.kind.as_str())
+                    .push_bind(f.subject.to_string())
+                    .push_bind(&f.predicate)
+                    .push_bind(f.object.map(|o| o.to_string()))
+                    .push_bind(&f.statement)
+                    .push_bind(f.window.valid_from.as_ref().map(to_rfc3339))
+                    .push_bind(f.window.valid_until.as_ref().map(to_rfc3339))
+                    .push_bind(precision.as_str())
+                    .push_bind(validity.as_str())
+                    .push_bind(at(c))
+                    .push_bind(&f.embedding_key)
+                    .push_bind(at(c));
+            });
+            q.push(" RETURNING seq, id");
+            let rows = q.build().fetch_all(&mut *tx).await.map_err(db_err)?;
+            let seq_of: HashMap<String, i64> = rows
+                .iter()
+                .map(|r| (r.get::<String, _>("id"), r.get::<i64, _>("seq")))
+                .collect();
+            for (_, f, _, _) in batch {
+                let seq = seq_of
+                    .get(&f.fact_id.to_string())
+                    .copied()
+                    .ok_or_else(|| Error::store(format!("fact {} was not inserted", f.fact_id)))?;
+                labels.push((seq, f.statement.as_str()));
+            }
+        }
+        insert_rows(
+            &mut tx,
+            &format!("INSERT INTO {fts} (rowid, text) "),
+            "",
+            &labels,
+            |mut row, (seq, text)| {
+                row.push_bind(*seq).push_bind(*text);
+            },
+        )
+        .await?;
+        let evidence: Vec<(&ApplyCommit, &(FactId, ClaimId, Stance))> = fresh
+            .iter()
+            .flat_map(|c| c.evidence.iter().map(move |e| (*c, e)))
+            .collect();
+        insert_rows(
+            &mut tx,
+            "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at) ",
+            " ON CONFLICT DO NOTHING",
+            &evidence,
+            |mut row, (c, (fact, claim, stance))| {
+                row.push_bind(&ns_s)
+                    .push_bind(fact.to_string())
+                    .push_bind(claim.to_string())
+                    .push_bind(stance.as_str())
+                    .push_bind(at(c));
+            },
+        )
+        .await?;
+        for c in &fresh {
+            for (fact, w) in &c.windows {
+                sqlx::query(
+                    "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, updated_at = ?
+                     WHERE namespace_id = ? AND id = ?",
+                )
+                .bind(w.valid_from.as_ref().map(to_rfc3339))
+                .bind(w.valid_until.as_ref().map(to_rfc3339))
+                .bind(enum_str(&w.precision)?)
+                .bind(at(c))
+                .bind(&ns_s)
+                .bind(fact.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            if let Some((group, members)) = &c.contradiction {
+                for fact in members {
+                    sqlx::query(
+                        "UPDATE facts SET contradiction_group = ?, updated_at = ?
+                         WHERE namespace_id = ? AND id = ?",
+                    )
+                    .bind(group.to_string())
+                    .bind(at(c))
+                    .bind(&ns_s)
+                    .bind(fact.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                }
+            }
+            if let Some((predecessor, successor)) = &c.superseded {
+                sqlx::query(
+                    "UPDATE facts SET superseded_by = ?, updated_at = ? WHERE namespace_id = ? AND id = ?",
+                )
+                .bind(successor.to_string())
+                .bind(at(c))
+                .bind(&ns_s)
+                .bind(predecessor.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        let mut transcripts: Vec<(&AdjudicationRecord, String, String)> = Vec::new();
+        for c in &fresh {
+            let t = &c.transcript;
+            transcripts.push((t, json(&t.candidates)?, json(&t.input)?));
+        }
+        insert_rows(
+            &mut tx,
+            "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
+                 result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at) ",
+            "",
+            &transcripts,
+            |mut row, (t, candidates, input)| {
+                row.push_bind(&ns_s)
+                    .push_bind(t.adjudication_id.to_string())
+                    .push_bind(t.assertion_id.to_string())
+                    .push_bind(t.claim_id.to_string())
+                    .push_bind(&t.verdict)
+                    .push_bind(t.target_fact.map(|f| f.to_string()))
+                    .push_bind(t.result_fact.to_string())
+                    .push_bind(candidates.clone())
+                    .push_bind(&t.reason)
+                    .push_bind(input.clone())
+                    .push_bind(&t.model)
+                    .push_bind(&t.adjudicator_version)
+                    .push_bind(to_rfc3339(&t.created_at));
+            },
+        )
+        .await?;
+        for batch in fresh.chunks(100) {
+            let values = vec!["(?, ?, ?, ?)"; batch.len()].join(", ");
+            let sql = format!(
+                "WITH v(id, at, fact, verdict) AS (VALUES {values})
+                 UPDATE staged_assertions SET applied_at = v.at, fact_id = v.fact, verdict = v.verdict
+                 FROM v WHERE staged_assertions.namespace_id = ? AND staged_assertions.id = v.id"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for c in batch {
+                q = q
+                    .bind(c.assertion_id.to_string())
+                    .bind(at(c))
+                    .bind(c.transcript.result_fact.to_string())
+                    .bind(&c.transcript.verdict);
+            }
+            q.bind(&ns_s).execute(&mut *tx).await.map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
     }
 
     pub(crate) async fn apply_assertion_impl(

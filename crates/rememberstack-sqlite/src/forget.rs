@@ -539,6 +539,12 @@ pub(crate) async fn scrub(
     .await?;
     exec(
         tx,
+        "DELETE FROM entity_mention_counts WHERE namespace_id = ? AND n <= 0",
+        &[ns],
+    )
+    .await?;
+    exec(
+        tx,
         "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
            AND NOT EXISTS (SELECT 1 FROM staged_assertions s
                WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)

@@ -2155,6 +2155,14 @@ impl MemoryStore for SqliteStore {
         self.apply_assertion_impl(ns, commit, now).await
     }
 
+    async fn apply_assertions(
+        &self,
+        ns: NamespaceId,
+        commits: Vec<ApplyCommit>,
+    ) -> Result<Vec<bool>> {
+        self.apply_assertions_impl(ns, commits).await
+    }
+
     async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>> {
         self.list_facts_impl(filter, limit).await
     }

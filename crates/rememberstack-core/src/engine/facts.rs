@@ -1448,7 +1448,23 @@ impl Engine {
                 (f, codes)
             })
             .collect();
-        for (i, a) in assertions.iter().enumerate() {
+        if self.fact_models().adjudicator.is_none() {
+            // Offline, every verdict is decided against the block kept in memory and
+            // the unit commits once; the block is then read again as stored.
+            self.apply_offline(item, &root, &assertions, &mut block, &mut touched)
+                .await?;
+            block = self
+                .entity_facts(ns, root.entity_id, true)
+                .await?
+                .into_iter()
+                .map(|f| (f, vec![]))
+                .collect();
+        }
+        for (i, a) in assertions
+            .iter()
+            .enumerate()
+            .filter(|_| self.fact_models().adjudicator.is_some())
+        {
             let mut a = a.clone();
             a.subject = root.entity_id;
             if let Some(o) = a.object {
@@ -1506,6 +1522,98 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
+    /// Adjudicate a unit's assertions offline: each verdict against `block` (the
+    /// root's live facts) as the earlier verdicts left it, all committed at once.
+    async fn apply_offline(
+        &self,
+        item: &WorkItem,
+        root: &EntityRecord,
+        assertions: &[Assertion],
+        block: &mut Vec<(FactRecord, Vec<u64>)>,
+        touched: &mut BTreeSet<EntityId>,
+    ) -> StageResult<()> {
+        let ns = item.namespace_id;
+        let objects: Vec<EntityId> = assertions.iter().filter_map(|a| a.object).collect();
+        let object_roots = if objects.is_empty() {
+            HashMap::new()
+        } else {
+            self.roots_of(ns, &objects).await?
+        };
+        let generation = self.component_version(Stage::EmbedFacts);
+        let keys: Vec<String> = assertions
+            .iter()
+            .map(|a| embedding_key(&a.statement))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let labels: HashSet<String> = self
+            .store
+            .existing_vectors(ns, &generation, &keys)
+            .await?
+            .into_iter()
+            .collect();
+        let mut commits = Vec::with_capacity(assertions.len());
+        for a in assertions {
+            let mut a = a.clone();
+            a.subject = root.entity_id;
+            let mut object_name = None;
+            if let Some(o) = a.object {
+                let Some(object) = object_roots.get(&o) else {
+                    return Err(Error::new(
+                        ErrorCode::InvalidInput,
+                        format!("entity {o} does not exist in this namespace"),
+                    )
+                    .into());
+                };
+                touched.insert(object.entity_id);
+                a.object = Some(object.entity_id);
+                object_name = Some(object.canonical_name.clone());
+            }
+            let at = self.clock.now();
+            let candidates = self.nominate(&a, block);
+            let commit = self.offline_apply(item, &a, &candidates, &labels, at);
+            // What later verdicts read of the block once this commit lands: revised
+            // windows and the new fact (as stored: to the millisecond).
+            for (fact, w) in &commit.windows {
+                if let Some((f, _)) = block.iter_mut().find(|(f, _)| f.fact_id == *fact) {
+                    f.window = w.clone();
+                }
+            }
+            if let Some(nf) = &commit.new_fact {
+                let stored_at =
+                    crate::time::parse_rfc3339(&crate::time::to_rfc3339(&at)).unwrap_or(at);
+                block.push((
+                    FactRecord {
+                        fact_id: nf.fact_id,
+                        namespace_id: ns,
+                        kind: nf.kind,
+                        subject: nf.subject,
+                        subject_name: root.canonical_name.clone(),
+                        predicate: nf.predicate.clone(),
+                        object: nf.object,
+                        object_name,
+                        statement: nf.statement.clone(),
+                        window: nf.window.clone(),
+                        validity_kind: nf.validity_kind,
+                        recorded_at: stored_at,
+                        invalidated_at: None,
+                        closed_reason: None,
+                        contradiction_group: None,
+                        superseded_by: None,
+                        evidence_count: 1,
+                        contradict_count: 0,
+                        embedding_key: nf.embedding_key.clone(),
+                        updated_at: stored_at,
+                    },
+                    statement_codes(&nf.statement),
+                ));
+            }
+            commits.push(commit);
+        }
+        self.store.apply_assertions(ns, commits).await?;
+        Ok(())
+    }
+
     /// The live facts an entity takes part in (as subject or object), current view;
     /// with `unsupported`, also those no current testimony supports (adjudication
     /// compares new testimony against them, so returning support revives a fact
@@ -1557,6 +1665,135 @@ impl Engine {
             .collect()
     }
 
+    /// The commit of a verdict on `a`: either evidence for `evidence_for`, or a new
+    /// fact (the assertion's own window) with the claim's support, and the
+    /// transcript; the verdict-specific parts are added by the caller. A new label
+    /// without a vector of this generation gets its embedding work in the same
+    /// commit.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble_apply(
+        &self,
+        item: &WorkItem,
+        a: &Assertion,
+        candidate_ids: &[FactId],
+        labels_with_vectors: &HashSet<String>,
+        (verdict, target, evidence_for): (&str, Option<FactId>, Option<FactId>),
+        (reason, input, model, version): (String, serde_json::Value, Option<String>, String),
+        at: Timestamp,
+    ) -> ApplyCommit {
+        let ns = item.namespace_id;
+        let generation = self.component_version(Stage::EmbedFacts);
+        let new_fact = match evidence_for {
+            Some(_) => None,
+            None => Some(NewFact {
+                fact_id: FactId::new(),
+                kind: a.kind,
+                subject: a.subject,
+                predicate: a.predicate.clone(),
+                object: a.object,
+                statement: a.statement.clone(),
+                window: a.window.clone(),
+                validity_kind: a.validity_kind,
+                embedding_key: embedding_key(&a.statement),
+            }),
+        };
+        let result = evidence_for
+            .or(new_fact.as_ref().map(|f| f.fact_id))
+            .unwrap_or_default();
+        // A new label without a vector of this generation is embedded by e3.embed,
+        // enqueued in the same transaction as the fact.
+        let follow_up = match &new_fact {
+            Some(f) if !labels_with_vectors.contains(&f.embedding_key) => vec![NewWork::now(
+                ns,
+                Stage::EmbedFacts,
+                f.fact_id.uuid(),
+                item.version_id,
+                generation.clone(),
+                at,
+            )],
+            _ => vec![],
+        };
+        ApplyCommit {
+            follow_up,
+            assertion_id: a.assertion_id,
+            new_fact,
+            evidence: vec![(result, a.claim_id, Stance::Support)],
+            windows: vec![],
+            contradiction: None,
+            superseded: None,
+            transcript: AdjudicationRecord {
+                adjudication_id: AdjudicationId::new(),
+                namespace_id: ns,
+                assertion_id: a.assertion_id,
+                claim_id: a.claim_id,
+                verdict: verdict.to_string(),
+                target_fact: target,
+                result_fact: result,
+                candidates: candidate_ids.to_vec(),
+                reason,
+                input,
+                model,
+                adjudicator_version: version,
+                created_at: at,
+            },
+        }
+    }
+
+    /// The offline commit of `a` against its `candidates`: evidence for an identical
+    /// statement with a compatible window (revising its window), else a new fact.
+    fn offline_apply(
+        &self,
+        item: &WorkItem,
+        a: &Assertion,
+        candidates: &[FactRecord],
+        labels_with_vectors: &HashSet<String>,
+        at: Timestamp,
+    ) -> ApplyCommit {
+        let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
+        let rule_input = |extra: serde_json::Value| serde_json::json!({"assertion": a, "candidates": candidate_ids, "rule": extra});
+        if let Some(target) = offline_verdict(a, candidates) {
+            let revised = candidates
+                .iter()
+                .find(|f| f.fact_id == target)
+                .and_then(|f| merged_window(&f.window, &a.window));
+            let mut c = self.assemble_apply(
+                item,
+                a,
+                &candidate_ids,
+                labels_with_vectors,
+                ("evidence", Some(target), Some(target)),
+                (
+                    "identical statement with a compatible window".into(),
+                    rule_input(serde_json::json!({"identical": true, "window_revision": revised})),
+                    None,
+                    OFFLINE_ADJUDICATOR_VERSION.to_string(),
+                ),
+                at,
+            );
+            c.windows = revised.map(|w| vec![(target, w)]).unwrap_or_default();
+            return c;
+        }
+        let reason = if candidates.is_empty() {
+            "no live fact of the entity to compare with"
+        } else {
+            "offline adjudicator: no identical statement with a compatible window"
+        };
+        self.assemble_apply(
+            item,
+            a,
+            &candidate_ids,
+            labels_with_vectors,
+            ("new", None, None),
+            (
+                reason.into(),
+                rule_input(serde_json::json!({"identical": false})),
+                None,
+                self.adjudicator_version(),
+            ),
+            at,
+        )
+    }
+
     /// Adjudicate one assertion against candidates from `block` and commit it.
     /// Returns the facts the commit created or changed.
     async fn apply_one(
@@ -1585,83 +1822,24 @@ impl Engine {
                       input: serde_json::Value,
                       model: Option<String>,
                       version: String| {
-            let new_fact = match evidence_for {
-                Some(_) => None,
-                None => Some(NewFact {
-                    fact_id: FactId::new(),
-                    kind: a.kind,
-                    subject: a.subject,
-                    predicate: a.predicate.clone(),
-                    object: a.object,
-                    statement: a.statement.clone(),
-                    window: a.window.clone(),
-                    validity_kind: a.validity_kind,
-                    embedding_key: embedding_key(&a.statement),
-                }),
-            };
-            let result = evidence_for
-                .or(new_fact.as_ref().map(|f| f.fact_id))
-                .unwrap_or_default();
-            // A new label without a vector of this generation is embedded by e3.embed,
-            // enqueued in the same transaction as the fact.
-            let follow_up = match &new_fact {
-                Some(f) if !labels_with_vectors.contains(&f.embedding_key) => vec![NewWork::now(
-                    ns,
-                    Stage::EmbedFacts,
-                    f.fact_id.uuid(),
-                    item.version_id,
-                    generation.clone(),
-                    self.clock.now(),
-                )],
-                _ => vec![],
-            };
-            ApplyCommit {
-                follow_up,
-                assertion_id: a.assertion_id,
-                new_fact,
-                evidence: vec![(result, a.claim_id, Stance::Support)],
-                windows: vec![],
-                contradiction: None,
-                superseded: None,
-                transcript: AdjudicationRecord {
-                    adjudication_id: AdjudicationId::new(),
-                    namespace_id: ns,
-                    assertion_id: a.assertion_id,
-                    claim_id: a.claim_id,
-                    verdict: verdict.to_string(),
-                    target_fact: target,
-                    result_fact: result,
-                    candidates: candidate_ids.clone(),
-                    reason,
-                    input,
-                    model,
-                    adjudicator_version: version,
-                    created_at: self.clock.now(),
-                },
-            }
+            self.assemble_apply(
+                item,
+                a,
+                &candidate_ids,
+                &labels_with_vectors,
+                (verdict, target, evidence_for),
+                (reason, input, model, version),
+                self.clock.now(),
+            )
         };
-        let rule_input = |extra: serde_json::Value| serde_json::json!({"assertion": a, "candidates": candidate_ids, "rule": extra});
-        // The cheap rung: an identical statement with a compatible window is evidence.
-        let commit = if let Some(target) = offline_verdict(a, &candidates) {
-            let revised = candidates
-                .iter()
-                .find(|f| f.fact_id == target)
-                .and_then(|f| merged_window(&f.window, &a.window));
-            let mut c = commit(
-                "evidence",
-                Some(target),
-                Some(target),
-                "identical statement with a compatible window".into(),
-                rule_input(serde_json::json!({"identical": true, "window_revision": revised})),
-                None,
-                OFFLINE_ADJUDICATOR_VERSION.to_string(),
-            );
-            c.windows = revised.map(|w| vec![(target, w)]).unwrap_or_default();
-            c
-        } else if let (Some(model), false) = (
-            self.fact_models().adjudicator.clone(),
-            candidates.is_empty(),
-        ) {
+        // A chat verdict only where the cheap rung does not decide and there is
+        // something to compare with.
+        let model = self
+            .fact_models()
+            .adjudicator
+            .clone()
+            .filter(|_| !candidates.is_empty() && offline_verdict(a, &candidates).is_none());
+        let commit = if let Some(model) = model {
             let claim_text = self
                 .store
                 .claims(ns, &[a.claim_id])
@@ -1759,20 +1937,7 @@ impl Engine {
                 Ok((ChatVerdict::New, reason)) => judged("new", None, None, reason),
             }
         } else {
-            let reason = if candidates.is_empty() {
-                "no live fact of the entity to compare with"
-            } else {
-                "offline adjudicator: no identical statement with a compatible window"
-            };
-            commit(
-                "new",
-                None,
-                None,
-                reason.into(),
-                rule_input(serde_json::json!({"identical": false})),
-                None,
-                self.adjudicator_version(),
-            )
+            self.offline_apply(item, a, &candidates, &labels_with_vectors, self.clock.now())
         };
         let mut changed: Vec<FactId> = commit.new_fact.iter().map(|f| f.fact_id).collect();
         changed.extend(commit.evidence.iter().map(|(f, _, _)| *f));

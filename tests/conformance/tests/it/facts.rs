@@ -1011,3 +1011,49 @@ async fn claims_of_one_document_resolved_in_one_batch_share_their_entities() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_units_assertions_meet_the_facts_its_earlier_ones_made() {
+    // One unit (Alice, one version) asserts the same relation twice, the second time
+    // with a start: the second is evidence for the fact the first made, and fills
+    // its window; a third, different relation is a fact of its own.
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "notes/alice",
+            "# Notes\n\nAlice works for Acme. Alice has worked for Acme since March 2024. \
+             Alice lives in Oslo.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        let facts = all_facts(&memory, false).await;
+        let works = named(&facts, "Acme");
+        assert_eq!(works.len(), 1, "{}: {facts:#?}", h.kind);
+        let fact = works[0];
+        assert_eq!(
+            fact.window.valid_from,
+            Some(at("2024-03-01T00:00:00Z")),
+            "{}: the evidence filled the window",
+            h.kind
+        );
+        let trace = memory.trace(fact.fact_id).await.unwrap();
+        let verdicts: Vec<&str> = trace
+            .adjudications
+            .iter()
+            .map(|a| a.verdict.as_str())
+            .collect();
+        assert_eq!(verdicts, vec!["new", "evidence"], "{}", h.kind);
+        assert_eq!(trace.evidence.len(), 2, "{}", h.kind);
+        // The evidence verdict saw the fact among its candidates.
+        assert!(trace.adjudications[1].candidates.contains(&fact.fact_id));
+        assert_eq!(named(&facts, "Oslo").len(), 1, "{}", h.kind);
+        // Each transcript's result is the fact; every assertion is applied.
+        assert!(
+            trace
+                .adjudications
+                .iter()
+                .all(|a| a.result_fact == fact.fact_id)
+        );
+    }
+}
