@@ -96,6 +96,8 @@ struct Inner {
     group: Mutex<Group>,
     /// Mirrors `group.since.is_some()` for a lock-free look by readers.
     outer_open: AtomicBool,
+    /// Group commits that failed (their writes rolled back).
+    failed: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Conns {
@@ -149,8 +151,11 @@ impl Inner {
             return Ok(());
         }
         let committed = SqliteTransactionManager::commit(conn).await;
-        if committed.is_err() && SqliteTransactionManager::get_transaction_depth(conn) > 0 {
-            let _ = SqliteTransactionManager::rollback(conn).await;
+        if committed.is_err() {
+            self.failed.fetch_add(1, Ordering::AcqRel);
+            if SqliteTransactionManager::get_transaction_depth(conn) > 0 {
+                let _ = SqliteTransactionManager::rollback(conn).await;
+            }
         }
         committed
     }
@@ -191,6 +196,7 @@ impl Conns {
                 closed: AtomicBool::new(false),
                 group: Mutex::default(),
                 outer_open: AtomicBool::new(false),
+                failed: std::sync::atomic::AtomicU64::new(0),
             }),
         };
         drop(conns.acquire().await?);
@@ -306,6 +312,12 @@ impl Conns {
             drop(self.acquire().await?);
         }
         Ok(out)
+    }
+
+    /// How many group commits failed so far (what was read inside them may have
+    /// been rolled back).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.inner.failed.load(Ordering::Acquire)
     }
 
     /// Whether this pool's connections run on the pipeline CPU.

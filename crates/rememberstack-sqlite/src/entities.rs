@@ -80,9 +80,9 @@ async fn insert_keys(
     keys: &[(&str, &str)],
     entity: &str,
     alias_lemma: &str,
-) -> Result<()> {
+) -> Result<u64> {
     let keys: Vec<&(&str, &str)> = keys.iter().filter(|(_, k)| !k.is_empty()).collect();
-    insert_rows(
+    let n = insert_rows(
         tx,
         "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
         " ON CONFLICT DO NOTHING",
@@ -96,7 +96,7 @@ async fn insert_keys(
         },
     )
     .await?;
-    Ok(())
+    Ok(n)
 }
 
 /// The store's name of a blocking tier's keys (`entity_keys.kind`).
@@ -117,17 +117,111 @@ fn tier_of(kind: &str) -> Result<BlockingTier> {
     }
 }
 
+/// The blocking keys this process has read, per namespace, each with its alias-row
+/// count and (when read) its rows, valid while the namespace's key stamp (moved by
+/// every key row written or removed, whichever process writes) is the one they were
+/// read under. This process's own key writes update it in place: they move the
+/// stamp by the rows they insert and drop the keys they touch.
+#[derive(Debug, Default)]
+pub(crate) struct KeyCache {
+    inner: std::sync::Mutex<HashMap<NamespaceId, CachedKeys>>,
+}
+
+#[derive(Debug, Default)]
+struct CachedKeys {
+    stamp: i64,
+    /// The writer's count of failed group commits when read: a rolled-back stamp
+    /// can come back with other keys under it.
+    epoch: u64,
+    counts: HashMap<BlockingKey, u64>,
+    rows: HashMap<BlockingKey, Vec<(EntityId, String)>>,
+    size: usize,
+}
+
+/// Rows the cache holds at most per namespace before it starts again.
+const KEY_CACHE_ROWS: usize = 1_000_000;
+
+impl KeyCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<NamespaceId, CachedKeys>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The namespace's cache as of `stamp` (emptied if it was of another).
+    fn at(
+        map: &mut HashMap<NamespaceId, CachedKeys>,
+        ns: NamespaceId,
+        (stamp, epoch): (i64, u64),
+    ) -> &mut CachedKeys {
+        let c = map.entry(ns).or_default();
+        if c.stamp != stamp || c.epoch != epoch || c.size > KEY_CACHE_ROWS {
+            *c = CachedKeys {
+                stamp,
+                epoch,
+                ..CachedKeys::default()
+            };
+        }
+        c
+    }
+
+    /// This process wrote `inserted` key rows under `keys`: the stamp moved by that
+    /// many, and those keys are read again.
+    pub(crate) fn wrote(&self, ns: NamespaceId, keys: &[BlockingKey], inserted: u64, epoch: u64) {
+        if inserted == 0 {
+            return;
+        }
+        let mut map = self.lock();
+        if let Some(c) = map.get_mut(&ns).filter(|c| c.epoch == epoch) {
+            c.stamp += inserted as i64;
+            for k in keys {
+                c.counts.remove(k);
+                if let Some(rows) = c.rows.remove(k) {
+                    c.size = c.size.saturating_sub(rows.len());
+                }
+            }
+        }
+    }
+}
+
 impl SqliteStore {
+    /// The namespace's key stamp as this connection sees it, with the writer's
+    /// failed-commit epoch.
+    async fn key_stamp(&self, ns: &str) -> Result<(i64, u64)> {
+        let epoch = self.write.epoch();
+        let n: Option<i64> =
+            sqlx::query_scalar("SELECT n FROM entity_key_stamps WHERE namespace_id = ?")
+                .bind(ns)
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?;
+        Ok((n.unwrap_or(0), epoch))
+    }
+
     /// The alias rows of these keys, however many carry them.
     pub(crate) async fn entity_key_rows_impl(
         &self,
         ns: NamespaceId,
         keys: &[BlockingKey],
     ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
-        let ns = ns.to_string();
-        let mut out: HashMap<BlockingKey, Vec<(EntityId, String)>> =
-            keys.iter().map(|k| (k.clone(), vec![])).collect();
-        for batch in keys.chunks(200) {
+        let ns_s = ns.to_string();
+        let stamp = self.key_stamp(&ns_s).await?;
+        let mut out: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
+        let missing: Vec<BlockingKey> = {
+            let mut map = self.key_cache.lock();
+            let c = KeyCache::at(&mut map, ns, stamp);
+            keys.iter()
+                .filter(|k| match c.rows.get(*k) {
+                    Some(rows) => {
+                        out.insert((*k).clone(), rows.clone());
+                        false
+                    }
+                    None => true,
+                })
+                .cloned()
+                .collect()
+        };
+        let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> =
+            missing.iter().map(|k| (k.clone(), vec![])).collect();
+        for batch in missing.chunks(200) {
             let values = vec!["(?, ?)"; batch.len()].join(", ");
             let sql = format!(
                 "WITH wanted(kind, key) AS (VALUES {values})
@@ -138,33 +232,60 @@ impl SqliteStore {
             for (tier, key) in batch {
                 q = q.bind(kind_of(*tier)).bind(key);
             }
-            for r in q.bind(&ns).fetch_all(&self.read).await.map_err(db_err)? {
+            for r in q.bind(&ns_s).fetch_all(&self.read).await.map_err(db_err)? {
                 let key = (tier_of(&r.get::<String, _>("kind"))?, r.get("key"));
-                out.entry(key).or_default().push((
+                read.entry(key).or_default().push((
                     parse_id(&r.get::<String, _>("entity_id"))?,
                     r.get("alias_lemma"),
                 ));
             }
         }
+        {
+            let mut map = self.key_cache.lock();
+            let c = KeyCache::at(&mut map, ns, stamp);
+            for (k, rows) in &read {
+                c.size += rows.len();
+                c.rows.insert(k.clone(), rows.clone());
+            }
+        }
+        out.extend(read);
         Ok(keys
             .iter()
             .map(|k| (k.clone(), out.remove(k).unwrap_or_default()))
             .collect())
     }
 
-    /// Every key's stored row count and, in the same statement, the alias rows of
-    /// the keys worth blocking on (the exact lemma always; a trigram or phonetic key
-    /// when at most [`MAX_KEY_ROWS`] rows carry it).
+    /// Every key's stored row count and the alias rows of the keys worth blocking on
+    /// (the exact lemma always; a trigram or phonetic key when at most
+    /// [`MAX_KEY_ROWS`] rows carry it): from the cache where it holds them under the
+    /// current key stamp, the rest in one statement per 200 keys.
     pub(crate) async fn entity_key_data_impl(
         &self,
         ns: NamespaceId,
         keys: &[BlockingKey],
     ) -> Result<KeyData> {
-        let ns = ns.to_string();
+        let ns_s = ns.to_string();
+        let stamp = self.key_stamp(&ns_s).await?;
         let mut data = KeyData::default();
         let wanted: BTreeSet<&BlockingKey> = keys.iter().collect();
-        let wanted: Vec<&BlockingKey> = wanted.into_iter().collect();
-        for batch in wanted.chunks(200) {
+        let missing: Vec<&BlockingKey> = {
+            let mut map = self.key_cache.lock();
+            let c = KeyCache::at(&mut map, ns, stamp);
+            wanted
+                .into_iter()
+                .filter(|k| {
+                    let Some(n) = c.counts.get(*k).copied() else {
+                        return true;
+                    };
+                    data.counts.insert((*k).clone(), n);
+                    if KeyData::rows_read_with_counts(k, n) {
+                        data.load((*k).clone(), c.rows.get(*k).cloned().unwrap_or_default());
+                    }
+                    false
+                })
+                .collect()
+        };
+        for batch in missing.chunks(200) {
             // `?1` and `?2` come first; the pairs are numbered after them.
             let values = (0..batch.len())
                 .map(|i| format!("(?{}, ?{})", 3 + 2 * i, 4 + 2 * i))
@@ -184,12 +305,13 @@ impl SqliteStore {
                  WHERE c.kind = 'lemma' OR c.n <= ?2"
             );
             let mut query = sqlx::query(AssertSqlSafe(sql))
-                .bind(&ns)
+                .bind(&ns_s)
                 .bind(MAX_KEY_ROWS as i64);
             for (tier, key) in batch {
                 query = query.bind(kind_of(*tier)).bind(key.as_str());
             }
             let mut rows: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
+            let mut counts: HashMap<BlockingKey, u64> = HashMap::new();
             for r in query.fetch_all(&self.read).await.map_err(db_err)? {
                 let key = (
                     tier_of(&r.get::<String, _>("kind"))?,
@@ -197,7 +319,7 @@ impl SqliteStore {
                 );
                 match r.get::<Option<String>, _>("entity_id") {
                     None => {
-                        data.counts.insert(key, r.get::<i64, _>("n").max(0) as u64);
+                        counts.insert(key, r.get::<i64, _>("n").max(0) as u64);
                     }
                     Some(entity) => rows
                         .entry(key)
@@ -205,9 +327,17 @@ impl SqliteStore {
                         .push((parse_id(&entity)?, r.get("alias_lemma"))),
                 }
             }
+            let mut map = self.key_cache.lock();
+            let c = KeyCache::at(&mut map, ns, stamp);
             for key in batch {
-                if KeyData::rows_read_with_counts(key, data.count(key)) {
-                    data.load((*key).clone(), rows.remove(*key).unwrap_or_default());
+                let n = counts.get(*key).copied().unwrap_or(0);
+                data.counts.insert((*key).clone(), n);
+                c.counts.insert((*key).clone(), n);
+                if KeyData::rows_read_with_counts(key, n) {
+                    let r = rows.remove(*key).unwrap_or_default();
+                    c.size += r.len();
+                    c.rows.insert((*key).clone(), r.clone());
+                    data.load((*key).clone(), r);
                 }
             }
         }
@@ -375,6 +505,8 @@ impl SqliteStore {
         if let Some(row) = existing {
             return parse_id(&row.get::<String, _>("entity_id"));
         }
+        let mut written = 0u64;
+        let mut touched_keys: Vec<BlockingKey> = Vec::new();
         if let Some((canonical_name, lemma)) = &commit.mint {
             sqlx::query(
                 "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
@@ -411,7 +543,11 @@ impl SqliteStore {
                 .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
                 .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
                 .collect();
-            insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
+            written += insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
+            touched_keys.extend(
+                keys.iter()
+                    .filter_map(|(kind, key)| Some((tier_of(kind).ok()?, key.to_string()))),
+            );
         }
         let m = &commit.mention;
         sqlx::query(
@@ -500,6 +636,8 @@ impl SqliteStore {
             .map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
+        self.key_cache
+            .wrote(d.namespace_id, &touched_keys, written, self.write.epoch());
         Ok(d.entity_id)
     }
 
@@ -626,7 +764,7 @@ impl SqliteStore {
                 keys.push((entity.clone(), kind, key, a.lemma.as_str()));
             }
         }
-        insert_rows(
+        let written = insert_rows(
             &mut tx,
             "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
             " ON CONFLICT DO NOTHING",
@@ -748,6 +886,12 @@ impl SqliteStore {
         )
         .await?;
         tx.commit().await.map_err(db_err)?;
+        let touched_keys: Vec<BlockingKey> = keys
+            .iter()
+            .filter_map(|(_, kind, key, _)| Some((tier_of(kind).ok()?, key.to_string())))
+            .collect();
+        self.key_cache
+            .wrote(ns_id, &touched_keys, written, self.write.epoch());
         Ok(out)
     }
 
@@ -1366,6 +1510,46 @@ pub(crate) mod tests {
             }
         }
         assert!(compared >= 20, "the probes must find something: {compared}");
+    }
+
+    #[tokio::test]
+    async fn cached_blocking_keys_follow_every_writer_of_the_file() {
+        let (dir, store, ns) = open().await;
+        let alias = NewAlias::of("Jonathan Smith");
+        let q = query(
+            ns,
+            &alias.lemma,
+            alias.trigrams.clone(),
+            alias.phonetic.clone(),
+            10,
+        );
+        let first = mint(&store, ns, "Jonathan Smith").await;
+        let seen = store.block_entities(&q).await.unwrap();
+        assert!(seen.hits.iter().all(|h| h.entity_id == first), "{seen:?}");
+        // This process's own write is seen at once (the cache moves with it).
+        let second = mint(&store, ns, "Jonathan Smith").await;
+        let seen = store.block_entities(&q).await.unwrap();
+        assert!(seen.hits.iter().any(|h| h.entity_id == second), "{seen:?}");
+        // Another process writing the same file moves the stamp: its key rows are seen.
+        let other = SqliteStore::open(dir.path().join("store").join("memory.db"))
+            .await
+            .unwrap();
+        let third = mint(&other, ns, "Jonathan Smyth").await;
+        let seen = store.block_entities(&q).await.unwrap();
+        assert!(seen.hits.iter().any(|h| h.entity_id == third), "{seen:?}");
+        // Removed key rows (a forget, an unmerge) are gone from blocking too.
+        sqlx::query("DELETE FROM entity_keys WHERE entity_id = ?")
+            .bind(first.to_string())
+            .execute(&other.write)
+            .await
+            .unwrap();
+        let seen = store.block_entities(&q).await.unwrap();
+        assert!(seen.hits.iter().all(|h| h.entity_id != first), "{seen:?}");
+        // The cached answer is the uncached one.
+        let fresh = SqliteStore::open(dir.path().join("store").join("memory.db"))
+            .await
+            .unwrap();
+        assert_eq!(fresh.block_entities(&q).await.unwrap(), seen);
     }
 
     #[tokio::test]

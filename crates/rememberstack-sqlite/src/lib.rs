@@ -68,6 +68,8 @@ pub struct SqliteStore {
     vector_cache: Arc<vector_cache::VectorCache>,
     /// Rows matching each lexical term, for the bounded first pass.
     df_cache: Arc<lexical::DfCache>,
+    /// Blocking keys read, per namespace, valid while its key stamp stands.
+    key_cache: Arc<entities::KeyCache>,
 }
 
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
@@ -240,6 +242,7 @@ impl SqliteStore {
             claims_since_optimize: Arc::new(AtomicU64::new(0)),
             vector_cache: Arc::default(),
             df_cache: Arc::default(),
+            key_cache: Arc::default(),
         };
         store.rehonour_manifests().await?;
         Ok(store)
