@@ -318,10 +318,24 @@ pub struct ClaimRequest {
     pub stages: Vec<Stage>,
     /// At most this many items, all of one stage.
     pub limit: u32,
+    /// Stages claimed in batches of another size than `limit` (see
+    /// [`ClaimRequest::limit_for`]).
+    pub stage_limits: Vec<(Stage, u32)>,
     /// Lease expiry for the claimed items.
     pub lease_until: Timestamp,
     /// The claim instant.
     pub now: Timestamp,
+}
+
+impl ClaimRequest {
+    /// At most how many items of `stage` one claim takes: its entry in
+    /// `stage_limits`, else `limit`.
+    pub fn limit_for(&self, stage: Stage) -> u32 {
+        self.stage_limits
+            .iter()
+            .find(|(s, _)| *s == stage)
+            .map_or(self.limit, |(_, n)| *n)
+    }
 }
 
 /// How a failed attempt ends.

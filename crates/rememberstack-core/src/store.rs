@@ -1001,6 +1001,21 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn claim(&self, request: &ClaimRequest) -> Result<Vec<WorkItem>>;
     /// Complete a work item and enqueue its follow-ups, atomically.
     async fn complete(&self, lease: &Lease, follow_up: Vec<NewWork>, now: Timestamp) -> Result<()>;
+    /// Complete several work items without follow-ups, each exactly as
+    /// [`MemoryStore::complete`] would (a store may fence them all in one
+    /// statement). The outer error is a failure that completed nothing; each inner
+    /// result is that item's own (`lease_lost` when its lease is gone).
+    async fn complete_many(&self, leases: &[Lease], now: Timestamp) -> Result<Vec<Result<()>>> {
+        let mut out = Vec::with_capacity(leases.len());
+        for lease in leases {
+            out.push(match self.complete(lease, vec![], now).await {
+                Err(e) if e.code() == crate::ErrorCode::LeaseLost => Err(e),
+                Err(e) => return Err(e),
+                Ok(()) => Ok(()),
+            });
+        }
+        Ok(out)
+    }
     /// Record a failed attempt.
     async fn fail(
         &self,

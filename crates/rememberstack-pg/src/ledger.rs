@@ -282,7 +282,7 @@ impl PgStore {
                 .bind(ms(req.lease_until))
                 .bind(now)
                 .bind(stage.as_str())
-                .bind(i64::from(req.limit))
+                .bind(i64::from(req.limit_for(stage)))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?;

@@ -80,6 +80,7 @@ fn req(owner: &str, stages: &[Stage], limit: u32, now: i64) -> ClaimRequest {
         owner: owner.to_string(),
         stages: stages.to_vec(),
         limit,
+        stage_limits: vec![],
         lease_until: at(now + 60),
         now: at(now),
     }

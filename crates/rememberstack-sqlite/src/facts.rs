@@ -346,6 +346,30 @@ impl SqliteStore {
         tx.commit().await.map_err(db_err)
     }
 
+    /// [`MemoryStore::complete_many`]: every lease fenced in one transaction.
+    pub(crate) async fn complete_many_impl(
+        &self,
+        leases: &[Lease],
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        if leases.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        let held = fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(leases
+            .iter()
+            .map(|l| {
+                if held.contains_key(&l.work_id.to_string()) {
+                    Ok(())
+                } else {
+                    Err(lease_lost(l))
+                }
+            })
+            .collect())
+    }
+
     /// [`Self::commit_normalization_impl`] for several claims in one transaction: one
     /// fence for every lease, then multi-row statements for the outputs, the staged
     /// assertions, the predicate use counts and the follow-up work of the commits
@@ -361,34 +385,8 @@ impl SqliteStore {
         }
         let at = to_rfc3339(&now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        // work id -> namespace, for the leases that held.
-        let mut held: HashMap<String, String> = HashMap::new();
-        let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for c in &commits {
-            by_owner
-                .entry(c.lease.owner.as_str())
-                .or_default()
-                .push(c.lease.work_id.to_string());
-        }
-        for (owner, ids) in &by_owner {
-            for batch in ids.chunks(400) {
-                let sql = format!(
-                    "UPDATE processing_state SET status = 'done', lease_owner = NULL,
-                         lease_expires_at = NULL, defer_reason = NULL, last_error = NULL,
-                         updated_at = ?
-                     WHERE id IN ({}) AND status = 'running' AND lease_owner = ?
-                     RETURNING id, namespace_id",
-                    in_list(batch.len())
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql)).bind(now.timestamp_millis());
-                for id in batch {
-                    q = q.bind(id);
-                }
-                for r in q.bind(*owner).fetch_all(&mut *tx).await.map_err(db_err)? {
-                    held.insert(r.get("id"), r.get("namespace_id"));
-                }
-            }
-        }
+        let leases: Vec<&Lease> = commits.iter().map(|c| &c.lease).collect();
+        let held = fence_many(&mut tx, &leases, now).await?;
         let mut results = Vec::with_capacity(commits.len());
         let mut kept: Vec<(&NormalizationCommit, &String)> = Vec::new();
         for c in &commits {
@@ -397,13 +395,7 @@ impl SqliteStore {
                     results.push(Ok(()));
                     kept.push((c, ns));
                 }
-                None => results.push(Err(Error::new(
-                    ErrorCode::LeaseLost,
-                    format!(
-                        "work item {} is no longer leased to {}",
-                        c.lease.work_id, c.lease.owner
-                    ),
-                ))),
+                None => results.push(Err(lease_lost(&c.lease))),
             }
         }
         let mut outputs: Vec<(&String, String, &str, String)> = Vec::with_capacity(kept.len());
@@ -1204,6 +1196,54 @@ impl SqliteStore {
     }
 }
 
+/// The error of a commit whose lease is gone.
+fn lease_lost(lease: &Lease) -> Error {
+    Error::new(
+        ErrorCode::LeaseLost,
+        format!(
+            "work item {} is no longer leased to {}",
+            lease.work_id, lease.owner
+        ),
+    )
+}
+
+/// Mark every leased item done whose lease still holds, a statement per owner and
+/// 400 items: the work ids that held, with their namespaces.
+async fn fence_many(
+    tx: &mut sqlx::SqliteConnection,
+    leases: &[&Lease],
+    now: Timestamp,
+) -> Result<HashMap<String, String>> {
+    let mut held: HashMap<String, String> = HashMap::new();
+    let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for lease in leases {
+        by_owner
+            .entry(lease.owner.as_str())
+            .or_default()
+            .push(lease.work_id.to_string());
+    }
+    for (owner, ids) in &by_owner {
+        for batch in ids.chunks(400) {
+            let sql = format!(
+                "UPDATE processing_state SET status = 'done', lease_owner = NULL,
+                     lease_expires_at = NULL, defer_reason = NULL, last_error = NULL,
+                     updated_at = ?
+                 WHERE id IN ({}) AND status = 'running' AND lease_owner = ?
+                 RETURNING id, namespace_id",
+                in_list(batch.len())
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(now.timestamp_millis());
+            for id in batch {
+                q = q.bind(id);
+            }
+            for r in q.bind(*owner).fetch_all(&mut *tx).await.map_err(db_err)? {
+                held.insert(r.get("id"), r.get("namespace_id"));
+            }
+        }
+    }
+    Ok(held)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1223,6 +1263,7 @@ mod tests {
                 owner: "worker".into(),
                 stages: vec![stage],
                 limit: 1,
+                stage_limits: vec![],
                 lease_until: t("2024-03-01T00:10:00Z"),
                 now,
             })
@@ -1902,6 +1943,7 @@ mod tests {
             owner: "worker-2".into(),
             stages: vec![Stage::Adjudicate],
             limit: 1,
+            stage_limits: vec![],
             lease_until: t("2024-03-01T01:00:00Z"),
             now,
         };

@@ -440,11 +440,14 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
-    /// Whether a normalize batch is resolved together ([`Self::normalize_together`]):
-    /// offline normalizer and resolver (so the batch is one write group) on a store
-    /// whose locks are this process's own.
-    pub(super) fn normalizes_together(&self) -> bool {
-        self.runs_grouped(Stage::Normalize) && self.store.locks_in_process()
+    /// Whether a batch of `stage` (normalize or adjudicate) is decided together
+    /// ([`Self::normalize_together`], [`Self::adjudicate_together`]): its offline
+    /// stage (so the batch is one write group) on a store whose locks are this
+    /// process's own.
+    pub(super) fn decides_together(&self, stage: Stage) -> bool {
+        matches!(stage, Stage::Normalize | Stage::Adjudicate)
+            && self.runs_grouped(stage)
+            && self.store.locks_in_process()
     }
 
     /// Normalize and resolve a batch of one namespace's claims together, offline,
@@ -769,14 +772,7 @@ impl Engine {
             .store
             .commit_normalizations(commits, self.clock.now())
             .await?;
-        for (plan, result) in plans.into_iter().zip(results) {
-            out.push((
-                plan.item,
-                result
-                    .map(|()| Outcome::Completed)
-                    .map_err(StageError::from),
-            ));
-        }
+        out.extend(completed(plans.into_iter().map(|p| p.item), results));
         Ok(out)
     }
 
@@ -885,13 +881,7 @@ impl Engine {
             if next.is_empty() {
                 return Ok(roots);
             }
-            let found: HashMap<EntityId, EntityRecord> = self
-                .store
-                .entities(ns, &next)
-                .await?
-                .into_iter()
-                .map(|e| (e.entity_id, e))
-                .collect();
+            let found = self.entity_map(ns, &next).await?;
             let mut still: HashMap<EntityId, EntityId> = HashMap::new();
             for (start, current) in at {
                 match found.get(&current) {
@@ -909,6 +899,21 @@ impl Engine {
             at = still;
         }
         Err(Error::store("a merge redirect chain is too long"))
+    }
+
+    /// The records of `ids` by id (merged ones too); missing ids are absent.
+    async fn entity_map(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<HashMap<EntityId, EntityRecord>> {
+        Ok(self
+            .store
+            .entities(ns, ids)
+            .await?
+            .into_iter()
+            .map(|e| (e.entity_id, e))
+            .collect())
     }
 
     pub(super) async fn root_of(&self, ns: NamespaceId, id: EntityId) -> Result<EntityRecord> {
@@ -1522,6 +1527,218 @@ impl Engine {
         Ok(Outcome::Completed)
     }
 
+    /// Adjudicate a batch of one namespace's entity units together, offline: each
+    /// unit decided exactly as [`Self::run_adjudicate`] decides it, in batch order,
+    /// with a few store reads and one commit for the whole batch instead of a dozen
+    /// statements per unit.
+    ///
+    /// The barriers and pending subjects of the batch's versions, the roots of its
+    /// entities, their unapplied assertions and the roots' live facts are read at
+    /// once; every root is locked (in order). Units are decided against blocks kept
+    /// in memory, so that units of one root see each other's verdicts; a unit of an
+    /// entity an earlier unit drained has nothing left to do, as it would find one
+    /// at a time. All verdicts commit in one [`MemoryStore::apply_assertions`], the
+    /// profiles are refreshed from the facts as stored, and every unit completes in
+    /// one [`MemoryStore::complete_many`]. An entity without a profile that is only
+    /// named as an object gets its profile from the facts as the batch leaves them.
+    pub(super) async fn adjudicate_together(
+        &self,
+        ns: NamespaceId,
+        items: &[WorkItem],
+    ) -> StageResult<Vec<(WorkItem, StageResult<Outcome>)>> {
+        let mut out = Vec::new();
+        // Per version: its pending subjects, or None while its barrier stands.
+        let mut versions: HashMap<VersionId, Option<Vec<EntityId>>> = HashMap::new();
+        for item in items {
+            if versions.contains_key(&item.version_id) {
+                continue;
+            }
+            let pending = if self.barrier_done(ns, item.version_id).await? {
+                Some(self.store.pending_subjects(ns, item.version_id).await?)
+            } else {
+                None
+            };
+            versions.insert(item.version_id, pending);
+        }
+        let mut units: Vec<(&WorkItem, EntityId)> = Vec::new();
+        // Items that complete without a verdict.
+        let mut finished: Vec<&WorkItem> = Vec::new();
+        for item in items {
+            match versions.get(&item.version_id) {
+                Some(Some(subjects)) => {
+                    match subjects
+                        .iter()
+                        .find(|s| unit_id(item.version_id, **s) == item.target_id)
+                    {
+                        Some(entity) => units.push((item, *entity)),
+                        None => finished.push(item),
+                    }
+                }
+                // The barrier stands: deferred as one at a time.
+                _ => out.push((item.clone(), self.run_adjudicate(item).await)),
+            }
+        }
+        let entities: Vec<EntityId> = units.iter().map(|(_, e)| *e).collect();
+        let roots = if entities.is_empty() {
+            HashMap::new()
+        } else {
+            self.roots_of(ns, &entities).await?
+        };
+        let root_ids: BTreeSet<EntityId> = roots.values().map(|r| r.entity_id).collect();
+        let mut guards = Vec::with_capacity(root_ids.len());
+        for r in &root_ids {
+            guards.push(self.lock(format!("entity:{ns}:{r}")).await?);
+        }
+        let mut pending: HashMap<EntityId, Vec<Assertion>> = HashMap::new();
+        let subjects: Vec<EntityId> = entities
+            .iter()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !subjects.is_empty() {
+            for a in self.store.unapplied_assertions(ns, &subjects).await? {
+                pending.entry(a.subject).or_default().push(a);
+            }
+        }
+        let mut blocks: HashMap<EntityId, Vec<(FactRecord, Vec<u64>)>> = self
+            .facts_of_entities(ns, &root_ids.iter().copied().collect::<Vec<_>>(), true)
+            .await?
+            .into_iter()
+            .map(|(e, facts)| {
+                let block = facts
+                    .into_iter()
+                    .map(|f| {
+                        let codes = statement_codes(&f.statement);
+                        (f, codes)
+                    })
+                    .collect();
+                (e, block)
+            })
+            .collect();
+        let all: Vec<Assertion> = pending.values().flatten().cloned().collect();
+        let (object_roots, labels) = self.offline_inputs(ns, &all).await?;
+        let mut commits = Vec::new();
+        let mut drained: HashSet<EntityId> = HashSet::new();
+        let mut decided: Vec<&WorkItem> = Vec::new();
+        let mut unit_roots: BTreeSet<EntityId> = BTreeSet::new();
+        let mut objects: BTreeSet<EntityId> = BTreeSet::new();
+        for (item, entity) in units {
+            let Some(root) = roots.get(&entity) else {
+                out.push((
+                    item.clone(),
+                    Err(Error::new(
+                        ErrorCode::InvalidInput,
+                        format!("entity {entity} does not exist in this namespace"),
+                    )
+                    .into()),
+                ));
+                continue;
+            };
+            if !drained.insert(entity) {
+                // Another unit of the same entity already drained its assertions.
+                finished.push(item);
+                continue;
+            }
+            let assertions = pending.remove(&entity).unwrap_or_default();
+            let block = blocks.entry(root.entity_id).or_default();
+            let mut touched = BTreeSet::new();
+            match self.offline_commits(
+                item,
+                root,
+                &assertions,
+                block,
+                &object_roots,
+                &labels,
+                &mut touched,
+            ) {
+                Ok(c) => {
+                    commits.extend(c);
+                    unit_roots.insert(root.entity_id);
+                    objects.extend(touched);
+                    decided.push(item);
+                }
+                Err(e) => out.push((item.clone(), Err(e))),
+            }
+        }
+        self.store.apply_assertions(ns, commits).await?;
+        // Profiles from the facts as stored: each unit's root, and an object only
+        // until it has a profile.
+        let mut refresh: Vec<(EntityId, Vec<FactRecord>)> = self
+            .facts_of_entities(ns, &unit_roots.iter().copied().collect::<Vec<_>>(), true)
+            .await?
+            .into_iter()
+            .collect();
+        let objects: Vec<EntityId> = objects.difference(&unit_roots).copied().collect();
+        if !objects.is_empty() {
+            let bare: Vec<EntityId> = self
+                .store
+                .entities(ns, &objects)
+                .await?
+                .into_iter()
+                .filter(|r| r.profile_key.is_none())
+                .map(|r| r.entity_id)
+                .collect();
+            refresh.extend(self.facts_of_entities(ns, &bare, false).await?);
+        }
+        self.refresh_profiles_from(ns, refresh).await?;
+        drop(guards);
+        // Fact work that lands after its document was deleted is retired (D135).
+        let deleted: BTreeSet<VersionId> = decided.iter().map(|i| i.version_id).collect();
+        for version in deleted {
+            self.retire_if_deleted(ns, version).await?;
+        }
+        let done: Vec<&WorkItem> = decided.into_iter().chain(finished).collect();
+        let leases: Vec<Lease> = done.iter().map(|i| Lease::of(i)).collect();
+        let results = self.store.complete_many(&leases, self.clock.now()).await?;
+        out.extend(completed(done.into_iter().cloned(), results));
+        Ok(out)
+    }
+
+    /// The live facts of several entities (as [`Self::entity_facts`] gives them, at
+    /// most 10,000 each), read a few entities at a time.
+    async fn facts_of_entities(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+        unsupported: bool,
+    ) -> Result<HashMap<EntityId, Vec<FactRecord>>> {
+        const PER_ENTITY: usize = 10_000;
+        let mut out: HashMap<EntityId, Vec<FactRecord>> =
+            entities.iter().map(|e| (*e, Vec::new())).collect();
+        for part in entities.chunks(16) {
+            let facts = self
+                .store
+                .list_facts(
+                    &FactFilter {
+                        namespace_id: ns,
+                        entities: part.to_vec(),
+                        at: None,
+                        history: false,
+                        overlap: None,
+                        documents: None,
+                        group: None,
+                        unsupported,
+                    },
+                    (PER_ENTITY * part.len()) as u32,
+                )
+                .await?;
+            // A listing of several entities is in the order of each one's own: the
+            // facts of one are its listing, as long as none is cut.
+            for f in facts {
+                for e in part {
+                    if f.subject == *e || f.object == Some(*e) {
+                        let list = out.entry(*e).or_default();
+                        if list.len() < PER_ENTITY {
+                            list.push(f.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Adjudicate a unit's assertions offline: each verdict against `block` (the
     /// root's live facts) as the earlier verdicts left it, all committed at once.
     async fn apply_offline(
@@ -1533,6 +1750,27 @@ impl Engine {
         touched: &mut BTreeSet<EntityId>,
     ) -> StageResult<()> {
         let ns = item.namespace_id;
+        let (object_roots, labels) = self.offline_inputs(ns, assertions).await?;
+        let commits = self.offline_commits(
+            item,
+            root,
+            assertions,
+            block,
+            &object_roots,
+            &labels,
+            touched,
+        )?;
+        self.store.apply_assertions(ns, commits).await?;
+        Ok(())
+    }
+
+    /// What offline verdicts on `assertions` read besides the block: the roots of
+    /// their objects, and which of their labels have a vector of this generation.
+    async fn offline_inputs(
+        &self,
+        ns: NamespaceId,
+        assertions: &[Assertion],
+    ) -> Result<(HashMap<EntityId, EntityRecord>, HashSet<String>)> {
         let objects: Vec<EntityId> = assertions.iter().filter_map(|a| a.object).collect();
         let object_roots = if objects.is_empty() {
             HashMap::new()
@@ -1552,6 +1790,35 @@ impl Engine {
             .await?
             .into_iter()
             .collect();
+        Ok((object_roots, labels))
+    }
+
+    /// The offline commits of a unit's `assertions`, each verdict decided against
+    /// `block` as the earlier ones left it (the block is updated in memory as each
+    /// commit will land). Fails, changing nothing, when an object does not exist.
+    #[allow(clippy::too_many_arguments)]
+    fn offline_commits(
+        &self,
+        item: &WorkItem,
+        root: &EntityRecord,
+        assertions: &[Assertion],
+        block: &mut Vec<(FactRecord, Vec<u64>)>,
+        object_roots: &HashMap<EntityId, EntityRecord>,
+        labels: &HashSet<String>,
+        touched: &mut BTreeSet<EntityId>,
+    ) -> StageResult<Vec<ApplyCommit>> {
+        let ns = item.namespace_id;
+        if let Some(o) = assertions
+            .iter()
+            .filter_map(|a| a.object)
+            .find(|o| !object_roots.contains_key(o))
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidInput,
+                format!("entity {o} does not exist in this namespace"),
+            )
+            .into());
+        }
         let mut commits = Vec::with_capacity(assertions.len());
         for a in assertions {
             let mut a = a.clone();
@@ -1559,11 +1826,7 @@ impl Engine {
             let mut object_name = None;
             if let Some(o) = a.object {
                 let Some(object) = object_roots.get(&o) else {
-                    return Err(Error::new(
-                        ErrorCode::InvalidInput,
-                        format!("entity {o} does not exist in this namespace"),
-                    )
-                    .into());
+                    continue; // checked above
                 };
                 touched.insert(object.entity_id);
                 a.object = Some(object.entity_id);
@@ -1571,7 +1834,7 @@ impl Engine {
             }
             let at = self.clock.now();
             let candidates = self.nominate(&a, block);
-            let commit = self.offline_apply(item, &a, &candidates, &labels, at);
+            let commit = self.offline_apply(item, &a, &candidates, labels, at);
             // What later verdicts read of the block once this commit lands: revised
             // windows and the new fact (as stored: to the millisecond).
             for (fact, w) in &commit.windows {
@@ -1610,8 +1873,7 @@ impl Engine {
             }
             commits.push(commit);
         }
-        self.store.apply_assertions(ns, commits).await?;
-        Ok(())
+        Ok(commits)
     }
 
     /// The live facts an entity takes part in (as subject or object), current view;
@@ -1624,21 +1886,11 @@ impl Engine {
         entity: EntityId,
         unsupported: bool,
     ) -> Result<Vec<FactRecord>> {
-        self.store
-            .list_facts(
-                &FactFilter {
-                    namespace_id: ns,
-                    entities: vec![entity],
-                    at: None,
-                    history: false,
-                    overlap: None,
-                    documents: None,
-                    group: None,
-                    unsupported,
-                },
-                10_000,
-            )
-            .await
+        Ok(self
+            .facts_of_entities(ns, &[entity], unsupported)
+            .await?
+            .remove(&entity)
+            .unwrap_or_default())
     }
 
     /// Live facts nominated for an assertion from the subject's `block` (its live
@@ -1967,53 +2219,102 @@ impl Engine {
         &self,
         ns: NamespaceId,
         entity: EntityId,
-        mut facts: Vec<FactRecord>,
+        facts: Vec<FactRecord>,
     ) -> Result<()> {
-        let Some(e) = self.store.entities(ns, &[entity]).await?.into_iter().next() else {
+        self.refresh_profiles_from(ns, vec![(entity, facts)]).await
+    }
+
+    /// Refresh the profiles of several entities from their live facts, already read
+    /// (each entity once): the summaries whose key changed are written, and those
+    /// without a vector of this generation embedded in one call.
+    async fn refresh_profiles_from(
+        &self,
+        ns: NamespaceId,
+        wanted: Vec<(EntityId, Vec<FactRecord>)>,
+    ) -> Result<()> {
+        if wanted.is_empty() {
             return Ok(());
-        };
-        // A profile speaks only of served facts.
-        facts.retain(|f| f.evidence_count > 0);
-        // Best supported first, then the latest in world time (a known start before
-        // an unknown one), then by statement: never by when a worker happened to
-        // record a fact, so the same sources give the same profile.
-        facts.sort_by(|a, b| {
-            b.evidence_count
-                .cmp(&a.evidence_count)
-                .then(b.window.valid_from.cmp(&a.window.valid_from))
-                .then(a.statement.cmp(&b.statement))
-                .then(a.fact_id.cmp(&b.fact_id))
-        });
-        let summary = profile_summary(&e, &facts);
-        let key = embedding_key(&summary);
-        if e.profile_key.as_deref() == Some(key.as_str()) {
+        }
+        let ids: Vec<EntityId> = wanted.iter().map(|(e, _)| *e).collect();
+        let records = self.entity_map(ns, &ids).await?;
+        // (entity, summary, key) of the profiles that change.
+        let mut changes: Vec<(EntityId, String, String)> = Vec::new();
+        for (entity, mut facts) in wanted {
+            let Some(e) = records.get(&entity) else {
+                continue;
+            };
+            // A profile speaks only of served facts.
+            facts.retain(|f| f.evidence_count > 0);
+            // Best supported first, then the latest in world time (a known start
+            // before an unknown one), then by statement: never by when a worker
+            // happened to record a fact, so the same sources give the same profile.
+            facts.sort_by(|a, b| {
+                b.evidence_count
+                    .cmp(&a.evidence_count)
+                    .then(b.window.valid_from.cmp(&a.window.valid_from))
+                    .then(a.statement.cmp(&b.statement))
+                    .then(a.fact_id.cmp(&b.fact_id))
+            });
+            let summary = profile_summary(e, &facts);
+            let key = embedding_key(&summary);
+            if e.profile_key.as_deref() != Some(key.as_str()) {
+                changes.push((entity, summary, key));
+            }
+        }
+        if changes.is_empty() {
             return Ok(());
         }
         let identity = self.embedder.identity().clone();
         let generation = identity.generation();
-        if self
+        let keys: Vec<String> = changes
+            .iter()
+            .map(|(_, _, k)| k.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let have: HashSet<String> = self
             .store
-            .existing_vectors(ns, &generation, std::slice::from_ref(&key))
+            .existing_vectors(ns, &generation, &keys)
             .await?
-            .is_empty()
-        {
-            let v = self
+            .into_iter()
+            .collect();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let missing: Vec<(&String, &String)> = changes
+            .iter()
+            .filter(|(_, _, k)| !have.contains(k) && seen.insert(k.as_str()))
+            .map(|(_, summary, k)| (k, summary))
+            .collect();
+        for part in missing.chunks(self.embedder.max_batch().max(1)) {
+            let texts: Vec<String> = part.iter().map(|(_, s)| (*s).clone()).collect();
+            let vectors = self
                 .embedder
-                .embed(std::slice::from_ref(&summary), EmbedPurpose::Document)
+                .embed(&texts, EmbedPurpose::Document)
                 .await
                 .map_err(Error::from)?;
-            let Some(v) = v.into_iter().next() else {
+            if vectors.len() != texts.len() {
                 return Err(Error::from(ProviderError::Malformed {
-                    message: "the embedder returned no vector for a profile".into(),
+                    message: format!(
+                        "the embedder returned {} vectors for {} profiles",
+                        vectors.len(),
+                        texts.len()
+                    ),
                 }));
-            };
+            }
+            let rows = part
+                .iter()
+                .map(|(k, _)| (*k).clone())
+                .zip(vectors)
+                .collect();
             self.store
-                .commit_vectors(&[], ns, &identity, vec![(key.clone(), v)], self.clock.now())
+                .commit_vectors(&[], ns, &identity, rows, self.clock.now())
                 .await?;
         }
-        self.store
-            .set_profile(ns, entity, &summary, &key, self.clock.now())
-            .await
+        for (entity, summary, key) in changes {
+            self.store
+                .set_profile(ns, entity, &summary, &key, self.clock.now())
+                .await?;
+        }
+        Ok(())
     }
 
     // ------------------------------------------------------------------ reads
@@ -2463,6 +2764,21 @@ struct BatchRef {
 }
 
 /// What the normalizer reads of a claim.
+/// Each item with the outcome of its own commit in a batch's commit.
+fn completed(
+    items: impl IntoIterator<Item = WorkItem>,
+    results: Vec<Result<()>>,
+) -> impl Iterator<Item = (WorkItem, StageResult<Outcome>)> {
+    items.into_iter().zip(results).map(|(item, result)| {
+        (
+            item,
+            result
+                .map(|()| Outcome::Completed)
+                .map_err(StageError::from),
+        )
+    })
+}
+
 fn normalize_input(claim: &ClaimRecord) -> NormalizeInput {
     NormalizeInput {
         claim_text: claim.text.clone(),

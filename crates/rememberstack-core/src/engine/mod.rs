@@ -71,6 +71,11 @@ pub struct EngineConfig {
     pub backoff_max: Duration,
     /// Work items claimed per batch.
     pub claim_limit: u32,
+    /// Work items claimed per batch of a stage that runs as one write group
+    /// ([`Engine::runs_grouped`]) on a store one process writes
+    /// ([`MemoryStore::locks_in_process`]): no model call waits in such a batch,
+    /// and the batch's reads and commits are shared by more items.
+    pub grouped_claim_limit: u32,
     /// Largest `k` a search accepts.
     pub max_k: usize,
     /// Entity resolution and fact adjudication (E3).
@@ -104,6 +109,7 @@ impl Default for EngineConfig {
             backoff_base: Duration::from_secs(2),
             backoff_max: Duration::from_secs(300),
             claim_limit: 32,
+            grouped_claim_limit: 256,
             max_k: 100,
             facts: FactsConfig::default(),
             feedback_retention: Duration::from_secs(180 * 24 * 3600),
@@ -541,10 +547,10 @@ impl Engine {
                 "chunk token_budget and anchor_period must be positive",
             ));
         }
-        if config.claim_limit == 0 || config.max_k == 0 {
+        if config.claim_limit == 0 || config.grouped_claim_limit == 0 || config.max_k == 0 {
             return Err(Error::new(
                 ErrorCode::Config,
-                "claim_limit and max_k must be positive",
+                "claim_limit, grouped_claim_limit and max_k must be positive",
             ));
         }
         let engine = Engine {
@@ -964,6 +970,7 @@ impl Engine {
                 owner: owner.to_string(),
                 stages: Stage::ALL.to_vec(),
                 limit: self.config.claim_limit,
+                stage_limits: self.stage_limits(),
                 lease_until,
                 now,
             })
@@ -1015,6 +1022,19 @@ impl Engine {
         Ok((claimed, report))
     }
 
+    /// The claim sizes of stages whose batches run as one write group on a store
+    /// this process alone writes ([`EngineConfig::grouped_claim_limit`]).
+    fn stage_limits(&self) -> Vec<(Stage, u32)> {
+        if !self.store.locks_in_process() {
+            return vec![];
+        }
+        Stage::ALL
+            .iter()
+            .filter(|s| self.runs_grouped(**s))
+            .map(|s| (*s, self.config.grouped_claim_limit))
+            .collect()
+    }
+
     /// Whether a batch of `stage` runs as one write group
     /// ([`MemoryStore::grouped`]): it calls no remote provider, that is no chat
     /// model takes part, and where the stage embeds, the embedder runs in this
@@ -1050,13 +1070,18 @@ impl Engine {
                 }
             }
             Stage::Extract => self.run_extract_batch(items, report).await?,
-            Stage::Normalize if self.normalizes_together() => {
+            Stage::Normalize | Stage::Adjudicate if self.decides_together(stage) => {
                 let mut by_ns: BTreeMap<NamespaceId, Vec<WorkItem>> = BTreeMap::new();
                 for item in items {
                     by_ns.entry(item.namespace_id).or_default().push(item);
                 }
                 for (ns, group) in by_ns {
-                    match self.normalize_together(ns, &group).await {
+                    let decided = if stage == Stage::Normalize {
+                        self.normalize_together(ns, &group).await
+                    } else {
+                        self.adjudicate_together(ns, &group).await
+                    };
+                    match decided {
                         Ok(outcomes) => {
                             for (item, result) in outcomes {
                                 self.settle(&[item], result, report).await?;

@@ -908,6 +908,7 @@ async fn a_batch_of_claims_resolves_exactly_as_claims_one_at_a_time() {
         for (slug, claim_limit) in [("batched", 32), ("one-by-one", 1)] {
             let mut config = test_config();
             config.engine.claim_limit = claim_limit;
+            config.engine.grouped_claim_limit = claim_limit;
             let memory = Memory::builder()
                 .store(h.store.clone())
                 .config(config)
@@ -960,6 +961,155 @@ async fn a_batch_of_claims_resolves_exactly_as_claims_one_at_a_time() {
                 .filter(|d| d.2 == "Alicia Moreno")
                 .all(|d| d.6.iter().any(|c| c.starts_with("Alice Moreno"))),
             "{batched:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_units_adjudicates_exactly_as_units_one_at_a_time() {
+    // Repeated statements (evidence for one fact), a window revised by a later
+    // dated mention, relations naming other entities, and one person asserted by
+    // several documents, so that units of one entity from different versions meet
+    // in a batch.
+    let notes = [
+        (
+            "2024-01-05T00:00:00Z",
+            "Alice Moreno lives in Oslo.\nAlice Moreno works for Acme.",
+        ),
+        (
+            "2024-02-05T00:00:00Z",
+            "Bob Stone works for Acme.\nAlice Moreno lives in Oslo.",
+        ),
+        (
+            "2024-03-05T00:00:00Z",
+            "Alice Moreno moved to Bergen in March 2024.\nBob Stone lives in Oslo.",
+        ),
+        (
+            "2024-04-05T00:00:00Z",
+            "Alice Moreno works for Globex.\nBob Stone works for Acme.",
+        ),
+        (
+            "2024-05-05T00:00:00Z",
+            "Carol Diaz married Bob Stone.\nCarol Diaz works for Globex.",
+        ),
+        (
+            "2024-06-05T00:00:00Z",
+            "Alice Moreno lives in Oslo.\nCarol Diaz lives in Bergen.",
+        ),
+    ];
+    for h in stores().await {
+        let mut runs = Vec::new();
+        for (slug, limit) in [("units-batched", 256), ("units-one-by-one", 1)] {
+            let mut config = test_config();
+            config.engine.claim_limit = limit;
+            config.engine.grouped_claim_limit = limit;
+            let memory = Memory::builder()
+                .store(h.store.clone())
+                .config(config)
+                .namespace(slug)
+                .clock(Arc::new(TickingClock(std::sync::Mutex::new(at(
+                    "2024-07-01T00:00:00Z",
+                )))))
+                .open()
+                .await
+                .unwrap();
+            for (i, (when, text)) in notes.iter().enumerate() {
+                memory
+                    .ingest_text(
+                        &format!("# Note {i}\n\n{text}\n"),
+                        IngestOptions::new(format!("u{i}")).source_time(at(when)),
+                    )
+                    .await
+                    .unwrap();
+            }
+            let report = memory.process_until_idle().await.unwrap();
+            let adjudicate = &report.stages["e3.adjudicate"];
+            if slug == "units-one-by-one" {
+                assert_eq!(adjudicate.batches, adjudicate.items, "{}", h.kind);
+            } else {
+                assert!(adjudicate.items > 2, "{}: {adjudicate:?}", h.kind);
+            }
+            let mut facts: Vec<String> = memory
+                .facts(&FactQuery {
+                    history: true,
+                    limit: 1000,
+                    ..FactQuery::default()
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| {
+                    format!(
+                        "{} | {:?} | {:?} | {} | {:?} | {:?} | {} | {} | {}",
+                        f.subject_name,
+                        f.predicate,
+                        f.object_name,
+                        f.statement,
+                        f.window.valid_from,
+                        f.window.valid_until,
+                        f.evidence_count,
+                        f.contradict_count,
+                        f.invalidated_at.is_some(),
+                    )
+                })
+                .collect();
+            facts.sort();
+            let subjects: std::collections::BTreeSet<String> = facts
+                .iter()
+                .map(|f| f.split(" | ").next().unwrap_or_default().to_string())
+                .collect();
+            let profiles: std::collections::BTreeMap<String, Option<String>> = memory
+                .entities(false, 1000)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|e| subjects.contains(&e.canonical_name))
+                .map(|e| (e.canonical_name, e.profile_summary))
+                .collect();
+            runs.push((facts, profiles));
+        }
+        let (batched, one_by_one) = (&runs[0], &runs[1]);
+        assert_eq!(batched.0, one_by_one.0, "{}", h.kind);
+        // The profiles of the entities units adjudicated are the same, but for one
+        // that a later unit names as an object: one unit at a time leaves the profile
+        // its own unit wrote (an object's profile is only written while it has
+        // none), while a batch writes every profile from the facts as it leaves them.
+        for (name, profile) in &batched.1 {
+            if name == "Bob Stone" {
+                continue;
+            }
+            assert_eq!(Some(profile), one_by_one.1.get(name), "{}: {name}", h.kind);
+        }
+        let bob = |run: &(
+            Vec<String>,
+            std::collections::BTreeMap<String, Option<String>>,
+        )| {
+            run.1
+                .get("Bob Stone")
+                .cloned()
+                .flatten()
+                .unwrap_or_default()
+        };
+        assert!(
+            bob(one_by_one).contains("Bob Stone works for Acme."),
+            "{}",
+            h.kind
+        );
+        let batched_sees_the_marriage = bob(batched).contains("Carol Diaz married Bob Stone.");
+        // Only the embedded store adjudicates a batch together.
+        assert_eq!(batched_sees_the_marriage, h.kind == "sqlite", "{}", h.kind);
+        // Repeated testimony became evidence, not a second fact.
+        assert!(
+            batched.0.iter().any(|f| f.starts_with("Alice Moreno")
+                && f.contains("located in Oslo")
+                && f.contains(" | 3 | ")),
+            "{:#?}",
+            batched.0
+        );
+        assert!(
+            batched.1.iter().all(|(_, p)| p.is_some()),
+            "{:#?}",
+            batched.1
         );
     }
 }

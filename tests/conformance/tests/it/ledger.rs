@@ -38,6 +38,7 @@ async fn a_crashed_worker_loses_no_work_and_nothing_runs_twice() {
                 owner: "worker-a".into(),
                 stages: vec![Stage::Prepare],
                 limit: 10,
+                stage_limits: vec![],
                 lease_until: now + chrono::Duration::seconds(30),
                 now,
             })
@@ -393,6 +394,7 @@ async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
                 owner: "worker".into(),
                 stages: vec![Stage::Normalize],
                 limit: 10,
+                stage_limits: vec![],
                 lease_until: now + chrono::Duration::seconds(60),
                 now,
             })
@@ -465,6 +467,7 @@ async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
                 owner: "worker".into(),
                 stages: vec![Stage::Adjudicate],
                 limit: 10,
+                stage_limits: vec![],
                 lease_until: now + chrono::Duration::seconds(60),
                 now,
             })
@@ -472,5 +475,73 @@ async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
             .unwrap();
         assert_eq!(adjudications.len(), 1, "{}", h.kind);
         assert_eq!(adjudications[0].target_id, items[0].target_id);
+    }
+}
+
+#[tokio::test]
+async fn a_claim_takes_a_stage_limit_for_its_stage_and_the_limit_for_others() {
+    for h in stores().await {
+        let memory = h.memory_with(test_config(), None, None).await;
+        for i in 0..5 {
+            memory
+                .ingest_text(
+                    format!("# Note {i}\n\nA line about item {i}."),
+                    IngestOptions::new(format!("limit-{i}")),
+                )
+                .await
+                .unwrap();
+        }
+        let now = chrono::Utc::now();
+        let request = |limit: u32, stage_limits: Vec<(Stage, u32)>| ClaimRequest {
+            owner: "worker".into(),
+            stages: vec![Stage::Prepare],
+            limit,
+            stage_limits,
+            lease_until: now + chrono::Duration::seconds(30),
+            now,
+        };
+        // Prepare has a limit of its own: it wins over `limit`.
+        let first = h
+            .store
+            .claim(&request(1, vec![(Stage::Prepare, 3)]))
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 3, "{}", h.kind);
+        // Another stage's limit leaves prepare at `limit`.
+        let second = h
+            .store
+            .claim(&request(1, vec![(Stage::Chunk, 9)]))
+            .await
+            .unwrap();
+        assert_eq!(second.len(), 1, "{}", h.kind);
+        let rest = h.store.claim(&request(10, vec![])).await.unwrap();
+        assert_eq!(rest.len(), 1, "{}", h.kind);
+    }
+}
+
+#[tokio::test]
+async fn provider_free_batches_on_the_embedded_store_are_claimed_in_larger_batches() {
+    for h in stores().await {
+        let config = test_config();
+        let (limit, grouped) = (config.engine.claim_limit, config.engine.grouped_claim_limit);
+        assert!(grouped > limit);
+        let memory = h.memory_with(config, None, None).await;
+        let n = limit as usize + 8;
+        for i in 0..n {
+            memory
+                .ingest_text(
+                    format!("# Note {i}\n\nA line about item {i}."),
+                    IngestOptions::new(format!("batch-{i}")),
+                )
+                .await
+                .unwrap();
+        }
+        let report = memory.engine().drain().await.unwrap();
+        let prepare = &report.stages["e0.prepare"];
+        assert_eq!(prepare.items, n as u64, "{}", h.kind);
+        // The embedded store is written by this process alone: one batch. A shared
+        // store keeps the ordinary claim size, so that workers share the work.
+        let expected = if h.kind == "sqlite" { 1 } else { 2 };
+        assert_eq!(prepare.batches, expected, "{}", h.kind);
     }
 }
