@@ -387,6 +387,17 @@ mod tests {
     }
 
     #[test]
+    fn claim_sizes_come_from_the_engine_section() {
+        let c =
+            Config::from_toml_str("[engine]\nclaim_limit = 8\ngrouped_claim_limit = 64\n").unwrap();
+        assert_eq!(
+            (c.engine.claim_limit, c.engine.grouped_claim_limit),
+            (8, 64)
+        );
+        assert_eq!(Config::default().engine.grouped_claim_limit, 256);
+    }
+
+    #[test]
     fn bad_config_is_a_typed_error() {
         assert_eq!(
             Config::from_toml_str("[engine]\nnope = 1\n")

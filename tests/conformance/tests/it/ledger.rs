@@ -543,5 +543,16 @@ async fn provider_free_batches_on_the_embedded_store_are_claimed_in_larger_batch
         // store keeps the ordinary claim size, so that workers share the work.
         let expected = if h.kind == "sqlite" { 1 } else { 2 };
         assert_eq!(prepare.batches, expected, "{}", h.kind);
+        // A claim size of zero is a configuration error, found when the engine opens.
+        let mut zero = test_config();
+        zero.engine.grouped_claim_limit = 0;
+        let err = Memory::builder()
+            .store(h.store.clone())
+            .config(zero)
+            .namespace("zero-claims")
+            .open()
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Config, "{}", h.kind);
     }
 }
