@@ -1008,11 +1008,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     async fn complete_many(&self, leases: &[Lease], now: Timestamp) -> Result<Vec<Result<()>>> {
         let mut out = Vec::with_capacity(leases.len());
         for lease in leases {
-            out.push(match self.complete(lease, vec![], now).await {
-                Err(e) if e.code() == crate::ErrorCode::LeaseLost => Err(e),
-                Err(e) => return Err(e),
-                Ok(()) => Ok(()),
-            });
+            match self.complete(lease, vec![], now).await {
+                Err(e) if e.code() != crate::ErrorCode::LeaseLost => return Err(e),
+                result => out.push(result),
+            }
         }
         Ok(out)
     }

@@ -8,7 +8,8 @@
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::entities::{
     AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, Mention, MergeEvent, ResolutionCommit, ResolutionDecision,
+    EntityFilter, EntityRecord, Mention, MergeEvent, NewAlias, ResolutionCommit,
+    ResolutionDecision, alias_keys,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -121,14 +122,19 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
 async fn insert_keys(
     tx: &mut sqlx::PgConnection,
     ns: &str,
-    keys: &[(&str, &str)],
+    alias: &NewAlias,
     entity: &str,
-    alias_lemma: &str,
 ) -> Result<()> {
-    let (kinds, keys): (Vec<String>, Vec<String>) = keys
-        .iter()
-        .filter(|(_, k)| !k.is_empty())
-        .map(|(kind, key)| (kind.to_string(), key.to_string()))
+    let (kinds, keys): (Vec<String>, Vec<String>) = alias_keys(alias)
+        .into_iter()
+        .map(|(tier, key)| {
+            let kind = match tier {
+                BlockingTier::T0 => "lemma",
+                BlockingTier::T1 => "tri",
+                BlockingTier::T2 => "dm",
+            };
+            (kind.to_string(), key)
+        })
         .unzip();
     if keys.is_empty() {
         return Ok(());
@@ -142,7 +148,7 @@ async fn insert_keys(
     .bind(kinds)
     .bind(keys)
     .bind(entity)
-    .bind(alias_lemma)
+    .bind(&alias.lemma)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
@@ -443,11 +449,7 @@ impl PgStore {
             if inserted.rows_affected() == 0 {
                 continue;
             }
-            let keys: Vec<(&str, &str)> = std::iter::once(("lemma", a.lemma.as_str()))
-                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
-                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
-                .collect();
-            insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
+            insert_keys(&mut tx, &ns, a, &entity).await?;
         }
         let m = &commit.mention;
         sqlx::query(

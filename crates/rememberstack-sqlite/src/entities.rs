@@ -6,7 +6,7 @@ use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::entities::{
     BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
     EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias,
-    ResolutionCommit, ResolutionDecision, query_keys,
+    ResolutionCommit, ResolutionDecision, alias_keys, query_keys,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -73,30 +73,27 @@ fn merge_row(r: &SqliteRow) -> Result<MergeEvent> {
     })
 }
 
-/// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped).
+/// Insert blocking key rows `(key, entity, alias lemma)`, each as
+/// [`alias_keys`] gives an alias's keys; returns how many were new.
 async fn insert_keys(
     tx: &mut sqlx::SqliteConnection,
     ns: &str,
-    keys: &[(&str, &str)],
-    entity: &str,
-    alias_lemma: &str,
+    rows: &[(BlockingKey, String, &str)],
 ) -> Result<u64> {
-    let keys: Vec<&(&str, &str)> = keys.iter().filter(|(_, k)| !k.is_empty()).collect();
-    let n = insert_rows(
+    insert_rows(
         tx,
         "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
         " ON CONFLICT DO NOTHING",
-        &keys,
-        |mut row, (kind, key)| {
+        rows,
+        |mut row, ((tier, key), entity, alias_lemma)| {
             row.push_bind(ns)
-                .push_bind(*kind)
-                .push_bind(*key)
-                .push_bind(entity)
-                .push_bind(alias_lemma);
+                .push_bind(kind_of(*tier))
+                .push_bind(key.as_str())
+                .push_bind(entity.as_str())
+                .push_bind(*alias_lemma);
         },
     )
-    .await?;
-    Ok(n)
+    .await
 }
 
 /// The store's name of a blocking tier's keys (`entity_keys.kind`).
@@ -539,15 +536,12 @@ impl SqliteStore {
             if inserted.rows_affected() == 0 {
                 continue;
             }
-            let keys: Vec<(&str, &str)> = std::iter::once(("lemma", a.lemma.as_str()))
-                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
-                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
+            let rows: Vec<(BlockingKey, String, &str)> = alias_keys(a)
+                .into_iter()
+                .map(|k| (k, entity.clone(), a.lemma.as_str()))
                 .collect();
-            written += insert_keys(&mut tx, &ns, &keys, &entity, &a.lemma).await?;
-            touched_keys.extend(
-                keys.iter()
-                    .filter_map(|(kind, key)| Some((tier_of(kind).ok()?, key.to_string()))),
-            );
+            written += insert_keys(&mut tx, &ns, &rows).await?;
+            touched_keys.extend(rows.into_iter().map(|(k, _, _)| k));
         }
         let m = &commit.mention;
         sqlx::query(
@@ -748,7 +742,7 @@ impl SqliteStore {
                 new_aliases.insert((r.get("entity_id"), r.get("surface")));
             }
         }
-        let mut keys: Vec<(String, &str, &str, &str)> = Vec::new();
+        let mut keys: Vec<(BlockingKey, String, &str)> = Vec::new();
         let mut keyed: BTreeSet<(String, String)> = BTreeSet::new();
         for (c, a) in &aliases {
             let entity = c.decision.entity_id.to_string();
@@ -756,28 +750,11 @@ impl SqliteStore {
             if !new_aliases.contains(&pair) || !keyed.insert(pair) {
                 continue;
             }
-            for (kind, key) in std::iter::once(("lemma", a.lemma.as_str()))
-                .chain(a.trigrams.iter().map(|t| ("tri", t.as_str())))
-                .chain(a.phonetic.iter().map(|p| ("dm", p.as_str())))
-                .filter(|(_, k)| !k.is_empty())
-            {
-                keys.push((entity.clone(), kind, key, a.lemma.as_str()));
+            for key in alias_keys(a) {
+                keys.push((key, entity.clone(), a.lemma.as_str()));
             }
         }
-        let written = insert_rows(
-            &mut tx,
-            "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma) ",
-            " ON CONFLICT DO NOTHING",
-            &keys,
-            |mut row, (entity, kind, key, alias_lemma)| {
-                row.push_bind(&ns)
-                    .push_bind(*kind)
-                    .push_bind(*key)
-                    .push_bind(entity.clone())
-                    .push_bind(*alias_lemma);
-            },
-        )
-        .await?;
+        let written = insert_keys(&mut tx, &ns, &keys).await?;
         insert_rows(
             &mut tx,
             "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
@@ -886,10 +863,7 @@ impl SqliteStore {
         )
         .await?;
         tx.commit().await.map_err(db_err)?;
-        let touched_keys: Vec<BlockingKey> = keys
-            .iter()
-            .filter_map(|(_, kind, key, _)| Some((tier_of(kind).ok()?, key.to_string())))
-            .collect();
+        let touched_keys: Vec<BlockingKey> = keys.into_iter().map(|(k, _, _)| k).collect();
         self.key_cache
             .wrote(ns_id, &touched_keys, written, self.write.epoch());
         Ok(out)

@@ -1616,8 +1616,7 @@ impl Engine {
                 (e, block)
             })
             .collect();
-        let all: Vec<Assertion> = pending.values().flatten().cloned().collect();
-        let (object_roots, labels) = self.offline_inputs(ns, &all).await?;
+        let (object_roots, labels) = self.offline_inputs(ns, pending.values().flatten()).await?;
         let mut commits = Vec::new();
         let mut drained: HashSet<EntityId> = HashSet::new();
         let mut decided: Vec<&WorkItem> = Vec::new();
@@ -1684,8 +1683,8 @@ impl Engine {
         self.refresh_profiles_from(ns, refresh).await?;
         drop(guards);
         // Fact work that lands after its document was deleted is retired (D135).
-        let deleted: BTreeSet<VersionId> = decided.iter().map(|i| i.version_id).collect();
-        for version in deleted {
+        let decided_versions: BTreeSet<VersionId> = decided.iter().map(|i| i.version_id).collect();
+        for version in decided_versions {
             self.retire_if_deleted(ns, version).await?;
         }
         let done: Vec<&WorkItem> = decided.into_iter().chain(finished).collect();
@@ -1704,8 +1703,7 @@ impl Engine {
         unsupported: bool,
     ) -> Result<HashMap<EntityId, Vec<FactRecord>>> {
         const PER_ENTITY: usize = 10_000;
-        let mut out: HashMap<EntityId, Vec<FactRecord>> =
-            entities.iter().map(|e| (*e, Vec::new())).collect();
+        let mut out: HashMap<EntityId, Vec<FactRecord>> = HashMap::new();
         for part in entities.chunks(16) {
             let facts = self
                 .store
@@ -1725,16 +1723,26 @@ impl Engine {
                 .await?;
             // A listing of several entities is in the order of each one's own: the
             // facts of one are its listing, as long as none is cut.
+            let mut lists: Vec<(EntityId, Vec<FactRecord>)> =
+                part.iter().map(|e| (*e, Vec::new())).collect();
             for f in facts {
-                for e in part {
-                    if f.subject == *e || f.object == Some(*e) {
-                        let list = out.entry(*e).or_default();
-                        if list.len() < PER_ENTITY {
-                            list.push(f.clone());
-                        }
+                // A fact between two of the entities is in both lists: cloned for
+                // all but the last.
+                let mut owners: Vec<&mut Vec<FactRecord>> = lists
+                    .iter_mut()
+                    .filter(|(e, list)| {
+                        (f.subject == *e || f.object == Some(*e)) && list.len() < PER_ENTITY
+                    })
+                    .map(|(_, list)| list)
+                    .collect();
+                if let Some(last) = owners.pop() {
+                    for list in owners {
+                        list.push(f.clone());
                     }
+                    last.push(f);
                 }
             }
+            out.extend(lists);
         }
         Ok(out)
     }
@@ -1766,11 +1774,12 @@ impl Engine {
 
     /// What offline verdicts on `assertions` read besides the block: the roots of
     /// their objects, and which of their labels have a vector of this generation.
-    async fn offline_inputs(
+    async fn offline_inputs<'a>(
         &self,
         ns: NamespaceId,
-        assertions: &[Assertion],
+        assertions: impl IntoIterator<Item = &'a Assertion>,
     ) -> Result<(HashMap<EntityId, EntityRecord>, HashSet<String>)> {
+        let assertions: Vec<&Assertion> = assertions.into_iter().collect();
         let objects: Vec<EntityId> = assertions.iter().filter_map(|a| a.object).collect();
         let object_roots = if objects.is_empty() {
             HashMap::new()

@@ -888,6 +888,22 @@ impl rememberstack::Clock for TickingClock {
     }
 }
 
+/// A memory in namespace `slug` whose workers claim `limit` items at a time (provider-
+/// free batches too), on a clock that ticks a millisecond a reading from `start`.
+async fn claiming(h: &Harness, slug: &str, limit: u32, start: &str) -> Memory {
+    let mut config = test_config();
+    config.engine.claim_limit = limit;
+    config.engine.grouped_claim_limit = limit;
+    Memory::builder()
+        .store(h.store.clone())
+        .config(config)
+        .namespace(slug)
+        .clock(Arc::new(TickingClock(std::sync::Mutex::new(at(start)))))
+        .open()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_batch_of_claims_resolves_exactly_as_claims_one_at_a_time() {
     // Claims that mint names and meet them again, near-namesakes that must see the
@@ -906,19 +922,7 @@ async fn a_batch_of_claims_resolves_exactly_as_claims_one_at_a_time() {
     for h in stores().await {
         let mut summaries = Vec::new();
         for (slug, claim_limit) in [("batched", 32), ("one-by-one", 1)] {
-            let mut config = test_config();
-            config.engine.claim_limit = claim_limit;
-            config.engine.grouped_claim_limit = claim_limit;
-            let memory = Memory::builder()
-                .store(h.store.clone())
-                .config(config)
-                .namespace(slug)
-                .clock(Arc::new(TickingClock(std::sync::Mutex::new(at(
-                    "2024-04-01T00:00:00Z",
-                )))))
-                .open()
-                .await
-                .unwrap();
+            let memory = claiming(&h, slug, claim_limit, "2024-04-01T00:00:00Z").await;
             for (i, s) in sentences.iter().enumerate() {
                 memory
                     .ingest_text(
@@ -1000,19 +1004,7 @@ async fn a_batch_of_units_adjudicates_exactly_as_units_one_at_a_time() {
     for h in stores().await {
         let mut runs = Vec::new();
         for (slug, limit) in [("units-batched", 256), ("units-one-by-one", 1)] {
-            let mut config = test_config();
-            config.engine.claim_limit = limit;
-            config.engine.grouped_claim_limit = limit;
-            let memory = Memory::builder()
-                .store(h.store.clone())
-                .config(config)
-                .namespace(slug)
-                .clock(Arc::new(TickingClock(std::sync::Mutex::new(at(
-                    "2024-07-01T00:00:00Z",
-                )))))
-                .open()
-                .await
-                .unwrap();
+            let memory = claiming(&h, slug, limit, "2024-07-01T00:00:00Z").await;
             for (i, (when, text)) in notes.iter().enumerate() {
                 memory
                     .ingest_text(

@@ -478,19 +478,24 @@ async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
     }
 }
 
+/// Ingest `n` one-line notes under source refs `{prefix}-{i}`.
+async fn ingest_notes(memory: &Memory, prefix: &str, n: usize) {
+    for i in 0..n {
+        memory
+            .ingest_text(
+                format!("# Note {i}\n\nA line about item {i}."),
+                IngestOptions::new(format!("{prefix}-{i}")),
+            )
+            .await
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_claim_takes_a_stage_limit_for_its_stage_and_the_limit_for_others() {
     for h in stores().await {
         let memory = h.memory_with(test_config(), None, None).await;
-        for i in 0..5 {
-            memory
-                .ingest_text(
-                    format!("# Note {i}\n\nA line about item {i}."),
-                    IngestOptions::new(format!("limit-{i}")),
-                )
-                .await
-                .unwrap();
-        }
+        ingest_notes(&memory, "limit", 5).await;
         let now = chrono::Utc::now();
         let request = |limit: u32, stage_limits: Vec<(Stage, u32)>| ClaimRequest {
             owner: "worker".into(),
@@ -527,15 +532,7 @@ async fn provider_free_batches_on_the_embedded_store_are_claimed_in_larger_batch
         assert!(grouped > limit);
         let memory = h.memory_with(config, None, None).await;
         let n = limit as usize + 8;
-        for i in 0..n {
-            memory
-                .ingest_text(
-                    format!("# Note {i}\n\nA line about item {i}."),
-                    IngestOptions::new(format!("batch-{i}")),
-                )
-                .await
-                .unwrap();
-        }
+        ingest_notes(&memory, "batch", n).await;
         let report = memory.engine().drain().await.unwrap();
         let prepare = &report.stages["e0.prepare"];
         assert_eq!(prepare.items, n as u64, "{}", h.kind);
