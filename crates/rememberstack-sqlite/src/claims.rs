@@ -1,8 +1,9 @@
 //! Claims: storage of extractions, occurrences, the ledgers, currency and claim search.
 
 use crate::CLAIM_SCOPE;
+use crate::facts::fence_many;
 use crate::rows::*;
-use crate::{FTS_TOKENIZER, SqliteStore, db_err, fence, insert_work, ns_table, parse_id, ts};
+use crate::{FTS_TOKENIZER, SqliteStore, db_err, insert_work, ns_table, parse_id, ts};
 use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -108,107 +109,186 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        // Every lease is fenced in one statement per owner; the extractions of the
+        // leases still held are written together, a few multi-row statements per table.
+        let held = fence_many(
+            &mut tx,
+            &items.iter().map(|(l, _, _)| l).collect::<Vec<_>>(),
+            now,
+        )
+        .await?;
         let mut flags = Vec::with_capacity(items.len());
-        for (lease, x, follow_up) in items {
-            match fence(&mut tx, &lease, now).await {
-                Ok(()) => {}
-                Err(e) if e.code() == rememberstack_core::ErrorCode::LeaseLost => {
-                    flags.push(false);
-                    continue;
-                }
-                Err(e) => return Err(e),
+        let mut written = Vec::with_capacity(items.len());
+        let mut follow_up = Vec::new();
+        for (lease, x, work) in items {
+            let ok = held.contains_key(&lease.work_id.to_string());
+            flags.push(ok);
+            if ok {
+                written.push(x);
+                follow_up.extend(work);
             }
-            write_extraction(&mut tx, &ns_s, &fts, &x, now).await?;
-            insert_work(&mut tx, &follow_up, now).await?;
-            flags.push(true);
         }
+        write_extractions(&mut tx, &ns_s, &fts, &written, now).await?;
+        insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(flags)
     }
 }
 
-async fn write_extraction(
+/// Write a batch of extractions: a retried extraction of a chunk replaces that chunk's
+/// occurrences (claims are immutable rows; a re-run writes fresh ones only when it
+/// extracted afresh), then the new claims, their FTS rows, the occurrences and the
+/// decisions, in document order.
+async fn write_extractions(
     tx: &mut sqlx::SqliteConnection,
     ns_s: &str,
     fts: &str,
-    x: &ExtractionCommit,
+    xs: &[ExtractionCommit],
     now: Timestamp,
 ) -> Result<()> {
+    if xs.is_empty() {
+        return Ok(());
+    }
     let at = to_rfc3339(&now);
-    // A retried extraction of the same chunk replaces its occurrences (claims are
-    // immutable rows; a re-run writes fresh ones only when it extracted afresh).
-    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id = ?")
-        .bind(ns_s)
-        .bind(x.chunk_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    for c in &x.claims {
-        let r = sqlx::query(
-                "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
-                     valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
-                     extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
-                     is_current, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            )
-            .bind(ns_s)
-            .bind(c.id.to_string())
-            .bind(c.document_id.to_string())
-            .bind(&c.text)
-            .bind(json(&c.added_context)?)
-            .bind(c.validity.from.as_ref().map(to_rfc3339))
-            .bind(c.validity.until.as_ref().map(to_rfc3339))
-            .bind(enum_str(&c.validity.precision)?)
-            .bind(enum_str(&c.validity.kind)?)
-            .bind(to_rfc3339(&c.asserted_at))
-            .bind(&c.extractor_version)
-            .bind(&c.extraction_input_hash)
-            .bind(c.origin_version_id.to_string())
-            .bind(c.origin_chunk_id.to_string())
-            .bind(&c.embedding_key)
-            .bind(&c.claim_key)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO {fts} (rowid, text) VALUES (?, ?)"
-        )))
-        .bind(r.last_insert_rowid())
-        .bind(&c.text)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+    let chunks: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
+    for batch in chunks.chunks(400) {
+        let sql = format!(
+            "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({})",
+            in_list(batch.len())
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns_s);
+        for c in batch {
+            q = q.bind(c);
+        }
+        q.execute(&mut *tx).await.map_err(db_err)?;
     }
-    for o in &x.occurrences {
-        sqlx::query(
-            "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
-                     extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
-                     event_ids_json, reused, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(ns_s)
-        .bind(o.chunk_id.to_string())
-        .bind(o.claim_id.to_string())
-        .bind(o.version_id.to_string())
-        .bind(o.document_id.to_string())
-        .bind(&o.extractor_version)
-        .bind(&o.extraction_input_hash)
-        .bind(o.ordinal as i64)
-        .bind(json(&o.spans)?)
-        .bind(json(&o.passages)?)
-        .bind(json(&o.event_ids)?)
-        .bind(o.reused as i64)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    }
-    // Each decision's detail is encoded first, then the decisions are inserted in batches.
-    let decisions = x
-        .decisions
+    // Every value is encoded first; the rows then bind them by reference.
+    let claims = xs
         .iter()
-        .map(|d| Ok((d, json(&d.detail)?)))
+        .flat_map(|x| &x.claims)
+        .map(|c| {
+            Ok((
+                c,
+                [
+                    c.id.to_string(),
+                    c.document_id.to_string(),
+                    json(&c.added_context)?,
+                    enum_str(&c.validity.precision)?,
+                    enum_str(&c.validity.kind)?,
+                    to_rfc3339(&c.asserted_at),
+                    c.origin_version_id.to_string(),
+                    c.origin_chunk_id.to_string(),
+                ],
+                c.validity.from.as_ref().map(to_rfc3339),
+                c.validity.until.as_ref().map(to_rfc3339),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    insert_rows(
+        tx,
+        "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
+             valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
+             extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
+             is_current, created_at) ",
+        "",
+        &claims,
+        |mut row,
+         (c, [id, doc, context, precision, kind, asserted, origin, chunk], from, until)| {
+            row.push_bind(ns_s)
+                .push_bind(id)
+                .push_bind(doc)
+                .push_bind(&c.text)
+                .push_bind(context)
+                .push_bind(from)
+                .push_bind(until)
+                .push_bind(precision)
+                .push_bind(kind)
+                .push_bind(asserted)
+                .push_bind(&c.extractor_version)
+                .push_bind(&c.extraction_input_hash)
+                .push_bind(origin)
+                .push_bind(chunk)
+                .push_bind(&c.embedding_key)
+                .push_bind(&c.claim_key)
+                .push("0")
+                .push_bind(&at);
+        },
+    )
+    .await?;
+    // The FTS rows take the claims' rowids as they were just assigned.
+    let ids: Vec<String> = claims
+        .iter()
+        .map(|(_, [id, ..], _, _)| id.clone())
+        .collect();
+    for batch in ids.chunks(400) {
+        let sql = format!(
+            "INSERT INTO {fts} (rowid, text)
+             SELECT seq, text FROM claims WHERE namespace_id = ? AND id IN ({}) ORDER BY seq",
+            in_list(batch.len())
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns_s);
+        for id in batch {
+            q = q.bind(id);
+        }
+        q.execute(&mut *tx).await.map_err(db_err)?;
+    }
+    let occurrences = xs
+        .iter()
+        .flat_map(|x| &x.occurrences)
+        .map(|o| {
+            Ok((
+                o,
+                [
+                    o.chunk_id.to_string(),
+                    o.claim_id.to_string(),
+                    o.version_id.to_string(),
+                    o.document_id.to_string(),
+                    json(&o.spans)?,
+                    json(&o.passages)?,
+                    json(&o.event_ids)?,
+                ],
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    insert_rows(
+        tx,
+        "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+             extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
+             event_ids_json, reused, created_at) ",
+        "",
+        &occurrences,
+        |mut row, (o, [chunk, claim, version, doc, spans, passages, events])| {
+            row.push_bind(ns_s)
+                .push_bind(chunk)
+                .push_bind(claim)
+                .push_bind(version)
+                .push_bind(doc)
+                .push_bind(&o.extractor_version)
+                .push_bind(&o.extraction_input_hash)
+                .push_bind(o.ordinal as i64)
+                .push_bind(spans)
+                .push_bind(passages)
+                .push_bind(events)
+                .push_bind(o.reused as i64)
+                .push_bind(&at);
+        },
+    )
+    .await?;
+    let decisions = xs
+        .iter()
+        .flat_map(|x| x.decisions.iter().map(move |d| (x, d)))
+        .map(|(x, d)| {
+            Ok((
+                x,
+                d,
+                [
+                    x.document_id.to_string(),
+                    x.version_id.to_string(),
+                    x.chunk_id.to_string(),
+                    json(&d.detail)?,
+                ],
+            ))
+        })
         .collect::<Result<Vec<_>>>()?;
     insert_rows(
         tx,
@@ -216,11 +296,11 @@ async fn write_extraction(
              extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json, created_at) ",
         "",
         &decisions,
-        |mut row, (d, detail)| {
+        |mut row, (x, d, [doc, version, chunk, detail])| {
             row.push_bind(ns_s)
-                .push_bind(x.document_id.to_string())
-                .push_bind(x.version_id.to_string())
-                .push_bind(x.chunk_id.to_string())
+                .push_bind(doc)
+                .push_bind(version)
+                .push_bind(chunk)
                 .push_bind(&x.extraction_input_hash)
                 .push_bind(&x.extractor_version)
                 .push_bind(&d.kind)
@@ -420,36 +500,51 @@ impl SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;
-        let mut changed = 0;
-        for r in rows {
-            let id: String = r.get("id");
-            let is = r.get::<i64, _>("is_current") != 0;
-            let should = want.contains(&id);
-            if is == should {
-                continue;
+        let changes: Vec<(String, bool)> = rows
+            .iter()
+            .filter_map(|r| {
+                let id: String = r.get("id");
+                let should = want.contains(&id);
+                (should != (r.get::<i64, _>("is_current") != 0)).then_some((id, should))
+            })
+            .collect();
+        for should in [true, false] {
+            let ids: Vec<&String> = changes
+                .iter()
+                .filter(|(_, s)| *s == should)
+                .map(|(id, _)| id)
+                .collect();
+            for batch in ids.chunks(400) {
+                let sql = format!(
+                    "UPDATE claims SET is_current = ? WHERE namespace_id = ? AND id IN ({})",
+                    in_list(batch.len())
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql))
+                    .bind(should as i64)
+                    .bind(&ns_s);
+                for id in batch {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *tx).await.map_err(db_err)?;
             }
-            sqlx::query("UPDATE claims SET is_current = ? WHERE namespace_id = ? AND id = ?")
-                .bind(should as i64)
-                .bind(&ns_s)
-                .bind(&id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            sqlx::query(
-                "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&ns_s)
-            .bind(&id)
-            .bind(should as i64)
-            .bind(reason)
-            .bind(version.map(|v| v.to_string()))
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            changed += 1;
         }
+        let version = version.map(|v| v.to_string());
+        insert_rows(
+            &mut tx,
+            "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at) ",
+            "",
+            &changes,
+            |mut row, (id, should)| {
+                row.push_bind(&ns_s)
+                    .push_bind(id)
+                    .push_bind(*should as i64)
+                    .push_bind(reason)
+                    .push_bind(&version)
+                    .push_bind(&at);
+            },
+        )
+        .await?;
+        let changed = changes.len() as u64;
         tx.commit().await.map_err(db_err)?;
         Ok(changed)
     }

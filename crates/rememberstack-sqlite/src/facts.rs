@@ -1209,7 +1209,7 @@ fn lease_lost(lease: &Lease) -> Error {
 
 /// Mark every leased item done whose lease still holds, a statement per owner and
 /// 400 items: the work ids that held, with their namespaces.
-async fn fence_many(
+pub(crate) async fn fence_many(
     tx: &mut sqlx::SqliteConnection,
     leases: &[&Lease],
     now: Timestamp,

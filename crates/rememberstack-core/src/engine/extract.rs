@@ -12,6 +12,20 @@ use std::collections::BTreeSet;
 /// Neighbouring chunks (each side, same section) an extraction bundle carries.
 pub const EXTRACT_NEIGHBOURS: usize = 1;
 
+/// A grounded claim, or the gate it failed.
+type Grounding = std::result::Result<GroundedClaim, GateFailure>;
+
+/// One chunk extracted afresh, waiting for its version's claim keys and vectors.
+struct Fresh {
+    /// Its place among the group's items.
+    slot: usize,
+    index: usize,
+    bundle: ContextBundle,
+    hash: String,
+    extraction: Extraction,
+    grounded: Vec<Grounding>,
+}
+
 /// Everything the chunks of one version share.
 struct VersionContext {
     version: VersionRecord,
@@ -174,8 +188,11 @@ impl Engine {
                     continue;
                 }
             };
-            let mut commits = Vec::new();
-            let mut committed_items = Vec::new();
+            // Each chunk is extracted (or its earlier extraction reused) in order; the
+            // fresh ones then look up their claim keys and vectors together, one
+            // statement each for the whole group.
+            let mut slots = Vec::with_capacity(group.len());
+            let mut fresh = Vec::new();
             for (item, plan) in group.into_iter().zip(planned) {
                 let Some((index, bundle, hash)) = plan else {
                     // The chunk was replaced by a re-chunk: nothing to extract for it.
@@ -187,16 +204,52 @@ impl Engine {
                     self.settle(&[item], result, report).await?;
                     continue;
                 };
-                let prior = priors.get(&hash);
-                match self
-                    .extract_one(&ctx, &item, index, &bundle, hash.clone(), prior)
-                    .await
-                {
-                    Ok((commit, follow_up)) => {
-                        commits.push((Lease::of(&item), commit, follow_up));
-                        committed_items.push(item);
+                if let Some(prior) = priors.get(&hash) {
+                    match self.reuse_extraction(&ctx, index, &bundle, hash.clone(), prior) {
+                        Ok(commit) => slots.push((item, Some((commit, vec![])))),
+                        Err(e) => self.settle(&[item], Err(e), report).await?,
+                    }
+                    continue;
+                }
+                match self.fresh_extraction(&ctx, &item, &bundle).await {
+                    Ok((extraction, grounded)) => {
+                        fresh.push(Fresh {
+                            slot: slots.len(),
+                            index,
+                            bundle,
+                            hash,
+                            extraction,
+                            grounded,
+                        });
+                        slots.push((item, None));
                     }
                     Err(e) => self.settle(&[item], Err(e), report).await?,
+                }
+            }
+            match self.ledger_fresh(&ctx, ns, &fresh).await {
+                Ok(done) => {
+                    for (f, commit) in fresh.iter().zip(done) {
+                        slots[f.slot].1 = Some(commit);
+                    }
+                }
+                Err(e) => {
+                    let err = StageError::from(e);
+                    let mut kept = Vec::with_capacity(slots.len());
+                    for (item, commit) in slots {
+                        match commit {
+                            Some(c) => kept.push((item, Some(c))),
+                            None => self.settle(&[item], Err(err.clone()), report).await?,
+                        }
+                    }
+                    slots = kept;
+                }
+            }
+            let mut commits = Vec::with_capacity(slots.len());
+            let mut committed_items = Vec::with_capacity(slots.len());
+            for (item, commit) in slots {
+                if let Some((commit, follow_up)) = commit {
+                    commits.push((Lease::of(&item), commit, follow_up));
+                    committed_items.push(item);
                 }
             }
             if commits.is_empty() {
@@ -358,141 +411,184 @@ impl Engine {
         sha256_parts(parts.iter().map(|s| s.as_bytes()))
     }
 
-    /// Prepare one chunk's extraction: reuse an earlier extraction of the same input,
-    /// or extract afresh (offline, or the two model calls). Nothing is written here;
-    /// the batch commits every prepared extraction in one transaction.
-    async fn extract_one(
-        &self,
-        ctx: &VersionContext,
-        item: &WorkItem,
-        index: usize,
-        bundle: &ContextBundle,
-        input_hash: String,
-        prior: Option<&PriorExtraction>,
-    ) -> std::result::Result<(ExtractionCommit, Vec<NewWork>), StageError> {
-        let now = self.clock.now();
-        let ns = item.namespace_id;
-        let chunk = &ctx.chunks[index];
-        let extractor_version = self.extractor_version();
-        let markdown = &ctx.prepared.representation.markdown;
-        let document_id = ctx.version.document_id;
-
-        let mut commit = ExtractionCommit {
-            document_id,
+    /// An empty commit of one chunk's extraction; nothing is written here, the batch
+    /// commits every prepared extraction in one transaction.
+    fn commit_for(&self, ctx: &VersionContext, index: usize, hash: String) -> ExtractionCommit {
+        ExtractionCommit {
+            document_id: ctx.version.document_id,
             version_id: ctx.version.version_id,
-            chunk_id: chunk.chunk_id,
-            extraction_input_hash: input_hash.clone(),
-            extractor_version: extractor_version.clone(),
+            chunk_id: ctx.chunks[index].chunk_id,
+            extraction_input_hash: hash,
+            extractor_version: self.extractor_version(),
             claims: vec![],
             occurrences: vec![],
             decisions: vec![],
-        };
-
-        if let Some(prior) = prior {
-            // D56/D119: the same input → the same claim ids, spans remapped into this
-            // version through the same bundle positions, each re-verified as an exact slice.
-            for occ in &prior.occurrences {
-                let spans = remap_spans(bundle, &ctx.char_index, markdown, &occ.passages)
-                    .ok_or_else(|| {
-                        Error::internal(format!(
-                            "claim {} cannot be remapped into version {}",
-                            occ.claim_id, ctx.version.version_id
-                        ))
-                    })?;
-                commit.occurrences.push(Occurrence {
-                    claim_id: occ.claim_id,
-                    chunk_id: chunk.chunk_id,
-                    version_id: ctx.version.version_id,
-                    document_id,
-                    extractor_version: extractor_version.clone(),
-                    extraction_input_hash: input_hash.clone(),
-                    ordinal: occ.ordinal,
-                    spans,
-                    passages: occ.passages.clone(),
-                    event_ids: occ.event_ids.clone(),
-                    reused: true,
-                });
-            }
-            commit.decisions.push(DecisionRow {
-                kind: "reused".into(),
-                passage: None,
-                reason: None,
-                claim_id: None,
-                detail: serde_json::json!({
-                    "from_chunk": prior.chunk_id,
-                    "claims": prior.occurrences.len(),
-                }),
-            });
-            return Ok((commit, vec![]));
         }
+    }
 
+    /// D56/D119: reuse an earlier extraction of the same input — the same claim ids,
+    /// spans remapped into this version through the same bundle positions, each
+    /// re-verified as an exact slice.
+    fn reuse_extraction(
+        &self,
+        ctx: &VersionContext,
+        index: usize,
+        bundle: &ContextBundle,
+        input_hash: String,
+        prior: &PriorExtraction,
+    ) -> std::result::Result<ExtractionCommit, StageError> {
+        let markdown = &ctx.prepared.representation.markdown;
+        let mut commit = self.commit_for(ctx, index, input_hash);
+        for occ in &prior.occurrences {
+            let spans =
+                remap_spans(bundle, &ctx.char_index, markdown, &occ.passages).ok_or_else(|| {
+                    Error::internal(format!(
+                        "claim {} cannot be remapped into version {}",
+                        occ.claim_id, ctx.version.version_id
+                    ))
+                })?;
+            commit.occurrences.push(Occurrence {
+                claim_id: occ.claim_id,
+                chunk_id: commit.chunk_id,
+                version_id: commit.version_id,
+                document_id: commit.document_id,
+                extractor_version: commit.extractor_version.clone(),
+                extraction_input_hash: commit.extraction_input_hash.clone(),
+                ordinal: occ.ordinal,
+                spans,
+                passages: occ.passages.clone(),
+                event_ids: occ.event_ids.clone(),
+                reused: true,
+            });
+        }
+        commit.decisions.push(DecisionRow {
+            kind: "reused".into(),
+            passage: None,
+            reason: None,
+            claim_id: None,
+            detail: serde_json::json!({
+                "from_chunk": prior.chunk_id,
+                "claims": prior.occurrences.len(),
+            }),
+        });
+        Ok(commit)
+    }
+
+    /// Extract one bundle afresh (offline, or the two model calls) and ground every
+    /// returned claim.
+    async fn fresh_extraction(
+        &self,
+        ctx: &VersionContext,
+        item: &WorkItem,
+        bundle: &ContextBundle,
+    ) -> std::result::Result<(Extraction, Vec<Grounding>), StageError> {
         let extraction = match &self.extractor {
             None => offline::extract(bundle),
             Some(models) => self.model_extraction(models, bundle, item).await?,
         };
         let union = grounding::Union::from_bundle(bundle);
-        let grounded: Vec<std::result::Result<GroundedClaim, GateFailure>> = extraction
+        let markdown = &ctx.prepared.representation.markdown;
+        let grounded = extraction
             .claims
             .iter()
             .map(|d| grounding::ground_with_union(bundle, &union, markdown, d))
             .collect();
-        // The same testimony (extractor, text, evidence text) in the same lineage keeps
-        // its claim id even when a neighbouring edit forced a fresh extraction.
-        let keys: Vec<String> = grounded
+        Ok((extraction, grounded))
+    }
+
+    /// The claims, occurrences, ledger rows and follow-up work of a version's fresh
+    /// extractions, in their order. The same testimony (extractor, text, evidence text)
+    /// in the same lineage keeps its claim id even when a neighbouring edit forced a
+    /// fresh extraction; the claim keys and the claims' vectors are looked up once.
+    async fn ledger_fresh(
+        &self,
+        ctx: &VersionContext,
+        ns: NamespaceId,
+        fresh: &[Fresh],
+    ) -> Result<Vec<(ExtractionCommit, Vec<NewWork>)>> {
+        if fresh.is_empty() {
+            return Ok(vec![]);
+        }
+        let now = self.clock.now();
+        let extractor_version = self.extractor_version();
+        let keys: Vec<String> = fresh
             .iter()
-            .filter_map(|g| g.as_ref().ok())
-            .map(|g| claim_key(&extractor_version, bundle, g))
+            .flat_map(|f| {
+                f.grounded
+                    .iter()
+                    .filter_map(|g| g.as_ref().ok())
+                    .map(|g| claim_key(&extractor_version, &f.bundle, g))
+            })
             .collect();
         let mut existing: HashMap<String, ClaimId> = HashMap::new();
-        for (key, id) in self.store.claims_by_key(ns, document_id, &keys).await? {
+        for (key, id) in self
+            .store
+            .claims_by_key(ns, ctx.version.document_id, &keys)
+            .await?
+        {
             existing.entry(key).or_insert(id);
         }
+        let mut commits = Vec::with_capacity(fresh.len());
+        for f in fresh {
+            let mut commit = self.commit_for(ctx, f.index, f.hash.clone());
+            let (claims, occurrences, decisions) = ledger_for(
+                &f.bundle,
+                &f.extraction,
+                &f.grounded,
+                &existing,
+                &commit,
+                ctx.version.source_modified_at,
+            );
+            commit.claims = claims;
+            commit.occurrences = occurrences;
+            commit.decisions = decisions;
+            commits.push(commit);
+        }
         let generation = self.component_version(Stage::EmbedClaims);
-        let (claims, occurrences, decisions) = ledger_for(
-            bundle,
-            &extraction,
-            &grounded,
-            &existing,
-            &commit,
-            ctx.version.source_modified_at,
-        );
-        let keys: Vec<String> = claims.iter().map(|c| c.embedding_key.clone()).collect();
-        let existing: HashSet<String> = self
+        let keys: Vec<String> = commits
+            .iter()
+            .flat_map(|c| c.claims.iter().map(|c| c.embedding_key.clone()))
+            .collect();
+        let vectors: HashSet<String> = self
             .store
             .existing_vectors(ns, &generation, &keys)
             .await?
             .into_iter()
             .collect();
         let normalizer = self.component_version(Stage::Normalize);
-        let follow_up = claims
-            .iter()
-            .filter(|c| !existing.contains(&c.embedding_key))
-            .map(|c| {
-                NewWork::now(
-                    ns,
-                    Stage::EmbedClaims,
-                    c.id.uuid(),
-                    ctx.version.version_id,
-                    generation.clone(),
-                    now,
-                )
+        let version = ctx.version.version_id;
+        Ok(commits
+            .into_iter()
+            .map(|commit| {
+                let follow_up = commit
+                    .claims
+                    .iter()
+                    .filter(|c| !vectors.contains(&c.embedding_key))
+                    .map(|c| {
+                        NewWork::now(
+                            ns,
+                            Stage::EmbedClaims,
+                            c.id.uuid(),
+                            version,
+                            generation.clone(),
+                            now,
+                        )
+                    })
+                    .chain(commit.claims.iter().map(|c| {
+                        // E3: every new claim is normalized on its own (D88).
+                        NewWork::now(
+                            ns,
+                            Stage::Normalize,
+                            c.id.uuid(),
+                            version,
+                            normalizer.clone(),
+                            now,
+                        )
+                    }))
+                    .collect();
+                (commit, follow_up)
             })
-            .chain(claims.iter().map(|c| {
-                // E3: every new claim is normalized on its own (D88).
-                NewWork::now(
-                    ns,
-                    Stage::Normalize,
-                    c.id.uuid(),
-                    ctx.version.version_id,
-                    normalizer.clone(),
-                    now,
-                )
-            }))
-            .collect();
-        commit.claims = claims;
-        commit.occurrences = occurrences;
-        commit.decisions = decisions;
-        Ok((commit, follow_up))
+            .collect())
     }
 
     /// When every `e2.extract` unit of the version is done, recompute the lineage's
@@ -636,7 +732,7 @@ fn claim_key(extractor_version: &str, bundle: &ContextBundle, claim: &GroundedCl
 fn ledger_for(
     bundle: &ContextBundle,
     extraction: &Extraction,
-    grounded: &[std::result::Result<GroundedClaim, GateFailure>],
+    grounded: &[Grounding],
     existing: &HashMap<String, ClaimId>,
     commit: &ExtractionCommit,
     asserted_at: Timestamp,
