@@ -1,4 +1,10 @@
 //! Typed record identifiers. Every id is a UUID, serialized lowercase and hyphenated.
+//!
+//! A fresh id is a UUID v7: its leading bits are the time it was minted (ordered
+//! within a process), the rest random. Rows written together therefore sit together
+//! in the stores' id indexes, so an insert into a large store touches the right edge
+//! of each id index instead of a random leaf that is seldom cached; an id still says
+//! nothing a record's own timestamps do not.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -14,9 +20,9 @@ macro_rules! id_type {
         pub struct $name(pub Uuid);
 
         impl $name {
-            /// A fresh random id.
+            /// A fresh id, ordered by the time it was minted (UUID v7).
             pub fn new() -> Self {
-                Self(Uuid::new_v4())
+                Self(Uuid::now_v7())
             }
             /// The underlying UUID.
             pub fn uuid(&self) -> Uuid {
@@ -77,12 +83,12 @@ id_type!(
 );
 
 impl WorkId {
-    /// A time-ordered id (UUID v7, ordered by creation within a process): the ledger
-    /// claims work of equal due time and creation time in id order, so work enqueued
-    /// together is claimed in the order it was enqueued (a document's claims in
-    /// document order) instead of at random.
+    /// A time-ordered id, as every fresh id is: the ledger claims work of equal due
+    /// time and creation time in id order, so work enqueued together is claimed in the
+    /// order it was enqueued (a document's claims in document order) instead of at
+    /// random.
     pub fn ordered() -> Self {
-        WorkId(Uuid::now_v7())
+        Self::new()
     }
 }
 id_type!(
