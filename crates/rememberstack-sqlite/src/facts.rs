@@ -1959,4 +1959,52 @@ mod tests {
         assert_eq!(again[0].attempts, 1);
         assert_eq!(again[0].defer_reason, None);
     }
+
+    /// A batch of vectors commits only while every one of its leases is held: one
+    /// lost lease loses the batch, and nothing of it is written.
+    #[tokio::test]
+    async fn a_vector_batch_with_a_lost_lease_writes_nothing() {
+        let (_dir, store, ns) = open().await;
+        let held = lease(&store, ns, Stage::Embed).await;
+        let lost = lease(&store, ns, Stage::Embed).await;
+        let now = t("2024-03-01T00:01:00Z");
+        store.complete(&lost, vec![], now).await.unwrap();
+        let identity = rememberstack_core::embed::EmbedderIdentity {
+            provider: "test".into(),
+            model: "m".into(),
+            dimension: 2,
+            version: "1".into(),
+        };
+        let vectors = vec![("k1".to_string(), vec![1.0, 0.0])];
+        let err = store
+            .commit_vectors(&[held.clone(), lost], ns, &identity, vectors.clone(), now)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+        let keys = ["k1".to_string()];
+        let generation = identity.generation();
+        assert!(
+            store
+                .existing_vectors(ns, &generation, &keys)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let item = store.work_item(held.work_id).await.unwrap().unwrap();
+        assert_eq!(item.status, WorkStatus::Running);
+        // With its lease held alone, the same batch lands and completes it.
+        store
+            .commit_vectors(std::slice::from_ref(&held), ns, &identity, vectors, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .existing_vectors(ns, &generation, &keys)
+                .await
+                .unwrap(),
+            keys
+        );
+        let item = store.work_item(held.work_id).await.unwrap().unwrap();
+        assert_eq!(item.status, WorkStatus::Done);
+    }
 }

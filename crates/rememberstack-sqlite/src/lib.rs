@@ -1269,8 +1269,21 @@ impl MemoryStore for SqliteStore {
         now: Timestamp,
     ) -> Result<()> {
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        for lease in leases {
-            fence(&mut tx, lease, now).await?;
+        // Every lease fenced in one statement per owner; one lost lease loses the
+        // batch (the transaction rolls back, as the first failed fence did).
+        let held =
+            crate::facts::fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
+        if let Some(lost) = leases
+            .iter()
+            .find(|l| !held.contains_key(&l.work_id.to_string()))
+        {
+            return Err(Error::new(
+                ErrorCode::LeaseLost,
+                format!(
+                    "work item {} is no longer leased to {}",
+                    lost.work_id, lost.owner
+                ),
+            ));
         }
         let gen_key = generation.generation();
         sqlx::query(
