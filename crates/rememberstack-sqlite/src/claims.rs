@@ -89,10 +89,6 @@ fn decision_row(r: &SqliteRow) -> Result<DecisionRow> {
     })
 }
 
-fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(",")
-}
-
 impl SqliteStore {
     pub(crate) async fn commit_extractions_impl(
         &self,
@@ -151,17 +147,13 @@ async fn write_extractions(
     }
     let at = to_rfc3339(&now);
     let chunks: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
-    for batch in chunks.chunks(400) {
-        let sql = format!(
-            "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({})",
-            in_list(batch.len())
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns_s);
-        for c in batch {
-            q = q.bind(c);
-        }
-        q.execute(&mut *tx).await.map_err(db_err)?;
-    }
+    execute_in_batches(
+        tx,
+        "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({list})",
+        &[ns_s],
+        &chunks,
+    )
+    .await?;
     // Every value is encoded first; the rows then bind them by reference.
     let claims = xs
         .iter()
@@ -220,18 +212,16 @@ async fn write_extractions(
         .iter()
         .map(|(_, [id, ..], _, _)| id.clone())
         .collect();
-    for batch in ids.chunks(400) {
-        let sql = format!(
+    execute_in_batches(
+        tx,
+        &format!(
             "INSERT INTO {fts} (rowid, text)
-             SELECT seq, text FROM claims WHERE namespace_id = ? AND id IN ({}) ORDER BY seq",
-            in_list(batch.len())
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns_s);
-        for id in batch {
-            q = q.bind(id);
-        }
-        q.execute(&mut *tx).await.map_err(db_err)?;
-    }
+             SELECT seq, text FROM claims WHERE namespace_id = ? AND id IN ({{list}}) ORDER BY seq"
+        ),
+        &[ns_s],
+        &ids,
+    )
+    .await?;
     let occurrences = xs
         .iter()
         .flat_map(|x| &x.occurrences)
@@ -335,7 +325,7 @@ impl SqliteStore {
                           AND document_id = claim_extraction_decisions.document_id
                           AND deleted_at IS NOT NULL)
                  GROUP BY extraction_input_hash",
-                placeholders(batch.len())
+                in_list(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql))
                 .bind(&ns_s)
@@ -351,7 +341,7 @@ impl SqliteStore {
         for batch in found.chunks(400) {
             let sql = format!(
                 "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({}) ORDER BY chunk_id, ordinal",
-                placeholders(batch.len())
+                in_list(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
             for (_, chunk) in batch {
@@ -390,7 +380,7 @@ impl SqliteStore {
                        (SELECT id FROM document_versions WHERE namespace_id = claims.namespace_id
                           AND document_id = claims.document_id AND deleted_at IS NOT NULL)
                  ORDER BY seq",
-                placeholders(batch.len())
+                in_list(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql))
                 .bind(ns.to_string())
@@ -509,24 +499,21 @@ impl SqliteStore {
             })
             .collect();
         for should in [true, false] {
-            let ids: Vec<&String> = changes
+            let ids: Vec<String> = changes
                 .iter()
                 .filter(|(_, s)| *s == should)
-                .map(|(id, _)| id)
+                .map(|(id, _)| id.clone())
                 .collect();
-            for batch in ids.chunks(400) {
-                let sql = format!(
-                    "UPDATE claims SET is_current = ? WHERE namespace_id = ? AND id IN ({})",
-                    in_list(batch.len())
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql))
-                    .bind(should as i64)
-                    .bind(&ns_s);
-                for id in batch {
-                    q = q.bind(*id);
-                }
-                q.execute(&mut *tx).await.map_err(db_err)?;
-            }
+            execute_in_batches(
+                &mut tx,
+                &format!(
+                    "UPDATE claims SET is_current = {} WHERE namespace_id = ? AND id IN ({{list}})",
+                    should as i64
+                ),
+                &[&ns_s],
+                &ids,
+            )
+            .await?;
         }
         let version = version.map(|v| v.to_string());
         insert_rows(
@@ -559,7 +546,7 @@ impl SqliteStore {
                 "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
                  JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
                  WHERE cc.namespace_id = ? AND cc.claim_id IN ({})",
-                placeholders(batch.len())
+                in_list(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns);
             for c in batch.iter() {
@@ -615,7 +602,7 @@ impl SqliteStore {
         for batch in ids.chunks(400) {
             let sql = format!(
                 "{CLAIM_SELECT} WHERE c.namespace_id = ? AND c.id IN ({})",
-                placeholders(batch.len())
+                in_list(batch.len())
             );
             let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
             for id in batch {

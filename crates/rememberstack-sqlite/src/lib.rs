@@ -398,15 +398,20 @@ async fn fence(tx: &mut sqlx::SqliteConnection, lease: &Lease, now: Timestamp) -
     .await
     .map_err(db_err)?;
     if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
+        return Err(lease_lost(lease));
     }
     Ok(())
+}
+
+/// The error of a stage commit whose lease another worker took over.
+fn lease_lost(lease: &Lease) -> Error {
+    Error::new(
+        ErrorCode::LeaseLost,
+        format!(
+            "work item {} is no longer leased to {}",
+            lease.work_id, lease.owner
+        ),
+    )
 }
 
 async fn insert_work(
@@ -1277,13 +1282,7 @@ impl MemoryStore for SqliteStore {
             .iter()
             .find(|l| !held.contains_key(&l.work_id.to_string()))
         {
-            return Err(Error::new(
-                ErrorCode::LeaseLost,
-                format!(
-                    "work item {} is no longer leased to {}",
-                    lost.work_id, lost.owner
-                ),
-            ));
+            return Err(lease_lost(lost));
         }
         let gen_key = generation.generation();
         sqlx::query(

@@ -108,31 +108,63 @@ pub(crate) async fn insert_rows<T>(
     Ok(n)
 }
 
-/// Run `sql` once per batch of `list` (at most 400 values) and return every row.
-/// `sql` writes `{list}` where the IN-list goes (each occurrence gets the batch); the
-/// `leading` values bind first, in order. Only placeholders are generated.
+/// `sql` for one batch of an IN-list, its values bound: `{list}` marks where the
+/// IN-list goes (each occurrence gets the batch) and the `leading` values bind first,
+/// in order. Only placeholders are generated.
+fn batch_query<'q>(
+    sql: &str,
+    leading: &[&'q str],
+    batch: &'q [String],
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    let occurrences = sql.matches("{list}").count();
+    let text = sql.replace("{list}", &in_list(batch.len()));
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(text));
+    for v in leading {
+        q = q.bind(*v);
+    }
+    for _ in 0..occurrences {
+        for v in batch {
+            q = q.bind(v.as_str());
+        }
+    }
+    q
+}
+
+/// Run `sql` once per batch of `list` (at most 400 values) and return every row;
+/// `sql` and `leading` as for [`execute_in_batches`].
 pub(crate) async fn fetch_in_batches(
     pool: &crate::conns::Conns,
     sql: &str,
     leading: &[&str],
     list: &[String],
 ) -> Result<Vec<SqliteRow>> {
-    let occurrences = sql.matches("{list}").count();
     let mut out = Vec::new();
     for batch in list.chunks(400) {
-        let text = sql.replace("{list}", &in_list(batch.len()));
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(text));
-        for v in leading {
-            q = q.bind(*v);
-        }
-        for _ in 0..occurrences {
-            for v in batch {
-                q = q.bind(v.as_str());
-            }
-        }
+        let q = batch_query(sql, leading, batch);
         out.extend(q.fetch_all(pool).await.map_err(crate::db_err)?);
     }
     Ok(out)
+}
+
+/// Run the statement `sql` once per batch of `list` (at most 400 values) on `conn`;
+/// returns the rows it affected. `sql` writes `{list}` where the IN-list goes (each
+/// occurrence gets the batch); the `leading` values bind first, in order.
+pub(crate) async fn execute_in_batches(
+    conn: &mut sqlx::SqliteConnection,
+    sql: &str,
+    leading: &[&str],
+    list: &[String],
+) -> Result<u64> {
+    let mut n = 0;
+    for batch in list.chunks(400) {
+        let q = batch_query(sql, leading, batch);
+        n += q
+            .execute(&mut *conn)
+            .await
+            .map_err(crate::db_err)?
+            .rows_affected();
+    }
+    Ok(n)
 }
 
 /// Ids as their stored strings.
