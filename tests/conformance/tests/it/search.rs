@@ -47,6 +47,17 @@ async fn finds_the_right_chunk_in_a_mixed_corpus() {
         assert_eq!(top_title(&env), "Volcano facts", "{}", h.kind);
         assert!(env.results[0].text.contains("Mount Etna"));
         assert!(env.results[0].scores.lexical.is_some());
+        // The claims' full-text rows are written with the extraction: a claim
+        // about Etna is found through the lexical channel too.
+        let claims = memory.search_claims("Etna volcano", 5).await.unwrap();
+        assert!(
+            claims
+                .results
+                .iter()
+                .any(|c| c.text.contains("Etna") && c.scores.lexical.is_some()),
+            "{}",
+            h.kind
+        );
 
         let env = memory
             .search("how much sunlight do tomatoes need", 3)
