@@ -1660,14 +1660,37 @@ impl Engine {
                 Err(e) => out.push((item.clone(), Err(e))),
             }
         }
+        let changed: BTreeSet<FactId> = commits.iter().flat_map(|c| c.changed_facts()).collect();
         self.store.apply_assertions(ns, commits).await?;
         // Profiles from the facts as stored: each unit's root, and an object only
-        // until it has a profile.
-        let mut refresh: Vec<(EntityId, Vec<FactRecord>)> = self
-            .facts_of_entities(ns, &unit_roots.iter().copied().collect::<Vec<_>>(), true)
+        // until it has a profile. A root's facts are its block as read before the
+        // verdicts, but for the facts a verdict of the batch changed (of any root),
+        // which are read again: nothing else the batch writes changes a fact.
+        let changed_ids: Vec<FactId> = changed.iter().copied().collect();
+        let restated: Vec<FactRecord> = self
+            .store
+            .facts(ns, &changed_ids)
             .await?
             .into_iter()
+            .filter(|f| f.invalidated_at.is_none() && f.superseded_by.is_none())
             .collect();
+        let mut refresh: Vec<(EntityId, Vec<FactRecord>)> = Vec::with_capacity(unit_roots.len());
+        for root in &unit_roots {
+            let mut facts: Vec<FactRecord> = blocks
+                .remove(root)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(f, _)| f)
+                .filter(|f| !changed.contains(&f.fact_id))
+                .collect();
+            facts.extend(
+                restated
+                    .iter()
+                    .filter(|f| f.subject == *root || f.object == Some(*root))
+                    .cloned(),
+            );
+            refresh.push((*root, facts));
+        }
         let objects: Vec<EntityId> = objects.difference(&unit_roots).copied().collect();
         if !objects.is_empty() {
             let bare: Vec<EntityId> = self
@@ -2200,17 +2223,7 @@ impl Engine {
         } else {
             self.offline_apply(item, a, &candidates, &labels_with_vectors, self.clock.now())
         };
-        let mut changed: Vec<FactId> = commit.new_fact.iter().map(|f| f.fact_id).collect();
-        changed.extend(commit.evidence.iter().map(|(f, _, _)| *f));
-        changed.extend(commit.windows.iter().map(|(f, _)| *f));
-        if let Some((_, members)) = &commit.contradiction {
-            changed.extend(members.iter().copied());
-        }
-        if let Some((old, new)) = commit.superseded {
-            changed.extend([old, new]);
-        }
-        changed.sort();
-        changed.dedup();
+        let changed = commit.changed_facts();
         self.store
             .apply_assertion(ns, commit, self.clock.now())
             .await?;

@@ -300,6 +300,25 @@ pub struct ApplyCommit {
     pub follow_up: Vec<crate::ledger::NewWork>,
 }
 
+impl ApplyCommit {
+    /// Every fact this commit creates or changes (evidence, window, contradiction
+    /// group, succession), sorted, each once.
+    pub fn changed_facts(&self) -> Vec<FactId> {
+        let mut changed: Vec<FactId> = self.new_fact.iter().map(|f| f.fact_id).collect();
+        changed.extend(self.evidence.iter().map(|(f, _, _)| *f));
+        changed.extend(self.windows.iter().map(|(f, _)| *f));
+        if let Some((_, members)) = &self.contradiction {
+            changed.extend(members.iter().copied());
+        }
+        if let Some((old, new)) = self.superseded {
+            changed.extend([old, new]);
+        }
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+}
+
 /// The key of a fact: enough to rank it in a neighbourhood.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FactKey {
