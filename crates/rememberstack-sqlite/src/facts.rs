@@ -31,22 +31,14 @@ const ASSERTION_SELECT: &str = "
            asserted_at, ordinal
     FROM staged_assertions";
 
-/// Facts with their entity names and the D54 counts: distinct lineages with current
-/// testimony per stance.
+/// Facts with their entity names and the D54 counts (distinct lineages with current
+/// testimony per stance), which the triggers of migration 0017 keep on the row.
 const FACT_SELECT: &str = "
     SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
            f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
            f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
            f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
-           o.canonical_name AS object_name,
-           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
-              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-               AND e.stance = 'support' AND c.is_current = 1) AS evidence_count,
-           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
-              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-               AND e.stance = 'contradict' AND c.is_current = 1) AS contradict_count
+           o.canonical_name AS object_name, f.evidence_count, f.contradict_count
     FROM facts f
     LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
     LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
@@ -167,12 +159,7 @@ fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
         // Only facts some current testimony supports: testimony that is not promoted
         // (a candidate or archived note) or no longer current never serves a fact.
         if !filter.unsupported {
-            sql.push_str(
-                " AND EXISTS (SELECT 1 FROM fact_evidence e
-                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                 AND e.stance = 'support' AND c.is_current = 1)",
-            );
+            sql.push_str(" AND f.evidence_count > 0");
         }
         if filter.at.is_none() && filter.overlap.is_none() {
             // Current view: a superseded fact no longer holds. As of an instant, its
@@ -1693,6 +1680,51 @@ mod tests {
         let f = &store.facts(ns, &[id]).await.unwrap()[0];
         assert_eq!((f.evidence_count, f.contradict_count), (2, 0));
         assert_eq!(store.fact_evidence(ns, id).await.unwrap().len(), 4);
+        // The counts kept on the row follow every input: testimony coming back,
+        // evidence removed, and a claim removed.
+        set_current(&store, c4, true).await;
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (2, 1));
+        sqlx::query("DELETE FROM fact_evidence WHERE claim_id = ?")
+            .bind(c3.to_string())
+            .execute(&store.write)
+            .await
+            .unwrap();
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (1, 1));
+        sqlx::query("DELETE FROM claims WHERE id IN (?, ?)")
+            .bind(c1.to_string())
+            .bind(c4.to_string())
+            .execute(&store.write)
+            .await
+            .unwrap();
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (1, 0));
+        sqlx::query("DELETE FROM claims WHERE id = ?")
+            .bind(c2.to_string())
+            .execute(&store.write)
+            .await
+            .unwrap();
+        let f = &store.facts(ns, &[id]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (0, 0));
+        // Only served facts are listed by default.
+        let listed = store
+            .list_facts(
+                &FactFilter {
+                    namespace_id: ns,
+                    entities: vec![ada],
+                    at: None,
+                    history: false,
+                    overlap: None,
+                    documents: None,
+                    group: None,
+                    unsupported: false,
+                },
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(listed.is_empty(), "{listed:?}");
     }
 
     #[tokio::test]
