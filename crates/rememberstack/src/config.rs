@@ -394,7 +394,7 @@ mod tests {
             (c.engine.claim_limit, c.engine.grouped_claim_limit),
             (8, 64)
         );
-        assert_eq!(Config::default().engine.grouped_claim_limit, 256);
+        assert_eq!(Config::default().engine.grouped_claim_limit, 1024);
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Default for EngineConfig {
             backoff_base: Duration::from_secs(2),
             backoff_max: Duration::from_secs(300),
             claim_limit: 32,
-            grouped_claim_limit: 256,
+            grouped_claim_limit: 1024,
             max_k: 100,
             facts: FactsConfig::default(),
             feedback_retention: Duration::from_secs(180 * 24 * 3600),
