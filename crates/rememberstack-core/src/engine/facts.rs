@@ -7,7 +7,8 @@ use crate::chat::{ChatModel, ChatRequest};
 use crate::claims::ValidityKind;
 use crate::embed::cosine;
 use crate::entities::normalize::{
-    Candidate, daitch_mokotoff, lemma, rank_candidates, trigram_similarity, trigrams,
+    Candidate, daitch_mokotoff, lemma, rank_candidates, trigram_code_similarity, trigram_codes,
+    trigrams,
 };
 use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request};
 use crate::entities::*;
@@ -975,28 +976,30 @@ impl Engine {
     ) -> Result<(Vec<Cand>, bool)> {
         let cfg = &self.config.facts;
         let mut by_root: BTreeMap<EntityId, Cand> = BTreeMap::new();
+        // The name's trigrams once, not once per hit (`trigram_similarity`).
+        let name_codes = trigram_codes(name_lemma);
+        let similarity = |alias: &str| trigram_code_similarity(&name_codes, &trigram_codes(alias));
         let scored: Vec<(&crate::entities::AliasHit, f32)> = blocking
             .hits
             .iter()
             .map(|hit| {
                 let score = match hit.via {
                     BlockingTier::T0 => 1.0,
-                    BlockingTier::T1 => trigram_similarity(name_lemma, &hit.alias_lemma),
-                    BlockingTier::T2 => {
-                        0.5_f32.max(trigram_similarity(name_lemma, &hit.alias_lemma))
-                    }
+                    BlockingTier::T1 => similarity(&hit.alias_lemma),
+                    BlockingTier::T2 => 0.5_f32.max(similarity(&hit.alias_lemma)),
                 };
                 (hit, score)
             })
             .filter(|(hit, score)| hit.via != BlockingTier::T1 || *score >= T1_FLOOR)
             .collect();
         for (hit, score) in scored {
-            let Some(root) = roots.get(&hit.entity_id).cloned() else {
+            let Some(root) = roots.get(&hit.entity_id) else {
                 return Err(Error::new(
                     ErrorCode::InvalidInput,
                     format!("entity {} does not exist in this namespace", hit.entity_id),
                 ));
             };
+            // The record is copied once per candidate, not once per hit.
             let entry = by_root.entry(root.entity_id).or_insert_with(|| Cand {
                 record: root.clone(),
                 score: 0.0,
