@@ -1725,6 +1725,33 @@ mod tests {
             .await
             .unwrap();
         assert!(listed.is_empty(), "{listed:?}");
+        // A fact written after evidence that names it counts that evidence.
+        let early = FactId::new();
+        let c5 = insert_claim(&store, ns, doc3, true).await;
+        sqlx::query(
+            "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+             VALUES (?, ?, ?, 'support', '2024-01-01T00:00:00.000Z')",
+        )
+        .bind(ns.to_string())
+        .bind(early.to_string())
+        .bind(c5.to_string())
+        .execute(&store.write)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO facts (namespace_id, id, kind, subject_id, statement, valid_precision,
+                 validity_kind, recorded_at, embedding_key, updated_at)
+             VALUES (?, ?, 'observation', ?, 'Ada Lovelace wrote notes.', 'unknown', 'state',
+                     '2024-01-01T00:00:00.000Z', 'k', '2024-01-01T00:00:00.000Z')",
+        )
+        .bind(ns.to_string())
+        .bind(early.to_string())
+        .bind(ada.to_string())
+        .execute(&store.write)
+        .await
+        .unwrap();
+        let f = &store.facts(ns, &[early]).await.unwrap()[0];
+        assert_eq!((f.evidence_count, f.contradict_count), (1, 0));
     }
 
     #[tokio::test]
