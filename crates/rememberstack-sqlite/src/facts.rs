@@ -1752,6 +1752,41 @@ mod tests {
         .unwrap();
         let f = &store.facts(ns, &[early]).await.unwrap()[0];
         assert_eq!((f.evidence_count, f.contradict_count), (1, 0));
+        // Evidence whose stance changes, and a claim whose lineage changes.
+        let counts = |sql: &'static str, a: String, b: String| {
+            let store = &store;
+            async move {
+                sqlx::query(sql)
+                    .bind(a)
+                    .bind(b)
+                    .execute(&store.write)
+                    .await
+                    .unwrap();
+                let f = &store.facts(ns, &[early]).await.unwrap()[0];
+                (f.evidence_count, f.contradict_count)
+            }
+        };
+        let stance = "UPDATE fact_evidence SET stance = ? WHERE claim_id = ?";
+        assert_eq!(
+            counts(stance, "contradict".into(), c5.to_string()).await,
+            (0, 1)
+        );
+        assert_eq!(
+            counts(stance, "support".into(), c5.to_string()).await,
+            (1, 0)
+        );
+        let c6 = insert_claim(&store, ns, doc1, true).await;
+        let evidence = "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+             SELECT namespace_id, fact_id, ?, stance, added_at FROM fact_evidence WHERE claim_id = ?";
+        assert_eq!(
+            counts(evidence, c6.to_string(), c5.to_string()).await,
+            (2, 0)
+        );
+        let lineage = "UPDATE claims SET document_id = ? WHERE id = ?";
+        assert_eq!(
+            counts(lineage, doc3.to_string(), c6.to_string()).await,
+            (1, 0)
+        );
     }
 
     #[tokio::test]
