@@ -4,10 +4,11 @@
 //! seconds. Reports throughput and p50/p95/p99 per route, and every 5xx.
 
 use crate::scale::{Stats, stats};
+use crate::stores::{BenchStore, StoreChoice};
 use crate::synth::{Generator, Item};
-use crate::{LoadArgs, StoreArg, commit};
+use crate::{LoadArgs, commit};
 use anyhow::{Context, Result, bail};
-use rememberstack::{IngestOptions, Memory, PgStore, PgStoreConfig};
+use rememberstack::{IngestOptions, Memory};
 use rememberstack_server::{ServerConfig, auth::Limits, serve_on};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -32,51 +33,6 @@ struct Samples {
     by_route: BTreeMap<String, Vec<(f64, u16)>>,
 }
 
-async fn open(a: &LoadArgs, dir: &std::path::Path) -> Result<(Memory, String)> {
-    Ok(match a.store {
-        StoreArg::Sqlite => {
-            let path =
-                a.db.clone()
-                    .unwrap_or_else(|| dir.join("load.db").display().to_string());
-            (
-                Memory::builder().path(&path).open().await?,
-                format!("sqlite:{path}"),
-            )
-        }
-        StoreArg::Postgres => {
-            let url =
-                a.db.clone()
-                    .or_else(|| std::env::var("DATABASE_URL").ok())
-                    .context("--store postgres needs --db postgres://… or DATABASE_URL")?;
-            let schema = format!("rs_load_{}", uuid_like());
-            let store = PgStore::connect_with(
-                &url,
-                PgStoreConfig {
-                    max_connections: 32,
-                    schema: Some(schema.clone()),
-                    manifest_root: Some(dir.join("manifests")),
-                    ..PgStoreConfig::default()
-                },
-            )
-            .await?;
-            (
-                Memory::builder().store(Arc::new(store)).open().await?,
-                format!("postgres (schema {schema})"),
-            )
-        }
-    })
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    )
-}
-
 /// Run the load and write `load.json` and `load.md` under `a.out`.
 pub async fn run(a: LoadArgs) -> Result<Value> {
     if a.clients == 0 || a.secs == 0 {
@@ -87,8 +43,29 @@ pub async fn run(a: LoadArgs) -> Result<Value> {
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let dir = tempfile::tempdir()?;
-    let (memory, store) = open(&a, dir.path()).await?;
-    let memory = memory.with_namespace("load")?;
+    let bench_store = BenchStore::open(StoreChoice {
+        kind: a.store,
+        db: a.db.as_deref(),
+        schema: None,
+        default_path: dir.path().join("load.db"),
+        purpose: "load",
+        max_connections: 32,
+    })
+    .await?;
+    let run = load_on(&a, &bench_store).await;
+    // A temporary schema goes whether the run succeeded or not.
+    bench_store.close().await?;
+    run
+}
+
+/// Seed the store, serve it and load it.
+async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
+    let store = bench_store.describe();
+    let memory = Memory::builder()
+        .store(bench_store.store())
+        .namespace("load")
+        .open()
+        .await?;
 
     // Seed the namespace and process it, so reads have something to find.
     let mut generator = Generator::new(a.seed, 40, a.seed_items * 4);

@@ -13,6 +13,7 @@ mod baselines;
 mod load;
 mod scale;
 mod score;
+mod stores;
 mod synth;
 
 use anyhow::{Context, Result, bail};
@@ -27,6 +28,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Instant;
+use stores::{BenchStore, StoreChoice};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -95,9 +97,14 @@ struct LocomoArgs {
     /// The store.
     #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
     store: StoreArg,
-    /// Where to keep the embedded store (default: a temporary directory).
+    /// Where to keep the embedded store (default: a temporary directory), or the
+    /// PostgreSQL URL (default: $DATABASE_URL).
     #[arg(long)]
-    db: Option<PathBuf>,
+    db: Option<String>,
+    /// PostgreSQL: keep the store in this schema (default: a fresh schema, dropped
+    /// after the run).
+    #[arg(long)]
+    schema: Option<String>,
     /// Results requested from each operation.
     #[arg(long, default_value_t = 50)]
     k: usize,
@@ -135,10 +142,15 @@ struct ScaleArgs {
     /// The store.
     #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
     store: StoreArg,
-    /// Where to keep the embedded store (default: a temporary directory). A kept store
-    /// that already holds the claims is only measured; a smaller one is resumed.
+    /// Where to keep the embedded store (default: a temporary directory), or the
+    /// PostgreSQL URL (default: $DATABASE_URL). A kept store that already holds the
+    /// claims is only measured; a smaller one is resumed.
     #[arg(long)]
-    db: Option<PathBuf>,
+    db: Option<String>,
+    /// PostgreSQL: keep the store in this schema, to resume or re-read it later
+    /// (default: a fresh schema, dropped after the run).
+    #[arg(long)]
+    schema: Option<String>,
     /// Timed queries per operation.
     #[arg(long, default_value_t = 200)]
     queries: usize,
@@ -157,7 +169,7 @@ struct ScaleArgs {
 enum StoreArg {
     /// The embedded SQLite store.
     Sqlite,
-    /// PostgreSQL (not built yet).
+    /// PostgreSQL with pgvector (`--db postgres://…` or `DATABASE_URL`).
     Postgres,
 }
 
@@ -333,9 +345,6 @@ fn bench_config(a: &LocomoArgs) -> Result<Config> {
 }
 
 async fn locomo(a: LocomoArgs) -> Result<()> {
-    if a.store == StoreArg::Postgres {
-        bail!("the PostgreSQL store is not built yet: use --store sqlite");
-    }
     if a.k == 0 || a.k > 100 {
         bail!("--k must be between 1 and 100");
     }
@@ -355,17 +364,40 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
     if samples.is_empty() {
         bail!("no sample matches --conversations");
     }
+    let config = bench_config(&a)?;
     let tmp = tempfile::tempdir()?;
-    let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
+    let store = BenchStore::open(StoreChoice {
+        kind: a.store,
+        db: a.db.as_deref(),
+        schema: a.schema.as_deref(),
+        default_path: tmp.path().join("memory.db"),
+        purpose: "locomo",
+        max_connections: 8,
+    })
+    .await?;
+    let run = locomo_on(&a, &samples, &store, config).await;
+    // A temporary schema goes whether the run succeeded or not.
+    store.close().await?;
+    run
+}
+
+/// Ingest and score `samples` on `store`.
+async fn locomo_on(
+    a: &LocomoArgs,
+    samples: &[&Value],
+    store: &BenchStore,
+    config: Config,
+) -> Result<()> {
     // The embedder is built once, here, and the dense baseline uses the same one.
     let memory = Memory::builder()
-        .path(&db)
-        .config(bench_config(&a)?)
+        .store(store.store())
+        .config(config)
         .open()
         .await?;
     let status = memory.status().await?;
     let config = json!({
         "store": status.store,
+        "db": store.describe(),
         "embedder": status.embedder,
         "extractor": memory.engine().component_version(Stage::Extract),
         "commit": commit(),
@@ -384,7 +416,7 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
         (0usize, 0usize, 0usize);
     let started = Instant::now();
     let mut ingest_secs = 0.0;
-    for sample in &samples {
+    for sample in samples {
         let id = sample
             .get("sample_id")
             .and_then(Value::as_str)
@@ -635,6 +667,7 @@ mod tests {
                 conversations: vec![],
                 store: StoreArg::Sqlite,
                 db: None,
+                schema: None,
                 k: 10,
                 out: dir.path().join("out"),
                 baselines_only: false,
@@ -645,12 +678,64 @@ mod tests {
         assert!(err.to_string().contains("not a JSON list"), "{err}");
     }
 
+    /// `locomo --store postgres` on the tiny fixture: every system is scored, the
+    /// configuration names the run's schema, and the schema is gone afterwards.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn locomo_runs_on_postgres() {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            eprintln!("locomo_runs_on_postgres: skipped, DATABASE_URL is not set");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        locomo(LocomoArgs {
+            data: PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/fixtures/tiny_locomo.json"
+            )),
+            store: StoreArg::Postgres,
+            db: Some(url.clone()),
+            out: out.clone(),
+            ..args(Some(EmbedderArg::Hashing), None)
+        })
+        .await
+        .unwrap();
+        let r: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("locomo.json")).unwrap())
+                .unwrap();
+        assert!(r["config"]["store"].as_str().unwrap().contains("postgres"));
+        for system in SYSTEMS.iter().chain(&BASELINES) {
+            let questions = r["systems"][system]["overall"]["questions"].as_u64();
+            assert!(questions.is_some_and(|q| q > 0), "{system}: {questions:?}");
+        }
+        // The fixture's answers are found on PostgreSQL too.
+        let recall =
+            r["systems"]["rememberstack/claims_and_sources_context"]["overall"]["recall@10"]
+                .as_f64()
+                .unwrap();
+        assert!(recall > 0.0, "{recall}");
+        let described = r["config"]["db"].as_str().unwrap();
+        let schema = described
+            .strip_prefix("postgres (schema ")
+            .and_then(|s| s.split(',').next())
+            .unwrap();
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1")
+            .bind(schema)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        assert_eq!(left, 0, "{schema} was left behind");
+    }
+
     fn args(embedder: Option<EmbedderArg>, model_dir: Option<&str>) -> LocomoArgs {
         LocomoArgs {
             data: PathBuf::from("unused.json"),
             conversations: vec![],
             store: StoreArg::Sqlite,
             db: None,
+            schema: None,
             k: 10,
             out: PathBuf::from("unused"),
             baselines_only: false,

@@ -8,21 +8,22 @@
 //! until idle and the namespace's current claims are counted, until there are at
 //! least N. A sidecar file beside the database (`<db>.scale.json`) records the
 //! generator's parameters and how many items went in, so a kept store (`--db`) can
-//! be resumed or reused for a reads-only run.
+//! be resumed or reused for a reads-only run. On PostgreSQL the record is a one-row
+//! table in the run's schema, and a store is kept when `--schema` names it.
 
+use crate::stores::{BenchStore, StoreChoice};
 use crate::synth::{self, Generator, Item, Query};
-use crate::{ScaleArgs, StoreArg, commit};
+use crate::{ScaleArgs, commit};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use rememberstack::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, FactQuery, FactsContextInput, IngestOptions,
-    Memory, SqliteStore, Stage,
+    Memory, Stage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -299,74 +300,6 @@ pub fn load_average() -> Option<String> {
     Some(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
-fn file_size(p: &Path) -> u64 {
-    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
-}
-
-fn dir_size(p: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(p) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_size(&e.path()),
-            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
-    let mut s = db.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-/// Sizes of the store's files.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct DiskSizes {
-    /// The database file.
-    pub db_bytes: u64,
-    /// Its write-ahead log.
-    pub wal_bytes: u64,
-    /// Its shared-memory index.
-    pub shm_bytes: u64,
-    /// The blob directory (originals) beside it.
-    pub blob_bytes: u64,
-}
-
-impl DiskSizes {
-    fn of(db: &Path) -> Self {
-        DiskSizes {
-            db_bytes: file_size(db),
-            wal_bytes: file_size(&with_suffix(db, "-wal")),
-            shm_bytes: file_size(&with_suffix(db, "-shm")),
-            blob_bytes: dir_size(&with_suffix(db, ".blobs")),
-        }
-    }
-
-    fn database(&self) -> u64 {
-        self.db_bytes + self.wal_bytes + self.shm_bytes
-    }
-}
-
-/// Checkpoint and truncate the write-ahead log on a connection of our own, after
-/// the store has closed (the facade exposes no checkpoint; the store's last
-/// connection is a read-only one, which cannot checkpoint).
-async fn checkpoint(db: &Path) -> Result<()> {
-    use sqlx::ConnectOptions;
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(db)
-        .connect()
-        .await?;
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
-        .await?;
-    sqlx::Connection::close(conn).await?;
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------
 // Sidecar
 // ---------------------------------------------------------------------------
@@ -384,25 +317,18 @@ pub struct Sidecar {
     pub items: usize,
 }
 
-fn sidecar_path(db: &Path) -> PathBuf {
-    with_suffix(db, ".scale.json")
+async fn read_sidecar(store: &BenchStore) -> Result<Option<Sidecar>> {
+    store
+        .read_record()
+        .await?
+        .map(|s| {
+            serde_json::from_str(&s).with_context(|| format!("reading {}", store.record_location()))
+        })
+        .transpose()
 }
 
-fn read_sidecar(db: &Path) -> Result<Option<Sidecar>> {
-    let p = sidecar_path(db);
-    match std::fs::read_to_string(&p) {
-        Ok(s) => Ok(Some(
-            serde_json::from_str(&s).with_context(|| format!("reading {}", p.display()))?,
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-    }
-}
-
-fn write_sidecar(db: &Path, s: &Sidecar) -> Result<()> {
-    let p = sidecar_path(db);
-    std::fs::write(&p, serde_json::to_string_pretty(s)?)
-        .with_context(|| format!("writing {}", p.display()))
+async fn write_sidecar(store: &BenchStore, s: &Sidecar) -> Result<()> {
+    store.write_record(&serde_json::to_string_pretty(s)?).await
 }
 
 // ---------------------------------------------------------------------------
@@ -435,7 +361,7 @@ pub async fn build(
     memory: &Memory,
     generator: &mut Generator,
     target: u64,
-    mut on_batch: impl FnMut(&Generator, u64) -> Result<()>,
+    mut on_batch: impl AsyncFnMut(&Generator, u64) -> Result<()>,
 ) -> Result<Build> {
     let mut out = Build::default();
     let start_claims = current_claims(memory).await?;
@@ -491,7 +417,7 @@ pub async fn build(
         }
         claims = now;
         rate = (claims - start_claims) as f64 / out.items as f64;
-        on_batch(generator, claims)?;
+        on_batch(generator, claims).await?;
         println!(
             "batch {}: {n} items, {claims} claims, {:.1} s processing",
             out.batches, p.busy_secs
@@ -610,9 +536,6 @@ fn per_sec(n: f64, secs: f64) -> f64 {
 
 /// `rememberstack-bench scale`.
 pub async fn run(a: ScaleArgs) -> Result<Value> {
-    if a.store == StoreArg::Postgres {
-        bail!("the PostgreSQL store is not built yet: use --store sqlite");
-    }
     if a.claims == 0 {
         bail!("--claims must be at least 1");
     }
@@ -621,9 +544,39 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     }
     let load_start = load_average();
     let tmp = tempfile::tempdir()?;
-    let db = a.db.clone().unwrap_or_else(|| tmp.path().join("memory.db"));
-    let store = Arc::new(SqliteStore::open(&db).await?);
-    // The configured embedder, then the same memory with it wrapped in the timer.
+    let bench_store = BenchStore::open(StoreChoice {
+        kind: a.store,
+        db: a.db.as_deref(),
+        schema: a.schema.as_deref(),
+        default_path: tmp.path().join("memory.db"),
+        purpose: "scale",
+        max_connections: 8,
+    })
+    .await?;
+    let (mut result, claims) = match build_and_measure(&a, &bench_store, load_start).await {
+        Ok(r) => r,
+        Err(e) => {
+            // A temporary schema goes even when the run fails.
+            if let Err(close) = bench_store.close().await {
+                eprintln!("{close:#}");
+            }
+            return Err(e);
+        }
+    };
+    // Disk: as the store left it, then closed (and, embedded, checkpointed).
+    result["disk"] = bench_store.close_and_measure(claims).await?;
+    let json_path = crate::write_results(&a.out, "scale", &result, &markdown(&result))?;
+    println!("results in {}", json_path.display());
+    Ok(result)
+}
+
+/// Build (or resume) the store and measure it; the disk figures are the caller's.
+async fn build_and_measure(
+    a: &ScaleArgs,
+    bench_store: &BenchStore,
+    load_start: Option<String>,
+) -> Result<(Value, u64)> {
+    let store = bench_store.store();
     let configured = Memory::builder()
         .store(store.clone())
         .namespace(NAMESPACE)
@@ -641,7 +594,7 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     let status = memory.status().await?;
     let target = a.claims as u64;
     let existing = current_claims(&memory).await?;
-    let sidecar = read_sidecar(&db)?;
+    let sidecar = read_sidecar(bench_store).await?;
 
     // The generator: resumed from the sidecar of a kept store, else fresh.
     let (mut generator, replayed, corpus_known) = match &sidecar {
@@ -649,8 +602,8 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
             if s.seed != a.seed && existing < target {
                 bail!(
                     "the store at {} was built with --seed {}; resume it with that seed or \
-                     use a fresh --db",
-                    db.display(),
+                     use a fresh store",
+                    bench_store.describe(),
                     s.seed
                 );
             }
@@ -662,9 +615,10 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
         }
         None if existing > 0 && existing < target => bail!(
             "the store at {} holds {existing} claims in namespace `{NAMESPACE}` (fewer than \
-             --claims {target}) but no {}: it cannot be resumed; use a fresh --db",
-            db.display(),
-            sidecar_path(&db).display()
+             --claims {target}) but no build record ({}): it cannot be resumed; use a fresh \
+             store",
+            bench_store.describe(),
+            bench_store.record_location()
         ),
         _ => (
             Generator::new(a.seed, synth::cast_size(a.claims), a.claims),
@@ -690,7 +644,7 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
         "warmup_queries": a.warmup.min(a.queries),
         "namespace": NAMESPACE,
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "db": a.db.as_ref().map(|p| p.display().to_string()),
+        "db": bench_store.describe(),
     });
     println!("configuration: {config}");
 
@@ -711,14 +665,15 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
                 .map_or(a.claims, |s| s.generator_claims_target),
             items: replayed,
         };
-        let build = build(&memory, &mut generator, target, |g, _| {
+        let build = build(&memory, &mut generator, target, async |g, _| {
             write_sidecar(
-                &db,
+                bench_store,
                 &Sidecar {
                     items: g.counts().items,
                     ..params.clone()
                 },
             )
+            .await
         })
         .await?;
         let claims_now = current_claims(&memory).await?;
@@ -809,26 +764,10 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     let lat = latency(&memory, &timed, &queries, a.warmup).await?;
     let peak = peak_rss_bytes();
 
-    // Disk: as the store left it, then closed and checkpointed.
-    let open_sizes = DiskSizes::of(&db);
-    drop(memory);
-    store.close().await;
-    checkpoint(&db).await?;
-    let closed = DiskSizes::of(&db);
-    let per_claim = |n: u64| per_sec(n as f64, claims as f64);
-    let disk = json!({
-        "claims": claims,
-        "open": open_sizes,
-        "checkpointed": closed,
-        "bytes_per_claim": per_claim(closed.database()),
-        "bytes_per_claim_with_blobs": per_claim(closed.database() + closed.blob_bytes),
-        "bytes_per_claim_before_checkpoint": per_claim(open_sizes.database()),
-        "note": "database = file + -wal + -shm; checkpointed = after the store closed and \
-                 PRAGMA wal_checkpoint(TRUNCATE) on a connection of the bench's own",
-    });
     let memory_json = match (peak_after_build, peak) {
         (Some(b), Some(p)) => json!({"peak_rss_bytes_after_build": b, "peak_rss_bytes": p,
-                                     "source": "VmHWM in /proc/self/status"}),
+                                     "source": "VmHWM in /proc/self/status",
+                                     "scope": scope_of_memory(bench_store)}),
         _ => json!({"peak_rss_bytes": "unavailable"}),
     };
     let host = json!({
@@ -836,18 +775,26 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
         "load_average_start": load_start,
         "load_average_end": load_average(),
     });
-    let result = json!({
-        "config": config,
-        "host": host,
-        "corpus": corpus,
-        "ingest": ingest,
-        "latency": lat,
-        "memory": memory_json,
-        "disk": disk,
-    });
-    let json_path = crate::write_results(&a.out, "scale", &result, &markdown(&result))?;
-    println!("results in {}", json_path.display());
-    Ok(result)
+    Ok((
+        json!({
+            "config": config,
+            "host": host,
+            "corpus": corpus,
+            "ingest": ingest,
+            "latency": lat,
+            "memory": memory_json,
+        }),
+        claims,
+    ))
+}
+
+fn scope_of_memory(store: &BenchStore) -> &'static str {
+    match store {
+        BenchStore::Sqlite { .. } => "this process, which holds the embedded store",
+        BenchStore::Postgres { .. } => {
+            "this process only: the PostgreSQL server's own memory is not included"
+        }
+    }
 }
 
 fn f(v: &Value) -> f64 {
@@ -952,6 +899,8 @@ pub fn markdown(r: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StoreArg;
+    use std::path::Path;
 
     #[test]
     fn nearest_rank_percentiles() {
@@ -986,7 +935,8 @@ mod tests {
         ScaleArgs {
             claims,
             store: StoreArg::Sqlite,
-            db: Some(dir.join("memory.db")),
+            db: Some(dir.join("memory.db").display().to_string()),
+            schema: None,
             queries: 6,
             warmup: 2,
             seed: 11,
@@ -995,12 +945,95 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postgres_is_refused() {
+    async fn a_path_for_postgres_is_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let mut a = args(dir.path(), 10);
         a.store = StoreArg::Postgres;
         let err = run(a).await.unwrap_err();
-        assert!(err.to_string().contains("not built yet"), "{err}");
+        assert!(
+            err.to_string().contains("must be a postgres:// URL"),
+            "{err}"
+        );
+        assert!(!dir.path().join("memory.db").exists());
+        assert!(!dir.path().join("out").exists());
+    }
+
+    async fn schema_exists(url: &str, schema: &str) -> bool {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1")
+            .bind(schema)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        n > 0
+    }
+
+    /// `--store postgres`: a kept schema is built, re-read without ingest, then
+    /// resumed from its build record; a run without `--schema` leaves nothing behind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn scale_runs_on_postgres() {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            eprintln!("scale_runs_on_postgres: skipped, DATABASE_URL is not set");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let schema = format!(
+            "rs_bench_test_{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        let pg = |claims: usize, schema: Option<&str>| ScaleArgs {
+            store: StoreArg::Postgres,
+            db: Some(url.clone()),
+            schema: schema.map(str::to_string),
+            queries: 4,
+            warmup: 1,
+            ..args(dir.path(), claims)
+        };
+        let first = run(pg(120, Some(&schema))).await.unwrap();
+        let claims = first["corpus"]["store"]["claims"].as_u64().unwrap();
+        assert!(claims >= 120, "{claims}");
+        assert_eq!(first["ingest"]["skipped"], false);
+        assert_eq!(first["ingest"]["work"]["dead_lettered"], 0);
+        assert!(first["config"]["db"].as_str().unwrap().contains(&schema));
+        assert!(first["disk"]["schema_bytes"].as_u64().unwrap() > 0);
+        for op in OPERATIONS {
+            assert_eq!(first["latency"][op]["runs"], 4, "{op}");
+        }
+        assert!(schema_exists(&url, &schema).await);
+
+        let again = run(pg(120, Some(&schema))).await.unwrap();
+        assert_eq!(again["ingest"]["skipped"], true);
+        assert_eq!(again["corpus"]["store"]["claims"], claims);
+
+        let grown = run(pg(claims as usize + 60, Some(&schema))).await.unwrap();
+        assert_eq!(
+            grown["ingest"]["resumed_from_items"],
+            first["corpus"]["items"]
+        );
+        assert!(grown["corpus"]["store"]["claims"].as_u64().unwrap() >= claims + 60);
+
+        // Without --schema the run's own schema is dropped at the end.
+        let temporary = run(pg(40, None)).await.unwrap();
+        let described = temporary["config"]["db"].as_str().unwrap().to_string();
+        let name = described
+            .strip_prefix("postgres (schema ")
+            .and_then(|s| s.split(',').next())
+            .unwrap();
+        assert!(name.starts_with("rs_bench_scale_"), "{described}");
+        assert!(!schema_exists(&url, name).await, "{name} was left behind");
+
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA \"{schema}\" CASCADE"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
     }
 
     /// The whole command on a few hundred claims: the offline pipeline yields claims
