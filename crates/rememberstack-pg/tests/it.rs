@@ -63,7 +63,7 @@ async fn pg_migrations_apply_twice() {
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 4);
+    assert_eq!(applied, 5);
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.tables
           WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
@@ -101,6 +101,66 @@ async fn pg_migrations_apply_twice() {
     }
     // 47 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
     assert_eq!(tables.len(), 51, "{tables:?}");
+    drop_schema(&store).await;
+}
+
+/// Every column that holds an id is in the collation of the ids it names (`C`,
+/// migration 0005), so the joins between them can use their indexes: counting a
+/// fact's evidence or an entity's mentions looks the id up in an index instead of
+/// scanning the table (or the whole namespace's part of an index).
+#[tokio::test]
+async fn pg_ids_compare_in_one_collation() {
+    let Some(url) = database_url("pg_ids_compare_in_one_collation") else {
+        return;
+    };
+    let schema = fresh_schema("collation");
+    let store = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let stray: Vec<String> = sqlx::query_scalar(
+        "SELECT c.table_name || '.' || c.column_name FROM information_schema.columns c
+           JOIN information_schema.tables t USING (table_schema, table_name)
+          WHERE c.table_schema = $1 AND t.table_type = 'BASE TABLE' AND c.data_type = 'text'
+            AND (c.column_name = 'id' OR c.column_name LIKE '%\\_id'
+                 OR c.column_name IN ('merged_into', 'superseded_by', 'target_fact', 'result_fact'))
+            AND c.column_name <> 'namespace_id' AND c.table_name NOT IN ('namespaces', '_sqlx_migrations')
+            AND c.collation_name IS DISTINCT FROM 'C'
+          ORDER BY 1",
+    )
+    .bind(&schema)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(
+        stray.is_empty(),
+        "id columns outside collation C: {stray:?}"
+    );
+
+    let mut conn = store.pool().acquire().await.unwrap();
+    conn.execute("SET enable_seqscan = off").await.unwrap();
+    for (column, sql) in [
+        (
+            "fact_id",
+            "EXPLAIN SELECT (SELECT COUNT(*) FROM fact_evidence e
+                              WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)
+               FROM facts f WHERE f.namespace_id = 'n' AND f.id = 'x'",
+        ),
+        (
+            "entity_id",
+            "EXPLAIN SELECT (SELECT COUNT(*) FROM entity_mentions m
+                              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
+               FROM entities e WHERE e.namespace_id = 'n' AND e.id = 'x'",
+        ),
+    ] {
+        let plan: Vec<String> = sqlx::query_scalar(sql).fetch_all(&mut *conn).await.unwrap();
+        // The id is looked up in the index, not filtered from the rows of a scan.
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("Index Cond") && l.contains(&format!("{column} = "))),
+            "{column} is not an index condition:\n{}",
+            plan.join("\n")
+        );
+    }
+    conn.execute("RESET enable_seqscan").await.unwrap();
+    drop(conn);
     drop_schema(&store).await;
 }
 

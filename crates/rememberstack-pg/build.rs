@@ -1,0 +1,6 @@
+//! `sqlx::migrate!` embeds the migrations at compile time: rebuild this crate
+//! whenever one is added or changed.
+
+fn main() {
+    println!("cargo:rerun-if-changed=migrations");
+}
