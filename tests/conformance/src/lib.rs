@@ -112,6 +112,61 @@ impl Harness {
     }
 }
 
+impl Drop for Harness {
+    /// A PostgreSQL harness drops its schema, so test runs leave nothing behind.
+    fn drop(&mut self) {
+        let Location::Postgres { url, config } = &self.location else {
+            return;
+        };
+        let Some(schema) = config.schema.clone() else {
+            return;
+        };
+        let url = url.clone();
+        // Drop runs on the test's runtime, which cannot block on its own futures:
+        // the schema is dropped from a thread (and a connection) of its own.
+        let dropped = std::thread::spawn(move || -> Result<(), String> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&url).await?;
+                // A session of the test may still hold a lock on the schema's tables
+                // (a transaction dropped mid-way is rolled back only when its
+                // connection is next used): end those sessions, and give up rather
+                // than hang if one comes back.
+                sqlx::query(
+                    "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+                       JOIN pg_class c ON c.oid = l.relation
+                       JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()
+                      GROUP BY l.pid",
+                )
+                .bind(&schema)
+                .execute(&mut conn)
+                .await?;
+                sqlx::query("SET lock_timeout = '10s'")
+                    .execute(&mut conn)
+                    .await?;
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+                )))
+                .execute(&mut conn)
+                .await?;
+                conn.close().await
+            })
+            .map_err(|e: sqlx::Error| format!("{schema}: {e}"))
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("conformance: a test schema was left behind ({e})"),
+            Err(_) => eprintln!("conformance: dropping a test schema panicked"),
+        }
+    }
+}
+
 /// The configuration tests use: defaults with instant retries.
 pub fn test_config() -> Config {
     Config {
