@@ -238,9 +238,15 @@ impl PgStore {
         if dim == 0 || dim > MAX_HNSW_DIM {
             return Ok(());
         }
+        // Looked up in the store's own schema (the first of its `search_path`): by
+        // bare name, `public`'s index of the same generation would count as this
+        // schema's, and the schema would never get one.
         let row = sqlx::query(
             "SELECT 'vectors_hnsw_' || md5($1) AS name,
-                    to_regclass('vectors_hnsw_' || md5($1)) IS NOT NULL AS present",
+                    EXISTS (SELECT 1 FROM pg_class c
+                              JOIN pg_namespace n ON n.oid = c.relnamespace
+                             WHERE n.nspname = current_schema()
+                               AND c.relname = 'vectors_hnsw_' || md5($1)) AS present",
         )
         .bind(generation)
         .fetch_one(self.pool())

@@ -454,6 +454,61 @@ async fn pg_search_vectors_commit_coverage_and_stamp() {
     drop_schema(&store).await;
 }
 
+/// A store in a schema of its own builds its generation's HNSW index even when a
+/// relation of that index's name exists in `public` (the other schema on its
+/// `search_path`), as it does when a store in `public` has the same generation.
+#[tokio::test]
+async fn pg_search_a_schema_gets_its_own_generation_index() {
+    let Some((store, ns)) = open("pg_search_a_schema_gets_its_own_generation_index", "own").await
+    else {
+        return;
+    };
+    let pool = store.pool().clone();
+    let schema = store.schema().unwrap().to_string();
+    let generation = EmbedderIdentity {
+        model: format!("own-{}", uuid::Uuid::new_v4().simple()),
+        ..identity(3)
+    };
+    let gen_key = generation.generation();
+    let name: String = sqlx::query_scalar("SELECT 'vectors_hnsw_' || md5($1)")
+        .bind(&gen_key)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    // `name` is `vectors_hnsw_` and 32 hex digits.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE public.{name} ()"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let lease = leased(&pool, ns, "w1").await;
+    let committed = store
+        .commit_vectors(
+            std::slice::from_ref(&lease),
+            ns,
+            &generation,
+            vec![("k1".into(), vec![1.0, 0.0, 0.0])],
+            at(10),
+        )
+        .await;
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+    )
+    .bind(&schema)
+    .bind(&name)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE public.{name}")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    committed.unwrap();
+    assert_eq!(indexes, vec![name]);
+    drop_schema(&store).await;
+}
+
 #[tokio::test]
 async fn pg_search_lexical_ranks_eligible_chunks() {
     let Some((store, ns)) = open("pg_search_lexical_ranks_eligible_chunks", "lex").await else {
