@@ -754,6 +754,9 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        if order == "distance" {
+            crate::search::prefer_vector_index(&mut tx).await?;
+        }
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(pgvector::Vector::from(query.to_vec()))
             .bind(filter.namespace_id.to_string())

@@ -934,6 +934,9 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        if !zero {
+            crate::search::prefer_vector_index(&mut tx).await?;
+        }
         let decode = |rows: Vec<PgRow>| -> Result<Vec<(String, f64)>> {
             rows.iter()
                 .map(|r| Ok((get::<String>(r, "id")?, get::<f64>(r, "distance")?)))

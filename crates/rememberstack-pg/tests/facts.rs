@@ -1312,6 +1312,73 @@ async fn pg_facts_search_ranks_eligible_facts() {
     drop_schema(&store).await;
 }
 
+/// The fact vector channel walks the generation's HNSW index instead of computing
+/// and sorting every distance, which the planner prefers when it misjudges how
+/// few facts the eligibility filter keeps (and always on a store this small).
+#[tokio::test]
+async fn pg_facts_semantic_walks_the_generation_index() {
+    let Some((store, ns)) = open("walks").await else {
+        return;
+    };
+    let ada = mint(&store, ns, "Ada Lovelace").await;
+    sqlx::query(
+        "CREATE INDEX vectors_hnsw_walk ON vectors
+             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'gen'",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    for i in 0..20u8 {
+        let f = fact(
+            &store,
+            ns,
+            ada,
+            &format!("Ada fact {i}."),
+            Window::unknown(),
+            &[],
+        )
+        .await;
+        let x = f32::from(i);
+        put_vector(
+            &store,
+            ns,
+            "gen",
+            &format!("key-{f}"),
+            vec![1.0, x, 20.0 - x],
+        )
+        .await;
+    }
+    let scans = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT idx_scan FROM pg_stat_user_indexes
+              WHERE schemaname = current_schema() AND indexrelname = 'vectors_hnsw_walk'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+    };
+    let before = scans().await;
+    let hits = store
+        .search_facts_semantic(&all_facts(ns), "gen", &[1.0, 19.0, 1.0], 3)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 3);
+    // Statistics reach the shared counters within about a second of the search.
+    let mut after = scans().await;
+    for _ in 0..50 {
+        if after > before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        after = scans().await;
+    }
+    assert!(
+        after > before,
+        "the index was not walked ({before} → {after})"
+    );
+    drop_schema(&store).await;
+}
+
 #[tokio::test]
 async fn pg_facts_semantic_ties_at_the_last_place_go_by_id_with_an_hnsw_index() {
     let Some((store, ns)) = open("ties").await else {
