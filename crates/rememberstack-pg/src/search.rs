@@ -199,17 +199,24 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for (key, v) in &vectors {
+        if !vectors.is_empty() {
+            // One statement for the batch (a key repeated in it is stored once).
+            let (keys, embeddings): (Vec<String>, Vec<pgvector::Vector>) = vectors
+                .iter()
+                .map(|(k, v)| (k.clone(), pgvector::Vector::from(v.clone())))
+                .unzip();
             sqlx::query(
                 "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, embedding, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                 SELECT $1, $2, t.key, $3, t.embedding, $4
+                   FROM UNNEST($5::text[], $6::vector[]) AS t(key, embedding)
+                 ON CONFLICT DO NOTHING",
             )
             .bind(ns.to_string())
             .bind(&gen_key)
-            .bind(key)
-            .bind(v.len() as i32)
-            .bind(pgvector::Vector::from(v.clone()))
+            .bind(generation.dimension as i32)
             .bind(now)
+            .bind(keys)
+            .bind(embeddings)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
