@@ -749,14 +749,8 @@ impl PgStore {
              ORDER BY {order} LIMIT $10",
             claim_scope(2, 6)
         );
-        let mut tx = self.pool().begin().await.map_err(db_err)?;
-        sqlx::query("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if order == "distance" {
-            crate::search::prefer_vector_index(&mut tx).await?;
-        }
+        // The index-friendly order walks the index; the exact one sorts.
+        let mut tx = crate::search::vector_search_tx(self.pool(), order == "distance").await?;
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(pgvector::Vector::from(query.to_vec()))
             .bind(filter.namespace_id.to_string())

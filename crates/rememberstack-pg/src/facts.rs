@@ -928,15 +928,7 @@ impl PgStore {
                AND {cond}"
         );
         let vector = pgvector::Vector::from(query.to_vec());
-        let mut tx = self.pool().begin().await.map_err(db_err)?;
-        // Filters apply while the index is walked, before the top-k is final.
-        sqlx::query("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if !zero {
-            crate::search::prefer_vector_index(&mut tx).await?;
-        }
+        let mut tx = crate::search::vector_search_tx(self.pool(), !zero).await?;
         let decode = |rows: Vec<PgRow>| -> Result<Vec<(String, f64)>> {
             rows.iter()
                 .map(|r| Ok((get::<String>(r, "id")?, get::<f64>(r, "distance")?)))

@@ -237,17 +237,27 @@ impl PgStore {
     }
 }
 
-/// Make the rest of `tx` walk a vector index for `ORDER BY distance … LIMIT k`
-/// rather than sort: with a filter joined to the vectors the planner often
-/// misjudges how few rows survive it and prefers to compute every distance and
-/// sort them (a fact vector channel at 10k claims: 44 ms exact against 12 through
-/// the index). Without an index to walk the statement still sorts.
-pub(crate) async fn prefer_vector_index(tx: &mut sqlx::PgConnection) -> Result<()> {
-    sqlx::query("SET LOCAL enable_sort = off")
-        .execute(tx)
-        .await
-        .map_err(db_err)?;
-    Ok(())
+/// A transaction for one vector ranking statement. Filters apply while the HNSW
+/// index is walked, before the top k is final (`hnsw.iterative_scan`, pgvector
+/// 0.8). With `walk_index` (an index pass), sorting is off as well, so the planner
+/// walks the generation's index instead of computing every distance and sorting
+/// them, which it prefers whenever it misjudges how few rows a filter joined to the
+/// vectors keeps (a fact vector channel at 10k claims: 44 ms sorted against 12
+/// through the index). Without an index to walk, the statement still sorts.
+pub(crate) async fn vector_search_tx(
+    pool: &sqlx::PgPool,
+    walk_index: bool,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    let mut tx = pool.begin().await.map_err(db_err)?;
+    sqlx::query(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                set_config('enable_sort', CASE WHEN $1 THEN 'off' ELSE 'on' END, true)",
+    )
+    .bind(walk_index)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(tx)
 }
 
 impl PgStore {
@@ -448,15 +458,7 @@ impl PgStore {
         let run = |sql: String, take: usize, index: bool| {
             let vector = vector.clone();
             async move {
-                let mut tx = self.pool().begin().await.map_err(db_err)?;
-                // Filters apply before the index's top-k is final (pgvector 0.8).
-                sqlx::query("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                if index {
-                    prefer_vector_index(&mut tx).await?;
-                }
+                let mut tx = vector_search_tx(self.pool(), index).await?;
                 let ef = take.clamp(40, 1_000);
                 sqlx::query(AssertSqlSafe(format!("SET LOCAL hnsw.ef_search = {ef}")))
                     .execute(&mut *tx)

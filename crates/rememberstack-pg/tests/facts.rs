@@ -1312,6 +1312,18 @@ async fn pg_facts_search_ranks_eligible_facts() {
     drop_schema(&store).await;
 }
 
+/// An HNSW index `name` over generation `gen`'s 3-dimensional vectors, as the
+/// search area builds one per generation.
+async fn hnsw_index(store: &PgStore, name: &str) {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE INDEX {name} ON vectors
+             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'gen'"
+    )))
+    .execute(store.pool())
+    .await
+    .unwrap();
+}
+
 /// The fact vector channel walks the generation's HNSW index instead of computing
 /// and sorting every distance, which the planner prefers when it misjudges how
 /// few facts the eligibility filter keeps (and always on a store this small).
@@ -1321,13 +1333,7 @@ async fn pg_facts_semantic_walks_the_generation_index() {
         return;
     };
     let ada = mint(&store, ns, "Ada Lovelace").await;
-    sqlx::query(
-        "CREATE INDEX vectors_hnsw_walk ON vectors
-             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'gen'",
-    )
-    .execute(store.pool())
-    .await
-    .unwrap();
+    hnsw_index(&store, "vectors_hnsw_walk").await;
     for i in 0..20u8 {
         let f = fact(
             &store,
@@ -1387,13 +1393,7 @@ async fn pg_facts_semantic_ties_at_the_last_place_go_by_id_with_an_hnsw_index() 
     let ada = mint(&store, ns, "Ada Lovelace").await;
     let bob = mint(&store, ns, "Bob").await;
     // The search area creates this per generation; the statement must work with it.
-    sqlx::query(
-        "CREATE INDEX vectors_hnsw_test ON vectors
-             USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE generation = 'gen'",
-    )
-    .execute(store.pool())
-    .await
-    .unwrap();
+    hnsw_index(&store, "vectors_hnsw_test").await;
     let mut tied = Vec::new();
     for i in 0..6 {
         let f = fact(
