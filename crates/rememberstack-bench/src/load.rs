@@ -53,9 +53,7 @@ pub async fn run(a: LoadArgs) -> Result<Value> {
     })
     .await?;
     let run = load_on(&a, &bench_store).await;
-    // A temporary schema goes whether the run succeeded or not.
-    bench_store.close().await?;
-    run
+    bench_store.finish(run).await
 }
 
 /// Seed the store, serve it and load it.

@@ -376,9 +376,7 @@ async fn locomo(a: LocomoArgs) -> Result<()> {
     })
     .await?;
     let run = locomo_on(&a, &samples, &store, config).await;
-    // A temporary schema goes whether the run succeeded or not.
-    store.close().await?;
-    run
+    store.finish(run).await
 }
 
 /// Ingest and score `samples` on `store`.
@@ -714,19 +712,11 @@ mod tests {
                 .as_f64()
                 .unwrap();
         assert!(recall > 0.0, "{recall}");
-        let described = r["config"]["db"].as_str().unwrap();
-        let schema = described
-            .strip_prefix("postgres (schema ")
-            .and_then(|s| s.split(',').next())
-            .unwrap();
-        let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1")
-            .bind(schema)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-        assert_eq!(left, 0, "{schema} was left behind");
+        let schema = stores::testing::schema_of(r["config"]["db"].as_str().unwrap());
+        assert!(
+            !stores::testing::schema_exists(&url, schema).await,
+            "{schema} was left behind"
+        );
     }
 
     fn args(embedder: Option<EmbedderArg>, model_dir: Option<&str>) -> LocomoArgs {

@@ -555,13 +555,7 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     .await?;
     let (mut result, claims) = match build_and_measure(&a, &bench_store, load_start).await {
         Ok(r) => r,
-        Err(e) => {
-            // A temporary schema goes even when the run fails.
-            if let Err(close) = bench_store.close().await {
-                eprintln!("{close:#}");
-            }
-            return Err(e);
-        }
+        Err(e) => return bench_store.finish(Err(e)).await,
     };
     // Disk: as the store left it, then closed (and, embedded, checkpointed).
     result["disk"] = bench_store.close_and_measure(claims).await?;
@@ -767,7 +761,7 @@ async fn build_and_measure(
     let memory_json = match (peak_after_build, peak) {
         (Some(b), Some(p)) => json!({"peak_rss_bytes_after_build": b, "peak_rss_bytes": p,
                                      "source": "VmHWM in /proc/self/status",
-                                     "scope": scope_of_memory(bench_store)}),
+                                     "scope": bench_store.memory_scope()}),
         _ => json!({"peak_rss_bytes": "unavailable"}),
     };
     let host = json!({
@@ -786,15 +780,6 @@ async fn build_and_measure(
         }),
         claims,
     ))
-}
-
-fn scope_of_memory(store: &BenchStore) -> &'static str {
-    match store {
-        BenchStore::Sqlite { .. } => "this process, which holds the embedded store",
-        BenchStore::Postgres { .. } => {
-            "this process only: the PostgreSQL server's own memory is not included"
-        }
-    }
 }
 
 fn f(v: &Value) -> f64 {
@@ -900,6 +885,7 @@ pub fn markdown(r: &Value) -> String {
 mod tests {
     use super::*;
     use crate::StoreArg;
+    use crate::stores::testing::{schema_exists, schema_of};
     use std::path::Path;
 
     #[test]
@@ -958,17 +944,6 @@ mod tests {
         assert!(!dir.path().join("out").exists());
     }
 
-    async fn schema_exists(url: &str, schema: &str) -> bool {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1")
-            .bind(schema)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-        n > 0
-    }
-
     /// `--store postgres`: a kept schema is built, re-read without ingest, then
     /// resumed from its build record; a run without `--schema` leaves nothing behind.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1018,12 +993,8 @@ mod tests {
 
         // Without --schema the run's own schema is dropped at the end.
         let temporary = run(pg(40, None)).await.unwrap();
-        let described = temporary["config"]["db"].as_str().unwrap().to_string();
-        let name = described
-            .strip_prefix("postgres (schema ")
-            .and_then(|s| s.split(',').next())
-            .unwrap();
-        assert!(name.starts_with("rs_bench_scale_"), "{described}");
+        let name = schema_of(temporary["config"]["db"].as_str().unwrap());
+        assert!(name.starts_with("rs_bench_scale_"), "{name}");
         assert!(!schema_exists(&url, name).await, "{name} was left behind");
 
         let pool = sqlx::PgPool::connect(&url).await.unwrap();

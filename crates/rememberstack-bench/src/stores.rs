@@ -51,16 +51,20 @@ pub struct StoreChoice<'a> {
     pub max_connections: u32,
 }
 
+/// Whether `s` is a PostgreSQL URL (what the facade's `--db` reads as one).
+fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
 /// The PostgreSQL URL of a run: `--db` when it is one, else `DATABASE_URL`.
 pub fn postgres_url(db: Option<&str>, env: Option<String>) -> Result<String> {
-    let is_url = |s: &str| s.starts_with("postgres://") || s.starts_with("postgresql://");
     match db {
-        Some(url) if is_url(url) => Ok(url.to_string()),
+        Some(url) if is_postgres_url(url) => Ok(url.to_string()),
         Some(other) => bail!(
             "--store postgres: --db must be a postgres:// URL, not `{other}` (or leave it out \
              and set DATABASE_URL)"
         ),
-        None => env.filter(|u| is_url(u)).context(
+        None => env.filter(|u| is_postgres_url(u)).context(
             "--store postgres needs --db postgres://… or DATABASE_URL set to a postgres:// URL",
         ),
     }
@@ -82,13 +86,10 @@ impl BenchStore {
                 if let Some(schema) = choice.schema {
                     bail!("--schema `{schema}` applies to --store postgres only");
                 }
-                let path = choice.db.map_or(choice.default_path, PathBuf::from);
-                if path.to_str().is_some_and(|p| p.starts_with("postgres")) {
-                    bail!(
-                        "--db `{}` looks like a PostgreSQL URL: add --store postgres",
-                        path.display()
-                    );
+                if let Some(url) = choice.db.filter(|d| is_postgres_url(d)) {
+                    bail!("--db `{url}` is a PostgreSQL URL: add --store postgres");
                 }
+                let path = choice.db.map_or(choice.default_path, PathBuf::from);
                 let store = Arc::new(SqliteStore::open(&path).await?);
                 Ok(BenchStore::Sqlite { path, store })
             }
@@ -164,8 +165,8 @@ impl BenchStore {
 
     /// Close the store and measure what it takes on disk, per claim: the SQLite
     /// file (checkpointed) and its blob directory, or the PostgreSQL schema's
-    /// relations (originals included: PostgreSQL keeps them in a table). A temporary
-    /// schema is dropped afterwards.
+    /// relations (originals included: PostgreSQL keeps them in a table), measured
+    /// before [`BenchStore::close`] drops a temporary schema.
     pub async fn close_and_measure(self, claims: u64) -> Result<Value> {
         let per_claim = |n: u64| {
             if claims > 0 {
@@ -174,10 +175,11 @@ impl BenchStore {
                 0.0
             }
         };
-        match self {
-            BenchStore::Sqlite { path, store } => {
+        match &self {
+            BenchStore::Sqlite { path, .. } => {
+                let path = path.clone();
                 let open_sizes = DiskSizes::of(&path);
-                store.close().await;
+                self.close().await?;
                 checkpoint(&path).await?;
                 let closed = DiskSizes::of(&path);
                 Ok(json!({
@@ -191,16 +193,9 @@ impl BenchStore {
                              and PRAGMA wal_checkpoint(TRUNCATE) on a connection of the bench's own",
                 }))
             }
-            BenchStore::Postgres {
-                store,
-                schema,
-                temporary,
-            } => {
-                let bytes = Self::schema_bytes(&store, &schema).await?;
-                if temporary {
-                    drop_schema(&store, &schema).await?;
-                }
-                store.close().await;
+            BenchStore::Postgres { store, schema, .. } => {
+                let bytes = Self::schema_bytes(store, schema).await?;
+                self.close().await?;
                 Ok(json!({
                     "claims": claims,
                     "schema_bytes": bytes,
@@ -229,6 +224,34 @@ impl BenchStore {
             }
         }
         Ok(())
+    }
+
+    /// Close the store after a run that used it and return the run's result: a
+    /// temporary schema goes whether the run succeeded or not, and a failed run's
+    /// error is the one returned (a failure to close is then only printed).
+    pub async fn finish<T>(self, run: Result<T>) -> Result<T> {
+        match run {
+            Ok(v) => {
+                self.close().await?;
+                Ok(v)
+            }
+            Err(e) => {
+                if let Err(close) = self.close().await {
+                    eprintln!("{close:#}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// What the bench process's peak memory covers with this store.
+    pub fn memory_scope(&self) -> &'static str {
+        match self {
+            BenchStore::Sqlite { .. } => "this process, which holds the embedded store",
+            BenchStore::Postgres { .. } => {
+                "this process only: the PostgreSQL server's own memory is not included"
+            }
+        }
     }
 
     /// The build record of a kept store (see `scale`): the sidecar file beside the
@@ -374,6 +397,30 @@ async fn checkpoint(db: &Path) -> Result<()> {
         .await?;
     sqlx::Connection::close(conn).await?;
     Ok(())
+}
+
+/// Helpers for the commands' PostgreSQL tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// The schema a run's configuration names (its `db`: `postgres (schema NAME, …)`).
+    pub fn schema_of(described: &str) -> &str {
+        described
+            .strip_prefix("postgres (schema ")
+            .and_then(|s| s.split(',').next())
+            .unwrap_or_else(|| panic!("not a PostgreSQL store: {described}"))
+    }
+
+    /// Whether the database at `url` has schema `schema`.
+    pub async fn schema_exists(url: &str, schema: &str) -> bool {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1")
+            .bind(schema)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        n > 0
+    }
 }
 
 #[cfg(test)]
