@@ -833,6 +833,14 @@ export interface ForgetReport {
   entities: number
   /** Facts removed: no support was left. */
   facts: number
+  /**
+   * Set when every row is erased but the store could not rewrite its files to
+   * drop the freed pages yet (the embedded store's VACUUM, e.g. for want of
+   * free disk): why. Freed pages are zeroed as they are freed, so no text
+   * remains readable; the rewrite is retried when the store next opens or
+   * forgets, and `doctor` reports it until then.
+   */
+  file_rewrite_pending?: string | null
   /** When the forget completed. */
   forgotten_at: Instant | null
   /** The manifest. */
@@ -1074,6 +1082,25 @@ export interface PathResult {
   fact: FactRecord
   /** The relations from a start entity to this one, this one last. */
   path: FactId[]
+}
+
+/**
+ * A forget that has not completed: its namespace refuses reads and writes
+ * (`forget_in_progress`) until the forget is run again and finishes.
+ */
+export interface PendingForget {
+  /** The lineage being forgotten. */
+  document_id: DocumentId
+  /** Why the last attempt stopped, if one failed (none: it was interrupted). */
+  last_error?: string | null
+  /** The manifest. */
+  manifest_id: Uuid
+  /** The namespace's slug. */
+  namespace: string
+  /** The command that runs the forget again; it resumes where it stopped. */
+  resume_with: string
+  /** When the forget started. */
+  started_at: Instant
 }
 
 /** The precision of a claim's source-asserted validity (D41). */
@@ -1335,6 +1362,12 @@ export interface StatusReport {
   documents: number
   /** The configured embedder generation. */
   embedder: string
+  /**
+   * The incomplete forget that keeps this namespace closed (every read and
+   * write is `forget_in_progress` until it finishes), with why it stopped and
+   * the command that resumes it.
+   */
+  forget_in_progress?: PendingForget | null
   /** Counts by stage, then status. */
   ledger: { [key: string]: { [key: string]: number } }
   /** The namespace reported on. */

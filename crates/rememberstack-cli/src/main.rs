@@ -1139,6 +1139,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     "store: {}  namespace: {}  documents: {}",
                     status.store, status.namespace, status.documents
                 );
+                if let Some(pending) = &status.forget_in_progress {
+                    println!("forget in progress: {}", pending.describe());
+                }
                 println!(
                     "embedder: {}  semantic ready: {} ({} of {} chunks missing vectors)",
                     status.embedder,

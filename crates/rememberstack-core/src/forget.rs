@@ -125,6 +125,80 @@ pub struct ForgetReport {
     pub shared_blobs_kept: u64,
     /// The verification queries, all 0.
     pub verification: Vec<ForgetCheck>,
+    /// Set when every row is erased but the store could not rewrite its files to
+    /// drop the freed pages yet (the embedded store's VACUUM, e.g. for want of
+    /// free disk): why. Freed pages are zeroed as they are freed, so no text
+    /// remains readable; the rewrite is retried when the store next opens or
+    /// forgets, and `doctor` reports it until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_rewrite_pending: Option<String>,
+}
+
+/// A forget that has not completed: its namespace refuses reads and writes
+/// (`forget_in_progress`) until the forget is run again and finishes.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingForget {
+    /// The namespace's slug.
+    pub namespace: String,
+    /// The manifest.
+    pub manifest_id: uuid::Uuid,
+    /// The lineage being forgotten.
+    pub document_id: DocumentId,
+    /// When the forget started.
+    pub started_at: Timestamp,
+    /// Why the last attempt stopped, if one failed (none: it was interrupted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The command that runs the forget again; it resumes where it stopped.
+    pub resume_with: String,
+}
+
+/// The refusal of every read and write in namespace `slug` while the forget of
+/// lineage `doc` there is incomplete, naming the command that resumes it.
+pub fn forget_in_progress(slug: &str, doc: &str) -> Error {
+    Error::new(
+        crate::ErrorCode::ForgetInProgress,
+        format!(
+            "a hard forget of document {doc} in namespace `{slug}` is incomplete: the namespace \
+             refuses reads and writes until it finishes; resume it with \
+             `remember --namespace {slug} forget {doc}` (`remember doctor` says why it stopped)"
+        ),
+    )
+}
+
+impl PendingForget {
+    /// A pending forget, with the command that resumes it.
+    pub fn new(
+        namespace: String,
+        manifest_id: uuid::Uuid,
+        document_id: DocumentId,
+        started_at: Timestamp,
+        last_error: Option<String>,
+    ) -> Self {
+        let resume_with = format!("remember --namespace {namespace} forget {document_id}");
+        Self {
+            namespace,
+            manifest_id,
+            document_id,
+            started_at,
+            last_error,
+            resume_with,
+        }
+    }
+
+    /// One line for people: what is closed, why, and how to resume it.
+    pub fn describe(&self) -> String {
+        format!(
+            "the forget of document {} in namespace `{}` (started {}) is incomplete, so the \
+             namespace refuses reads and writes: {}; resume it with `{}`",
+            self.document_id,
+            self.namespace,
+            crate::time::to_rfc3339(&self.started_at),
+            self.last_error.as_deref().unwrap_or("it was interrupted"),
+            self.resume_with
+        )
+    }
 }
 
 /// The directory of forget manifests, apart from the database.

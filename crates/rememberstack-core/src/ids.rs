@@ -124,6 +124,37 @@ id_type!(
     ReceiptId
 );
 
+/// Every id (a lowercase hyphenated UUID, the one serialized form) written inside
+/// `text`, in order: how a scrub finds the records a stored JSON document names
+/// without one query per record.
+pub fn ids_in(text: &str) -> impl Iterator<Item = &str> + '_ {
+    const LEN: usize = 36;
+    let bytes = text.as_bytes();
+    let is_id = move |i: usize| {
+        bytes[i..i + LEN].iter().enumerate().all(|(j, b)| match j {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(b),
+        })
+    };
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i + LEN <= bytes.len() {
+            if bytes[i + 8] == b'-' && is_id(i) {
+                let found = &text[i..i + LEN];
+                i += LEN;
+                return Some(found);
+            }
+            i += 1;
+        }
+        None
+    })
+}
+
+/// Whether `text` names any of `ids` (see [`ids_in`]).
+pub fn names_any(text: &str, ids: &std::collections::HashSet<String>) -> bool {
+    !ids.is_empty() && ids_in(text).any(|id| ids.contains(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +168,24 @@ mod tests {
             "\"123e4567-e89b-12d3-a456-426614174000\""
         );
         assert!("not-a-uuid".parse::<DocumentId>().is_err());
+    }
+
+    #[test]
+    fn ids_in_finds_every_id_a_json_text_names() {
+        let a = FactId::new().to_string();
+        let b = FactId::new().to_string();
+        let text = format!(
+            r#"{{"candidates":["{a}"],"input":"fact:{b}, not 123e4567-e89b-12d3-a456-42661417400"}}"#
+        );
+        assert_eq!(
+            ids_in(&text).collect::<Vec<_>>(),
+            vec![a.as_str(), b.as_str()]
+        );
+        let set: std::collections::HashSet<String> = [b.clone()].into();
+        assert!(names_any(&text, &set));
+        assert!(!names_any("no ids here", &set));
+        assert!(!names_any(&a.to_uppercase(), &[a.clone()].into()));
+        // Shorter than an id, or cut at a multi-byte character: nothing, no panic.
+        assert_eq!(ids_in("é-").count(), 0);
     }
 }

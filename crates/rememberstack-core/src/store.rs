@@ -1193,6 +1193,21 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         &self,
         ns: NamespaceId,
     ) -> Result<Vec<crate::forget::ForgetManifest>>;
+    /// Every forget of the store that has not completed, with the slug of the
+    /// namespace it keeps closed and why its last attempt stopped: the one read of
+    /// a closed namespace that `status` and `doctor` may make.
+    async fn pending_forgets(&self) -> Result<Vec<crate::forget::PendingForget>>;
+    /// Why the store's files still await the rewrite of a completed forget (see
+    /// [`ForgetReport::file_rewrite_pending`](crate::forget::ForgetReport)), if they do.
+    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// Why this deployment's forget manifests may not be re-honoured everywhere
+    /// (a server store reached from several hosts, some keeping manifests in a
+    /// host-local root), if that is so now.
+    async fn manifest_root_warning(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
     /// Note revisions' metadata in remember order, after a keyset position.
     async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
     /// Retract a claim in one transaction: it stops being current testimony for

@@ -10,7 +10,7 @@
 //! that revokes it.
 
 use crate::{PgStore, db_err, parse_id};
-use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport};
+use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{NoteRecord, Receipt};
@@ -109,6 +109,51 @@ async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
         q = q.bind(*b);
     }
     Ok(q.execute(&mut **tx).await.map_err(db_err)?.rows_affected())
+}
+
+/// How many rows a paged pass over a namespace's JSON columns reads at a time.
+const PAGE: i64 = 500;
+
+/// `seq` and `text` of the namespace's rows of `table` whose `text` (an SQL
+/// expression over its JSON columns) names any of `ids`, read a page at a time
+/// so that neither the statement nor the memory grows with the store.
+async fn rows_naming(
+    tx: &mut Tx<'_>,
+    table: &str,
+    text: &str,
+    ns: &str,
+    ids: &HashSet<String>,
+) -> Result<Vec<(i64, String)>> {
+    let mut out = Vec::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!(
+        "SELECT seq, {text} AS text FROM {table} WHERE namespace_id = $1 AND seq > $2
+         ORDER BY seq LIMIT $3"
+    );
+    let mut after = 0i64;
+    loop {
+        let rows = sqlx::query(AssertSqlSafe(sql.clone()))
+            .bind(ns)
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        let Some(last) = rows.last() else { break };
+        after = last.get("seq");
+        for r in &rows {
+            let body: String = r.get("text");
+            if names_any(&body, ids) {
+                out.push((r.get("seq"), body));
+            }
+        }
+        if (rows.len() as i64) < PAGE {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// Remove every record derived from `versions` of lineage `doc` (all of its
@@ -216,24 +261,59 @@ pub(crate) async fn scrub(
         &[ns, &flist],
     )
     .await?;
+    // A correction's statement lives in its system note (`corrections/<fact id>`)
+    // and was also recorded on the corrected fact's `corrected` event: scrubbing
+    // that note's versions blanks the statement there too, so forgetting or
+    // revoking the correction leaves no copy of its text.
+    for key in strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT source_key FROM notes WHERE namespace_id = ? AND version_id {IN_LIST}
+               AND source_key LIKE 'corrections/%'"
+        ),
+        &[ns, &vlist],
+    )
+    .await?
+    {
+        let fact = key.trim_start_matches("corrections/");
+        exec(
+            tx,
+            "UPDATE fact_events SET detail_json = jsonb_set(detail_json, '{corrected_statement}', 'null'::jsonb)
+             WHERE namespace_id = ? AND fact_id = ? AND event = 'corrected'",
+            &[ns, fact],
+        )
+        .await?;
+    }
     // Adjudication transcripts of the claims, or naming a removed fact anywhere
-    // (target, result or candidate).
-    let mut adjudication_sql = format!(
-        "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
-           OR target_fact {IN_LIST} OR result_fact {IN_LIST}"
-    );
-    for _ in &fact_ids {
-        adjudication_sql.push_str(
-            " OR strpos(candidates_json::text, ?) > 0 OR strpos(input_json::text, ?) > 0",
-        );
-    }
-    adjudication_sql.push(')');
-    let mut binds: Vec<&str> = vec![ns, &clist, &flist, &flist];
-    for f in &fact_ids {
-        binds.push(f);
-        binds.push(f);
-    }
-    exec(tx, &adjudication_sql, &binds).await?;
+    // (target, result, or inside the candidates and input): the JSON columns are
+    // read a page at a time and searched for the removed ids in Rust, so the
+    // statement's size does not grow with the number of facts removed.
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
+               OR target_fact {IN_LIST} OR result_fact {IN_LIST})"
+        ),
+        &[ns, &clist, &flist, &flist],
+    )
+    .await?;
+    let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
+    let naming: Vec<i64> = rows_naming(
+        tx,
+        "adjudications",
+        "candidates_json::text || input_json::text",
+        ns,
+        &removed_facts,
+    )
+    .await?
+    .into_iter()
+    .map(|(seq, _)| seq)
+    .collect();
+    sqlx::query("DELETE FROM adjudications WHERE seq = ANY($1)")
+        .bind(&naming)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
     exec(
         tx,
         &format!(
@@ -414,6 +494,16 @@ pub(crate) async fn scrub(
         &[ns, &elist, &elist],
     )
     .await?;
+    // Merge snapshots written before they held only ids carried entity names,
+    // which may be the forgotten document's words: they go.
+    exec(
+        tx,
+        "UPDATE merge_events
+           SET snapshot_json = snapshot_json #- '{from,canonical_name}' #- '{into,canonical_name}'
+         WHERE namespace_id = ? AND snapshot_json::text LIKE '%canonical_name%'",
+        &[ns],
+    )
+    .await?;
     keys.extend(
         strings(
             tx,
@@ -431,38 +521,38 @@ pub(crate) async fn scrub(
         &[ns, &elist],
     )
     .await?;
-    // Surviving decisions no longer list removed entities among their candidates.
-    for e in &doomed {
-        let rows = sqlx::query(
-            "SELECT id, candidates_json FROM resolution_decisions
-             WHERE namespace_id = $1 AND strpos(candidates_json::text, $2) > 0",
-        )
-        .bind(ns)
-        .bind(e)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        for r in rows {
-            let mut candidates: Vec<serde_json::Value> =
-                serde_json::from_value(r.get::<serde_json::Value, _>("candidates_json"))
-                    .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
-            candidates.retain(|c| c.get("entity_id").and_then(|v| v.as_str()) != Some(e));
-            let json = serde_json::Value::Array(candidates).to_string();
-            exec(
-                tx,
-                "UPDATE resolution_decisions SET candidates_json = ?::jsonb WHERE namespace_id = ? AND id = ?",
-                &[&json, ns, &r.get::<String, _>("id")],
-            )
-            .await?;
-        }
+    // Surviving decisions no longer list removed entities among their candidates
+    // (one paged pass over the namespace's decisions, whatever the number removed).
+    let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
+    for (seq, candidates) in rows_naming(
+        tx,
+        "resolution_decisions",
+        "candidates_json::text",
+        ns,
+        &doomed_set,
+    )
+    .await?
+    {
+        let mut candidates: Vec<serde_json::Value> = serde_json::from_str(&candidates)
+            .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
+        candidates.retain(|c| {
+            !c.get("entity_id")
+                .and_then(|v| v.as_str())
+                .is_some_and(|id| doomed_set.contains(id))
+        });
+        sqlx::query("UPDATE resolution_decisions SET candidates_json = $1 WHERE seq = $2")
+            .bind(serde_json::Value::Array(candidates))
+            .bind(seq)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
     }
     // Surviving entities: aliases only the removed mentions carried go; a
     // canonical name they alone carried yields to a remaining surface; the profile
     // is cleared (the engine rebuilds it from the surviving facts).
-    let doomed_set: HashSet<&String> = doomed.iter().collect();
     let survivors: Vec<String> = entity_candidates
         .iter()
-        .filter(|e| !doomed_set.contains(e))
+        .filter(|e| !doomed_set.contains(*e))
         .cloned()
         .collect();
     for e in &survivors {
@@ -628,33 +718,25 @@ pub(crate) async fn scrub(
     Ok(out)
 }
 
-/// Drop `removed` records from every receipt of the namespace that selected them.
+/// Drop `removed` records from every receipt of the namespace that selected them
+/// (the receipts are read a page at a time).
 async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
-    if removed.is_empty() {
-        return Ok(0);
-    }
-    let rows = sqlx::query("SELECT id, body_json FROM recall_receipts WHERE namespace_id = $1")
-        .bind(ns)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
     let mut n = 0;
-    for r in rows {
-        let mut receipt: Receipt =
-            serde_json::from_value(r.get::<serde_json::Value, _>("body_json"))
-                .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
+    for (seq, body) in rows_naming(tx, "recall_receipts", "body_json::text", ns, removed).await? {
+        let mut receipt: Receipt = serde_json::from_str(&body)
+            .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
         let before = receipt.selections.len();
         receipt.selections.retain(|s| !removed.contains(&s.id));
         if receipt.selections.len() == before {
             continue;
         }
-        let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
-        exec(
-            tx,
-            "UPDATE recall_receipts SET body_json = ?::jsonb WHERE namespace_id = ? AND id = ?",
-            &[&body, ns, &r.get::<String, _>("id")],
-        )
-        .await?;
+        let body = serde_json::to_value(&receipt).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query("UPDATE recall_receipts SET body_json = $1 WHERE seq = $2")
+            .bind(body)
+            .bind(seq)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
         n += 1;
     }
     Ok(n)
@@ -819,6 +901,40 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<(ForgetReport, Vec<EntityId>)> {
         self.begin_forget_impl(manifest, now).await?;
+        self.finish_forget(manifest, now).await
+    }
+
+    /// Everything of a forget after its episode is open. A failure is recorded on
+    /// the episode (`last_error`) for `status` and `doctor`; the namespace stays
+    /// closed until a later attempt finishes.
+    pub(crate) async fn finish_forget(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        let outcome = self.run_forget(manifest, now).await;
+        if let Err(e) = &outcome {
+            tracing::error!(manifest = %manifest.manifest_id, error = %e, "a forget stopped");
+            if let Err(record) = sqlx::query(
+                "UPDATE forget_episodes SET last_error = $1 WHERE namespace_id = $2 AND manifest_id = $3",
+            )
+            .bind(e.to_string())
+            .bind(manifest.namespace_id.to_string())
+            .bind(manifest.manifest_id.to_string())
+            .execute(&self.pool)
+            .await
+            {
+                tracing::error!(error = %record, "the reason a forget stopped could not be recorded");
+            }
+        }
+        outcome
+    }
+
+    async fn run_forget(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
         let ns_s = manifest.namespace_id.to_string();
         // A restored database may predate the namespace: it comes back under its id,
         // so the guards below apply to the namespace users reach by its slug.
@@ -898,7 +1014,7 @@ impl PgStore {
         report.forgotten_at = Some(now);
         let json = serde_json::to_value(&report).map_err(|e| Error::internal(e.to_string()))?;
         sqlx::query(
-            "UPDATE forget_episodes SET completed_at = $1, report_json = $2
+            "UPDATE forget_episodes SET completed_at = $1, report_json = $2, last_error = NULL
              WHERE namespace_id = $3 AND manifest_id = $4",
         )
         .bind(now)
@@ -1068,9 +1184,40 @@ impl PgStore {
                     .all(|c| c.remaining == 0);
             if !clean {
                 tracing::info!(manifest = %m.manifest_id, "re-honouring a forget manifest");
-                self.forget_impl(&m, m.requested_at).await?;
+                self.begin_forget_impl(&m, m.requested_at).await?;
+                if let Err(e) = self.finish_forget(&m, m.requested_at).await {
+                    tracing::error!(
+                        manifest = %m.manifest_id,
+                        namespace = %m.namespace,
+                        error = %e,
+                        "a forget could not finish: its namespace stays closed, the others serve"
+                    );
+                }
             }
         }
         Ok(())
+    }
+
+    pub(crate) async fn pending_forgets_impl(&self) -> Result<Vec<PendingForget>> {
+        let rows = sqlx::query(
+            "SELECT n.slug, e.manifest_id, e.document_id, e.started_at, e.last_error
+             FROM forget_episodes e JOIN namespaces n ON n.id = e.namespace_id
+             WHERE e.completed_at IS NULL ORDER BY e.started_at, e.manifest_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(PendingForget::new(
+                    r.get("slug"),
+                    uuid::Uuid::parse_str(&r.get::<String, _>("manifest_id"))
+                        .map_err(|e| Error::store(format!("corrupt manifest id: {e}")))?,
+                    parse_id(&r.get::<String, _>("document_id"))?,
+                    r.get("started_at"),
+                    r.get("last_error"),
+                ))
+            })
+            .collect()
     }
 }

@@ -112,6 +112,62 @@ pub struct PgStore {
     locks: PgPool,
     schema: Option<String>,
     manifests: ManifestRoot,
+    /// Whether the manifest root was named (config or environment) rather than
+    /// defaulted to this host's data directory.
+    shared_root: bool,
+}
+
+/// This process's host name, for the connection's `application_name`: a
+/// deployment's processes announce their host and manifest-root mode there, so
+/// one on another host with a host-local root is noticed.
+fn host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_default();
+    let name: String = name
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(40)
+        .collect();
+    if name.is_empty() {
+        "unknown".into()
+    } else {
+        name
+    }
+}
+
+const APP_PREFIX: &str = "rememberstack ";
+
+/// The warning for processes of this database on several hosts when any of them
+/// keeps forget manifests in a host-local default root: a manifest written on one
+/// host is not re-honoured by the others, so restoring a backup through another
+/// host could bring forgotten content back.
+fn multi_host_warning(me: &str, my_shared: bool, peers: &[String]) -> Option<String> {
+    let mut others: Vec<(&str, bool)> = peers
+        .iter()
+        .filter_map(|a| {
+            let rest = a.strip_prefix(APP_PREFIX)?;
+            let (host, mode) = rest.rsplit_once(' ')?;
+            Some((host, mode == "manifests=shared"))
+        })
+        .filter(|(host, _)| *host != me)
+        .collect();
+    others.sort();
+    others.dedup();
+    if others.is_empty() || (my_shared && others.iter().all(|(_, shared)| *shared)) {
+        return None;
+    }
+    let hosts: Vec<&str> = others.iter().map(|(h, _)| *h).collect();
+    Some(format!(
+        "processes on other hosts ({}) use this database, and forget manifests are kept in a \
+         host-local default root on at least one of them: a forget on one host is not \
+         re-honoured by the others after a restore. Give every process the same shared \
+         manifest root (`[store] manifest_root`, REMEMBERSTACK_MANIFEST_ROOT or --manifest-root)",
+        hosts.join(", ")
+    ))
 }
 
 /// `<data dir>/rememberstack/manifests/<system identifier>-<database>[-<schema>]`:
@@ -173,17 +229,6 @@ pub(crate) fn parse_id<T: FromStr<Err = Error>>(s: &str) -> Result<T> {
     T::from_str(s).map_err(|_| Error::store(format!("corrupt id `{s}`")))
 }
 
-/// The refusal of every read and write in a namespace whose forget is incomplete.
-pub(crate) fn forget_in_progress(slug: &str) -> Error {
-    Error::new(
-        ErrorCode::ForgetInProgress,
-        format!(
-            "a hard forget in namespace `{slug}` is incomplete: the namespace refuses reads and \
-             writes until it is resumed (`remember forget` again, or reopen the store)"
-        ),
-    )
-}
-
 fn valid_schema_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
@@ -233,6 +278,20 @@ impl PgStore {
             )
         })?;
         let schema = config.schema.clone();
+        let named_root = config.manifest_root.clone().or_else(|| {
+            std::env::var_os("REMEMBERSTACK_MANIFEST_ROOT")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let options = options.application_name(&format!(
+            "{APP_PREFIX}{} manifests={}",
+            host_name(),
+            if named_root.is_some() {
+                "shared"
+            } else {
+                "local"
+            }
+        ));
         let mut pool_options = PgPoolOptions::new()
             .max_connections(config.max_connections)
             .acquire_timeout(config.acquire_timeout);
@@ -282,11 +341,8 @@ impl PgStore {
                 "cannot apply the PostgreSQL store's migrations: {e}"
             ))
         })?;
-        let manifest_dir = match config.manifest_root.clone().or_else(|| {
-            std::env::var_os("REMEMBERSTACK_MANIFEST_ROOT")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        }) {
+        let shared_root = named_root.is_some();
+        let manifest_dir = match named_root {
             Some(dir) => dir,
             None => default_manifest_root(&pool, schema.as_deref()).await?,
         };
@@ -295,7 +351,11 @@ impl PgStore {
             locks,
             schema,
             manifests: ManifestRoot::new(manifest_dir),
+            shared_root,
         };
+        if let Ok(Some(warning)) = store.manifest_root_warning_impl().await {
+            tracing::warn!("{warning}");
+        }
         // Every manifest is honoured before the store serves (D74): an unreadable
         // root fails the connect.
         store.rehonour_manifests().await?;
@@ -305,6 +365,19 @@ impl PgStore {
             "postgres store ready"
         );
         Ok(store)
+    }
+
+    /// The multi-host warning (see [`multi_host_warning`]) from the sessions
+    /// connected to this database now.
+    async fn manifest_root_warning_impl(&self) -> Result<Option<String>> {
+        let peers: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT application_name FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name LIKE 'rememberstack %'",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(multi_host_warning(&host_name(), self.shared_root, &peers))
     }
 
     /// The forget manifest root this store appends to and re-honours.
@@ -339,8 +412,9 @@ impl MemoryStore for PgStore {
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
         let row = sqlx::query(
-            "SELECT id, slug, created_at, EXISTS (SELECT 1 FROM forget_episodes e
-                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL) AS gated
+            "SELECT id, slug, created_at, (SELECT e.document_id FROM forget_episodes e
+                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL
+                 ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
              FROM namespaces WHERE slug = $1",
         )
         .bind(slug)
@@ -348,9 +422,9 @@ impl MemoryStore for PgStore {
         .await
         .map_err(db_err)?;
         if let Some(r) = &row
-            && r.try_get::<bool, _>("gated").map_err(db_err)?
+            && let Some(doc) = r.try_get::<Option<String>, _>("gated").map_err(db_err)?
         {
-            return Err(forget_in_progress(slug));
+            return Err(rememberstack_core::forget::forget_in_progress(slug, &doc));
         }
         row.map(|r| namespace_row(&r)).transpose()
     }
@@ -739,6 +813,14 @@ impl MemoryStore for PgStore {
         ns: NamespaceId,
     ) -> Result<Vec<rememberstack_core::forget::ForgetManifest>> {
         self.incomplete_forgets_impl(ns).await
+    }
+
+    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
+        self.pending_forgets_impl().await
+    }
+
+    async fn manifest_root_warning(&self) -> Result<Option<String>> {
+        self.manifest_root_warning_impl().await
     }
 
     async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>> {
@@ -1145,16 +1227,33 @@ impl MemoryStore for PgStore {
         // Its own key space: the store's transactions take transaction-scoped locks
         // on the same names (`lemma:…`, `entity:…`) while the engine holds these.
         let key = format!("engine:{key}");
-        let mut conn = self.locks.acquire().await.map_err(db_err)?;
+        let conn = self.locks.acquire().await.map_err(db_err)?;
+        // If this future is dropped while the server is still waiting for the lock,
+        // the session may acquire it afterwards: it must never go back to the pool,
+        // so the guard closes it unless the wait completes.
+        let mut waiting = Waiting(Some(conn));
+        let conn = waiting.0.as_mut().expect("held until the wait completes");
         sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))")
             .bind(&key)
-            .execute(&mut *conn)
+            .execute(&mut **conn)
             .await
             .map_err(db_err)?;
         Ok(Some(StoreLock::new(SessionLock {
-            conn: Some(conn),
+            conn: waiting.0.take(),
             key,
         })))
+    }
+}
+
+/// A lock session whose `pg_advisory_lock` has not returned: dropped before it
+/// does (a cancelled wait, or an error), the session is closed, never pooled.
+struct Waiting(Option<sqlx::pool::PoolConnection<sqlx::Postgres>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.0.take() {
+            conn.close_on_drop();
+        }
     }
 }
 
@@ -1188,5 +1287,32 @@ impl Drop for SessionLock {
             // No runtime to unlock on: closing the session releases the lock.
             Err(_) => conn.close_on_drop(),
         }
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::multi_host_warning;
+
+    fn app(host: &str, mode: &str) -> String {
+        format!("rememberstack {host} manifests={mode}")
+    }
+
+    #[test]
+    fn a_second_host_with_a_local_manifest_root_is_warned_about() {
+        // Alone, or with peers on this host: nothing to say.
+        assert_eq!(multi_host_warning("a", false, &[app("a", "local")]), None);
+        // Every process on a shared root: fine.
+        assert_eq!(
+            multi_host_warning("a", true, &[app("a", "shared"), app("b", "shared")]),
+            None
+        );
+        // This host defaults, another exists: warned, naming the host.
+        let w = multi_host_warning("a", false, &[app("b", "shared")]).unwrap();
+        assert!(w.contains("(b)") && w.contains("manifest_root"), "{w}");
+        // This host is shared, another defaults: warned too.
+        assert!(multi_host_warning("a", true, &[app("b", "local")]).is_some());
+        // Other applications' sessions are not peers.
+        assert_eq!(multi_host_warning("a", false, &["psql".into()]), None);
     }
 }

@@ -6,7 +6,7 @@
 use crate::claims::claim_fts_table;
 use crate::facts::fact_fts_table;
 use crate::{SqliteStore, db_err, fts_table, parse_id};
-use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport};
+use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{NoteRecord, Receipt};
@@ -117,6 +117,82 @@ async fn delete_fts(tx: &mut Tx<'_>, table: &str, seqs: &[i64]) -> Result<()> {
     Ok(())
 }
 
+/// How many rows a paged pass over a namespace's JSON columns reads at a time.
+const PAGE: i64 = 500;
+
+/// `seq` and `text` of the namespace's rows of `table` whose `text` (an SQL
+/// expression over its JSON columns) names any of `ids`, read a page at a time
+/// so that neither the statement nor the memory grows with the store.
+async fn rows_naming_with_text(
+    tx: &mut Tx<'_>,
+    table: &str,
+    text: &str,
+    ns: &str,
+    ids: &HashSet<String>,
+) -> Result<Vec<(i64, String)>> {
+    let mut out = Vec::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!(
+        "SELECT seq, {text} AS text FROM {table} WHERE namespace_id = ? AND seq > ?
+         ORDER BY seq LIMIT ?"
+    );
+    let mut after = 0i64;
+    loop {
+        let rows = sqlx::query(AssertSqlSafe(sql.clone()))
+            .bind(ns)
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        let Some(last) = rows.last() else { break };
+        after = last.get("seq");
+        for r in &rows {
+            let body: String = r.get("text");
+            if names_any(&body, ids) {
+                out.push((r.get("seq"), body));
+            }
+        }
+        if (rows.len() as i64) < PAGE {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The `seq` of the rows [`rows_naming_with_text`] finds.
+async fn rows_naming(
+    tx: &mut Tx<'_>,
+    table: &str,
+    text: &str,
+    ns: &str,
+    ids: &HashSet<String>,
+) -> Result<Vec<i64>> {
+    Ok(rows_naming_with_text(tx, table, text, ns, ids)
+        .await?
+        .into_iter()
+        .map(|(seq, _)| seq)
+        .collect())
+}
+
+fn json_seqs(seqs: &[i64]) -> Result<String> {
+    serde_json::to_string(seqs).map_err(|e| Error::internal(e.to_string()))
+}
+
+/// A decision's candidates without the entities in `removed`.
+fn without_candidates(candidates_json: &str, removed: &HashSet<String>) -> Result<String> {
+    let mut candidates: Vec<serde_json::Value> = serde_json::from_str(candidates_json)
+        .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
+    candidates.retain(|c| {
+        !c.get("entity_id")
+            .and_then(|v| v.as_str())
+            .is_some_and(|id| removed.contains(id))
+    });
+    Ok(serde_json::Value::Array(candidates).to_string())
+}
+
 /// Remove every record derived from `versions` of lineage `doc` (all of its
 /// versions and the lineage rows themselves when `whole`): representations,
 /// chunks, claims that occur nowhere else, their mentions, decisions, evidence,
@@ -224,22 +300,57 @@ pub(crate) async fn scrub(
         &[ns, &flist],
     )
     .await?;
+    // A correction's statement lives in its system note (`corrections/<fact id>`)
+    // and was also recorded on the corrected fact's `corrected` event: scrubbing
+    // that note's versions blanks the statement there too, so forgetting or
+    // revoking the correction leaves no copy of its text.
+    for key in strings(
+        tx,
+        &format!(
+            "SELECT DISTINCT source_key FROM notes WHERE namespace_id = ? AND version_id {IN_LIST}
+               AND source_key LIKE 'corrections/%'"
+        ),
+        &[ns, &vlist],
+    )
+    .await?
+    {
+        let fact = key.trim_start_matches("corrections/");
+        exec(
+            tx,
+            "UPDATE fact_events SET detail_json = json_set(detail_json, '$.corrected_statement', NULL)
+             WHERE namespace_id = ? AND fact_id = ? AND event = 'corrected'",
+            &[ns, fact],
+        )
+        .await?;
+    }
     // Adjudication transcripts of the claims, or naming a removed fact anywhere
-    // (target, result or candidate).
-    let mut adjudication_sql = format!(
-        "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
-           OR target_fact {IN_LIST} OR result_fact {IN_LIST}"
-    );
-    for _ in &fact_ids {
-        adjudication_sql.push_str(" OR instr(candidates_json, ?) > 0 OR instr(input_json, ?) > 0");
-    }
-    adjudication_sql.push(')');
-    let mut binds: Vec<&str> = vec![ns, &clist, &flist, &flist];
-    for f in &fact_ids {
-        binds.push(f);
-        binds.push(f);
-    }
-    exec(tx, &adjudication_sql, &binds).await?;
+    // (target, result, or inside the candidates and input): the JSON columns are
+    // read a page at a time and searched for the removed ids in Rust, so the
+    // statement's size does not grow with the number of facts removed.
+    exec(
+        tx,
+        &format!(
+            "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
+               OR target_fact {IN_LIST} OR result_fact {IN_LIST})"
+        ),
+        &[ns, &clist, &flist, &flist],
+    )
+    .await?;
+    let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
+    let naming = rows_naming(
+        tx,
+        "adjudications",
+        "candidates_json || input_json",
+        ns,
+        &removed_facts,
+    )
+    .await?;
+    exec(
+        tx,
+        &format!("DELETE FROM adjudications WHERE namespace_id = ? AND seq {IN_LIST}"),
+        &[ns, &json_seqs(&naming)?],
+    )
+    .await?;
     exec(
         tx,
         &format!(
@@ -423,6 +534,16 @@ pub(crate) async fn scrub(
         &[ns, &elist, &elist],
     )
     .await?;
+    // Merge snapshots written before they held only ids carried entity names,
+    // which may be the forgotten document's words: they go.
+    exec(
+        tx,
+        "UPDATE merge_events
+           SET snapshot_json = json_remove(snapshot_json, '$.from.canonical_name', '$.into.canonical_name')
+         WHERE namespace_id = ? AND instr(snapshot_json, 'canonical_name') > 0",
+        &[ns],
+    )
+    .await?;
     keys.extend(
         strings(
             tx,
@@ -440,38 +561,32 @@ pub(crate) async fn scrub(
         &[ns, &elist],
     )
     .await?;
-    // Surviving decisions no longer list removed entities among their candidates.
-    for e in &doomed {
-        let rows = sqlx::query(
-            "SELECT id, candidates_json FROM resolution_decisions
-             WHERE namespace_id = ? AND instr(candidates_json, ?) > 0",
-        )
-        .bind(ns)
-        .bind(e)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        for r in rows {
-            let mut candidates: Vec<serde_json::Value> =
-                serde_json::from_str(&r.get::<String, _>("candidates_json"))
-                    .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
-            candidates.retain(|c| c.get("entity_id").and_then(|v| v.as_str()) != Some(e));
-            let json = serde_json::Value::Array(candidates).to_string();
-            exec(
-                tx,
-                "UPDATE resolution_decisions SET candidates_json = ? WHERE namespace_id = ? AND id = ?",
-                &[&json, ns, &r.get::<String, _>("id")],
-            )
-            .await?;
-        }
+    // Surviving decisions no longer list removed entities among their candidates
+    // (one paged pass over the namespace's decisions, whatever the number removed).
+    let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
+    for (seq, candidates) in rows_naming_with_text(
+        tx,
+        "resolution_decisions",
+        "candidates_json",
+        ns,
+        &doomed_set,
+    )
+    .await?
+    {
+        let json = without_candidates(&candidates, &doomed_set)?;
+        sqlx::query("UPDATE resolution_decisions SET candidates_json = ? WHERE seq = ?")
+            .bind(json)
+            .bind(seq)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
     }
     // Surviving entities: aliases only the removed mentions carried go; a
     // canonical name they alone carried yields to a remaining surface; the profile
     // is cleared (the engine rebuilds it from the surviving facts).
-    let doomed_set: HashSet<&String> = doomed.iter().collect();
     let survivors: Vec<String> = entity_candidates
         .iter()
-        .filter(|e| !doomed_set.contains(e))
+        .filter(|e| !doomed_set.contains(*e))
         .cloned()
         .collect();
     for e in &survivors {
@@ -643,19 +758,14 @@ pub(crate) async fn scrub(
     Ok(out)
 }
 
-/// Drop `removed` records from every receipt of the namespace that selected them.
+/// Drop `removed` records from every receipt of the namespace that selected them
+/// (the receipts are read a page at a time).
 async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
-    if removed.is_empty() {
-        return Ok(0);
-    }
-    let rows = sqlx::query("SELECT id, body_json FROM recall_receipts WHERE namespace_id = ?")
-        .bind(ns)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
     let mut n = 0;
-    for r in rows {
-        let mut receipt: Receipt = serde_json::from_str(&r.get::<String, _>("body_json"))
+    for (seq, body) in
+        rows_naming_with_text(tx, "recall_receipts", "body_json", ns, removed).await?
+    {
+        let mut receipt: Receipt = serde_json::from_str(&body)
             .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
         let before = receipt.selections.len();
         receipt.selections.retain(|s| !removed.contains(&s.id));
@@ -663,12 +773,12 @@ async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) 
             continue;
         }
         let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
-        exec(
-            tx,
-            "UPDATE recall_receipts SET body_json = ? WHERE namespace_id = ? AND id = ?",
-            &[&body, ns, &r.get::<String, _>("id")],
-        )
-        .await?;
+        sqlx::query("UPDATE recall_receipts SET body_json = ? WHERE seq = ?")
+            .bind(body)
+            .bind(seq)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
         n += 1;
     }
     Ok(n)
@@ -720,10 +830,36 @@ impl SqliteStore {
             .await?
             .ok_or_else(|| Error::store("the revoked note vanished"))?;
         tx.commit().await.map_err(db_err)?;
-        for sha in &scrubbed.unreferenced_blobs {
-            self.blobs.remove(&ns_s, sha).await?;
-        }
+        self.remove_unreferenced_blobs(&ns_s, &scrubbed.unreferenced_blobs)
+            .await?;
         Ok((fresh, scrubbed.touched))
+    }
+
+    /// Remove the blobs of `shas` that no version of namespace `ns` holds, under the
+    /// write lock: an ingest writes its blob inside its own write transaction, so a
+    /// concurrent ingest of the same bytes either committed first (its version is
+    /// seen here and the blob stays) or runs after (and writes the blob again).
+    async fn remove_unreferenced_blobs(&self, ns: &str, shas: &[String]) -> Result<()> {
+        if shas.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        for sha in shas {
+            let held = sqlx::query(
+                "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
+                   AND admission <> 'revoked' LIMIT 1",
+            )
+            .bind(ns)
+            .bind(sha)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .is_some();
+            if !held {
+                self.blobs.remove(ns, sha).await?;
+            }
+        }
+        tx.commit().await.map_err(db_err)
     }
 
     pub(crate) async fn begin_forget_impl(
@@ -776,6 +912,48 @@ impl SqliteStore {
         now: Timestamp,
     ) -> Result<(ForgetReport, Vec<EntityId>)> {
         self.begin_forget_impl(manifest, now).await?;
+        self.finish_forget(manifest, now).await
+    }
+
+    /// Everything of a forget after its episode is open. A failure is recorded on
+    /// the episode (`last_error`) for `status` and `doctor`; the namespace stays
+    /// closed until a later attempt finishes.
+    pub(crate) async fn finish_forget(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        let outcome = self.run_forget(manifest, now).await;
+        // Freed pages are zeroed only while a forget runs: whatever happened, the
+        // writer goes back to ordinary deletes.
+        let reset = sqlx::query("PRAGMA secure_delete = OFF")
+            .execute(&self.write)
+            .await
+            .map_err(db_err);
+        if let Err(e) = &outcome {
+            tracing::error!(manifest = %manifest.manifest_id, error = %e, "a forget stopped");
+            if let Err(record) = sqlx::query(
+                "UPDATE forget_episodes SET last_error = ? WHERE namespace_id = ? AND manifest_id = ?",
+            )
+            .bind(e.to_string())
+            .bind(manifest.namespace_id.to_string())
+            .bind(manifest.manifest_id.to_string())
+            .execute(&self.write)
+            .await
+            {
+                tracing::error!(error = %record, "the reason a forget stopped could not be recorded");
+            }
+        }
+        let out = outcome?;
+        reset?;
+        Ok(out)
+    }
+
+    async fn run_forget(
+        &self,
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
         let ns_s = manifest.namespace_id.to_string();
         // A restored database may predate the namespace: it comes back under its id,
         // so the guards below apply to the namespace users reach by its slug.
@@ -856,7 +1034,7 @@ impl SqliteStore {
                 report.blobs += 1;
             }
         }
-        self.compact(&ns_s).await?;
+        report.file_rewrite_pending = self.compact(&ns_s).await?;
         report.verification = self.verify_forget(manifest, &scrubbed.shared_blobs).await?;
         if let Some(dirty) = report.verification.iter().find(|c| c.remaining > 0) {
             return Err(Error::store(format!(
@@ -867,11 +1045,13 @@ impl SqliteStore {
         report.forgotten_at = Some(now);
         let json = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
         sqlx::query(
-            "UPDATE forget_episodes SET completed_at = ?, report_json = ?
+            "UPDATE forget_episodes SET completed_at = ?, report_json = ?, last_error = NULL,
+                 rewrite_pending = ?
              WHERE namespace_id = ? AND manifest_id = ?",
         )
         .bind(to_rfc3339(&now))
         .bind(&json)
+        .bind(&report.file_rewrite_pending)
         .bind(&ns_s)
         .bind(manifest.manifest_id.to_string())
         .execute(&self.write)
@@ -885,8 +1065,9 @@ impl SqliteStore {
     /// Leave no copy of removed bytes in the database files: merge the lexical
     /// indexes (a deleted row's tokens survive in old FTS5 segments until then),
     /// refresh the planner statistics (their samples hold index keys), and rewrite
-    /// the file (VACUUM) between WAL checkpoints that truncate the log.
-    async fn compact(&self, ns: &str) -> Result<()> {
+    /// the file between WAL checkpoints that truncate the log. Returns why the
+    /// rewrite is still pending, when it could not run.
+    async fn compact(&self, ns: &str) -> Result<Option<String>> {
         let mut conn = self.write.acquire().await.map_err(db_err)?;
         for table in [fts_table(ns)?, claim_fts_table(ns)?, fact_fts_table(ns)?] {
             if self.table_exists(&table).await? {
@@ -904,17 +1085,40 @@ impl SqliteStore {
             .map_err(db_err)?;
         drop(conn);
         self.checkpoint_truncate().await?;
+        let pending = self.rewrite_file().await?;
+        self.checkpoint_truncate().await?;
+        Ok(pending)
+    }
+
+    /// Rewrite the database file (VACUUM), or say why it cannot run now. The copy
+    /// VACUUM builds goes to a temporary file, never to memory (every connection
+    /// keeps its statement journals in memory, which would hold a whole copy of
+    /// the database), and only when the disks have room for it and the write-ahead
+    /// log it grows; a VACUUM that fails all the same leaves the file as it was.
+    pub(crate) async fn rewrite_file(&self) -> Result<Option<String>> {
+        if let Some(reason) = crate::disk::rewrite_shortfall(&self.path, self.disk_reserve())? {
+            tracing::warn!(%reason, "the database file rewrite is pending");
+            return Ok(Some(reason));
+        }
         let mut conn = self.write.acquire().await.map_err(db_err)?;
-        sqlx::raw_sql("VACUUM")
+        sqlx::query("PRAGMA temp_store = FILE")
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-        sqlx::query("PRAGMA secure_delete = OFF")
+        let vacuum = sqlx::raw_sql("VACUUM").execute(&mut *conn).await;
+        sqlx::query("PRAGMA temp_store = MEMORY")
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
         drop(conn);
-        self.checkpoint_truncate().await
+        match vacuum {
+            Ok(_) => Ok(None),
+            Err(e) => {
+                let reason = format!("the database file could not be rewritten (VACUUM): {e}");
+                tracing::warn!(%reason, "the database file rewrite is pending");
+                Ok(Some(reason))
+            }
+        }
     }
 
     /// `PRAGMA wal_checkpoint(TRUNCATE)`, retried while readers hold old snapshots.
@@ -1088,7 +1292,11 @@ impl SqliteStore {
 
     /// Re-honour every manifest of the root before the store serves: a manifest
     /// whose episode is not complete, or whose records are back (an older copy of
-    /// the database was restored), runs again.
+    /// the database was restored), runs again. A forget that cannot finish keeps
+    /// its namespace closed (its episode stays open, with the reason) and every
+    /// other namespace opens; only what concerns the whole store (an unreadable
+    /// manifest root, a database that cannot record the episode) fails the open.
+    /// A file rewrite left pending by an earlier forget is tried again.
     pub(crate) async fn rehonour_manifests(&self) -> Result<()> {
         let manifests = self.manifests.list()?;
         for m in manifests {
@@ -1111,9 +1319,60 @@ impl SqliteStore {
                     .all(|c| c.remaining == 0);
             if !clean {
                 tracing::info!(manifest = %m.manifest_id, "re-honouring a forget manifest");
-                self.forget_impl(&m, m.requested_at).await?;
+                self.begin_forget_impl(&m, m.requested_at).await?;
+                if let Err(e) = self.finish_forget(&m, m.requested_at).await {
+                    tracing::error!(
+                        manifest = %m.manifest_id,
+                        namespace = %m.namespace,
+                        error = %e,
+                        "a forget could not finish: its namespace stays closed, the others serve"
+                    );
+                }
             }
         }
+        if self.file_rewrite_pending_impl().await?.is_some() && self.rewrite_file().await?.is_none()
+        {
+            self.checkpoint_truncate().await?;
+            sqlx::query(
+                "UPDATE forget_episodes SET rewrite_pending = NULL WHERE rewrite_pending IS NOT NULL",
+            )
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
+        }
         Ok(())
+    }
+
+    pub(crate) async fn pending_forgets_impl(&self) -> Result<Vec<PendingForget>> {
+        let rows = sqlx::query(
+            "SELECT n.slug, e.manifest_id, e.document_id, e.started_at, e.last_error
+             FROM forget_episodes e JOIN namespaces n ON n.id = e.namespace_id
+             WHERE e.completed_at IS NULL ORDER BY e.started_at, e.manifest_id",
+        )
+        .fetch_all(&self.write)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(PendingForget::new(
+                    r.get("slug"),
+                    uuid::Uuid::parse_str(&r.get::<String, _>("manifest_id"))
+                        .map_err(|e| Error::store(format!("corrupt manifest id: {e}")))?,
+                    parse_id(&r.get::<String, _>("document_id"))?,
+                    crate::ts(&r.get::<String, _>("started_at"))?,
+                    r.get("last_error"),
+                ))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn file_rewrite_pending_impl(&self) -> Result<Option<String>> {
+        sqlx::query_scalar(
+            "SELECT rewrite_pending FROM forget_episodes WHERE rewrite_pending IS NOT NULL
+             ORDER BY completed_at DESC LIMIT 1",
+        )
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_err)
     }
 }

@@ -9,6 +9,7 @@
 mod blobs;
 mod claims;
 mod conns;
+mod disk;
 mod entities;
 mod facts;
 mod forget;
@@ -70,6 +71,8 @@ pub struct SqliteStore {
     df_cache: Arc<lexical::DfCache>,
     /// Blocking keys read, per namespace, valid while its key stamp stands.
     key_cache: Arc<entities::KeyCache>,
+    /// Free disk (bytes) a file rewrite must leave untouched on every disk it uses.
+    disk_reserve: Arc<AtomicU64>,
 }
 
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
@@ -132,17 +135,6 @@ async fn upgrade_fts_tokenizers(write: &Conns) -> Result<()> {
 
 /// How long a reader connection lives before the pool replaces it.
 const READER_LIFETIME: Duration = Duration::from_secs(60);
-
-/// The refusal of every read and write in a namespace whose forget is incomplete.
-fn forget_in_progress(slug: &str) -> Error {
-    Error::new(
-        ErrorCode::ForgetInProgress,
-        format!(
-            "a hard forget in namespace `{slug}` is incomplete: the namespace refuses reads and \
-             writes until it is resumed (`remember forget` again, or reopen the store)"
-        ),
-    )
-}
 
 fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
@@ -247,6 +239,7 @@ impl SqliteStore {
             vector_cache: Arc::default(),
             df_cache: Arc::default(),
             key_cache: Arc::default(),
+            disk_reserve: Arc::new(AtomicU64::new(disk::DEFAULT_RESERVE)),
         };
         store.rehonour_manifests().await?;
         Ok(store)
@@ -275,6 +268,18 @@ impl SqliteStore {
                 .map_err(db_err)?;
         }
         Ok(())
+    }
+
+    /// Free disk, in bytes, that the rewrite of the database file after a forget
+    /// must leave on each disk it writes to (default 64 MiB). When a rewrite would
+    /// not leave it, the forget still erases every row and reports the rewrite as
+    /// pending (`file_rewrite_pending`).
+    pub fn set_disk_reserve(&self, bytes: u64) {
+        self.disk_reserve.store(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn disk_reserve(&self) -> u64 {
+        self.disk_reserve.load(Ordering::Relaxed)
     }
 
     /// The database file.
@@ -477,8 +482,9 @@ impl MemoryStore for SqliteStore {
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
         let row = sqlx::query(
-            "SELECT id, slug, created_at, EXISTS (SELECT 1 FROM forget_episodes e
-                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL) AS gated
+            "SELECT id, slug, created_at, (SELECT e.document_id FROM forget_episodes e
+                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL
+                 ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
              FROM namespaces WHERE slug = ?",
         )
         .bind(slug)
@@ -486,9 +492,9 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         if let Some(r) = &row
-            && r.get::<bool, _>("gated")
+            && let Some(doc) = r.get::<Option<String>, _>("gated")
         {
-            return Err(forget_in_progress(slug));
+            return Err(rememberstack_core::forget::forget_in_progress(slug, &doc));
         }
         row.map(|r| namespace_row(&r)).transpose()
     }
@@ -1216,6 +1222,14 @@ impl MemoryStore for SqliteStore {
 
     async fn incomplete_forgets(&self, ns: NamespaceId) -> Result<Vec<ForgetManifest>> {
         self.incomplete_forgets_impl(ns).await
+    }
+
+    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
+        self.pending_forgets_impl().await
+    }
+
+    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
+        self.file_rewrite_pending_impl().await
     }
 
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {

@@ -101,6 +101,74 @@ impl Harness {
         b.open().await.expect("open memory")
     }
 
+    /// The first column of every row `sql` returns, as text (cast it in the SQL:
+    /// `CAST(x AS TEXT)` reads the same on both stores).
+    pub async fn query_texts(&self, sql: &str) -> Vec<String> {
+        use sqlx::{Connection, Row};
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match &self.location {
+            Location::Sqlite(path) => {
+                let mut conn =
+                    sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                        .await
+                        .expect("connect to the SQLite file");
+                let rows = sqlx::query(sql).fetch_all(&mut conn).await.expect("query");
+                conn.close().await.expect("close");
+                rows.iter().map(|r| r.get::<String, _>(0)).collect()
+            }
+            Location::Postgres { url, config } => {
+                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+                if let Some(schema) = &config.schema {
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "SET search_path = \"{schema}\""
+                    )))
+                    .execute(&mut conn)
+                    .await
+                    .expect("search path");
+                }
+                let rows = sqlx::query(sql).fetch_all(&mut conn).await.expect("query");
+                conn.close().await.expect("close");
+                rows.iter().map(|r| r.get::<String, _>(0)).collect()
+            }
+        }
+    }
+
+    /// Run `sql` directly against the store's database (tests that damage a row
+    /// on purpose). For PostgreSQL it runs in the harness's schema.
+    pub async fn execute_sql(&self, sql: &str) {
+        use sqlx::Connection;
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match &self.location {
+            Location::Sqlite(path) => {
+                let mut conn =
+                    sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                        .await
+                        .expect("connect to the SQLite file");
+                sqlx::raw_sql(sql)
+                    .execute(&mut conn)
+                    .await
+                    .expect("run SQL");
+                conn.close().await.expect("close");
+            }
+            Location::Postgres { url, config } => {
+                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+                if let Some(schema) = &config.schema {
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "SET search_path = \"{schema}\""
+                    )))
+                    .execute(&mut conn)
+                    .await
+                    .expect("search path");
+                }
+                sqlx::raw_sql(sql)
+                    .execute(&mut conn)
+                    .await
+                    .expect("run SQL");
+                conn.close().await.expect("close");
+            }
+        }
+    }
+
     /// Write a file into the harness directory and return its path.
     pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> std::path::PathBuf {
         let p = self.dir.path().join(name);

@@ -2556,9 +2556,11 @@ impl Engine {
             namespace_id: ns,
             from,
             into,
+            // Ids only: a name in an audit row would outlive a forget of the
+            // document it came from.
             snapshot: serde_json::json!({
-                "from": {"entity": from, "canonical_name": a.canonical_name, "members": from_members},
-                "into": {"entity": into, "canonical_name": b.canonical_name, "members": into_members},
+                "from": {"entity": from, "members": from_members},
+                "into": {"entity": into, "members": into_members},
             }),
             created_at: self.clock.now(),
             reverted_at: None,

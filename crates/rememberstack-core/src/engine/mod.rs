@@ -388,6 +388,11 @@ pub struct StatusReport {
     pub semantic: SemanticReadiness,
     /// Documents in the namespace.
     pub documents: u64,
+    /// The incomplete forget that keeps this namespace closed (every read and
+    /// write is `forget_in_progress` until it finishes), with why it stopped and
+    /// the command that resumes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forget_in_progress: Option<crate::forget::PendingForget>,
 }
 
 impl StatusReport {
@@ -1610,6 +1615,35 @@ impl Engine {
             millis: started.elapsed().as_millis() as u64,
             error: store.err().map(|e| e.to_string()),
         });
+        // Forgets that could not finish (their namespaces are closed) and a file
+        // rewrite a forget left pending.
+        let started = std::time::Instant::now();
+        let problems = match (
+            self.store.pending_forgets().await,
+            self.store.file_rewrite_pending().await,
+            self.store.manifest_root_warning().await,
+        ) {
+            (Ok(pending), Ok(rewrite), Ok(hosts)) => {
+                let mut lines: Vec<String> = pending.iter().map(|p| p.describe()).collect();
+                if let Some(reason) = rewrite {
+                    lines.push(format!(
+                        "the database file rewrite after a forget is pending ({reason}); every \
+                         row is erased and freed pages are zeroed; it is retried when the store \
+                         next opens or forgets"
+                    ));
+                }
+                lines.extend(hosts);
+                lines
+            }
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => vec![e.to_string()],
+        };
+        checks.push(ProviderCheck {
+            name: "forgets".into(),
+            identity: self.store.kind().into(),
+            ok: problems.is_empty(),
+            millis: started.elapsed().as_millis() as u64,
+            error: (!problems.is_empty()).then(|| problems.join("\n")),
+        });
         let started = std::time::Instant::now();
         let embedded = self
             .embedder
@@ -1754,7 +1788,28 @@ impl Engine {
                 )
             })
             .collect();
-        let Some(ns) = self.store.namespace(namespace).await? else {
+        // A namespace closed by an incomplete forget still reports its ledger and
+        // says what keeps it closed: status is how an operator finds out.
+        let (ns, forget_in_progress) = match self.store.namespace(namespace).await {
+            Ok(ns) => (ns, None),
+            Err(e) if e.code() == ErrorCode::ForgetInProgress => {
+                let pending = self
+                    .store
+                    .pending_forgets()
+                    .await?
+                    .into_iter()
+                    .find(|p| p.namespace == namespace);
+                let ns = self
+                    .store
+                    .namespaces()
+                    .await?
+                    .into_iter()
+                    .find(|n| n.slug == namespace);
+                (ns, pending)
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(ns) = ns else {
             return Ok(StatusReport {
                 store: self.store.kind().to_string(),
                 namespace: namespace.to_string(),
@@ -1764,6 +1819,7 @@ impl Engine {
                 embedder: generation.clone(),
                 semantic: empty_freshness(generation).semantic,
                 documents: 0,
+                forget_in_progress: None,
             });
         };
         let mut parked = 0;
@@ -1801,6 +1857,7 @@ impl Engine {
             embedder: generation,
             semantic: freshness.semantic,
             documents: self.store.documents(ns.id).await?.len() as u64,
+            forget_in_progress,
         })
     }
 }
@@ -2011,6 +2068,7 @@ mod tests {
                 missing_vectors: 0,
             },
             documents: 1,
+            forget_in_progress: None,
         };
         // Pending, running and failed count; done and dead letters do not; parked
         // originals wait for a route, not for a worker.

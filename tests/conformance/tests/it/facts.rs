@@ -764,6 +764,11 @@ async fn merge_then_unmerge_restores_membership_and_reads_follow_redirects() {
         let before = memory.entities(true, 100).await.unwrap();
 
         let merge = memory.merge_entities(bob, robert).await.unwrap();
+        // The audit snapshot holds ids, never names (a name would outlive a
+        // forget of the document it came from).
+        let snapshot = merge.snapshot.to_string();
+        assert!(snapshot.contains(&bob.to_string()), "{snapshot}");
+        assert!(!snapshot.contains("Smith"), "{}: {snapshot}", h.kind);
         // Reads follow the redirect and disclose it.
         let shown = memory.entity(&bob.to_string()).await.unwrap();
         assert_eq!(shown.entity.entity_id, robert);

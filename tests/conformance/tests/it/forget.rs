@@ -560,3 +560,179 @@ async fn sqlite_an_unreadable_manifest_root_fails_the_open() {
     let err = SqliteStore::open_with(&path, Some(root)).await.unwrap_err();
     assert_eq!(err.code().as_str(), "store", "{err}");
 }
+
+/// A document of `n` lines, each naming a person who works for a company of
+/// their own: about one fact per line that nothing else supports.
+fn many_facts(n: usize) -> String {
+    let mut text = String::from("# Staff\n\n");
+    for i in 1..=n {
+        text.push_str(&format!(
+            "Person{i:05} Smith{i:05} works for Company{i:05} Inc.\n"
+        ));
+    }
+    text
+}
+
+#[tokio::test]
+async fn forgetting_a_document_that_alone_supports_thousands_of_facts_succeeds() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let doc = add(&memory, "staff", &many_facts(1_000)).await;
+        add(&memory, "notes/beta", BETA).await;
+        let before = facts(&memory, false).await.len();
+        assert!(before > 800, "{}: sanity, {before} facts", h.kind);
+        // A receipt selecting the document's records, so the receipt pass runs too.
+        memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "Person00007 Smith00007 Company00007".into(),
+                k: Some(8),
+                record_receipt: Some(true),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+
+        // Before the scrub built two expressions per removed fact into one
+        // statement, which SQLite refused past about 500 facts.
+        let report = memory.forget_document(doc).await.unwrap();
+        assert!(report.facts > 800, "{}: {report:?}", h.kind);
+        assert!(report.verification.iter().all(|c| c.remaining == 0));
+        let left = facts(&memory, false).await;
+        assert!(
+            left.iter().all(|f| !f.statement.contains("Smith")),
+            "{}",
+            h.kind
+        );
+        assert_eq!(about(&left, "Lisbon").len(), 1, "{}", h.kind);
+        assert!(memory.doctor().await.ok, "{}", h.kind);
+    }
+}
+
+/// Damage every receipt of the harness so it no longer parses, keeping the ids it
+/// names (a forget must rewrite such receipts, so it fails on them).
+async fn corrupt_receipts(h: &rememberstack_conformance::Harness) {
+    h.execute_sql(match h.kind {
+        "postgres" => {
+            "UPDATE recall_receipts SET body_json = jsonb_build_object('damaged', body_json)"
+        }
+        _ => "UPDATE recall_receipts SET body_json = json_object('damaged', json(body_json))",
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_forget_that_cannot_finish_closes_only_its_namespace_and_the_store_still_opens() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let alpha = add(&memory, "notes/alpha", ALPHA).await;
+        add(&memory, "notes/beta", BETA).await;
+        let other = memory.with_namespace("other").unwrap();
+        add(&other, "notes/gamma", "# Gamma\n\nCarol lives in Rome.\n").await;
+        memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: format!("{MARKER} Zentrix"),
+                k: Some(8),
+                record_receipt: Some(true),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        corrupt_receipts(&h).await;
+
+        let err = memory.forget_document(alpha).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "store", "{}: {err}", h.kind);
+        // The namespace is closed and says why, and how to resume.
+        let closed = memory.search("Alice", 3).await.unwrap_err();
+        assert_eq!(closed.code().as_str(), "forget_in_progress");
+        assert!(closed.to_string().contains(&alpha.to_string()), "{closed}");
+        let status = memory.status().await.unwrap();
+        let pending = status.forget_in_progress.expect("status names the forget");
+        assert_eq!(pending.document_id, alpha);
+        assert!(
+            pending
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("corrupt receipt")),
+            "{}: {pending:?}",
+            h.kind
+        );
+        assert_eq!(
+            pending.resume_with,
+            format!("remember --namespace default forget {alpha}")
+        );
+        let doctor = memory.doctor().await;
+        assert!(!doctor.ok);
+        let check = doctor.checks.iter().find(|c| c.name == "forgets").unwrap();
+        assert!(
+            check
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains(&pending.resume_with)),
+            "{check:?}"
+        );
+
+        // Opening the store again re-runs the forget, which fails again: the open
+        // still succeeds, that namespace stays closed and every other one serves.
+        let reopened = h.open_again().await;
+        let again = rememberstack::Memory::builder()
+            .store(reopened)
+            .config(rememberstack_conformance::test_config())
+            .open()
+            .await
+            .unwrap();
+        assert_eq!(
+            again.search("Alice", 3).await.unwrap_err().code().as_str(),
+            "forget_in_progress"
+        );
+        let other_again = again.with_namespace("other").unwrap();
+        assert!(
+            !other_again
+                .search("Carol", 3)
+                .await
+                .unwrap()
+                .results
+                .is_empty()
+        );
+        other_again
+            .ingest_text("# Delta\n\nDan lives in Oslo.\n", IngestOptions::new("d"))
+            .await
+            .unwrap();
+
+        // Repaired, the command the status named finishes the forget.
+        h.execute_sql("DELETE FROM recall_receipts").await;
+        let report = again.forget_document(alpha).await.unwrap();
+        assert_eq!(report.doc_id, alpha);
+        assert_eq!(served(&again).await, Vec::<String>::new(), "{}", h.kind);
+        assert!(again.status().await.unwrap().forget_in_progress.is_none());
+        assert!(again.doctor().await.ok, "{}", h.kind);
+    }
+}
+
+#[tokio::test]
+async fn sqlite_a_forget_without_room_to_rewrite_the_file_still_erases_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let path = root.join("memory.db");
+    let (store, memory) = sqlite_memory(&path).await;
+    let alpha = add(&memory, "notes/alpha", ALPHA).await;
+    add(&memory, "notes/beta", BETA).await;
+    // No disk could leave this much free.
+    store.set_disk_reserve(u64::MAX / 4);
+    let report = memory.forget_document(alpha).await.unwrap();
+    let pending = report.file_rewrite_pending.expect("the rewrite is pending");
+    assert!(pending.contains("not enough free disk"), "{pending}");
+    assert_eq!(served(&memory).await, Vec::<String>::new());
+    assert!(memory.search("Alice", 3).await.is_ok());
+    let doctor = memory.doctor().await;
+    let check = doctor.checks.iter().find(|c| c.name == "forgets").unwrap();
+    assert!(!check.ok && check.error.as_deref().unwrap().contains("pending"));
+    close(store, memory).await;
+
+    // The next open has room and rewrites the file: nothing is pending any more,
+    // and no byte of the text is left in the files (index pages can keep a removed
+    // key until the file is rewritten).
+    let (store, memory) = sqlite_memory(&path).await;
+    assert!(memory.doctor().await.ok);
+    close(store, memory).await;
+    assert_eq!(files_holding(&root, MARKER), Vec::<PathBuf>::new());
+}

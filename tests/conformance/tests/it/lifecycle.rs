@@ -979,5 +979,24 @@ async fn correcting_a_fact_invalidates_it_and_the_correction_has_evidence() {
             .await
             .unwrap_err();
         assert_eq!(err.code().as_str(), "request_conflict", "{}", h.kind);
+        // Forgetting the correction note leaves no copy of its statement: the
+        // wrong fact's event keeps its reason, the statement is blanked.
+        memory.forget_note(c.note.note_id).await.unwrap();
+        let trace = memory.trace(wrong.fact_id).await.unwrap();
+        assert_eq!(trace.events[0].event, "corrected");
+        assert!(
+            trace.events[0].detail["corrected_statement"].is_null(),
+            "{}: {:?}",
+            h.kind,
+            trace.events[0].detail
+        );
+        let events = h
+            .query_texts("SELECT CAST(detail_json AS TEXT) FROM fact_events")
+            .await;
+        assert!(
+            events.iter().all(|e| !e.contains("Globex")),
+            "{}: {events:?}",
+            h.kind
+        );
     }
 }
