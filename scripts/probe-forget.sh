@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Probe: hard forget of one document that alone supports many facts, on the embedded
+# store, with the release binary. Prints the facts it produced, whether the forget
+# succeeded, its wall time and peak RSS, and whether the store still opens.
+#
+#   cargo build --release -p rememberstack-cli
+#   scripts/probe-forget.sh [LINES]        # default 24000 lines (~20k facts)
+set -euo pipefail
+lines="${1:-24000}"
+bin="${REMEMBER_BIN:-target/release/remember}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+db="$dir/memory.db"
+
+for ((i = 1; i <= lines; i++)); do
+  printf 'Person%05d Smith%05d works for Company%05d Inc.\n' "$i" "$i" "$i"
+done > "$dir/staff.md"
+# A second document in another namespace: it must keep working whatever happens.
+printf '# Beta\n\nAna lives in Lisbon.\n' > "$dir/beta.md"
+
+"$bin" --db "$db" ingest "$dir/staff.md" --json > "$dir/ingest.json"
+"$bin" --db "$db" --namespace other ingest "$dir/beta.md" --wait > /dev/null
+/usr/bin/time -f '%e s, %M KB peak' -o "$dir/process.time" "$bin" --db "$db" process > /dev/null
+doc="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ingested"][0]["document_id"])' "$dir/ingest.json")"
+facts="$("$bin" --db "$db" facts list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["facts"]))')"
+echo "lines: $lines  facts: $facts  db: $(du -sh "$db" | cut -f1)  process: $(cat "$dir/process.time")"
+
+# A tiny document forgotten in the big store: the file rewrite must not hold the
+# database in memory (peak RSS well under the file size).
+printf '# Tiny\n\nBo met Cy.\n' > "$dir/tiny.md"
+tiny="$("$bin" --db "$db" ingest "$dir/tiny.md" --wait --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ingested"][0]["document_id"])')"
+size_before="$(du -sh "$db" | cut -f1)"
+/usr/bin/time -f '%e s, %M KB peak' -o "$dir/tiny.time" "$bin" --db "$db" forget "$tiny" > /dev/null
+echo "forget of a tiny document in a $size_before store: $(cat "$dir/tiny.time")"
+
+if /usr/bin/time -f '%e s, %M KB peak' -o "$dir/forget.time" "$bin" --db "$db" forget "$doc" --json > "$dir/forget.json" 2> "$dir/forget.err"; then
+  echo "forget: ok ($(cat "$dir/forget.time"))"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("  removed: facts", r.get("facts"), "claims", r.get("claims"), "chunks", r.get("chunks"), "file_rewrite_pending", r.get("file_rewrite_pending"))' "$dir/forget.json"
+else
+  echo "forget: FAILED ($(cat "$dir/forget.time")): $(head -c 300 "$dir/forget.err")"
+fi
+if "$bin" --db "$db" --namespace other search "Lisbon" --json > /dev/null 2> "$dir/after.err"; then
+  echo "store opens afterwards, other namespace answers: yes"
+else
+  echo "store opens afterwards: NO: $(head -c 300 "$dir/after.err")"
+fi
