@@ -120,6 +120,7 @@ async fn ready(
             Ok(s) => {
                 chunks += s.semantic.chunks;
                 missing += s.semantic.missing_vectors;
+                forget_pending += u64::from(s.forget_in_progress.is_some());
             }
             Err(e) if e.code() == rememberstack::ErrorCode::ForgetInProgress => forget_pending += 1,
             Err(e) => return unreachable(e),
