@@ -688,4 +688,18 @@ pub struct ServeArgs {
     /// Requests per key in flight at once.
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub in_flight: usize,
+    /// A host name a keyless server also answers (`name` for any port,
+    /// `name:port` for one); loopback names always. Repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// A browser origin (`https://app.example.com`) allowed to call with CORS;
+    /// without one CORS is off. Repeatable.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
+    /// MCP sessions one key (or the keyless server) may hold open at once.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub mcp_sessions: usize,
+    /// Seconds after which an idle MCP session is closed.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub mcp_session_idle: u64,
 }

@@ -220,6 +220,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     burst: (args.rate * 2.0).max(1.0),
                     in_flight: args.in_flight.max(1),
                 },
+                perimeter: rememberstack_server::perimeter::PerimeterConfig {
+                    allowed_hosts: args.allowed_hosts.clone(),
+                    cors_origins: args.cors_origins.clone(),
+                },
+                mcp_sessions_per_key: args.mcp_sessions.max(1),
+                mcp_session_idle: std::time::Duration::from_secs(args.mcp_session_idle.max(1)),
                 ..Default::default()
             };
             eprintln!(

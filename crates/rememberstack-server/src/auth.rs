@@ -142,6 +142,34 @@ impl Limiter {
         }
     }
 
+    /// Hold one of `key`'s in-flight places for work that outlives its request's
+    /// response (an MCP tool call answered over a stream), waiting up to `wait`.
+    pub async fn hold(&self, key: &str, wait: Duration) -> ApiResult<OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut buckets = self
+                .buckets
+                .lock()
+                .map_err(|_| ApiError::from(rememberstack::Error::internal("limiter poisoned")))?;
+            let limits = self.limits;
+            buckets
+                .entry(key.to_string())
+                .or_insert_with(|| Bucket {
+                    tokens: limits.burst,
+                    last: Instant::now(),
+                    in_flight: Arc::new(Semaphore::new(limits.in_flight.max(1))),
+                })
+                .in_flight
+                .clone()
+        };
+        match tokio::time::timeout(wait, semaphore.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(ApiError::rate_limited(
+                "too many requests in flight for this credential",
+                1,
+            )),
+        }
+    }
+
     /// Take one request's worth for `key`; the permit is held until the response.
     pub fn admit(&self, key: &str) -> ApiResult<OwnedSemaphorePermit> {
         let mut buckets = self

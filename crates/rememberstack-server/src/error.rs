@@ -63,6 +63,37 @@ impl ApiError {
         e
     }
 
+    /// Whether the message may carry internals (store paths, SQL, an engine bug's
+    /// detail): `store`, `internal` and `config` errors.
+    pub fn is_internal(&self) -> bool {
+        matches!(self.code, "store" | "internal" | "config")
+    }
+
+    /// The error as a client may see it: an internal one is logged with its
+    /// detail under `correlation` (the request id) and answered with a sentence
+    /// that names only that id.
+    pub fn public(&self, correlation: &str) -> ApiError {
+        if !self.is_internal() {
+            return self.clone();
+        }
+        tracing::error!(
+            correlation,
+            code = self.code,
+            error = %self.message,
+            "internal error (detail withheld from the client)"
+        );
+        let mut e = self.clone();
+        e.message = format!(
+            "the server could not complete this request ({}); its log has the detail under `{correlation}`",
+            if self.code == "store" {
+                "the store failed"
+            } else {
+                "an internal error"
+            }
+        );
+        e
+    }
+
     /// The JSON body for a request id.
     pub fn body(&self, request_id: &str) -> serde_json::Value {
         json!({"code": self.code, "message": self.message, "request_id": request_id})
@@ -128,3 +159,21 @@ impl IntoResponse for ApiError {
 
 /// The route result type.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_are_shown_without_their_detail() {
+        let e = ApiError::from(Error::store(
+            "error returned from database: no such table: feedback (/var/lib/rs/blobs/ab/cd)",
+        ));
+        let shown = e.public("req_42");
+        assert_eq!((shown.status, shown.code), (e.status, "store"));
+        assert!(shown.message.contains("req_42"), "{}", shown.message);
+        assert!(!shown.message.contains("feedback") && !shown.message.contains("/var"));
+        let domain = ApiError::from(Error::invalid_input("bad id `x`"));
+        assert_eq!(domain.public("req_42").message, "bad id `x`");
+    }
+}

@@ -21,12 +21,13 @@ pub mod error;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
+pub mod perimeter;
 mod routes;
 
 use auth::{Limiter, Limits};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use error::{ApiError, ErrorMarker};
@@ -54,6 +55,12 @@ pub struct ServerConfig {
     pub max_wait: Duration,
     /// Per-caller rate and in-flight limits.
     pub limits: Limits,
+    /// Hosts an open server answers besides loopback ones, and CORS origins.
+    pub perimeter: perimeter::PerimeterConfig,
+    /// MCP sessions one key (or the open server) may hold at once.
+    pub mcp_sessions_per_key: usize,
+    /// An MCP session idle this long is closed (its client starts a new one).
+    pub mcp_session_idle: Duration,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +73,9 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(120),
             max_wait: Duration::from_secs(60),
             limits: Limits::default(),
+            perimeter: perimeter::PerimeterConfig::default(),
+            mcp_sessions_per_key: 16,
+            mcp_session_idle: Duration::from_secs(300),
         }
     }
 }
@@ -80,6 +90,7 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) limiter: Limiter,
+    pub(crate) sessions: mcp::SessionCap,
 }
 
 /// The state behind the router.
@@ -90,7 +101,9 @@ impl AppState {
     /// State over one engine.
     pub fn new(memory: Memory, config: ServerConfig) -> Self {
         let limiter = Limiter::new(config.limits);
+        let sessions = mcp::SessionCap::new(config.mcp_sessions_per_key, config.mcp_session_idle);
         AppState(Arc::new(Shared {
+            sessions,
             cancel: tokio_util::sync::CancellationToken::new(),
             loopback: config.listen.ip().is_loopback(),
             memory,
@@ -108,21 +121,17 @@ pub struct RequestId(pub String);
 /// The full router: `/v1`, the operational endpoints, and the request middleware
 /// (request ids, perimeter, limits, timeouts, error bodies, metrics, logs).
 pub fn app(state: AppState) -> Router {
-    let mcp_memory = state.0.memory.clone();
+    let mcp_state = state.clone();
     let mut mcp_config =
         rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default();
     mcp_config.cancellation_token = state.0.cancel.child_token();
     mcp_config.max_request_body_bytes = state.0.config.body_limit;
-    if !state.0.loopback {
-        // Behind keys, any Host may reach the server (DNS rebinding needs a browser,
-        // which holds no key); an open server stays loopback-only.
-        mcp_config = mcp_config.disable_allowed_hosts();
-    }
+    // The request middleware applies the Host and Origin rules to `/mcp` as to
+    // `/v1` (one rule, in `perimeter`), so rmcp's own copy is off.
+    mcp_config = mcp_config.disable_allowed_hosts().disable_allowed_origins();
     let mcp = rmcp::transport::streamable_http_server::StreamableHttpService::new(
-        move || Ok(mcp::McpServer::new(mcp_memory.clone(), false)),
-        Arc::new(
-            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
-        ),
+        move || Ok(mcp::McpServer::over_http(mcp_state.clone())),
+        state.0.sessions.manager(),
         mcp_config,
     );
     routes::router()
@@ -167,6 +176,7 @@ pub async fn serve_on(
             format!("listener address: {e}"),
         )
     })?;
+    config.perimeter.validate()?;
     check_perimeter(&memory, local).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let workers = if config.workers > 0 {
@@ -250,6 +260,13 @@ fn guarded(path: &str) -> bool {
     path.starts_with("/v1/") || path == "/v1" || path.starts_with("/mcp")
 }
 
+/// A POST to `/mcp` without a session id: it may open a session.
+fn opens_mcp_session(req: &Request) -> bool {
+    req.method() == Method::POST
+        && req.uri().path().starts_with("/mcp")
+        && !req.headers().contains_key("mcp-session-id")
+}
+
 async fn request_context(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let request_id = request_id_from(&req);
     let route = req
@@ -257,14 +274,34 @@ async fn request_context(State(state): State<AppState>, mut req: Request, next: 
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_string())
         .unwrap_or_else(|| "unmatched".to_string());
-    let method = req.method().as_str().to_string();
+    let method = metrics::method_label(req.method());
     req.extensions_mut().insert(RequestId(request_id.clone()));
     let span =
         tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
     let started = Instant::now();
     let timeout = state.0.config.request_timeout;
+    let perimeter = &state.0.config.perimeter;
+    // The Origin rule holds on every route; a `--cors-origin` page is answered
+    // with CORS headers, its preflight before any credential is asked for.
+    let origin = perimeter::check_origin(req.headers(), &perimeter.cors_origins);
+    let cors = match &origin {
+        Ok(perimeter::OriginVerdict::Cors(o)) => Some(o.clone()),
+        _ => None,
+    };
     let response = async {
+        if let Err(e) = origin {
+            return e.into_response();
+        }
+        if let Some(o) = &cors
+            && req.method() == Method::OPTIONS
+            && req
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+        {
+            return perimeter::preflight(o);
+        }
         let _permit;
+        let mut session_slot = None;
         if guarded(req.uri().path()) {
             let authorization = req
                 .headers()
@@ -280,13 +317,31 @@ async fn request_context(State(state): State<AppState>, mut req: Request, next: 
                 Ok(p) => p,
                 Err(e) => return e.into_response(),
             };
+            if matches!(principal, auth::Principal::Open) {
+                let host = req
+                    .headers()
+                    .get(header::HOST)
+                    .and_then(|v| v.to_str().ok());
+                if !perimeter::host_allowed(host, &perimeter.allowed_hosts) {
+                    return perimeter::misdirected(host).into_response();
+                }
+            }
+            if let Err(e) = perimeter::check_declared(req.method(), req.headers()) {
+                return e.into_response();
+            }
             _permit = match state.0.limiter.admit(&principal.limit_key()) {
                 Ok(p) => p,
                 Err(e) => return e.into_response(),
             };
+            if opens_mcp_session(&req) {
+                session_slot = match state.0.sessions.reserve(&principal.limit_key()).await {
+                    Ok(slot) => Some(slot),
+                    Err(e) => return e.into_response(),
+                };
+            }
             req.extensions_mut().insert(principal);
         }
-        match tokio::time::timeout(timeout, next.run(req)).await {
+        let response = match tokio::time::timeout(timeout, next.run(req)).await {
             Ok(response) => response,
             Err(_) => {
                 let mut e = ApiError::new(
@@ -297,14 +352,26 @@ async fn request_context(State(state): State<AppState>, mut req: Request, next: 
                 e.retry_after = Some(1);
                 e.into_response()
             }
+        };
+        if let Some(slot) = session_slot
+            && let Some(id) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            slot.bind(id);
         }
+        response
     }
     .instrument(span.clone())
     .await;
-    let response = finish(response, &request_id).await;
+    let mut response = finish(response, &request_id).await;
+    if let Some(o) = &cors {
+        perimeter::allow_cors(&mut response, o);
+    }
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    state.0.metrics.record(&route, &method, status, elapsed);
+    state.0.metrics.record(&route, method, status, elapsed);
     span.in_scope(|| {
         if status >= 500 {
             tracing::warn!(
@@ -334,28 +401,12 @@ async fn finish(response: Response, request_id: &str) -> Response {
             .await
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        let (status, code, fallback) = match status.as_u16() {
-            400 | 422 => (StatusCode::BAD_REQUEST, "invalid_input", "invalid request"),
-            404 => (StatusCode::NOT_FOUND, "not_found", "no such route"),
-            405 => (
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "this route does not take that method",
-            ),
-            413 => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                "the request body is larger than the server accepts",
-            ),
-            415 => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "send JSON with `Content-Type: application/json`",
-            ),
-            s if s >= 500 => (status, "internal", "internal error"),
-            _ => (status, "invalid_input", "invalid request"),
-        };
-        let message = if text.trim().is_empty() {
+        let (status, code, fallback) = framework_error(status);
+        // A framework's 5xx text may name internals: it goes to the log only.
+        let message = if text.trim().is_empty() || status.is_server_error() {
+            if !text.trim().is_empty() {
+                tracing::error!(request_id, error = %text.trim(), "internal error");
+            }
             fallback.to_string()
         } else {
             text.trim().to_string()
@@ -376,6 +427,50 @@ async fn finish(response: Response, request_id: &str) -> Response {
     response
 }
 
+/// The status, code and default message for an error the framework (axum, rmcp)
+/// answered itself: every status gets the code that names it, never a catch-all.
+fn framework_error(status: StatusCode) -> (StatusCode, &'static str, &'static str) {
+    match status.as_u16() {
+        400 | 422 => (StatusCode::BAD_REQUEST, "invalid_input", "invalid request"),
+        401 => (status, "unauthorized", "this request needs a credential"),
+        403 => (status, "forbidden", "this request is not allowed"),
+        404 => (StatusCode::NOT_FOUND, "not_found", "no such route"),
+        405 => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this route does not take that method",
+        ),
+        406 => (
+            status,
+            "not_acceptable",
+            "the Accept header names no type this route answers with",
+        ),
+        409 => (
+            status,
+            "conflict",
+            "the request conflicts with the server's state",
+        ),
+        413 => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "the request body is larger than the server accepts",
+        ),
+        415 => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send JSON with `Content-Type: application/json`",
+        ),
+        421 => (
+            status,
+            "misdirected_request",
+            "this server does not answer that host name",
+        ),
+        429 => (status, "rate_limited", "too many requests"),
+        s if s >= 500 => (status, "internal", "internal error"),
+        _ => (status, "invalid_input", "invalid request"),
+    }
+}
+
 /// Marks an error response whose handler wrote the whole body itself (with
 /// `code`, `message` and `request_id`, and more): `/ready`'s checks.
 #[derive(Clone, Copy, Debug)]
@@ -383,6 +478,7 @@ pub(crate) struct CompleteErrorBody;
 
 /// The final error response, with its request id.
 fn error_response(e: &ApiError, request_id: &str) -> Response {
+    let e = e.public(request_id);
     let mut response = (e.status, axum::Json(e.body(request_id))).into_response();
     if let Some(secs) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
@@ -390,4 +486,26 @@ fn error_response(e: &ApiError, request_id: &str) -> Response {
         response.headers_mut().insert(header::RETRY_AFTER, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framework_errors_keep_the_code_that_names_their_status() {
+        for (status, code) in [
+            (401, "unauthorized"),
+            (403, "forbidden"),
+            (406, "not_acceptable"),
+            (415, "unsupported_media_type"),
+            (421, "misdirected_request"),
+            (429, "rate_limited"),
+            (500, "internal"),
+            (502, "internal"),
+        ] {
+            let (s, c, _) = framework_error(StatusCode::from_u16(status).unwrap());
+            assert_eq!((s.as_u16(), c), (status, code));
+        }
+    }
 }

@@ -17,9 +17,11 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The header that picks the namespace of an MCP session over HTTP (else the key's
@@ -152,6 +154,10 @@ pub struct McpServer {
     /// The registry's operation names (run through `run_operation`).
     operations: Arc<Vec<String>>,
     max_wait: Duration,
+    /// Over HTTP, the server whose perimeter named the caller: its in-flight
+    /// limit and request timeout also bound tool calls, which run after the
+    /// HTTP response (a stream) has started.
+    http: Option<crate::AppState>,
 }
 
 impl McpServer {
@@ -166,30 +172,25 @@ impl McpServer {
             tools,
             operations,
             max_wait: Duration::from_secs(60),
+            http: None,
         }
     }
 
-    /// The caller and namespace of a request: over HTTP, the perimeter's principal
-    /// and the namespace header; over stdio, this process's own.
-    fn caller(&self, ctx: &RequestContext<RoleServer>) -> (Principal, String) {
-        let Some(parts) = ctx.extensions.get::<axum::http::request::Parts>() else {
-            return (Principal::Open, self.memory.namespace().to_string());
-        };
-        let principal = parts
-            .extensions
-            .get::<Principal>()
-            .cloned()
-            .unwrap_or(Principal::Open);
-        let header = parts
-            .headers
-            .get(NAMESPACE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let ns = header.unwrap_or_else(|| match &principal {
-            Principal::Key(k) if k.namespaces.len() == 1 => k.namespaces[0].clone(),
-            _ => "default".to_string(),
-        });
-        (principal, ns)
+    /// The service behind `/mcp` of a server.
+    pub(crate) fn over_http(state: crate::AppState) -> Self {
+        let mut server = Self::new(state.0.memory.clone(), false);
+        server.max_wait = state.0.config.max_wait;
+        server.http = Some(state);
+        server
+    }
+
+    /// The caller and namespace of a request (see [`caller_of`]).
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<(Principal, String), ApiError> {
+        caller_of(
+            self.http.is_some(),
+            ctx.extensions.get::<axum::http::request::Parts>(),
+            self.memory.namespace(),
+        )
     }
 
     fn visible(&self, principal: &Principal) -> Vec<&ToolSpec> {
@@ -281,6 +282,130 @@ impl McpServer {
     }
 }
 
+/// The caller and namespace of a request: over stdio, this process's own (the
+/// open principal: whoever runs the process owns the store); over HTTP, the
+/// principal the perimeter attached and the namespace header. An HTTP request
+/// with no principal attached is refused, never served as the open principal.
+pub(crate) fn caller_of(
+    over_http: bool,
+    parts: Option<&axum::http::request::Parts>,
+    own_namespace: &str,
+) -> Result<(Principal, String), ApiError> {
+    if !over_http {
+        return Ok((Principal::Open, own_namespace.to_string()));
+    }
+    let principal = parts
+        .and_then(|p| p.extensions.get::<Principal>())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::unauthorized("this MCP request carries no authenticated caller")
+        })?;
+    let header = parts
+        .and_then(|p| p.headers.get(NAMESPACE_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let ns = header.unwrap_or_else(|| match &principal {
+        Principal::Key(k) if k.namespaces.len() == 1 => k.namespaces[0].clone(),
+        _ => "default".to_string(),
+    });
+    Ok((principal, ns))
+}
+
+/// MCP sessions over HTTP, capped per caller: rmcp's session manager (which
+/// closes a session idle for the configured time) plus who opened each session.
+pub(crate) struct SessionCap {
+    manager: Arc<LocalSessionManager>,
+    per_key: usize,
+    idle: Duration,
+    /// Per caller: its open sessions' ids, and sessions being opened.
+    held: Mutex<HashMap<String, (Vec<String>, usize)>>,
+}
+
+/// A place for one session being opened: bound to the session id the response
+/// names, or given back when dropped (the request failed or opened none).
+pub(crate) struct SessionSlot<'a> {
+    cap: &'a SessionCap,
+    key: String,
+    bound: bool,
+}
+
+impl SessionCap {
+    pub(crate) fn new(per_key: usize, idle: Duration) -> Self {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(idle);
+        Self {
+            manager: Arc::new(manager),
+            per_key: per_key.max(1),
+            idle,
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn manager(&self) -> Arc<LocalSessionManager> {
+        self.manager.clone()
+    }
+
+    /// Reserve a place for a new session of `key`, or refuse (`429`) when `key`
+    /// already holds its cap of live sessions.
+    pub(crate) async fn reserve(&self, key: &str) -> Result<SessionSlot<'_>, ApiError> {
+        let live = self.manager.sessions.read().await;
+        let mut held = self
+            .held
+            .lock()
+            .map_err(|_| ApiError::from(rememberstack::Error::internal("session cap poisoned")))?;
+        let (ids, opening) = held.entry(key.to_string()).or_default();
+        // Sessions rmcp closed (idle, deleted, ended) free their places.
+        ids.retain(|id| live.contains_key(id.as_str()));
+        if ids.len() + *opening >= self.per_key {
+            return Err(ApiError::rate_limited(
+                format!(
+                    "this credential holds {} open MCP sessions, the most it may: close one                      (DELETE /mcp with its Mcp-Session-Id) or let one sit idle for {} s",
+                    self.per_key,
+                    self.idle.as_secs()
+                ),
+                self.idle.as_secs().max(1),
+            ));
+        }
+        *opening += 1;
+        Ok(SessionSlot {
+            cap: self,
+            key: key.to_string(),
+            bound: false,
+        })
+    }
+
+    fn settle(&self, key: &str, id: Option<&str>) {
+        let Ok(mut held) = self.held.lock() else {
+            return;
+        };
+        if let Some((ids, opening)) = held.get_mut(key) {
+            *opening = opening.saturating_sub(1);
+            if let Some(id) = id {
+                ids.push(id.to_string());
+            }
+            if ids.is_empty() && *opening == 0 {
+                held.remove(key);
+            }
+        }
+    }
+}
+
+impl SessionSlot<'_> {
+    /// The request opened session `id`.
+    pub(crate) fn bind(mut self, id: &str) {
+        self.bound = true;
+        self.cap.settle(&self.key, Some(id));
+    }
+}
+
+impl Drop for SessionSlot<'_> {
+    fn drop(&mut self) {
+        if !self.bound {
+            self.cap.settle(&self.key, None);
+        }
+    }
+}
+
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, ApiError> {
     serde_json::from_value(args).map_err(|e| {
         ApiError::new(
@@ -333,7 +458,14 @@ struct AppendArgs {
     source_time: Option<String>,
 }
 
+/// A refused or failed call as a tool error `{code, message}`; an internal error's
+/// detail goes to the log under a correlation id instead.
 fn tool_error(e: &ApiError) -> CallToolResult {
+    let e = if e.is_internal() {
+        e.public(&format!("err_{}", uuid::Uuid::new_v4().simple()))
+    } else {
+        e.clone()
+    };
     CallToolResult::structured_error(json!({"code": e.code, "message": e.message}))
 }
 
@@ -357,7 +489,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (principal, _) = self.caller(&ctx);
+        let (principal, _) = self.caller(&ctx).map_err(|e| {
+            ErrorData::invalid_request(e.message.clone(), Some(json!({"code": e.code})))
+        })?;
         let tools = self
             .visible(&principal)
             .into_iter()
@@ -382,7 +516,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (principal, ns) = self.caller(&ctx);
+        let (principal, ns) = match self.caller(&ctx) {
+            Ok(c) => c,
+            Err(e) => return Ok(tool_error(&e).into()),
+        };
         let name = request.name.to_string();
         let Some(spec) = self.tools.iter().find(|t| t.name == name) else {
             return Err(ErrorData::invalid_params(
@@ -405,7 +542,27 @@ impl ServerHandler for McpServer {
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let started = std::time::Instant::now();
-        let result = self.run(&name, args, &memory).await;
+        let result = match &self.http {
+            None => self.run(&name, args, &memory).await,
+            Some(state) => {
+                let timeout = state.0.config.request_timeout;
+                let _permit = match state.0.limiter.hold(&principal.limit_key(), timeout).await {
+                    Ok(p) => p,
+                    Err(e) => return Ok(tool_error(&e).into()),
+                };
+                match tokio::time::timeout(timeout, self.run(&name, args, &memory)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ApiError::new(
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        "timeout",
+                        format!(
+                            "the tool call did not finish within {} s",
+                            timeout.as_secs()
+                        ),
+                    )),
+                }
+            }
+        };
         tracing::info!(
             tool = %name,
             ok = result.is_ok(),
@@ -467,4 +624,30 @@ pub async fn serve_stdio(
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_request_without_a_principal_is_refused() {
+        let (parts, _) = axum::http::Request::new(()).into_parts();
+        for parts in [None, Some(&parts)] {
+            let e = caller_of(true, parts, "default").unwrap_err();
+            assert_eq!((e.status.as_u16(), e.code), (401, "unauthorized"));
+        }
+        let mut req = axum::http::Request::new(());
+        req.extensions_mut().insert(Principal::Open);
+        req.headers_mut()
+            .insert(NAMESPACE_HEADER, "crew".parse().unwrap());
+        let (parts, _) = req.into_parts();
+        let (p, ns) = caller_of(true, Some(&parts), "default").unwrap();
+        assert!(matches!(p, Principal::Open));
+        assert_eq!(ns, "crew");
+        // Over stdio the process's own namespace, as its owner.
+        let (p, ns) = caller_of(false, None, "mine").unwrap();
+        assert!(matches!(p, Principal::Open));
+        assert_eq!(ns, "mine");
+    }
 }

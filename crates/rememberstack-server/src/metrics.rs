@@ -94,6 +94,22 @@ impl Metrics {
     }
 }
 
+/// The `method` label: the methods the API knows, and `other` for any other, so a
+/// client cannot grow the metrics by inventing methods.
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
 /// Escape a Prometheus label value.
 pub fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")

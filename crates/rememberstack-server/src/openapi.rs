@@ -78,7 +78,7 @@ pub const ROUTES: &[RouteDoc] = &[
         "GET",
         "/ready",
         "none",
-        "The store is reachable, migrations are applied, forget manifests are honoured; semantic channel readiness.",
+        "The store answers and no namespace is closed by an incomplete forget; without a key (when keys exist) only the status and a count.",
         None,
     ),
     r(
@@ -400,10 +400,12 @@ pub fn document(operations: &[OperationDescriptor]) -> Value {
                 "200": {"description": "Success (JSON)."},
                 "400": {"description": "Invalid input.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                 "401": {"description": "Missing or unknown key."},
-                "403": {"description": "The key lacks the scope."},
+                "403": {"description": "The key lacks the scope, or the browser Origin is not allowed."},
                 "404": {"description": "Not found (or not visible to this key)."},
                 "409": {"description": "Conflict with the stored state."},
                 "413": {"description": "Body too large."},
+                "415": {"description": "An unsafe method without a JSON or octet-stream body type or a client header."},
+                "421": {"description": "A keyless server answers only loopback or --allowed-host host names."},
                 "429": {"description": "Rate or in-flight limit; see Retry-After."},
                 "503": {"description": "Forget in progress, store unavailable, not ready, or timeout; see Retry-After."}
             }

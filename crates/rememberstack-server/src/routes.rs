@@ -86,13 +86,47 @@ async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
+/// Whether the server can serve: the store answers (one cheap read) and no
+/// namespace is closed by a forget that cannot finish. Without a credential while
+/// keys exist, the answer is the status code and the count of closed namespaces
+/// only; with one, the closed namespaces it may see are named with the command
+/// that resumes each. Store errors are never shown (the log has them under the
+/// request id).
 async fn ready(
     State(state): State<AppState>,
     Extension(request_id): Extension<crate::RequestId>,
+    headers: HeaderMap,
 ) -> Response {
-    let not_ready = |message: String, checks: Value| {
-        let body = json!({"code": "not_ready", "message": message,
-                          "request_id": request_id.0, "ready": false, "checks": checks});
+    let store = state.0.memory.engine().store();
+    let started = Instant::now();
+    let checked = async {
+        let namespaces = store.namespaces().await?.len();
+        let pending = store.pending_forgets().await?;
+        Ok::<_, rememberstack::Error>((namespaces, pending))
+    }
+    .await;
+    let store_ms = started.elapsed().as_millis() as u64;
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let principal =
+        crate::auth::authenticate(&state.0.memory, state.0.loopback, authorization.as_deref())
+            .await
+            .ok()
+            .filter(|p| match p {
+                // An open server details itself only to a loopback host name (DNS
+                // rebinding reads nothing here either).
+                Principal::Open => crate::perimeter::host_allowed(
+                    headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+                    &state.0.config.perimeter.allowed_hosts,
+                ),
+                Principal::Key(_) => true,
+            });
+    let not_ready = |message: String, mut body: Value| {
+        body["code"] = json!("not_ready");
+        body["message"] = json!(message);
+        body["request_id"] = json!(request_id.0);
+        body["ready"] = json!(false);
         let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
         response.extensions_mut().insert(crate::CompleteErrorBody);
         response.headers_mut().insert(
@@ -101,41 +135,59 @@ async fn ready(
         );
         response
     };
-    let unreachable = |e: rememberstack::Error| {
-        not_ready(
-            "the store is not reachable".into(),
-            json!({"store": {"ok": false, "error": e.to_string()}}),
-        )
-    };
-    let store = state.0.memory.engine().store();
-    let started = Instant::now();
-    let namespaces = match store.namespaces().await {
-        Ok(n) => n,
-        Err(e) => return unreachable(e),
-    };
-    let store_ms = started.elapsed().as_millis() as u64;
-    let (mut chunks, mut missing, mut forget_pending) = (0u64, 0u64, 0u64);
-    for ns in namespaces.iter().take(1000) {
-        match state.0.memory.engine().status(&ns.slug).await {
-            Ok(s) => {
-                chunks += s.semantic.chunks;
-                missing += s.semantic.missing_vectors;
-                forget_pending += u64::from(s.forget_in_progress.is_some());
-            }
-            Err(e) if e.code() == rememberstack::ErrorCode::ForgetInProgress => forget_pending += 1,
-            Err(e) => return unreachable(e),
+    let (namespaces, pending) = match checked {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(request_id = %request_id.0, error = %e, "readiness: the store failed");
+            let checks = json!({"store": {"ok": false, "millis": store_ms}});
+            return not_ready(
+                format!(
+                    "the store is not reachable; the server log has the detail under `{}`",
+                    request_id.0
+                ),
+                if principal.is_some() {
+                    json!({"checks": checks})
+                } else {
+                    json!({})
+                },
+            );
         }
-    }
+    };
+    let closed = pending.len();
+    let Some(principal) = principal else {
+        let body = json!({"incomplete_forgets": closed});
+        if closed > 0 {
+            return not_ready(
+                format!("{closed} namespace(s) are closed by an incomplete forget"),
+                body,
+            );
+        }
+        let mut body = body;
+        body["ready"] = json!(true);
+        return Json(body).into_response();
+    };
+    let visible: Vec<Value> = pending
+        .iter()
+        .filter(|p| principal.sees(&p.namespace))
+        .map(|p| {
+            json!({"namespace": p.namespace, "document_id": p.document_id,
+                   "started_at": p.started_at,
+                   "stopped": if p.last_error.is_some() { "failed" } else { "interrupted" },
+                   "resume_with": p.resume_with})
+        })
+        .collect();
     let checks = json!({
-        "store": {"ok": true, "kind": store.kind(), "millis": store_ms},
+        "store": {"ok": true, "kind": store.kind(), "millis": store_ms, "namespaces": namespaces},
         "migrations": {"ok": true, "detail": "applied when the store opened"},
-        "forget_manifests": {"ok": forget_pending == 0, "incomplete_namespaces": forget_pending},
-        "semantic": {"ok": missing == 0, "generation": state.0.memory.engine().component_version(rememberstack::Stage::Embed), "chunks": chunks, "missing_vectors": missing},
+        "forget_manifests": {"ok": closed == 0, "incomplete_namespaces": closed,
+                             "pending": visible},
     });
-    if forget_pending > 0 {
+    if closed > 0 {
         return not_ready(
-            format!("{forget_pending} namespace(s) have a forget in progress"),
-            checks,
+            format!(
+                "{closed} namespace(s) are closed by an incomplete forget (`remember doctor` says why)"
+            ),
+            json!({"checks": checks}),
         );
     }
     Json(json!({"ready": true, "checks": checks})).into_response()

@@ -38,7 +38,7 @@ async fn every_route_answers_its_success_path() {
                 "{}{NS}/documents?source_ref=travel.md&kind=markdown&source_time=2024-04-01T00:00:00Z&wait=true",
                 s.base
             ))
-            .header("content-type", "text/markdown")
+            .header("content-type", "application/octet-stream")
             .body("# Travel\n\nAlicia Keyes lives in Lisbon. Bob lives in Porto.\n")
             .send()
             .await
@@ -498,6 +498,7 @@ async fn errors_are_typed_and_change_nothing() {
         let resp = s
             .client
             .post(format!("{}{docs}?source_ref=big.txt&kind=text", s.base))
+            .header("content-type", "application/octet-stream")
             .body(big)
             .send()
             .await

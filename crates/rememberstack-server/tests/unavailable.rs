@@ -139,3 +139,123 @@ async fn a_request_past_the_timeout_is_answered_503_timeout() {
         s.stop().await;
     }
 }
+
+/// Behind keys, `/ready` tells a caller without a key only the status and how
+/// many namespaces are closed; a key learns which of its own namespaces are, and
+/// the command that resumes each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_details_need_a_key_and_name_only_the_keys_namespaces() {
+    for h in stores().await {
+        let kind = h.kind;
+        let memory = h.memory().await;
+        let (_, team) = memory
+            .create_api_key(
+                vec!["team".into()],
+                vec![rememberstack::KeyScope::Write],
+                None,
+            )
+            .await
+            .unwrap();
+        let (_, other) = memory
+            .create_api_key(
+                vec!["other".into()],
+                vec![rememberstack::KeyScope::Read],
+                None,
+            )
+            .await
+            .unwrap();
+        let s = Server::start(&h, test_config()).await;
+        let (status, open) = s.call("GET", "/ready", None).await;
+        assert_eq!(status, 200, "{kind}: {open}");
+        assert_eq!(open, json!({"ready": true, "incomplete_forgets": 0}));
+        let keyed = s.with_key(&team).ok("GET", "/ready", None).await;
+        assert_eq!(keyed["checks"]["store"]["ok"], true, "{keyed}");
+
+        let doc: rememberstack::DocumentId = s
+            .with_key(&team)
+            .ok(
+                "POST",
+                "/v1/namespaces/team/documents",
+                Some(json!({"text": "# HR\n\nAlice works for Acme.\n", "source_ref": "hr"})),
+            )
+            .await["document_id"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ns = h.store.namespace("team").await.unwrap().unwrap();
+        let versions = h.store.versions(ns.id, doc).await.unwrap();
+        let manifest = ForgetManifest::new(
+            &ns,
+            ForgetTarget::Document,
+            doc,
+            &versions,
+            ("text", "hr"),
+            chrono::Utc::now(),
+        );
+        h.store
+            .begin_forget(&manifest, chrono::Utc::now())
+            .await
+            .unwrap();
+
+        let (status, anonymous) = s.call("GET", "/ready", None).await;
+        assert_eq!(status, 503, "{kind}: {anonymous}");
+        assert_eq!(anonymous["code"], "not_ready");
+        assert_eq!(anonymous["incomplete_forgets"], 1);
+        assert!(anonymous.get("checks").is_none(), "{anonymous}");
+        assert!(!anonymous.to_string().contains("team"), "{anonymous}");
+        let (status, mine) = s.with_key(&team).call("GET", "/ready", None).await;
+        assert_eq!(status, 503);
+        let pending = &mine["checks"]["forget_manifests"]["pending"];
+        assert_eq!(pending.as_array().unwrap().len(), 1, "{kind}: {mine}");
+        assert_eq!(pending[0]["namespace"], "team");
+        assert_eq!(pending[0]["document_id"], doc.to_string());
+        assert!(
+            pending[0]["resume_with"]
+                .as_str()
+                .unwrap()
+                .contains("forget"),
+            "{mine}"
+        );
+        let (_, theirs) = s.with_key(&other).call("GET", "/ready", None).await;
+        assert_eq!(
+            theirs["checks"]["forget_manifests"]["incomplete_namespaces"],
+            1
+        );
+        assert_eq!(
+            theirs["checks"]["forget_manifests"]["pending"],
+            json!([]),
+            "{kind}: another key's namespace is not named: {theirs}"
+        );
+        s.stop().await;
+    }
+}
+
+/// A store failure reaches the client as a generic sentence naming the request
+/// id; the detail (SQL, paths) stays in the server's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_errors_reach_clients_without_their_detail() {
+    for h in stores().await {
+        let kind = h.kind;
+        let s = Server::start(&h, test_config()).await;
+        s.ok(
+            "POST",
+            "/v1/namespaces/team/documents",
+            Some(json!({"text": "# HR\n\nAlice works for Acme.\n", "source_ref": "hr"})),
+        )
+        .await;
+        // A column the read names is gone: the store's error quotes SQL.
+        h.execute_sql("ALTER TABLE feedback RENAME COLUMN comment TO comment_gone")
+            .await;
+        let (status, body) = s.call("GET", "/v1/namespaces/team/feedback", None).await;
+        assert!(status >= 500, "{kind}: {status} {body}");
+        assert_eq!(body["code"], "store", "{kind}: {body}");
+        let message = body["message"].as_str().unwrap();
+        let request_id = body["request_id"].as_str().unwrap();
+        assert!(message.contains(request_id), "{kind}: {body}");
+        for leak in ["comment", "column", "feedback", "SQL", "sqlite", "/"] {
+            assert!(!message.contains(leak), "{kind}: `{leak}` in {body}");
+        }
+        s.stop().await;
+    }
+}

@@ -43,8 +43,11 @@ impl Server {
         let mut req = self
             .client
             .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
-        if let Some(b) = body {
-            req = req.json(&b);
+        match body {
+            Some(b) => req = req.json(&b),
+            // A bodyless POST or DELETE says it is not a web page's simple
+            // request, as every client that is not a browser may.
+            None => req = req.header("x-remember-client", "tests"),
         }
         if let Some(key) = &self.bearer {
             req = req.bearer_auth(key);
