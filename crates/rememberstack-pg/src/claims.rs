@@ -512,6 +512,14 @@ impl PgStore {
             .map_err(db_err)?;
             changed += 1;
         }
+        if let Some(v) = version {
+            sqlx::query("DELETE FROM currency_due WHERE namespace_id = $1 AND version_id = $2")
+                .bind(&ns_s)
+                .bind(v.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
         tx.commit().await.map_err(db_err)?;
         Ok(changed)
     }

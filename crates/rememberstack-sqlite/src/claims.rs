@@ -531,6 +531,14 @@ impl SqliteStore {
             },
         )
         .await?;
+        if let Some(v) = &version {
+            sqlx::query("DELETE FROM currency_due WHERE namespace_id = ? AND version_id = ?")
+                .bind(&ns_s)
+                .bind(v)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
         let changed = changes.len() as u64;
         tx.commit().await.map_err(db_err)?;
         Ok(changed)

@@ -552,10 +552,24 @@ impl Memory {
                 let Some(next) = report.next_wakeup else {
                     return Ok(total);
                 };
-                let wait = (next - chrono::Utc::now())
+                let now = chrono::Utc::now();
+                let wait = (next - now)
                     .to_std()
                     .unwrap_or_default()
                     .min(std::time::Duration::from_secs(60));
+                if wait >= std::time::Duration::from_secs(1) {
+                    // Never a silent wait: say whose leases hold the work up (a
+                    // process that ended has none; its leases were released).
+                    for h in engine.store().lease_holders(now).await? {
+                        tracing::warn!(
+                            target: "rememberstack::work",
+                            holder = %h.holder,
+                            items = h.items,
+                            until = %h.until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                            "waiting for work leased by another running worker"
+                        );
+                    }
+                }
                 tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
             }
         })
