@@ -155,9 +155,12 @@ async fn write_extractions(
     )
     .await?;
     // Every value is encoded first; the rows then bind them by reference.
+    // A claim two extractions of the batch cite is carried by both: written once.
+    let mut seen = HashSet::new();
     let claims = xs
         .iter()
         .flat_map(|x| &x.claims)
+        .filter(|c| seen.insert(c.id))
         .map(|c| {
             Ok((
                 c,

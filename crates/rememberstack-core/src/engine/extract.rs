@@ -528,10 +528,17 @@ impl Engine {
         {
             existing.entry(key).or_insert(id);
         }
+        // Claims first made by an earlier chunk of this group, by key: a later chunk
+        // with the same testimony keeps their id, as it would in a later batch, so
+        // the claims made do not depend on how chunks were batched (a resumed run
+        // batches them differently). Each commit carries every new claim it cites,
+        // so it stands alone if another loses its lease; the store writes a claim
+        // carried twice once.
+        let mut made: HashMap<ClaimId, NewClaim> = HashMap::new();
         let mut commits = Vec::with_capacity(fresh.len());
         for f in fresh {
             let mut commit = self.commit_for(ctx, f.index, f.hash.clone());
-            let (claims, occurrences, decisions) = ledger_for(
+            let (mut claims, occurrences, decisions) = ledger_for(
                 &f.bundle,
                 &f.extraction,
                 &f.grounded,
@@ -539,6 +546,18 @@ impl Engine {
                 &commit,
                 ctx.version.source_modified_at,
             );
+            for c in &claims {
+                existing.insert(c.claim_key.clone(), c.id);
+                made.insert(c.id, c.clone());
+            }
+            for o in &occurrences {
+                if claims.iter().any(|c| c.id == o.claim_id) {
+                    continue;
+                }
+                if let Some(c) = made.get(&o.claim_id) {
+                    claims.push(c.clone());
+                }
+            }
             commit.claims = claims;
             commit.occurrences = occurrences;
             commit.decisions = decisions;
