@@ -245,14 +245,15 @@ impl Target {
 
     /// `remember process` killed with SIGKILL at the points of a seeded schedule
     /// spread over a run that takes `run` uninterrupted, resumed after each, until
-    /// a run ends on its own. Returns the kills made and, per resume, the seconds
-    /// until its first batch finished.
+    /// a run ends on its own. Returns the kills made, the resumes that released a
+    /// killed process's leases, and per resume the seconds until its first batch
+    /// finished.
     fn process_with_kills(
         &self,
         seed: u64,
         run: Duration,
         wait_after_kill: Duration,
-    ) -> (usize, Vec<f64>) {
+    ) -> (usize, usize, Vec<f64>) {
         let mut rng = Rng(seed);
         // Every run is killed, until one finishes on its own: each lives a random
         // share of the uninterrupted run's time (half of a share of `KILLS` on
@@ -261,6 +262,7 @@ impl Target {
         // killed often enough to be dead-lettered.
         let most = (run.as_millis() as u64 / KILLS as u64).max(1);
         let mut kills = 0;
+        let mut released = 0;
         let mut first_batch = Vec::new();
         loop {
             let mut child = self
@@ -295,6 +297,12 @@ impl Target {
             if kills > 0 && !finished {
                 first_batch.push(started.elapsed().as_secs_f64());
             }
+            if log
+                .iter()
+                .any(|l| l.contains("released the leases of a process"))
+            {
+                released += 1;
+            }
             if !finished {
                 std::thread::sleep(life.saturating_sub(started.elapsed()));
                 if child.try_wait().unwrap().is_none() {
@@ -317,7 +325,7 @@ impl Target {
                 "the resumed run failed:\n{}",
                 log.join("\n")
             );
-            return (kills, first_batch);
+            return (kills, released, first_batch);
         }
     }
 
@@ -517,6 +525,7 @@ fn equivalence(
     sessions: usize,
     min_claims: usize,
     wait_after_kill: Duration,
+    liveness: bool,
 ) {
     let dir = tempfile::tempdir().unwrap();
     let corpus_dir = dir.path().join("corpus");
@@ -538,11 +547,20 @@ fn equivalence(
 
     let killed = make("killed");
     killed.ingest(&corpus_dir);
-    let (kills, first_batch) = killed.process_with_kills(seed(), run, wait_after_kill);
+    let (kills, released, first_batch) = killed.process_with_kills(seed(), run, wait_after_kill);
     assert!(kills >= KILLS, "only {kills} kills: the run ended first");
+    if liveness {
+        // A kill between batches leaves no lease; most land inside one. The leases
+        // are released by the resume itself, not by the passing of time (300 s).
+        assert!(
+            released * 2 >= kills,
+            "only {released} of {kills} resumes released the killed process's leases"
+        );
+    }
     eprintln!(
-        "{kills} kills over a run of {run:.1?}; seconds from each resume's start until its \
-         first batch finished: {first_batch:.2?}"
+        "{kills} kills over a run of {run:.1?} ({released} resumes released a killed \
+         process's leases); seconds from each resume's start until its first batch \
+         finished: {first_batch:.2?}"
     );
     let got = killed.digest();
     assert!(
@@ -566,6 +584,7 @@ fn processing_killed_at_twenty_points_and_resumed_equals_an_uninterrupted_run() 
         48,
         2000,
         Duration::ZERO,
+        true,
     );
 }
 
@@ -604,6 +623,7 @@ fn postgres_processing_killed_at_twenty_points_and_resumed_equals_an_uninterrupt
         500,
         // PostgreSQL leases end by time: the resume starts once they have.
         lease + Duration::from_millis(200),
+        false,
     );
 }
 
