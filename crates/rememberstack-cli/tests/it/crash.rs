@@ -245,15 +245,15 @@ impl Target {
 
     /// `remember process` killed with SIGKILL at the points of a seeded schedule
     /// spread over a run that takes `run` uninterrupted, resumed after each, until
-    /// a run ends on its own. Returns the kills made, the resumes that released a
-    /// killed process's leases, and per resume the seconds until its first batch
-    /// finished.
+    /// a run ends on its own. Returns the kills made, how many of them left
+    /// leased work and how many resumes released a killed process's leases, and
+    /// per resume the seconds until its first batch finished.
     fn process_with_kills(
         &self,
         seed: u64,
         run: Duration,
         wait_after_kill: Duration,
-    ) -> (usize, usize, Vec<f64>) {
+    ) -> (usize, usize, usize, Vec<f64>) {
         let mut rng = Rng(seed);
         // Every run is killed, until one finishes on its own: each lives a random
         // share of the uninterrupted run's time (half of a share of `KILLS` on
@@ -262,6 +262,7 @@ impl Target {
         // killed often enough to be dead-lettered.
         let most = (run.as_millis() as u64 / KILLS as u64).max(1);
         let mut kills = 0;
+        let mut left_leases = 0;
         let mut released = 0;
         let mut first_batch = Vec::new();
         loop {
@@ -309,6 +310,9 @@ impl Target {
                     child.kill().unwrap(); // SIGKILL
                     child.wait().unwrap();
                     kills += 1;
+                    if self.running() > 0 {
+                        left_leases += 1;
+                    }
                     drop(rx);
                     let _ = reader.join();
                     std::thread::sleep(wait_after_kill);
@@ -325,18 +329,26 @@ impl Target {
                 "the resumed run failed:\n{}",
                 log.join("\n")
             );
-            return (kills, released, first_batch);
+            return (kills, left_leases, released, first_batch);
         }
     }
 
-    /// The canonical digest: one line per record, sorted.
-    fn digest(&self) -> Vec<String> {
+    /// Work items leased now.
+    fn running(&self) -> usize {
+        self.query("SELECT CAST(COUNT(*) AS TEXT) FROM processing_state WHERE status = 'running'")
+            [0][0]
+            .parse()
+            .unwrap()
+    }
+
+    /// The rows of `sql`, every column read as text.
+    fn query(&self, sql: &'static str) -> Vec<Vec<String>> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
-            let mut lines = Vec::new();
+            let mut out = Vec::new();
             match &self.place {
                 Place::Sqlite(db) => {
                     let opts = sqlx::sqlite::SqliteConnectOptions::new()
@@ -347,32 +359,43 @@ impl Target {
                         .connect_with(opts)
                         .await
                         .unwrap();
-                    for (name, sql) in DIGEST {
-                        for row in sqlx::query(*sql).fetch_all(&pool).await.unwrap() {
-                            let cols: Vec<String> = (0..row.len())
+                    for row in sqlx::query(sql).fetch_all(&pool).await.unwrap() {
+                        out.push(
+                            (0..row.len())
                                 .map(|i| row.get::<Option<String>, _>(i).unwrap_or_default())
-                                .collect();
-                            lines.push(format!("{name}\t{}", cols.join("\t")));
-                        }
+                                .collect(),
+                        );
                     }
                     pool.close().await;
                 }
                 Place::Postgres { url, schema } => {
                     let pool = pg_pool(url, schema).await;
-                    for (name, sql) in DIGEST {
-                        for row in sqlx::query(*sql).fetch_all(&pool).await.unwrap() {
-                            let cols: Vec<String> = (0..row.len())
+                    for row in sqlx::query(sql).fetch_all(&pool).await.unwrap() {
+                        out.push(
+                            (0..row.len())
                                 .map(|i| row.get::<Option<String>, _>(i).unwrap_or_default())
-                                .collect();
-                            lines.push(format!("{name}\t{}", cols.join("\t")));
-                        }
+                                .collect(),
+                        );
                     }
                     pool.close().await;
                 }
             }
-            lines.sort();
-            lines
+            out
         })
+    }
+
+    /// The canonical digest: one line per record, sorted.
+    fn digest(&self) -> Vec<String> {
+        let mut lines: Vec<String> = DIGEST
+            .iter()
+            .flat_map(|(name, sql)| {
+                self.query(sql)
+                    .into_iter()
+                    .map(move |cols| format!("{name}\t{}", cols.join("\t")))
+            })
+            .collect();
+        lines.sort();
+        lines
     }
 }
 
@@ -547,14 +570,16 @@ fn equivalence(
 
     let killed = make("killed");
     killed.ingest(&corpus_dir);
-    let (kills, released, first_batch) = killed.process_with_kills(seed(), run, wait_after_kill);
+    let (kills, left_leases, released, first_batch) =
+        killed.process_with_kills(seed(), run, wait_after_kill);
     assert!(kills >= KILLS, "only {kills} kills: the run ended first");
     if liveness {
-        // A kill between batches leaves no lease; most land inside one. The leases
-        // are released by the resume itself, not by the passing of time (300 s).
-        assert!(
-            released * 2 >= kills,
-            "only {released} of {kills} resumes released the killed process's leases"
+        // Every kill that left leased work is followed by a resume that released
+        // it itself, not by the passing of time (the lease is 300 s).
+        assert!(left_leases > 0, "no kill landed inside a batch");
+        assert_eq!(
+            released, left_leases,
+            "{left_leases} kills left leased work, {released} resumes released it"
         );
     }
     eprintln!(
