@@ -388,6 +388,18 @@ impl Backoff {
     }
 }
 
+/// Work leased now by one holder (a process on the embedded store, a worker on
+/// PostgreSQL), as a `process` waiting for it reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseHolder {
+    /// Who holds the leases (`process 1234`, `worker-…`).
+    pub holder: String,
+    /// Items leased.
+    pub items: u64,
+    /// When the last of those leases runs out.
+    pub until: Timestamp,
+}
+
 /// Barrier status of one version for one stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BarrierStatus {

@@ -19,8 +19,8 @@ use crate::facts::{
 use crate::ids::*;
 use crate::keys::ApiKey;
 use crate::ledger::{
-    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
-    WorkStatus,
+    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, LeaseHolder, NewWork, Stage,
+    WorkCount, WorkItem, WorkStatus,
 };
 use crate::source::{Admission, DocumentMetadata, Origin, VersioningMode};
 use crate::text::{Block, ChunkPlan, Representation, Section, SectionRole, SourceFormat};
@@ -1068,6 +1068,20 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// The earliest `not_before` among waiting (pending/failed, not parked) rows, and the
     /// earliest lease expiry among running rows.
     async fn next_wakeup(&self) -> Result<Option<Timestamp>>;
+    /// Work leased at `now` and not yet expired, per holder, for a worker that waits
+    /// for it to say whom it waits for. The default reports nothing.
+    async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
+        let _ = now;
+        Ok(vec![])
+    }
+    /// Versions whose extraction completed and whose lineage's testimony currency
+    /// has not been refreshed since (written with the completion of the last
+    /// `e2.extract` unit; see [`MemoryStore::apply_currency`]).
+    async fn currency_due(&self) -> Result<Vec<(NamespaceId, VersionId)>>;
+    /// Forget that `version` owes a currency refresh (the refresh had nothing to
+    /// apply: the version or its lineage is gone, or the currency rule changes
+    /// nothing for it).
+    async fn clear_currency_due(&self, ns: NamespaceId, version: VersionId) -> Result<()>;
     /// Versions that are the latest of their lineage, for re-running a stage after a component change.
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>>;
 
@@ -1110,7 +1124,9 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
     ) -> Result<Vec<(ClaimId, String)>>;
     /// Make exactly `current` the lineage's current claims, recording each transition
-    /// with `reason`. Returns how many claims changed.
+    /// with `reason`. With `version`, the version's due currency refresh
+    /// ([`MemoryStore::currency_due`]) is done in the same transaction. Returns how
+    /// many claims changed.
     async fn apply_currency(
         &self,
         ns: NamespaceId,

@@ -144,6 +144,7 @@ async fn write_extraction(
     tx: &mut PgConnection,
     ns_s: &str,
     x: &ExtractionCommit,
+    written: &mut HashSet<ClaimId>,
     now: Timestamp,
 ) -> Result<()> {
     // A retried extraction of the same chunk replaces its occurrences (claims are
@@ -154,7 +155,8 @@ async fn write_extraction(
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-    for c in &x.claims {
+    // A claim two extractions of the batch cite is carried by both: written once.
+    for c in x.claims.iter().filter(|c| written.insert(c.id)) {
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
                  valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
@@ -273,6 +275,7 @@ impl PgStore {
         let ns_s = ns.to_string();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         let mut flags = Vec::with_capacity(items.len());
+        let mut written = HashSet::new();
         for (lease, x, follow_up) in items {
             match fence(&mut tx, &lease, now).await {
                 Ok(()) => {}
@@ -282,7 +285,7 @@ impl PgStore {
                 }
                 Err(e) => return Err(e),
             }
-            write_extraction(&mut tx, &ns_s, &x, now).await?;
+            write_extraction(&mut tx, &ns_s, &x, &mut written, now).await?;
             insert_work(&mut tx, &follow_up, now).await?;
             flags.push(true);
         }
@@ -511,6 +514,14 @@ impl PgStore {
             .await
             .map_err(db_err)?;
             changed += 1;
+        }
+        if let Some(v) = version {
+            sqlx::query("DELETE FROM currency_due WHERE namespace_id = $1 AND version_id = $2")
+                .bind(&ns_s)
+                .bind(v.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(changed)

@@ -415,7 +415,7 @@ pub(crate) async fn scrub(
         &[ns, &vlist],
     )
     .await?;
-    for table in ["representations", "blocks", "sections"] {
+    for table in ["representations", "blocks", "sections", "currency_due"] {
         exec(
             tx,
             &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),
@@ -767,6 +767,7 @@ const SCRUBBED_TABLES: &[&str] = &[
     "representations",
     "blocks",
     "sections",
+    "currency_due",
     "llm_transcripts",
     "cost_ledger",
     "processing_state",

@@ -15,8 +15,8 @@
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::{
-    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, TargetKind,
-    WorkCount, WorkItem, WorkStatus,
+    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, LeaseHolder, NewWork, Stage,
+    TargetKind, WorkCount, WorkItem, WorkStatus,
 };
 use rememberstack_core::store::{CallRecord, Lease};
 use rememberstack_core::text::SourceFormat;
@@ -494,6 +494,60 @@ impl PgStore {
         .await
         .map_err(db_err)?;
         Ok(r.rows_affected())
+    }
+
+    pub(crate) async fn lease_holders_impl(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
+        let rows = sqlx::query(
+            "SELECT lease_owner, COUNT(*) AS items, MAX(lease_expires_at) AS until
+             FROM processing_state WHERE status = 'running' AND lease_expires_at > $1
+             GROUP BY lease_owner ORDER BY lease_owner",
+        )
+        .bind(now.timestamp_millis())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(LeaseHolder {
+                    holder: get::<Option<String>>(r, "lease_owner")?.unwrap_or_default(),
+                    items: get::<i64>(r, "items")?.max(0) as u64,
+                    until: get::<Option<i64>>(r, "until")?
+                        .and_then(chrono::DateTime::from_timestamp_millis)
+                        .unwrap_or(now),
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn currency_due_impl(&self) -> Result<Vec<(NamespaceId, VersionId)>> {
+        let rows = sqlx::query(
+            "SELECT namespace_id, version_id FROM currency_due ORDER BY namespace_id, version_id",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&get::<String>(r, "namespace_id")?)?,
+                    parse_id(&get::<String>(r, "version_id")?)?,
+                ))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn clear_currency_due_impl(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<()> {
+        sqlx::query("DELETE FROM currency_due WHERE namespace_id = $1 AND version_id = $2")
+            .bind(ns.to_string())
+            .bind(version.to_string())
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     pub(crate) async fn next_wakeup_impl(&self) -> Result<Option<Timestamp>> {

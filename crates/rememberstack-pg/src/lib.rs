@@ -54,8 +54,8 @@ use rememberstack_core::ids::{
 };
 use rememberstack_core::keys::ApiKey;
 use rememberstack_core::ledger::{
-    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkCount, WorkItem,
-    WorkStatus,
+    BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, LeaseHolder, NewWork, Stage,
+    WorkCount, WorkItem, WorkStatus,
 };
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{
@@ -683,6 +683,18 @@ impl MemoryStore for PgStore {
 
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
         self.latest_versions_impl().await
+    }
+
+    async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
+        self.lease_holders_impl(now).await
+    }
+
+    async fn currency_due(&self) -> Result<Vec<(NamespaceId, VersionId)>> {
+        self.currency_due_impl().await
+    }
+
+    async fn clear_currency_due(&self, ns: NamespaceId, version: VersionId) -> Result<()> {
+        self.clear_currency_due_impl(ns, version).await
     }
 
     async fn commit_extractions(

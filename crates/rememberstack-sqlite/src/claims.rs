@@ -155,9 +155,12 @@ async fn write_extractions(
     )
     .await?;
     // Every value is encoded first; the rows then bind them by reference.
+    // A claim two extractions of the batch cite is carried by both: written once.
+    let mut seen = HashSet::new();
     let claims = xs
         .iter()
         .flat_map(|x| &x.claims)
+        .filter(|c| seen.insert(c.id))
         .map(|c| {
             Ok((
                 c,
@@ -531,6 +534,14 @@ impl SqliteStore {
             },
         )
         .await?;
+        if let Some(v) = &version {
+            sqlx::query("DELETE FROM currency_due WHERE namespace_id = ? AND version_id = ?")
+                .bind(&ns_s)
+                .bind(v)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
         let changed = changes.len() as u64;
         tx.commit().await.map_err(db_err)?;
         Ok(changed)

@@ -455,7 +455,7 @@ pub(crate) async fn scrub(
         &[ns, &vlist],
     )
     .await?;
-    for table in ["representations", "blocks", "sections"] {
+    for table in ["representations", "blocks", "sections", "currency_due"] {
         exec(
             tx,
             &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),

@@ -16,6 +16,7 @@ mod forget;
 mod keys;
 mod lexical;
 mod lifecycle;
+mod owners;
 mod rows;
 mod vector_cache;
 
@@ -73,6 +74,9 @@ pub struct SqliteStore {
     key_cache: Arc<entities::KeyCache>,
     /// Free disk (bytes) a file rewrite must leave untouched on every disk it uses.
     disk_reserve: Arc<AtomicU64>,
+    /// This process's owner lock file: its leases name it, and its end releases
+    /// them (see `owners`). `None` where no lock file can be made.
+    owner: Option<Arc<owners::OwnerLock>>,
 }
 
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
@@ -229,6 +233,7 @@ impl SqliteStore {
             .preferring(write.clone());
         let mut blob_dir = path.clone().into_os_string();
         blob_dir.push(".blobs");
+        let owner = owners::OwnerLock::acquire(&path).map(Arc::new);
         let store = SqliteStore {
             read,
             write,
@@ -240,6 +245,7 @@ impl SqliteStore {
             df_cache: Arc::default(),
             key_cache: Arc::default(),
             disk_reserve: Arc::new(AtomicU64::new(disk::DEFAULT_RESERVE)),
+            owner,
         };
         store.rehonour_manifests().await?;
         Ok(store)
@@ -266,6 +272,49 @@ impl SqliteStore {
                 .execute(&self.write)
                 .await
                 .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Release the leases of processes that no longer run (their owner lock file
+    /// is free or gone): they fall due now, as if their lease had expired, so this
+    /// claim takes them (counting the attempt, as an expired lease does) instead
+    /// of waiting out the lease time.
+    async fn release_ended_owners(&self, tx: &mut sqlx::SqliteConnection, now: i64) -> Result<()> {
+        let Some(me) = &self.owner else {
+            return Ok(());
+        };
+        let holders: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT lease_process, COUNT(*) FROM processing_state
+             WHERE status = 'running' AND lease_process IS NOT NULL AND lease_process <> ?
+               AND lease_expires_at > ?
+             GROUP BY lease_process",
+        )
+        .bind(me.token())
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for (token, items) in holders {
+            if me.liveness(&token) != owners::Liveness::Ended {
+                continue;
+            }
+            sqlx::query(
+                "UPDATE processing_state SET lease_expires_at = ?
+                 WHERE status = 'running' AND lease_process = ? AND lease_expires_at > ?",
+            )
+            .bind(now)
+            .bind(&token)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            tracing::warn!(
+                target: "rememberstack::work",
+                process = %token,
+                items,
+                "released the leases of a process that is no longer running"
+            );
         }
         Ok(())
     }
@@ -1542,6 +1591,7 @@ impl MemoryStore for SqliteStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<WorkItem>> {
         let now = ms(req.now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
+        self.release_ended_owners(&mut tx, now).await?;
         // A lease that expired on the final attempt ends in the dead-letter queue.
         sqlx::query(
             "UPDATE processing_state SET status = 'dead_letter', lease_owner = NULL, lease_expires_at = NULL,
@@ -1563,7 +1613,7 @@ impl MemoryStore for SqliteStore {
             let rows = sqlx::query(
                 "UPDATE processing_state
                  SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?,
-                     defer_reason = NULL, updated_at = ?
+                     lease_process = ?, defer_reason = NULL, updated_at = ?
                  WHERE id IN (
                      SELECT id FROM (
                          SELECT id, not_before, created_at FROM processing_state
@@ -1581,6 +1631,7 @@ impl MemoryStore for SqliteStore {
             )
             .bind(&req.owner)
             .bind(ms(req.lease_until))
+            .bind(self.owner.as_ref().map(|o| o.token()))
             .bind(now)
             .bind(stage.as_str())
             .bind(now)
@@ -1815,6 +1866,52 @@ impl MemoryStore for SqliteStore {
         Ok(row
             .get::<Option<i64>, _>("t")
             .and_then(chrono::DateTime::from_timestamp_millis))
+    }
+
+    async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
+        let rows: Vec<(Option<String>, Option<String>, i64, i64)> = sqlx::query_as(
+            "SELECT lease_process, MIN(lease_owner), COUNT(*), MAX(lease_expires_at)
+             FROM processing_state WHERE status = 'running' AND lease_expires_at > ?
+             GROUP BY COALESCE(lease_process, lease_owner) ORDER BY 1, 2",
+        )
+        .bind(ms(now))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(process, owner, items, until)| LeaseHolder {
+                // A token starts with the process id (see `owners`).
+                holder: match process.as_deref().and_then(|t| t.split('-').next()) {
+                    Some(pid) => format!("process {pid}"),
+                    None => owner.unwrap_or_default(),
+                },
+                items: items.max(0) as u64,
+                until: chrono::DateTime::from_timestamp_millis(until).unwrap_or(now),
+            })
+            .collect())
+    }
+
+    async fn currency_due(&self) -> Result<Vec<(NamespaceId, VersionId)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT namespace_id, version_id FROM currency_due ORDER BY namespace_id, version_id",
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|(ns, v)| Ok((parse_id(ns)?, parse_id(v)?)))
+            .collect()
+    }
+
+    async fn clear_currency_due(&self, ns: NamespaceId, version: VersionId) -> Result<()> {
+        sqlx::query("DELETE FROM currency_due WHERE namespace_id = ? AND version_id = ?")
+            .bind(ns.to_string())
+            .bind(version.to_string())
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
@@ -2542,6 +2639,127 @@ mod tests {
         assert_eq!(store.change_stamp(ns).await.unwrap(), after);
         store.enqueue(vec![work(ns)], now).await.unwrap();
         assert!(store.change_stamp(ns).await.unwrap() > after);
+    }
+
+    /// Enqueue `n` prepare items and claim them as `owner` on `store`, leased for
+    /// an hour.
+    async fn lease_work(store: &SqliteStore, ns: NamespaceId, n: usize, now: Timestamp) -> usize {
+        let work: Vec<NewWork> = (0..n)
+            .map(|_| {
+                NewWork::now(
+                    ns,
+                    Stage::Prepare,
+                    uuid::Uuid::new_v4(),
+                    VersionId::new(),
+                    "v1",
+                    now,
+                )
+            })
+            .collect();
+        store.enqueue(work, now).await.unwrap();
+        claim_all(store, now).await
+    }
+
+    async fn claim_all(store: &SqliteStore, now: Timestamp) -> usize {
+        store
+            .claim(&ClaimRequest {
+                owner: "worker".into(),
+                stages: vec![Stage::Prepare],
+                limit: 100,
+                stage_limits: vec![],
+                lease_until: now + chrono::Duration::hours(1),
+                now,
+            })
+            .await
+            .unwrap()
+            .len()
+    }
+
+    #[tokio::test]
+    async fn leases_of_a_process_that_ended_are_taken_at_once_and_a_live_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let now = chrono::Utc::now();
+        let first = SqliteStore::open(&path).await.unwrap();
+        let second = SqliteStore::open(&path).await.unwrap();
+        let ns = first.ensure_namespace("t", now).await.unwrap().id;
+        assert_eq!(lease_work(&first, ns, 3, now).await, 3);
+        // The first process runs: its leases hold, and a waiting worker can say whose
+        // they are and until when.
+        assert_eq!(claim_all(&second, now).await, 0);
+        let holders = second.lease_holders(now).await.unwrap();
+        assert_eq!(holders.len(), 1, "{holders:?}");
+        assert_eq!(holders[0].items, 3);
+        assert_eq!(holders[0].holder, format!("process {}", std::process::id()));
+        assert!(holders[0].until > now + chrono::Duration::minutes(59));
+        // What SIGKILL leaves: the lease rows and the owner file, with no lock on
+        // it (the process's descriptors are gone). The leases are taken at once,
+        // not in an hour, and the attempt counts as an expired lease's would.
+        let token = first.owner.as_ref().unwrap().token().to_string();
+        let file = owners::owners_dir(&path).join(format!("{token}.lock"));
+        first.close().await;
+        drop(first);
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(claim_all(&second, now).await, 3);
+        let attempts: Vec<i64> =
+            sqlx::query_scalar("SELECT attempts FROM processing_state WHERE namespace_id = ?")
+                .bind(ns.to_string())
+                .fetch_all(&second.read)
+                .await
+                .unwrap();
+        assert_eq!(attempts, vec![2, 2, 2]);
+        assert!(!file.exists(), "the ended owner's file is removed");
+    }
+
+    #[tokio::test]
+    async fn the_last_extraction_completed_owes_a_currency_refresh_until_it_is_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("memory.db"))
+            .await
+            .unwrap();
+        let now = chrono::Utc::now();
+        let ns = store.ensure_namespace("t", now).await.unwrap().id;
+        let version = VersionId::new();
+        let work: Vec<NewWork> = (0..2)
+            .map(|_| NewWork::now(ns, Stage::Extract, uuid::Uuid::new_v4(), version, "x", now))
+            .collect();
+        store.enqueue(work, now).await.unwrap();
+        let claim = |limit| ClaimRequest {
+            owner: "worker".into(),
+            stages: vec![Stage::Extract],
+            limit,
+            stage_limits: vec![],
+            lease_until: now + chrono::Duration::hours(1),
+            now,
+        };
+        let items = store.claim(&claim(2)).await.unwrap();
+        store
+            .complete(&Lease::of(&items[0]), vec![], now)
+            .await
+            .unwrap();
+        assert!(
+            store.currency_due().await.unwrap().is_empty(),
+            "one unit is still running"
+        );
+        // The completion of the last unit writes the debt in its own transaction.
+        store
+            .complete(&Lease::of(&items[1]), vec![], now)
+            .await
+            .unwrap();
+        assert_eq!(store.currency_due().await.unwrap(), vec![(ns, version)]);
+        // Applying the version's currency pays it, in the same transaction.
+        store
+            .apply_currency(
+                ns,
+                DocumentId::new(),
+                &[],
+                "extraction_completed",
+                Some(version),
+                now,
+            )
+            .await
+            .unwrap();
+        assert!(store.currency_due().await.unwrap().is_empty());
     }
 
     #[test]

@@ -546,16 +546,53 @@ impl Memory {
         let engine = self.engine.clone();
         self.on_pipeline(async move {
             let mut total = DrainReport::default();
+            // What the last wait reported, and when.
+            let mut told: Option<(Vec<(String, u64)>, std::time::Instant)> = None;
             loop {
                 let report = engine.drain().await?;
                 total.add(&report);
                 let Some(next) = report.next_wakeup else {
                     return Ok(total);
                 };
-                let wait = (next - chrono::Utc::now())
+                let now = chrono::Utc::now();
+                let wait = (next - now)
                     .to_std()
                     .unwrap_or_default()
                     .min(std::time::Duration::from_secs(60));
+                let holders = if wait >= std::time::Duration::from_secs(1) {
+                    engine.store().lease_holders(now).await?
+                } else {
+                    vec![]
+                };
+                // Never a silent wait: say whose leases hold the work up (a process
+                // that ended has none: its leases were released) when that changes,
+                // or every 30 s, and look again every two seconds, so the wait ends
+                // soon after their work does.
+                let summary: Vec<(String, u64)> = holders
+                    .iter()
+                    .map(|h| (h.holder.clone(), h.items))
+                    .collect();
+                let tell = !holders.is_empty()
+                    && told.as_ref().is_none_or(|(last, at)| {
+                        *last != summary || at.elapsed() >= std::time::Duration::from_secs(30)
+                    });
+                if tell {
+                    told = Some((summary, std::time::Instant::now()));
+                }
+                for h in holders.iter().filter(|_| tell) {
+                    tracing::warn!(
+                        target: "rememberstack::work",
+                        holder = %h.holder,
+                        items = h.items,
+                        until = %h.until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        "waiting for work leased by another running worker"
+                    );
+                }
+                let wait = if holders.is_empty() {
+                    wait
+                } else {
+                    wait.min(std::time::Duration::from_secs(2))
+                };
                 tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
             }
         })

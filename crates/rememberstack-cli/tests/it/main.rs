@@ -1,5 +1,6 @@
 //! The `remember` binary, end to end: the contract later checks rely on.
 
+mod crash;
 mod golden;
 mod mcp;
 mod multiprocess;

@@ -528,10 +528,17 @@ impl Engine {
         {
             existing.entry(key).or_insert(id);
         }
+        // Claims first made by an earlier chunk of this group, by key: a later chunk
+        // with the same testimony keeps their id, as it would in a later batch, so
+        // the claims made do not depend on how chunks were batched (a resumed run
+        // batches them differently). Each commit carries every new claim it cites,
+        // so it stands alone if another loses its lease; the store writes a claim
+        // carried twice once.
+        let mut made: HashMap<ClaimId, NewClaim> = HashMap::new();
         let mut commits = Vec::with_capacity(fresh.len());
         for f in fresh {
             let mut commit = self.commit_for(ctx, f.index, f.hash.clone());
-            let (claims, occurrences, decisions) = ledger_for(
+            let (mut claims, occurrences, decisions) = ledger_for(
                 &f.bundle,
                 &f.extraction,
                 &f.grounded,
@@ -539,6 +546,18 @@ impl Engine {
                 &commit,
                 ctx.version.source_modified_at,
             );
+            for c in &claims {
+                existing.insert(c.claim_key.clone(), c.id);
+                made.insert(c.id, c.clone());
+            }
+            for o in &occurrences {
+                if claims.iter().any(|c| c.id == o.claim_id) {
+                    continue;
+                }
+                if let Some(c) = made.get(&o.claim_id) {
+                    claims.push(c.clone());
+                }
+            }
             commit.claims = claims;
             commit.occurrences = occurrences;
             commit.decisions = decisions;
@@ -591,6 +610,31 @@ impl Engine {
             .collect())
     }
 
+    /// Refresh the testimony currency every version owes since its extraction
+    /// completed ([`MemoryStore::currency_due`]): the refreshes a process did not
+    /// live to apply (the completion of a version's last `e2.extract` unit and the
+    /// refresh are two transactions). Each refresh recomputes the currency rule from
+    /// what is stored, so doing one twice changes nothing.
+    pub(super) async fn refresh_due_currency(&self) -> Result<()> {
+        for (ns, version_id) in self.store.currency_due().await? {
+            // One version that cannot be refreshed now (its namespace closed by an
+            // unfinished forget, say) holds up neither the others nor the pipeline.
+            if let Err(e) = self.refresh_due_version(ns, version_id).await {
+                tracing::warn!(%version_id, error = %e, "testimony currency refresh postponed");
+            }
+        }
+        Ok(())
+    }
+
+    async fn refresh_due_version(&self, ns: NamespaceId, version_id: VersionId) -> Result<()> {
+        let Some(version) = self.store.version(ns, version_id).await? else {
+            return self.store.clear_currency_due(ns, version_id).await;
+        };
+        // Where the extraction is open again (a unit re-enqueued), its last
+        // completion refreshes the currency; the row waits for it.
+        self.after_extraction(ns, &version).await
+    }
+
     /// When every `e2.extract` unit of the version is done, recompute the lineage's
     /// testimony currency (D54).
     async fn after_extraction(&self, ns: NamespaceId, version: &VersionRecord) -> Result<()> {
@@ -619,8 +663,11 @@ impl Engine {
         version: Option<VersionId>,
         reason: &str,
     ) -> Result<()> {
-        let (Some(row), Some(version)) = (self.store.document(ns, doc).await?, version) else {
+        let Some(version) = version else {
             return Ok(());
+        };
+        let Some(row) = self.store.document(ns, doc).await? else {
+            return self.store.clear_currency_due(ns, version).await;
         };
         let versions = self.store.versions(ns, doc).await?;
         let ordinal = |id: Option<VersionId>| {
@@ -638,7 +685,7 @@ impl Engine {
             &current,
             &extractor,
         ) else {
-            return Ok(());
+            return self.store.clear_currency_due(ns, version).await;
         };
         let ids: Vec<ClaimId> = next.into_iter().collect();
         let changed = self

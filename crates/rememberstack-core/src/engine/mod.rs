@@ -476,6 +476,9 @@ pub struct Engine {
     locks: Arc<facts::Locks>,
     bootstrapped: Arc<std::sync::Mutex<HashSet<NamespaceId>>>,
     aggregates: Arc<AggregateCache>,
+    /// Whether this engine looked for currency refreshes owed since before it
+    /// started (a process killed between a completion and its refresh).
+    resumed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Read-side aggregates (freshness, vector coverage) per namespace and key, each
@@ -569,6 +572,7 @@ impl Engine {
             locks: Arc::default(),
             bootstrapped: Arc::default(),
             aggregates: Arc::default(),
+            resumed: Arc::default(),
         };
         engine.reconcile().await?;
         Ok(engine)
@@ -966,6 +970,11 @@ impl Engine {
 
     /// Claim one batch of due work as `owner` and run it. Returns the number claimed.
     pub async fn run_batch(&self, owner: &str) -> Result<(usize, DrainReport)> {
+        // Refreshes owed from before this process started come first, so what runs
+        // next finds the currency an uninterrupted run would have left.
+        if !self.resumed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.refresh_due_currency().await?;
+        }
         let now = self.clock.now();
         let lease_until = now
             + chrono::Duration::from_std(self.config.lease).unwrap_or(chrono::Duration::minutes(5));
@@ -982,6 +991,8 @@ impl Engine {
             .await?;
         let mut report = DrainReport::default();
         let Some(first) = items.first() else {
+            // Idle: refreshes another worker did not live to apply are done here.
+            self.refresh_due_currency().await?;
             return Ok((0, report));
         };
         let stage = first.stage;
