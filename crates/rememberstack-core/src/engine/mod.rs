@@ -815,7 +815,7 @@ impl Engine {
     /// [`Engine::ingest`], recording a note revision with the version.
     pub(super) async fn ingest_with(
         &self,
-        req: IngestRequest,
+        mut req: IngestRequest,
         mut note: Option<NewNote>,
     ) -> Result<IngestReceipt> {
         validate_namespace(&req.namespace)?;
@@ -836,14 +836,25 @@ impl Engine {
                 ),
             ));
         }
-        let format = route(req.kind, req.file_name.as_deref(), &req.bytes);
-        let now = self.clock.now();
         // Convert once now to refuse bad input before anything is written and to read
-        // the metadata the source declares; the prepare stage converts again.
-        let converted = match format {
-            Some(f) => Some(text::convert(f, &req.bytes, req.source_time)?),
-            None => None,
+        // the metadata the source declares; the prepare stage converts again. Routing,
+        // conversion and hashing are CPU work over up to max_source_bytes: they run
+        // on the blocking pool so a large source never stalls the async runtime.
+        let (bytes, format, converted, sha256) = {
+            let bytes = std::mem::take(&mut req.bytes);
+            let (kind, file_name, source_time) = (req.kind, req.file_name.clone(), req.source_time);
+            blocking(move || {
+                let format = route(kind, file_name.as_deref(), &bytes);
+                let converted = match format {
+                    Some(f) => Some(text::convert(f, &bytes, source_time)?),
+                    None => None,
+                };
+                let sha256 = sha256_hex(&bytes);
+                Ok((bytes, format, converted, sha256))
+            })
+            .await?
         };
+        let now = self.clock.now();
         let declared = converted
             .as_ref()
             .map(|c| c.metadata.clone())
@@ -900,9 +911,9 @@ impl Engine {
                 source_ref: req.source_ref.clone(),
                 mode: req.mode,
                 content: ContentObject {
-                    sha256: sha256_hex(&req.bytes),
+                    sha256,
                     mime,
-                    bytes: req.bytes,
+                    bytes,
                 },
                 format,
                 source_modified_at,
@@ -1175,11 +1186,16 @@ impl Engine {
             return Ok(Outcome::Parked);
         };
         let bytes = self.store.content(ns, &version.content_sha256).await?;
-        let converted = text::convert(format, &bytes, Some(version.source_modified_at))?;
-        let representation = converted.representation;
         let title = version.metadata.display_title(&version.source_ref);
-        let blocks = text::blockize(&representation);
-        let sections = text::build_sections(&representation.markdown, &blocks, &title);
+        let source_time = version.source_modified_at;
+        let (representation, blocks, sections, title) = blocking(move || {
+            let converted = text::convert(format, &bytes, Some(source_time))?;
+            let representation = converted.representation;
+            let blocks = text::blockize(&representation);
+            let sections = text::build_sections(&representation.markdown, &blocks, &title);
+            Ok((representation, blocks, sections, title))
+        })
+        .await?;
         let now = self.clock.now();
         let follow_up = vec![NewWork::now(
             ns,
@@ -1889,6 +1905,14 @@ fn empty_freshness(generation: String) -> Freshness {
             missing_vectors: 0,
         },
     }
+}
+
+/// Run CPU-bound work (conversion, hashing) on the blocking pool, off the async
+/// runtime's workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("a blocking task failed: {e}")))?
 }
 
 fn encode_cursor(c: &Cursor) -> String {
