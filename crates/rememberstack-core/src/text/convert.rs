@@ -64,11 +64,21 @@ fn decode_text(bytes: &[u8], what: &str) -> Result<String, Error> {
         )
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let text = normalize_newlines(text);
+    let text = normalize_newlines(&no_nul(text));
     if text.trim().is_empty() {
         return Err(err(ErrorCode::EmptyInput, format!("{what} is empty")));
     }
     Ok(text)
+}
+
+/// NUL becomes U+FFFD: no text column (PostgreSQL's least of all) stores it, and
+/// it carries no meaning in text.
+fn no_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{fffd}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// CRLF and lone CR become LF.
@@ -134,7 +144,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     };
     let speaker = match obj.get("speaker") {
         None | Some(Value::Null) => return Err(conv_err(format!("{at} has no speaker"))),
-        Some(Value::String(s)) => s.split_whitespace().collect::<Vec<_>>().join(" "),
+        Some(Value::String(s)) => no_nul(s).split_whitespace().collect::<Vec<_>>().join(" "),
         Some(other) => {
             return Err(conv_err(format!(
                 "{at}: speaker must be a string, not {}",
@@ -147,7 +157,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     }
     let text = match obj.get("text") {
         None | Some(Value::Null) => return Err(conv_err(format!("{at} has no text"))),
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => no_nul(s).into_owned(),
         Some(other) => {
             return Err(conv_err(format!(
                 "{at}: text must be a string, not {}",
@@ -160,7 +170,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     }
     let event_id = match obj.get("event_id") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(no_nul(s).into_owned()),
         Some(Value::Number(n)) => Some(n.to_string()),
         Some(other) => {
             return Err(conv_err(format!(
@@ -484,8 +494,9 @@ fn html_to_markdown(html: &str) -> Result<(String, HtmlMeta), Error> {
 
 /// A key or string value on one line: line breaks (and the spaces around them) become one space.
 fn one_line(s: &str) -> String {
+    let s = no_nul(s);
     if !s.contains(['\n', '\r']) {
-        return s.to_string();
+        return s.into_owned();
     }
     s.lines()
         .map(str::trim)
@@ -527,7 +538,7 @@ fn check_json_depth(text: &str, what: &str) -> Result<(), Error> {
 /// Records of a top-level array (or NDJSON lines) that render smaller than this
 /// share one `## Records a–b` section, so tiny records do not each become a
 /// section (and so a chunk) of their own.
-const RECORD_GROUP_BYTES: usize = 1024;
+const RECORD_GROUP_BYTES: usize = 4096;
 
 /// Markdown rendered from one JSON source, refused as soon as it outgrows
 /// [`json_render_limit`] of the input: memory and every later stage stay linear
@@ -563,18 +574,32 @@ impl JsonRender {
     }
 }
 
-/// One `- path: value` item (or `- value` at the root), each on its own line.
+/// Leaves share one list item (joined by ` · `) until it reaches this size: every
+/// list item is a block, and chunks restart every few blocks, so one item per
+/// tiny leaf would make chunks follow the number of leaves instead of the bytes.
+const LEAF_ITEM_BYTES: usize = 256;
+
+/// One `path: value` leaf (or `value` at the root), appended to the current
+/// `- ` list item or starting the next one.
 fn push_leaf(out: &mut String, limit: usize, path: &str, v: &Value) -> Result<(), ()> {
-    if !out.is_empty() {
-        JsonRender::push(out, limit, "\n")?;
-    }
     let text = leaf_text(v);
-    let line = if path.is_empty() {
-        format!("- {text}")
+    let leaf = if path.is_empty() {
+        text
     } else {
-        format!("- {path}: {text}")
+        format!("{path}: {text}")
     };
-    JsonRender::push(out, limit, line.trim_end())
+    let leaf = leaf.trim_end();
+    // Leaf text is on one line, so the current item is everything after the last line break.
+    let item_len = out.len() - out.rfind('\n').map_or(0, |i| i + 1);
+    let sep = if out.is_empty() {
+        "- "
+    } else if item_len + leaf.len() < LEAF_ITEM_BYTES {
+        " · "
+    } else {
+        "\n- "
+    };
+    JsonRender::push(out, limit, sep)?;
+    JsonRender::push(out, limit, leaf)
 }
 
 enum LeafError {
@@ -758,7 +783,7 @@ fn json_title(v: &Value) -> Option<String> {
 ///   items first, then one `## key` section per nested object/array listing
 ///   its leaves as `- path.to.leaf: value` (indices as `[i]`); a top-level
 ///   array renders its elements as records: one `## Record N` section for a
-///   record of 1 KiB or more, runs of smaller records sharing a
+///   record of 4 KiB or more, runs of smaller records sharing a
 ///   `## Records a–b` section with their paths rooted at `#N`. Strings are raw,
 ///   line breaks in them become spaces. Invalid JSON is
 ///   [`ErrorCode::InvalidInput`]; nesting deeper than
@@ -989,7 +1014,7 @@ mod tests {
         let c = convert(SourceFormat::Json, input.as_bytes(), None).expect("converts");
         assert_eq!(
             c.representation.markdown,
-            "- empty: []\n- name: Widget\n- price: 9.5\n\n## a\n\n- b: 1\n- c[0]: true\n- c[1]: null\n- c[2].d: x y"
+            "- empty: [] · name: Widget · price: 9.5\n\n## a\n\n- b: 1 · c[0]: true · c[1]: null · c[2].d: x y"
         );
         assert_eq!(c.metadata.title.as_deref(), Some("Widget"));
         let c =
@@ -1001,7 +1026,7 @@ mod tests {
     fn json_array_and_scalars() {
         assert_eq!(
             md(SourceFormat::Json, r#"[{"k": "v"}, {"n": [1, 2]}, "s"]"#),
-            "## Records 1–3\n\n- #1.k: v\n- #2.n[0]: 1\n- #2.n[1]: 2\n- #3: s"
+            "## Records 1–3\n\n- #1.k: v · #2.n[0]: 1 · #2.n[1]: 2 · #3: s"
         );
         assert_eq!(md(SourceFormat::Json, "\"hello 🎉\""), "hello 🎉");
         assert_eq!(
@@ -1021,7 +1046,7 @@ mod tests {
                 SourceFormat::Ndjson,
                 "{\"a\": 1}\r\n\n{\"b\": {\"c\": \"é\"}}\n"
             ),
-            "## Records 1–2\n\n- #1.a: 1\n- #2.b.c: é"
+            "## Records 1–2\n\n- #1.a: 1 · #2.b.c: é"
         );
         match convert(SourceFormat::Ndjson, b"{\"a\":1}\n\n{bad}\n", None) {
             Err(e) => {
@@ -1040,7 +1065,7 @@ mod tests {
         assert_eq!(
             m,
             format!(
-                "## Record 1\n\n- #1.a: 1\n\n## Record 2\n\n- b: {big}\n\n## Records 3–4\n\n- #3.c: 2\n- #4.d: 3"
+                "## Record 1\n\n- #1.a: 1\n\n## Record 2\n\n- b: {big}\n\n## Records 3–4\n\n- #3.c: 2 · #4.d: 3"
             )
         );
         // 7,500 tiny records: sections (hence chunks) grow with the bytes, not the count.
@@ -1053,7 +1078,12 @@ mod tests {
         let sections = m.matches("## Record").count();
         assert!(sections <= 1 + m.len() / RECORD_GROUP_BYTES, "{sections}");
         assert!(m.len() <= json_render_limit(bytes.len()));
-        assert!(m.contains("- #7500[0]: 9"), "{}", &m[m.len() - 40..]);
+        assert!(m.ends_with(" · #7500[0]: 9"), "{}", &m[m.len() - 40..]);
+        // Leaves share list items (blocks) up to a size, so blocks follow the bytes too.
+        for line in m.lines().filter(|l| l.starts_with("- ")) {
+            assert!(line.len() < LEAF_ITEM_BYTES + 32, "{line}");
+        }
+        assert!(m.lines().filter(|l| l.starts_with("- ")).count() < m.len() / 200);
     }
 
     #[test]
@@ -1118,6 +1148,33 @@ mod tests {
             ] {
                 let e = convert(f, input.as_bytes(), None).unwrap_err();
                 assert_eq!(e.code(), ErrorCode::TooLarge, "{f:?}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn nul_never_reaches_the_markdown() {
+        for (format, input) in [
+            (SourceFormat::Markdown, "a\0b".to_string()),
+            (SourceFormat::Text, "a\0b".to_string()),
+            (SourceFormat::Html, "<p>a\0b &#0;</p>".to_string()),
+            (SourceFormat::Json, r#"{"k\u0000": "a\u0000b"}"#.to_string()),
+            (SourceFormat::Ndjson, r#"["a\u0000b"]"#.to_string()),
+            (
+                SourceFormat::Conversation,
+                r#"[{"speaker": "A\u0000", "text": "a\u0000b", "event_id": "e\u0000"}]"#
+                    .to_string(),
+            ),
+        ] {
+            let c = convert(format, input.as_bytes(), None).expect("converts");
+            let m = &c.representation.markdown;
+            assert!(
+                !m.contains('\0') && m.contains('\u{fffd}'),
+                "{format:?}: {m:?}"
+            );
+            for t in &c.representation.turns {
+                assert!(!t.speaker.contains('\0'));
+                assert!(!t.event_id.as_deref().unwrap_or_default().contains('\0'));
             }
         }
     }
