@@ -1388,6 +1388,42 @@ mod tests {
         }
     }
 
+    /// JSON values with conversation-shaped objects, hostile scalars and nesting.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            any::<f64>().prop_map(|f| serde_json::json!(f)),
+            "[a-z \n\r\t\u{0}é東🎉\\\"#>*-]{0,16}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec![
+                        "speaker",
+                        "text",
+                        "event_id",
+                        "messages",
+                        "session_time",
+                        "timestamp",
+                        "title",
+                        "name",
+                        "a",
+                        "",
+                        "k\nk",
+                    ]),
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -1424,6 +1460,59 @@ mod tests {
                 SourceFormat::Conversation,
             ][f];
             let _ = convert(format, &bytes, None);
+        }
+
+        #[test]
+        fn json_formats_render_bounded_or_refuse_typed(v in json_value()) {
+            let json = serde_json::to_vec(&v).expect("serializes");
+            let ndjson: Vec<u8> = match &v {
+                Value::Array(items) => items
+                    .iter()
+                    .flat_map(|i| {
+                        let mut line = serde_json::to_vec(i).expect("serializes");
+                        line.push(b'\n');
+                        line
+                    })
+                    .collect(),
+                other => serde_json::to_vec(other).expect("serializes"),
+            };
+            for (format, bytes) in [
+                (SourceFormat::Json, &json),
+                (SourceFormat::Ndjson, &ndjson),
+                (SourceFormat::Conversation, &json),
+            ] {
+                match convert(format, bytes, None) {
+                    Ok(c) => {
+                        let m = &c.representation.markdown;
+                        prop_assert!(!m.trim().is_empty() && !m.contains('\0'));
+                        if format != SourceFormat::Conversation {
+                            prop_assert!(m.len() <= json_render_limit(bytes.len()));
+                        }
+                        for t in &c.representation.turns {
+                            prop_assert!(m.get(t.start..t.end).is_some());
+                        }
+                    }
+                    Err(e) => prop_assert!(
+                        matches!(
+                            e.code(),
+                            ErrorCode::TooLarge
+                                | ErrorCode::InvalidInput
+                                | ErrorCode::EmptyInput
+                                | ErrorCode::InvalidConversation
+                        ),
+                        "{format:?}: {e}"
+                    ),
+                }
+            }
+        }
+
+        #[test]
+        fn text_formats_convert_any_string(s in any::<String>(), f in 0usize..3) {
+            let format = [SourceFormat::Markdown, SourceFormat::Text, SourceFormat::Html][f];
+            match convert(format, s.as_bytes(), None) {
+                Ok(c) => prop_assert!(!c.representation.markdown.contains('\0')),
+                Err(e) => prop_assert_eq!(e.code(), ErrorCode::EmptyInput, "{}", e),
+            }
         }
 
         #[test]
