@@ -22,6 +22,7 @@ pub mod hash;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
+pub mod limits;
 pub mod source;
 pub mod store;
 pub mod text;

@@ -326,7 +326,7 @@ fn check_query(q: &str) -> Result<()> {
     if q.trim().is_empty() {
         return Err(invalid("query is empty"));
     }
-    Ok(())
+    crate::limits::check_query_len("query", q)
 }
 
 fn check_budget(b: Option<usize>) -> Result<Option<usize>> {
@@ -360,9 +360,9 @@ fn parse_anchors(ids: &Option<Vec<String>>) -> Result<Vec<EntityId>> {
 
 /// The page offset of a request: 0, or the cursor's, which must belong to the same
 /// request (`digest` over the query, anchors and scope).
-fn page_offset(cursor: &Option<String>, digest: &str) -> Result<usize> {
+fn page_offset(key: &[u8; 32], cursor: &Option<String>, digest: &str) -> Result<usize> {
     let Some(c) = cursor else { return Ok(0) };
-    let cur = decode_cursor(c).map_err(|e| invalid(e.to_string()))?;
+    let cur = decode_cursor(key, c)?;
     if cur.q != digest {
         return Err(invalid(
             "the cursor belongs to another request: repeat the request that produced it",
@@ -372,14 +372,23 @@ fn page_offset(cursor: &Option<String>, digest: &str) -> Result<usize> {
 }
 
 /// The continuation after `offset + returned` of `available`, if any remain.
-fn continuation(offset: usize, returned: usize, available: usize, digest: &str) -> Option<String> {
+fn continuation(
+    key: &[u8; 32],
+    offset: usize,
+    returned: usize,
+    available: usize,
+    digest: &str,
+) -> Option<String> {
     let next = offset + returned;
     (returned > 0 && available > next).then(|| {
-        encode_cursor(&Cursor {
-            o: next,
-            d: 1,
-            q: digest.to_string(),
-        })
+        encode_cursor(
+            key,
+            &Cursor {
+                o: next,
+                d: 1,
+                q: digest.to_string(),
+            },
+        )
     })
 }
 
@@ -522,6 +531,7 @@ impl Engine {
         validate_namespace(namespace)?;
         let k = check_k(input.k, DEFAULT_RESOLVE_K, 20)?;
         let name = input.name.trim();
+        crate::limits::check_query_len("name", name)?;
         let name_lemma = lemma(name);
         if name_lemma.is_empty() {
             return Err(invalid("name is empty"));
@@ -720,7 +730,7 @@ impl Engine {
         };
         let digest = sha256_hex(format!("{}|{:?}", input.query.trim(), anchors).as_bytes())[..16]
             .to_string();
-        let offset = page_offset(&input.cursor, &digest)?;
+        let offset = page_offset(&self.cursor_key, &input.cursor, &digest)?;
         let depth = ((offset + k) * 3).max(30).min(self.config.max_k);
         let mut req = SearchRequest::new(namespace, input.query.trim(), depth);
         req.entities = members;
@@ -801,7 +811,13 @@ impl Engine {
             channels,
         );
         env.truncation.returned = env.results.len();
-        env.truncation.continuation = continuation(offset, env.results.len(), available, &digest);
+        env.truncation.continuation = continuation(
+            &self.cursor_key,
+            offset,
+            env.results.len(),
+            available,
+            &digest,
+        );
         env.applied = Some(applied.clone());
         env.budget = budget_report;
         env.hydration_drops = drops;
@@ -897,7 +913,7 @@ impl Engine {
             sha256_hex(format!("{}|{:?}|{:?}", input.query.trim(), anchors, scope).as_bytes())
                 [..16]
                 .to_string();
-        let offset = page_offset(&input.cursor, &digest)?;
+        let offset = page_offset(&self.cursor_key, &input.cursor, &digest)?;
         let depth = ((offset + k) * 3).max(30).min(self.config.max_k);
         let req = SearchRequest::new(namespace, input.query.trim(), depth);
         let filter = scope.filter(ns, members.clone());
@@ -1122,7 +1138,13 @@ impl Engine {
             searched.channels.clone(),
         );
         env.truncation.returned = env.results.len();
-        env.truncation.continuation = continuation(offset, env.results.len(), available, &digest);
+        env.truncation.continuation = continuation(
+            &self.cursor_key,
+            offset,
+            env.results.len(),
+            available,
+            &digest,
+        );
         env.grain = Grain::Fact;
         env.hydration_drops = searched.hydration_drops.clone();
         env.applied = Some(applied.clone());

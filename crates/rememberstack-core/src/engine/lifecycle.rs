@@ -858,6 +858,8 @@ impl Engine {
                 "limit must be 1 to 100000",
             ));
         }
+        crate::limits::check_list_len("entities", selection.entities.len())?;
+        crate::limits::check_list_len("documents", selection.documents.len())?;
         let ns = self.namespace_or_not_found(namespace).await?;
         let mut entities: Vec<EntityId> = Vec::new();
         for e in &selection.entities {

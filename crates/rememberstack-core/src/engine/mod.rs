@@ -52,6 +52,9 @@ pub const EMBED_INPUT_POLICY_VERSION: &str = "embed-input-v1";
 /// The setting key holding the component versions last seen on open.
 const COMPONENTS_SETTING: &str = "component_versions";
 
+/// The setting key holding the secret that signs continuation cursors.
+const CURSOR_SECRET_SETTING: &str = "cursor_secret";
+
 /// Engine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -479,6 +482,9 @@ pub struct Engine {
     /// Whether this engine looked for currency refreshes owed since before it
     /// started (a process killed between a completion and its refresh).
     resumed: Arc<std::sync::atomic::AtomicBool>,
+    /// The store's secret that signs continuation cursors, so a client cannot
+    /// forge one (e.g. to ask the channels for an arbitrary depth).
+    cursor_key: Arc<[u8; 32]>,
 }
 
 /// Read-side aggregates (freshness, vector coverage) per namespace and key, each
@@ -573,6 +579,11 @@ impl Engine {
             bootstrapped: Arc::default(),
             aggregates: Arc::default(),
             resumed: Arc::default(),
+            cursor_key: Arc::new([0; 32]),
+        };
+        let engine = Engine {
+            cursor_key: Arc::new(engine.cursor_secret().await?),
+            ..engine
         };
         engine.reconcile().await?;
         Ok(engine)
@@ -618,6 +629,43 @@ impl Engine {
             Stage::Adjudicate => self.adjudicator_version(),
             Stage::EmbedFacts => self.embedder.identity().generation(),
         }
+    }
+
+    /// The store's cursor-signing secret, created on first open. Kept in the store
+    /// so every process on it accepts the others' cursors.
+    async fn cursor_secret(&self) -> Result<[u8; 32]> {
+        let parse = |hex: &str| -> Option<[u8; 32]> {
+            let mut key = [0u8; 32];
+            if hex.len() != 64 {
+                return None;
+            }
+            for (i, byte) in key.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+            }
+            Some(key)
+        };
+        if let Some(key) = self
+            .store
+            .setting(CURSOR_SECRET_SETTING)
+            .await?
+            .as_deref()
+            .and_then(parse)
+        {
+            return Ok(key);
+        }
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)
+            .map_err(|e| Error::internal(format!("no randomness for the cursor secret: {e}")))?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        self.store.set_setting(CURSOR_SECRET_SETTING, &hex).await?;
+        // Another process may have written its secret first: the stored one wins.
+        Ok(self
+            .store
+            .setting(CURSOR_SECRET_SETTING)
+            .await?
+            .as_deref()
+            .and_then(parse)
+            .unwrap_or(key))
     }
 
     async fn reconcile(&self) -> Result<()> {
@@ -819,7 +867,7 @@ impl Engine {
     /// [`Engine::ingest`], recording a note revision with the version.
     pub(super) async fn ingest_with(
         &self,
-        req: IngestRequest,
+        mut req: IngestRequest,
         mut note: Option<NewNote>,
     ) -> Result<IngestReceipt> {
         validate_namespace(&req.namespace)?;
@@ -840,14 +888,25 @@ impl Engine {
                 ),
             ));
         }
-        let format = route(req.kind, req.file_name.as_deref(), &req.bytes);
-        let now = self.clock.now();
         // Convert once now to refuse bad input before anything is written and to read
-        // the metadata the source declares; the prepare stage converts again.
-        let converted = match format {
-            Some(f) => Some(text::convert(f, &req.bytes, req.source_time)?),
-            None => None,
+        // the metadata the source declares; the prepare stage converts again. Routing,
+        // conversion and hashing are CPU work over up to max_source_bytes: they run
+        // on the blocking pool so a large source never stalls the async runtime.
+        let (bytes, format, converted, sha256) = {
+            let bytes = std::mem::take(&mut req.bytes);
+            let (kind, file_name, source_time) = (req.kind, req.file_name.clone(), req.source_time);
+            blocking(move || {
+                let format = route(kind, file_name.as_deref(), &bytes);
+                let converted = match format {
+                    Some(f) => Some(text::convert(f, &bytes, source_time)?),
+                    None => None,
+                };
+                let sha256 = sha256_hex(&bytes);
+                Ok((bytes, format, converted, sha256))
+            })
+            .await?
         };
+        let now = self.clock.now();
         let declared = converted
             .as_ref()
             .map(|c| c.metadata.clone())
@@ -904,9 +963,9 @@ impl Engine {
                 source_ref: req.source_ref.clone(),
                 mode: req.mode,
                 content: ContentObject {
-                    sha256: sha256_hex(&req.bytes),
+                    sha256,
                     mime,
-                    bytes: req.bytes,
+                    bytes,
                 },
                 format,
                 source_modified_at,
@@ -1186,11 +1245,16 @@ impl Engine {
             return Ok(Outcome::Parked);
         };
         let bytes = self.store.content(ns, &version.content_sha256).await?;
-        let converted = text::convert(format, &bytes, Some(version.source_modified_at))?;
-        let representation = converted.representation;
         let title = version.metadata.display_title(&version.source_ref);
-        let blocks = text::blockize(&representation);
-        let sections = text::build_sections(&representation.markdown, &blocks, &title);
+        let source_time = version.source_modified_at;
+        let (representation, blocks, sections, title) = blocking(move || {
+            let converted = text::convert(format, &bytes, Some(source_time))?;
+            let representation = converted.representation;
+            let blocks = text::blockize(&representation);
+            let sections = text::build_sections(&representation.markdown, &blocks, &title);
+            Ok((representation, blocks, sections, title))
+        })
+        .await?;
         let now = self.clock.now();
         let follow_up = vec![NewWork::now(
             ns,
@@ -1902,18 +1966,78 @@ fn empty_freshness(generation: String) -> Freshness {
     }
 }
 
-fn encode_cursor(c: &Cursor) -> String {
-    let json = serde_json::to_vec(c).unwrap_or_default();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+/// Run CPU-bound work (conversion, hashing) on the blocking pool, off the async
+/// runtime's workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("a blocking task failed: {e}")))?
 }
 
-fn decode_cursor(s: &str) -> Result<Cursor> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
+/// Bytes of the HMAC-SHA256 tag a cursor carries.
+const CURSOR_TAG_BYTES: usize = 16;
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut ipad = [0x36u8; 64];
+    let mut opad = [0x5cu8; 64];
+    for (i, k) in key.iter().enumerate() {
+        ipad[i] ^= k;
+        opad[i] ^= k;
+    }
+    let inner = Sha256::new()
+        .chain_update(ipad)
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(opad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// A cursor as the client sees it: its JSON followed by a truncated HMAC tag, in
+/// URL-safe base64.
+fn encode_cursor(key: &[u8; 32], c: &Cursor) -> String {
+    let mut bytes = serde_json::to_vec(c).unwrap_or_default();
+    let tag = hmac_sha256(key, &bytes);
+    bytes.extend_from_slice(&tag[..CURSOR_TAG_BYTES]);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A cursor this store issued; anything else (garbage, another store's, one with
+/// a changed offset or depth) is `invalid_parameter`.
+fn decode_cursor(key: &[u8; 32], s: &str) -> Result<Cursor> {
+    let refuse = || {
+        Error::new(
+            ErrorCode::InvalidParameter,
+            "the cursor is not one this store issued (or it was altered): repeat the request without it",
+        )
+    };
+    if s.len() > 1024 {
+        return Err(refuse());
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(s.trim())
+        .map_err(|_| refuse())?;
+    if bytes.len() <= CURSOR_TAG_BYTES {
+        return Err(refuse());
+    }
+    let (json, tag) = bytes.split_at(bytes.len() - CURSOR_TAG_BYTES);
+    let expected = hmac_sha256(key, json);
+    // Compare every byte, so the time taken says nothing about where they differ.
+    let diff = expected[..CURSOR_TAG_BYTES]
+        .iter()
+        .zip(tag)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    if diff != 0 {
+        return Err(refuse());
+    }
+    serde_json::from_slice::<Cursor>(json)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Cursor>(&b).ok())
-        .filter(|c| c.d > 0 && c.d <= 1_000_000)
-        .ok_or_else(|| Error::invalid_input("the cursor is not one this engine issued"))
+        .filter(|c| c.d > 0 && c.d <= crate::limits::MAX_SEARCH_DEPTH)
+        .ok_or_else(refuse)
 }
 
 /// Decide the format of an input: the declared kind, else the file extension
@@ -2035,16 +2159,57 @@ mod tests {
 
     #[test]
     fn cursor_round_trip_and_rejects_garbage() {
+        let key = [7u8; 32];
         let c = Cursor {
             o: 10,
             d: 50,
             q: "abc".into(),
         };
-        let back = decode_cursor(&encode_cursor(&c)).unwrap();
+        let back = decode_cursor(&key, &encode_cursor(&key, &c)).unwrap();
         assert_eq!((back.o, back.d, back.q.as_str()), (10, 50, "abc"));
+        let refused = |s: &str, key: &[u8; 32]| decode_cursor(key, s).unwrap_err().code();
+        assert_eq!(refused("!!!", &key), ErrorCode::InvalidParameter);
+        // Another store's cursor.
         assert_eq!(
-            decode_cursor("!!!").unwrap_err().code(),
-            ErrorCode::InvalidInput
+            refused(&encode_cursor(&[8u8; 32], &c), &key),
+            ErrorCode::InvalidParameter
+        );
+        // A forged depth with the old tag, and the unsigned form of before.
+        let good = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(encode_cursor(&key, &c))
+            .unwrap();
+        let tag = &good[good.len() - CURSOR_TAG_BYTES..];
+        let mut forged = br#"{"o":10,"d":9999,"q":"abc"}"#.to_vec();
+        forged.extend_from_slice(tag);
+        let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(forged);
+        assert_eq!(refused(&forged, &key), ErrorCode::InvalidParameter);
+        let unsigned = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"o":10,"d":50,"q":"abc"}"#);
+        assert_eq!(refused(&unsigned, &key), ErrorCode::InvalidParameter);
+        // A signed cursor past the depth limit is refused too.
+        let deep = Cursor {
+            o: 0,
+            d: crate::limits::MAX_SEARCH_DEPTH + 1,
+            q: "abc".into(),
+        };
+        assert_eq!(
+            refused(&encode_cursor(&key, &deep), &key),
+            ErrorCode::InvalidParameter
+        );
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_case_1() {
+        // The key is 20 bytes of 0x0b; HMAC pads a short key with zeros.
+        let mut key = [0u8; 32];
+        key[..20].fill(0x0b);
+        let tag: String = hmac_sha256(&key, b"Hi There")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            tag,
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
         );
     }
 

@@ -319,6 +319,7 @@ impl Engine {
                 context::MAX_ANCHORS
             )));
         }
+        crate::limits::check_list_len("predicates", req.predicates.len())?;
         let scope = match &req.temporal_scope {
             Some(s) => s.clone(),
             None => TemporalScope {
@@ -463,6 +464,7 @@ impl Engine {
             Some(k) if (1..=100).contains(&k) => k,
             Some(k) => return Err(param(format!("k = {k} is out of range 1..=100"))),
         };
+        crate::limits::check_query_len("query", &q.query)?;
         let filter = q.filter();
         filter.validate()?;
         let applied = serde_json::to_value(&q).map_err(|e| Error::internal(e.to_string()))?;
@@ -726,6 +728,18 @@ impl DocumentFilter {
 
     /// Check that the instants parse.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ids) = &self.document_ids {
+            crate::limits::check_list_len("document_ids", ids.len())?;
+        }
+        for (what, text) in [
+            ("file_name", &self.file_name),
+            ("title", &self.title),
+            ("author", &self.author),
+        ] {
+            if let Some(text) = text {
+                crate::limits::check_query_len(what, text)?;
+            }
+        }
         self.instants().map(|_| ())
     }
 }

@@ -4,10 +4,12 @@
 
 use super::*;
 use crate::facts::{FactFilter, FactRecord};
+use crate::limits;
 use std::hash::Hash;
 
 /// Validated paging of one request.
 struct Paging {
+    key: Arc<[u8; 32]>,
     query: String,
     digest: String,
     offset: usize,
@@ -35,12 +37,17 @@ impl Engine {
         if query.is_empty() {
             return Err(Error::new(ErrorCode::EmptyInput, "the query is empty"));
         }
+        limits::check_query_len("the query", query)?;
         if req.k == 0 || req.k > self.config.max_k {
-            return Err(Error::invalid_input(format!(
+            return Err(limits::invalid_parameter(format!(
                 "k must be between 1 and {}",
                 self.config.max_k
             )));
         }
+        if let Some(roles) = &req.roles {
+            limits::check_list_len("roles", roles.len())?;
+        }
+        limits::check_list_len("entities", req.entities.len())?;
         if let Some(f) = &req.documents {
             f.validate()?;
         }
@@ -51,7 +58,7 @@ impl Engine {
         };
         let (offset, depth) = match &req.cursor {
             Some(c) => {
-                let cur = decode_cursor(c)?;
+                let cur = decode_cursor(&self.cursor_key, c)?;
                 if cur.q != digest {
                     return Err(Error::invalid_input(
                         "the cursor belongs to another query: repeat the query that produced it",
@@ -62,6 +69,7 @@ impl Engine {
             None => (0, (req.k * 4).max(50)),
         };
         Ok(Paging {
+            key: Arc::clone(&self.cursor_key),
             query: query.to_string(),
             digest,
             offset,
@@ -204,7 +212,7 @@ impl Engine {
         let generation = self.component_version(Stage::Embed);
         let filter = ChunkFilter {
             namespace_id: namespace.id,
-            roles: req.roles.clone().unwrap_or_else(|| vec![SectionRole::Body]),
+            roles: distinct_roles(req.roles.as_deref()),
             entities: req.entities.clone(),
             documents: self
                 .document_scope(namespace.id, req.documents.as_ref())
@@ -566,17 +574,25 @@ fn fuse_page<Id: Copy + Eq + Hash + Ord>(
         .collect();
     let end = paging.offset + page.len();
     let continuation = if fused.len() > end {
-        Some(encode_cursor(&Cursor {
-            o: end,
-            d: paging.depth,
-            q: paging.digest.clone(),
-        }))
-    } else if saturated && !page.is_empty() {
-        Some(encode_cursor(&Cursor {
-            o: end,
-            d: paging.depth * 2,
-            q: paging.digest.clone(),
-        }))
+        Some(encode_cursor(
+            &paging.key,
+            &Cursor {
+                o: end,
+                d: paging.depth,
+                q: paging.digest.clone(),
+            },
+        ))
+    } else if saturated && !page.is_empty() && paging.depth < limits::MAX_SEARCH_DEPTH {
+        // The channels may hold more past this depth: ask for twice as many, up to
+        // the deepest list one search may walk.
+        Some(encode_cursor(
+            &paging.key,
+            &Cursor {
+                o: end,
+                d: (paging.depth * 2).min(limits::MAX_SEARCH_DEPTH),
+                q: paging.digest.clone(),
+            },
+        ))
     } else {
         None
     };
@@ -586,4 +602,37 @@ fn fuse_page<Id: Copy + Eq + Hash + Ord>(
         continuation,
     };
     (page, truncation)
+}
+
+/// The section roles a chunk search admits, each once in a fixed order (body
+/// alone by default): there are five roles, so whatever list a client sends, the
+/// store sees one of 31 sets, never request-sized SQL text or cache keys.
+fn distinct_roles(requested: Option<&[SectionRole]>) -> Vec<SectionRole> {
+    const ALL: [SectionRole; 5] = [
+        SectionRole::Body,
+        SectionRole::References,
+        SectionRole::Nav,
+        SectionRole::Boilerplate,
+        SectionRole::Legal,
+    ];
+    match requested {
+        None => vec![SectionRole::Body],
+        Some(roles) => ALL.into_iter().filter(|r| roles.contains(r)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_reach_the_store_deduplicated_in_one_order() {
+        use SectionRole::*;
+        assert_eq!(distinct_roles(None), vec![Body]);
+        assert_eq!(
+            distinct_roles(Some(&[Legal, Body, Legal, Body, Nav, Body])),
+            vec![Body, Nav, Legal]
+        );
+        assert_eq!(distinct_roles(Some(&[])), Vec::<SectionRole>::new());
+    }
 }

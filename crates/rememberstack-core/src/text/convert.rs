@@ -8,15 +8,20 @@ use super::blockize::markdown_options;
 use super::sections::plain_text;
 use super::{Conversation, Message, Representation, SourceFormat, TurnSpan};
 use crate::error::{Error, ErrorCode};
+use crate::limits::{
+    JSON_RENDER_FACTOR, MAX_CONVERSATION_MESSAGES, MAX_CONVERSATION_SPEAKERS, MAX_JSON_DEPTH,
+    MAX_JSON_KEY_PATH_BYTES, json_nesting_exceeds, json_render_limit, too_large,
+};
 use crate::time::{Timestamp, parse_rfc3339};
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 /// Version of the converters' behaviour; bump it when any output changes.
-pub const CONVERTER_VERSION: &str = "convert-v1";
+pub const CONVERTER_VERSION: &str = "convert-v2";
 
 /// What a source declares about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -59,11 +64,21 @@ fn decode_text(bytes: &[u8], what: &str) -> Result<String, Error> {
         )
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let text = normalize_newlines(text);
+    let text = normalize_newlines(&no_nul(text));
     if text.trim().is_empty() {
         return Err(err(ErrorCode::EmptyInput, format!("{what} is empty")));
     }
     Ok(text)
+}
+
+/// NUL becomes U+FFFD: no text column (PostgreSQL's least of all) stores it, and
+/// it carries no meaning in text.
+fn no_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{fffd}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// CRLF and lone CR become LF.
@@ -129,7 +144,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     };
     let speaker = match obj.get("speaker") {
         None | Some(Value::Null) => return Err(conv_err(format!("{at} has no speaker"))),
-        Some(Value::String(s)) => s.split_whitespace().collect::<Vec<_>>().join(" "),
+        Some(Value::String(s)) => no_nul(s).split_whitespace().collect::<Vec<_>>().join(" "),
         Some(other) => {
             return Err(conv_err(format!(
                 "{at}: speaker must be a string, not {}",
@@ -142,7 +157,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     }
     let text = match obj.get("text") {
         None | Some(Value::Null) => return Err(conv_err(format!("{at} has no text"))),
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => no_nul(s).into_owned(),
         Some(other) => {
             return Err(conv_err(format!(
                 "{at}: text must be a string, not {}",
@@ -155,7 +170,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
     }
     let event_id = match obj.get("event_id") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(no_nul(s).into_owned()),
         Some(Value::Number(n)) => Some(n.to_string()),
         Some(other) => {
             return Err(conv_err(format!(
@@ -187,6 +202,7 @@ fn parse_message(index: usize, value: &Value) -> Result<Message, Error> {
 /// message.
 pub fn parse_conversation(bytes: &[u8]) -> Result<Conversation, Error> {
     let text = decode_text(bytes, "conversation")?;
+    check_json_depth(&text, "the conversation")?;
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| conv_err(format!("conversation is not valid JSON: {e}")))?;
     let (session_time, messages) = match &value {
@@ -218,11 +234,47 @@ pub fn parse_conversation(bytes: &[u8]) -> Result<Conversation, Error> {
     if messages.is_empty() {
         return Err(conv_err("conversation has no messages"));
     }
-    let messages = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| parse_message(i, m))
-        .collect::<Result<Vec<_>, _>>()?;
+    if messages.len() > MAX_CONVERSATION_MESSAGES {
+        return Err(too_large(format!(
+            "the conversation has {} messages; the limit is {MAX_CONVERSATION_MESSAGES} (split it into several conversations)",
+            messages.len()
+        )));
+    }
+    // Sets, not lists: every check here is one lookup per message, so conversion
+    // stays linear in the number of messages and speakers.
+    let mut speakers: HashSet<String> = HashSet::new();
+    let mut by_event: HashMap<String, usize> = HashMap::new();
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    for (i, value) in messages.iter().enumerate() {
+        let m = parse_message(i, value)?;
+        if let Some(id) = &m.event_id {
+            if let Some(&j) = by_event.get(id) {
+                // The same message repeated (a replayed export) is merged; two
+                // different messages under one event id are refused, as an append
+                // refuses them.
+                let first: &Message = &out[j];
+                if first.speaker == m.speaker && first.text == m.text {
+                    continue;
+                }
+                return Err(conv_err(format!(
+                    "message {} (messages[{i}]) reuses event_id `{id}` of an earlier, different message: event ids must be unique within a conversation",
+                    i + 1
+                )));
+            }
+            by_event.insert(id.clone(), out.len());
+        }
+        if !speakers.contains(&m.speaker) {
+            if speakers.len() >= MAX_CONVERSATION_SPEAKERS {
+                return Err(too_large(format!(
+                    "the conversation has more than {MAX_CONVERSATION_SPEAKERS} distinct speakers (at message {})",
+                    i + 1
+                )));
+            }
+            speakers.insert(m.speaker.clone());
+        }
+        out.push(m);
+    }
+    let messages = out;
     Ok(Conversation {
         session_time,
         messages,
@@ -245,6 +297,7 @@ fn render_conversation(conv: &Conversation, fallback_time: Option<Timestamp>) ->
     let mut markdown = String::new();
     let mut turns = Vec::with_capacity(conv.messages.len());
     let mut authors: Vec<String> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for (i, m) in conv.messages.iter().enumerate() {
         if i > 0 {
             markdown.push_str("\n\n");
@@ -261,7 +314,7 @@ fn render_conversation(conv: &Conversation, fallback_time: Option<Timestamp>) ->
             event_id: m.event_id.clone(),
             timestamp: m.timestamp.or(conv.session_time).or(fallback_time),
         });
-        if !authors.contains(&m.speaker) {
+        if seen.insert(m.speaker.as_str()) {
             authors.push(m.speaker.clone());
         }
     }
@@ -441,8 +494,9 @@ fn html_to_markdown(html: &str) -> Result<(String, HtmlMeta), Error> {
 
 /// A key or string value on one line: line breaks (and the spaces around them) become one space.
 fn one_line(s: &str) -> String {
+    let s = no_nul(s);
     if !s.contains(['\n', '\r']) {
-        return s.to_string();
+        return s.into_owned();
     }
     s.lines()
         .map(str::trim)
@@ -471,73 +525,238 @@ fn leaf_text(v: &Value) -> String {
     }
 }
 
-fn leaf_item(path: &str, v: &Value) -> String {
-    let line = if path.is_empty() {
-        format!("- {}", leaf_text(v))
-    } else {
-        format!("- {path}: {}", leaf_text(v))
-    };
-    line.trim_end().to_string()
+/// Refuse JSON nested deeper than [`MAX_JSON_DEPTH`] before parsing it.
+fn check_json_depth(text: &str, what: &str) -> Result<(), Error> {
+    if json_nesting_exceeds(text, MAX_JSON_DEPTH) {
+        return Err(too_large(format!(
+            "{what} nests arrays and objects more than {MAX_JSON_DEPTH} levels deep"
+        )));
+    }
+    Ok(())
 }
 
-/// Every leaf under `v` as `- path.to.leaf: value` (array indices as `[i]`).
-fn flatten(v: &Value, prefix: &str, out: &mut Vec<String>) {
+/// Records of a top-level array (or NDJSON lines) that render smaller than this
+/// share one `## Records a–b` section, so tiny records do not each become a
+/// section (and so a chunk) of their own.
+const RECORD_GROUP_BYTES: usize = 4096;
+
+/// Markdown rendered from one JSON source, refused as soon as it outgrows
+/// [`json_render_limit`] of the input: memory and every later stage stay linear
+/// in the bytes the caller sent.
+struct JsonRender {
+    out: String,
+    limit: usize,
+    input: usize,
+}
+
+impl JsonRender {
+    fn new(input: usize) -> Self {
+        JsonRender {
+            out: String::new(),
+            limit: json_render_limit(input),
+            input,
+        }
+    }
+
+    fn over(&self) -> Error {
+        too_large(format!(
+            "the document renders to more than {} bytes of text ({JSON_RENDER_FACTOR}x its {} bytes plus a margin): flatten its nesting or split it",
+            self.limit, self.input
+        ))
+    }
+
+    fn push(out: &mut String, limit: usize, s: &str) -> Result<(), ()> {
+        if out.len() + s.len() > limit {
+            return Err(());
+        }
+        out.push_str(s);
+        Ok(())
+    }
+}
+
+/// Leaves share one list item (joined by ` · `) until it reaches this size: every
+/// list item is a block, and chunks restart every few blocks, so one item per
+/// tiny leaf would make chunks follow the number of leaves instead of the bytes.
+const LEAF_ITEM_BYTES: usize = 256;
+
+/// One `path: value` leaf (or `value` at the root), appended to the current
+/// `- ` list item or starting the next one.
+fn push_leaf(out: &mut String, limit: usize, path: &str, v: &Value) -> Result<(), ()> {
+    let text = leaf_text(v);
+    let leaf = if path.is_empty() {
+        text
+    } else {
+        format!("{path}: {text}")
+    };
+    let leaf = leaf.trim_end();
+    // Leaf text is on one line, so the current item is everything after the last line break.
+    let item_len = out.len() - out.rfind('\n').map_or(0, |i| i + 1);
+    let sep = if out.is_empty() {
+        "- "
+    } else if item_len + leaf.len() < LEAF_ITEM_BYTES {
+        " · "
+    } else {
+        "\n- "
+    };
+    JsonRender::push(out, limit, sep)?;
+    JsonRender::push(out, limit, leaf)
+}
+
+enum LeafError {
+    /// The rendered text outgrew its limit.
+    Budget,
+    /// A key path outgrew [`MAX_JSON_KEY_PATH_BYTES`]; the path's tail.
+    Path(String),
+}
+
+impl From<()> for LeafError {
+    fn from(_: ()) -> Self {
+        LeafError::Budget
+    }
+}
+
+/// Every leaf under `v` as `- path.to.leaf: value` (array indices as `[i]`),
+/// `path` extended in place. Recursion is bounded by [`MAX_JSON_DEPTH`] (checked
+/// before parsing) and each path by [`MAX_JSON_KEY_PATH_BYTES`].
+fn flatten(v: &Value, path: &mut String, out: &mut String, limit: usize) -> Result<(), LeafError> {
+    let restore = path.len();
     match v {
         Value::Object(map) if !map.is_empty() => {
             for (k, child) in map {
-                let k = one_line(k);
-                let path = if prefix.is_empty() {
-                    k
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(child, &path, out);
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&one_line(k));
+                check_path(path)?;
+                flatten(child, path, out, limit)?;
+                path.truncate(restore);
             }
         }
         Value::Array(items) if !items.is_empty() => {
             for (i, child) in items.iter().enumerate() {
-                flatten(child, &format!("{prefix}[{i}]"), out);
+                path.push('[');
+                path.push_str(&i.to_string());
+                path.push(']');
+                check_path(path)?;
+                flatten(child, path, out, limit)?;
+                path.truncate(restore);
             }
         }
-        leaf => out.push(leaf_item(prefix, leaf)),
+        leaf => push_leaf(out, limit, path, leaf)?,
+    }
+    Ok(())
+}
+
+fn check_path(path: &str) -> Result<(), LeafError> {
+    if path.len() > MAX_JSON_KEY_PATH_BYTES {
+        let mut cut = path.len() - 60;
+        while !path.is_char_boundary(cut) {
+            cut += 1;
+        }
+        return Err(LeafError::Path(path[cut..].to_string()));
+    }
+    Ok(())
+}
+
+impl JsonRender {
+    fn leaves(&self, v: &Value, root: &str, out: &mut String) -> Result<(), Error> {
+        let mut path = root.to_string();
+        let limit = self.limit.saturating_sub(self.out.len());
+        flatten(v, &mut path, out, limit).map_err(|e| match e {
+            LeafError::Budget => self.over(),
+            LeafError::Path(tail) => too_large(format!(
+                "a key path is longer than {MAX_JSON_KEY_PATH_BYTES} bytes (ending `…{tail}`): shorten the keys or the nesting"
+            )),
+        })
+    }
+
+    fn section(&mut self, heading: &str, body: &str) -> Result<(), Error> {
+        let sep = if self.out.is_empty() { "" } else { "\n\n" };
+        let text = format!("{sep}## {heading}\n\n{body}");
+        Self::push(&mut self.out, self.limit, &text).map_err(|_| self.over())
+    }
+
+    /// A top-level object: its leaf fields as items first, then one `## key`
+    /// section per nested object or array.
+    fn object(&mut self, map: &Map<String, Value>) -> Result<(), Error> {
+        let mut scalars = String::new();
+        for (k, v) in map.iter().filter(|(_, v)| is_leaf(v)) {
+            self.leaves(v, &one_line(k), &mut scalars)?;
+        }
+        if !scalars.is_empty() {
+            Self::push(&mut self.out, self.limit, &scalars).map_err(|_| self.over())?;
+        }
+        for (k, v) in map.iter().filter(|(_, v)| !is_leaf(v)) {
+            let key = one_line(k);
+            if key.len() > MAX_JSON_KEY_PATH_BYTES {
+                return Err(too_large(format!(
+                    "a key is longer than {MAX_JSON_KEY_PATH_BYTES} bytes: shorten it"
+                )));
+            }
+            let mut body = String::new();
+            self.leaves(v, "", &mut body)?;
+            self.section(&key, &body)?;
+        }
+        Ok(())
+    }
+
+    /// Records (a top-level array's elements, NDJSON lines), numbered from 1. A
+    /// record that renders to [`RECORD_GROUP_BYTES`] or more gets its own
+    /// `## Record N` section; runs of smaller ones share a `## Records a–b`
+    /// section, each leaf's path rooted at `#N`.
+    fn records<'a>(&mut self, records: impl Iterator<Item = &'a Value>) -> Result<(), Error> {
+        let mut group = String::new();
+        let mut group_first = 0usize;
+        let mut group_last = 0usize;
+        for (i, v) in records.enumerate() {
+            let n = i + 1;
+            let mut body = String::new();
+            self.leaves(v, "", &mut body)?;
+            if body.len() >= RECORD_GROUP_BYTES {
+                self.flush_group(&mut group, group_first, group_last)?;
+                self.section(&format!("Record {n}"), &body)?;
+                continue;
+            }
+            if group.is_empty() {
+                group_first = n;
+            }
+            group_last = n;
+            // Rendered again with the record's number in every path; bounded by
+            // RECORD_GROUP_BYTES plus the prefixes, so linear overall.
+            self.leaves(v, &format!("#{n}"), &mut group)?;
+            if group.len() >= RECORD_GROUP_BYTES {
+                self.flush_group(&mut group, group_first, group_last)?;
+            }
+        }
+        self.flush_group(&mut group, group_first, group_last)
+    }
+
+    fn flush_group(&mut self, group: &mut String, first: usize, last: usize) -> Result<(), Error> {
+        if group.is_empty() {
+            return Ok(());
+        }
+        let heading = if first == last {
+            format!("Record {first}")
+        } else {
+            format!("Records {first}–{last}")
+        };
+        self.section(&heading, group)?;
+        group.clear();
+        Ok(())
     }
 }
 
-fn render_record(n: usize, v: &Value) -> String {
-    let mut leaves = Vec::new();
-    flatten(v, "", &mut leaves);
-    format!("## Record {n}\n\n{}", leaves.join("\n"))
-}
-
-fn render_object(map: &Map<String, Value>) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let scalars: Vec<String> = map
-        .iter()
-        .filter(|(_, v)| is_leaf(v))
-        .map(|(k, v)| leaf_item(&one_line(k), v))
-        .collect();
-    if !scalars.is_empty() {
-        parts.push(scalars.join("\n"));
-    }
-    for (k, v) in map.iter().filter(|(_, v)| !is_leaf(v)) {
-        let mut leaves = Vec::new();
-        flatten(v, "", &mut leaves);
-        parts.push(format!("## {}\n\n{}", one_line(k), leaves.join("\n")));
-    }
-    parts.join("\n\n")
-}
-
-fn render_json(v: &Value) -> String {
+fn render_json(v: &Value, input: usize) -> Result<String, Error> {
+    let mut r = JsonRender::new(input);
     match v {
-        Value::Object(map) => render_object(map),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| render_record(i + 1, item))
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        scalar => leaf_text(scalar),
+        Value::Object(map) => r.object(map)?,
+        Value::Array(items) => r.records(items.iter())?,
+        scalar => {
+            let text = leaf_text(scalar);
+            JsonRender::push(&mut r.out, r.limit, &text).map_err(|_| r.over())?;
+        }
     }
+    Ok(r.out)
 }
 
 fn json_title(v: &Value) -> Option<String> {
@@ -563,11 +782,16 @@ fn json_title(v: &Value) -> Option<String> {
 /// - Json: a top-level object renders its scalar fields as `- key: value`
 ///   items first, then one `## key` section per nested object/array listing
 ///   its leaves as `- path.to.leaf: value` (indices as `[i]`); a top-level
-///   array renders one `## Record N` section per element. Strings are raw,
+///   array renders its elements as records: one `## Record N` section for a
+///   record of 4 KiB or more, runs of smaller records sharing a
+///   `## Records a–b` section with their paths rooted at `#N`. Strings are raw,
 ///   line breaks in them become spaces. Invalid JSON is
-///   [`ErrorCode::InvalidInput`].
-/// - Ndjson: one `## Record N` section per non-empty line; a bad line is
-///   [`ErrorCode::InvalidInput`] naming the line number.
+///   [`ErrorCode::InvalidInput`]; nesting deeper than
+///   [`MAX_JSON_DEPTH`](crate::limits::MAX_JSON_DEPTH), a key path longer than
+///   [`MAX_JSON_KEY_PATH_BYTES`] or a rendering larger than
+///   [`json_render_limit`] of the input is [`ErrorCode::TooLarge`].
+/// - Ndjson: one record per non-empty line, rendered as a top-level array's
+///   elements; a bad line is [`ErrorCode::InvalidInput`] naming the line number.
 /// - Conversation: see [`parse_conversation`]; each message becomes one turn
 ///   `Speaker: text` (blank lines inside the text dropped so it stays one
 ///   paragraph), turns separated by one blank line, each with its exact span
@@ -617,9 +841,10 @@ pub fn convert(
         }
         SourceFormat::Json => {
             let text = decode_text(bytes, "JSON")?;
+            check_json_depth(&text, "the JSON document")?;
             let value: Value = serde_json::from_str(&text)
                 .map_err(|e| err(ErrorCode::InvalidInput, format!("invalid JSON: {e}")))?;
-            let markdown = non_empty(render_json(&value), "JSON document")?;
+            let markdown = non_empty(render_json(&value, bytes.len())?, "JSON document")?;
             Ok(Converted {
                 representation: plain(markdown),
                 metadata: ExtractedMetadata {
@@ -630,20 +855,23 @@ pub fn convert(
         }
         SourceFormat::Ndjson => {
             let text = decode_text(bytes, "NDJSON")?;
-            let mut records: Vec<String> = Vec::new();
+            let mut values: Vec<Value> = Vec::new();
             for (i, line) in text.split('\n').enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
+                check_json_depth(line, &format!("NDJSON line {}", i + 1))?;
                 let value: Value = serde_json::from_str(line).map_err(|e| {
                     err(
                         ErrorCode::InvalidInput,
                         format!("invalid JSON on NDJSON line {}: {e}", i + 1),
                     )
                 })?;
-                records.push(render_record(records.len() + 1, &value));
+                values.push(value);
             }
-            let markdown = non_empty(records.join("\n\n"), "NDJSON")?;
+            let mut r = JsonRender::new(bytes.len());
+            r.records(values.iter())?;
+            let markdown = non_empty(r.out, "NDJSON")?;
             Ok(Converted {
                 representation: plain(markdown),
                 metadata: ExtractedMetadata::default(),
@@ -786,7 +1014,7 @@ mod tests {
         let c = convert(SourceFormat::Json, input.as_bytes(), None).expect("converts");
         assert_eq!(
             c.representation.markdown,
-            "- empty: []\n- name: Widget\n- price: 9.5\n\n## a\n\n- b: 1\n- c[0]: true\n- c[1]: null\n- c[2].d: x y"
+            "- empty: [] · name: Widget · price: 9.5\n\n## a\n\n- b: 1 · c[0]: true · c[1]: null · c[2].d: x y"
         );
         assert_eq!(c.metadata.title.as_deref(), Some("Widget"));
         let c =
@@ -798,7 +1026,7 @@ mod tests {
     fn json_array_and_scalars() {
         assert_eq!(
             md(SourceFormat::Json, r#"[{"k": "v"}, {"n": [1, 2]}, "s"]"#),
-            "## Record 1\n\n- k: v\n\n## Record 2\n\n- n[0]: 1\n- n[1]: 2\n\n## Record 3\n\n- s"
+            "## Records 1–3\n\n- #1.k: v · #2.n[0]: 1 · #2.n[1]: 2 · #3: s"
         );
         assert_eq!(md(SourceFormat::Json, "\"hello 🎉\""), "hello 🎉");
         assert_eq!(
@@ -818,7 +1046,7 @@ mod tests {
                 SourceFormat::Ndjson,
                 "{\"a\": 1}\r\n\n{\"b\": {\"c\": \"é\"}}\n"
             ),
-            "## Record 1\n\n- a: 1\n\n## Record 2\n\n- b.c: é"
+            "## Records 1–2\n\n- #1.a: 1 · #2.b.c: é"
         );
         match convert(SourceFormat::Ndjson, b"{\"a\":1}\n\n{bad}\n", None) {
             Err(e) => {
@@ -827,6 +1055,193 @@ mod tests {
             }
             Ok(c) => panic!("accepted {c:?}"),
         }
+    }
+
+    #[test]
+    fn large_records_get_their_own_section_small_ones_share_one() {
+        let big = "x".repeat(RECORD_GROUP_BYTES);
+        let input = serde_json::json!([{"a": 1}, {"b": big}, {"c": 2}, {"d": 3}]).to_string();
+        let m = md(SourceFormat::Json, &input);
+        assert_eq!(
+            m,
+            format!(
+                "## Record 1\n\n- #1.a: 1\n\n## Record 2\n\n- b: {big}\n\n## Records 3–4\n\n- #3.c: 2 · #4.d: 3"
+            )
+        );
+        // 7,500 tiny records: sections (hence chunks) grow with the bytes, not the count.
+        let tiny: Vec<Value> = (0..7500).map(|i| serde_json::json!([i % 10])).collect();
+        let bytes = serde_json::to_vec(&tiny).expect("serializes");
+        let m = convert(SourceFormat::Json, &bytes, None)
+            .expect("converts")
+            .representation
+            .markdown;
+        let sections = m.matches("## Record").count();
+        assert!(sections <= 1 + m.len() / RECORD_GROUP_BYTES, "{sections}");
+        assert!(m.len() <= json_render_limit(bytes.len()));
+        assert!(m.ends_with(" · #7500[0]: 9"), "{}", &m[m.len() - 40..]);
+        // Leaves share list items (blocks) up to a size, so blocks follow the bytes too.
+        for line in m.lines().filter(|l| l.starts_with("- ")) {
+            assert!(line.len() < LEAF_ITEM_BYTES + 32, "{line}");
+        }
+        assert!(m.lines().filter(|l| l.starts_with("- ")).count() < m.len() / 200);
+    }
+
+    #[test]
+    fn json_amplifiers_are_refused_with_too_large() {
+        // Ten nested 800-byte keys over 5,000 leaves: every leaf would repeat the
+        // 8 KB path (about 40 MB of Markdown from 18 KB).
+        let mut doc = serde_json::json!(vec![0; 5000]);
+        for level in 0..10u8 {
+            let key = char::from(b'a' + level).to_string().repeat(800);
+            doc = serde_json::json!({ key: doc });
+        }
+        let bytes = serde_json::to_vec(&doc).expect("serializes");
+        let e = convert(SourceFormat::Json, &bytes, None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TooLarge, "{e}");
+        // The same shape with short keys but a long path under the limit renders,
+        // bounded by the render limit; past the key-path limit it is refused.
+        let deep_key = |n: usize| {
+            let mut v = serde_json::json!(1);
+            for _ in 0..n {
+                v = serde_json::json!({ "k".repeat(40): v });
+            }
+            serde_json::to_vec(&serde_json::json!({ "root": v })).expect("serializes")
+        };
+        assert!(convert(SourceFormat::Json, &deep_key(12), None).is_ok());
+        let e = convert(SourceFormat::Json, &deep_key(13), None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TooLarge);
+        assert!(e.to_string().contains("key path"), "{e}");
+        // Many leaves with paths just under the limit: refused by the render limit.
+        let mut wide = serde_json::Map::new();
+        for i in 0..2000 {
+            wide.insert(format!("{i}"), serde_json::json!(0));
+        }
+        let mut v = Value::Object(wide);
+        for _ in 0..11 {
+            v = serde_json::json!({ "k".repeat(40): v });
+        }
+        let bytes = serde_json::to_vec(&serde_json::json!({ "root": v })).expect("serializes");
+        let e = convert(SourceFormat::Json, &bytes, None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TooLarge);
+        assert!(e.to_string().contains("renders to more than"), "{e}");
+    }
+
+    #[test]
+    fn json_nesting_past_the_limit_is_too_large_for_every_json_format() {
+        let ok = format!(
+            "{}1{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert!(convert(SourceFormat::Json, ok.as_bytes(), None).is_ok());
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_JSON_DEPTH + 1),
+            "]".repeat(MAX_JSON_DEPTH + 1)
+        );
+        let bomb = "[".repeat(100_000);
+        for input in [&deep, &bomb] {
+            for f in [
+                SourceFormat::Json,
+                SourceFormat::Ndjson,
+                SourceFormat::Conversation,
+            ] {
+                let e = convert(f, input.as_bytes(), None).unwrap_err();
+                assert_eq!(e.code(), ErrorCode::TooLarge, "{f:?}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn nul_never_reaches_the_markdown() {
+        for (format, input) in [
+            (SourceFormat::Markdown, "a\0b".to_string()),
+            (SourceFormat::Text, "a\0b".to_string()),
+            (SourceFormat::Html, "<p>a\0b &#0;</p>".to_string()),
+            (SourceFormat::Json, r#"{"k\u0000": "a\u0000b"}"#.to_string()),
+            (SourceFormat::Ndjson, r#"["a\u0000b"]"#.to_string()),
+            (
+                SourceFormat::Conversation,
+                r#"[{"speaker": "A\u0000", "text": "a\u0000b", "event_id": "e\u0000"}]"#
+                    .to_string(),
+            ),
+        ] {
+            let c = convert(format, input.as_bytes(), None).expect("converts");
+            let m = &c.representation.markdown;
+            assert!(
+                !m.contains('\0') && m.contains('\u{fffd}'),
+                "{format:?}: {m:?}"
+            );
+            for t in &c.representation.turns {
+                assert!(!t.speaker.contains('\0'));
+                assert!(!t.event_id.as_deref().unwrap_or_default().contains('\0'));
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_event_ids_identical_merge_different_refuse() {
+        let input = r#"[{"event_id": "e1", "speaker": "Ann", "text": "hi"},
+                        {"event_id": "e2", "speaker": "Bob", "text": "yo"},
+                        {"event_id": "e1", "speaker": "Ann", "text": "hi"}]"#;
+        let c = convert(SourceFormat::Conversation, input.as_bytes(), None).expect("converts");
+        assert_eq!(c.representation.markdown, "Ann: hi\n\nBob: yo");
+        assert_eq!(c.representation.turns.len(), 2);
+        let input = r#"[{"event_id": 7, "speaker": "Ann", "text": "hi"},
+                        {"event_id": "7", "speaker": "Ann", "text": "bye"}]"#;
+        let e = parse_conversation(input.as_bytes()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidConversation);
+        assert!(e.to_string().contains("event_id `7`"), "{e}");
+        // Messages without event ids are never merged.
+        let c = convert(
+            SourceFormat::Conversation,
+            br#"[{"speaker": "A", "text": "x"}, {"speaker": "A", "text": "x"}]"#,
+            None,
+        )
+        .expect("converts");
+        assert_eq!(c.representation.turns.len(), 2);
+    }
+
+    #[test]
+    fn conversation_caps_on_messages_and_speakers() {
+        let msgs = |n: usize, speakers: usize| {
+            let v: Vec<Value> = (0..n)
+                .map(|i| serde_json::json!({"speaker": format!("S{}", i % speakers), "text": "t"}))
+                .collect();
+            serde_json::to_vec(&v).expect("serializes")
+        };
+        // Distinct speakers on every message up to the cap: linear (sets, not lists).
+        let c = convert(
+            SourceFormat::Conversation,
+            &msgs(MAX_CONVERSATION_SPEAKERS, MAX_CONVERSATION_SPEAKERS),
+            None,
+        )
+        .expect("converts");
+        assert_eq!(c.metadata.authors.len(), MAX_CONVERSATION_SPEAKERS);
+        assert_eq!(c.metadata.authors[17], "S17");
+        let e = convert(
+            SourceFormat::Conversation,
+            &msgs(MAX_CONVERSATION_SPEAKERS + 1, MAX_CONVERSATION_SPEAKERS + 1),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TooLarge);
+        assert!(e.to_string().contains("speakers"), "{e}");
+        let c = convert(
+            SourceFormat::Conversation,
+            &msgs(MAX_CONVERSATION_MESSAGES, 7),
+            None,
+        )
+        .expect("converts");
+        assert_eq!(c.representation.turns.len(), MAX_CONVERSATION_MESSAGES);
+        let e = convert(
+            SourceFormat::Conversation,
+            &msgs(MAX_CONVERSATION_MESSAGES + 1, 7),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TooLarge);
+        assert!(e.to_string().contains("messages"), "{e}");
     }
 
     #[test]
@@ -973,6 +1388,42 @@ mod tests {
         }
     }
 
+    /// JSON values with conversation-shaped objects, hostile scalars and nesting.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            any::<f64>().prop_map(|f| serde_json::json!(f)),
+            "[a-z \n\r\t\u{0}é東🎉\\\"#>*-]{0,16}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec![
+                        "speaker",
+                        "text",
+                        "event_id",
+                        "messages",
+                        "session_time",
+                        "timestamp",
+                        "title",
+                        "name",
+                        "a",
+                        "",
+                        "k\nk",
+                    ]),
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -1009,6 +1460,59 @@ mod tests {
                 SourceFormat::Conversation,
             ][f];
             let _ = convert(format, &bytes, None);
+        }
+
+        #[test]
+        fn json_formats_render_bounded_or_refuse_typed(v in json_value()) {
+            let json = serde_json::to_vec(&v).expect("serializes");
+            let ndjson: Vec<u8> = match &v {
+                Value::Array(items) => items
+                    .iter()
+                    .flat_map(|i| {
+                        let mut line = serde_json::to_vec(i).expect("serializes");
+                        line.push(b'\n');
+                        line
+                    })
+                    .collect(),
+                other => serde_json::to_vec(other).expect("serializes"),
+            };
+            for (format, bytes) in [
+                (SourceFormat::Json, &json),
+                (SourceFormat::Ndjson, &ndjson),
+                (SourceFormat::Conversation, &json),
+            ] {
+                match convert(format, bytes, None) {
+                    Ok(c) => {
+                        let m = &c.representation.markdown;
+                        prop_assert!(!m.trim().is_empty() && !m.contains('\0'));
+                        if format != SourceFormat::Conversation {
+                            prop_assert!(m.len() <= json_render_limit(bytes.len()));
+                        }
+                        for t in &c.representation.turns {
+                            prop_assert!(m.get(t.start..t.end).is_some());
+                        }
+                    }
+                    Err(e) => prop_assert!(
+                        matches!(
+                            e.code(),
+                            ErrorCode::TooLarge
+                                | ErrorCode::InvalidInput
+                                | ErrorCode::EmptyInput
+                                | ErrorCode::InvalidConversation
+                        ),
+                        "{format:?}: {e}"
+                    ),
+                }
+            }
+        }
+
+        #[test]
+        fn text_formats_convert_any_string(s in any::<String>(), f in 0usize..3) {
+            let format = [SourceFormat::Markdown, SourceFormat::Text, SourceFormat::Html][f];
+            match convert(format, s.as_bytes(), None) {
+                Ok(c) => prop_assert!(!c.representation.markdown.contains('\0')),
+                Err(e) => prop_assert_eq!(e.code(), ErrorCode::EmptyInput, "{}", e),
+            }
         }
 
         #[test]

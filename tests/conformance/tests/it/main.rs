@@ -3,6 +3,7 @@
 mod claimify;
 mod claims;
 mod context;
+mod corpus;
 mod facts;
 mod forget;
 mod ingest;
