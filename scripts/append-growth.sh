@@ -40,7 +40,7 @@ measure() { # db label
   local db=$1 label=$2
   local blobs_n blobs_b
   blobs_n=$(find "$db.blobs" -type f 2>/dev/null | wc -l)
-  blobs_b=$(du -sb "$db.blobs" 2>/dev/null | cut -f1)
+  blobs_b=$(find "$db.blobs" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}')
   sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   local db_b; db_b=$(stat -c %s "$db")
   sqlite3 -separator ' ' "$db" "

@@ -137,17 +137,32 @@ async fn next_candidate(
         if skip.contains(&id) {
             continue;
         }
-        // Locked: a worker cannot lease one of them between this look and the
-        // withdrawal below.
+        // Locked, so a worker cannot lease one of them between this look and the
+        // withdrawal below; rows another transaction holds are skipped, not waited
+        // for (a worker committing one of them may be waiting for the lineage row
+        // held here), and the version then waits for the next call.
         let open: Vec<String> = sqlx::query_scalar(
             "SELECT status FROM processing_state WHERE namespace_id = $1 AND version_id = $2
-               AND status NOT IN ('done', 'dead_letter') FOR UPDATE",
+               AND status NOT IN ('done', 'dead_letter') FOR UPDATE SKIP LOCKED",
         )
         .bind(ns)
         .bind(&id)
         .fetch_all(&mut **tx)
         .await
         .map_err(db_err)?;
+        let all_open: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM processing_state WHERE namespace_id = $1 AND version_id = $2
+               AND status NOT IN ('done', 'dead_letter')",
+        )
+        .bind(ns)
+        .bind(&id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if all_open != open.len() as i64 {
+            skip.insert(id);
+            continue;
+        }
         let prepared: bool = v.get("prepared");
         // Never started: no prepared structure and nothing leased (a worker that
         // holds an item is never raced; its version waits for the next call).

@@ -220,3 +220,49 @@ async fn appends_processed_at_once_only_process_the_latest_version() {
         );
     }
 }
+
+#[tokio::test]
+async fn sqlite_a_compaction_cut_short_after_removing_the_bytes_finishes_on_retry() {
+    let h = stores().await.remove(0);
+    let rememberstack_conformance::Location::Sqlite(path) = &h.location else {
+        unreachable!("the first harness is SQLite")
+    };
+    let memory = h.memory().await;
+    let first = memory
+        .append_messages("chat/cut", (0..6).map(message).collect())
+        .await
+        .unwrap();
+    memory.process_until_idle().await.unwrap();
+    // The second version is not processed yet: the first stays whole (current).
+    let second = memory
+        .append_messages("chat/cut", vec![message(6)])
+        .await
+        .unwrap();
+    let detail = memory.document(first.document_id).await.unwrap();
+    assert!(detail.versions.iter().all(|v| v.compacted_at.is_none()));
+    // A compaction killed after unlinking the first version's bytes, before its
+    // commit: the file is gone, every row is still there.
+    let sha = detail.versions[0].content_sha256.clone();
+    let ns = h.store.namespace("default").await.unwrap().unwrap().id;
+    let blob = path
+        .with_extension("db.blobs")
+        .join(ns.to_string())
+        .join(&sha[..2])
+        .join(&sha);
+    assert!(blob.exists(), "{}", blob.display());
+    std::fs::remove_file(&blob).unwrap();
+    // The next processing finishes the compaction and the store is consistent.
+    memory.process_until_idle().await.unwrap();
+    let detail = memory.document(first.document_id).await.unwrap();
+    assert!(detail.versions[0].compacted_at.is_some());
+    assert!(detail.versions[1].compacted_at.is_none());
+    assert_eq!(detail.versions[1].version_id, second.version_id);
+    let objects = h.query_texts("SELECT sha256 FROM content_objects").await;
+    assert_eq!(objects, vec![detail.versions[1].content_sha256.clone()]);
+    let hits = memory.search("day 6", 3).await.unwrap();
+    assert!(
+        hits.results
+            .iter()
+            .any(|c| c.event_ids.contains(&"T:0006".to_string()))
+    );
+}
