@@ -1434,6 +1434,11 @@ export type VersionId = Uuid
 
 /** One version in a document's detail. */
 export interface VersionSummary {
+  /**
+   * When this superseded conversation version was compacted: its original bytes
+   * and derived rows are gone (every message it held is in the latest version).
+   */
+  compacted_at?: Instant | null
   /** sha256 of the original. */
   content_sha256: string
   /** Ingested at. */

@@ -150,6 +150,9 @@ pub struct VersionRecord {
     pub is_current: bool,
     /// Who created it (D101), when the creator said so.
     pub ingested_by: Option<crate::source::IngestPrincipal>,
+    /// When a newer version of its conversation superseded it and its bytes and
+    /// derived rows were compacted away (see `compact_conversation`).
+    pub compacted_at: Option<Timestamp>,
 }
 
 /// A version's prepared structure (E0 output).
@@ -940,6 +943,32 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         now: Timestamp,
     ) -> Result<DeletionOutcome>;
+    /// Compact the superseded versions of conversation lineage `doc` (appends make a
+    /// new version holding every message, so without this a conversation's storage
+    /// grows with the square of its turns). Each compacted version keeps its row
+    /// (id, ordinal, sha256, size, times, principal) with `compacted_at` set, and
+    /// loses its original bytes, its prepared structure (the representation row keeps
+    /// only its title), its blocks, its `reused` extraction decisions, its terminal
+    /// ledger items (unless a transcript or cost row names them), and every chunk
+    /// except (a) the source of a fresh extraction whose input a retained version
+    /// still uses (so that input is never extracted again) and (b) one chunk holding
+    /// each claim's last remaining occurrence (so every claim keeps its evidence).
+    /// Claims, entities and facts are never touched; vectors nothing uses any more go.
+    ///
+    /// A version is compacted when (processed) it is older than the current version,
+    /// whose extraction is complete, and none of its own ledger items is open; or
+    /// (never started) it is older than the latest version and its processing has not
+    /// begun: its pending items are withdrawn in the same transaction (a leased item
+    /// is never touched). Each version goes in one transaction, so a crash leaves
+    /// every version either whole or compacted and a rerun finishes the rest.
+    /// Lineages of other kinds, and deleted ones, are left alone. Returns how many
+    /// versions were compacted.
+    async fn compact_conversation(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        now: Timestamp,
+    ) -> Result<u64>;
 
     // --- vectors
     /// Which of `keys` already have a vector of `generation`.

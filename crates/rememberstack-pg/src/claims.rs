@@ -300,12 +300,22 @@ impl PgStore {
         hashes: &[String],
     ) -> Result<Vec<(String, PriorExtraction)>> {
         let ns_s = ns.to_string();
-        // The newest fresh (non-reuse) extraction of each input in the lineage
-        // (SQLite: MAX(seq) with its row's chunk_id; here DISTINCT ON, newest first).
+        // One snapshot for both reads: a conversation compaction committing between
+        // them could otherwise take a chunk's occurrences after its decision was read.
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        // The newest fresh (non-reuse) extraction of each input in the lineage whose
+        // chunk is still there (SQLite: MAX(seq) with its row's chunk_id; here
+        // DISTINCT ON, newest first).
         let rows = sqlx::query(
             "SELECT DISTINCT ON (extraction_input_hash) extraction_input_hash, chunk_id
              FROM claim_extraction_decisions d
              WHERE namespace_id = $1 AND document_id = $2 AND kind <> 'reused'
+               AND EXISTS (SELECT 1 FROM chunks k WHERE k.namespace_id = d.namespace_id
+                             AND k.id = d.chunk_id)
                AND extraction_input_hash = ANY($3::text[])
                AND version_id NOT IN (SELECT id FROM document_versions
                     WHERE namespace_id = d.namespace_id AND document_id = d.document_id
@@ -315,7 +325,7 @@ impl PgStore {
         .bind(&ns_s)
         .bind(doc.to_string())
         .bind(hashes.to_vec())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;
         let mut found: Vec<(String, String)> = Vec::with_capacity(rows.len());
@@ -331,7 +341,7 @@ impl PgStore {
             )
             .bind(&ns_s)
             .bind(chunks)
-            .fetch_all(self.pool())
+            .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
             for r in &rows {

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
-           v.source_modified_at, v.origin, v.metadata_json, v.created_at,
+           v.source_modified_at, v.origin, v.metadata_json, v.created_at, v.compacted_at,
            d.source_kind, d.source_ref, d.mode, d.current_version_id,
            ip.kind AS principal_kind, ip.external_ref AS principal_ref
     FROM document_versions v
@@ -136,6 +136,7 @@ fn version_row(r: &PgRow) -> Result<VersionRecord> {
             }),
             _ => None,
         },
+        compacted_at: get(r, "compacted_at")?,
     })
 }
 
@@ -604,9 +605,11 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        // A compacted version keeps only its representation's title.
         let Some(rep) = sqlx::query(
-            "SELECT markdown, turns_json, title, component_version FROM representations
-             WHERE namespace_id = $1 AND version_id = $2",
+            "SELECT r.markdown, r.turns_json, r.title, r.component_version FROM representations r
+             JOIN document_versions v ON v.namespace_id = r.namespace_id AND v.id = r.version_id
+             WHERE r.namespace_id = $1 AND r.version_id = $2 AND v.compacted_at IS NULL",
         )
         .bind(&ns_s)
         .bind(&vid)

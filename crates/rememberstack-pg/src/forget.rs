@@ -19,12 +19,12 @@ use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use std::collections::{BTreeSet, HashSet};
 
-type Tx<'a> = Transaction<'a, Postgres>;
+pub(crate) type Tx<'a> = Transaction<'a, Postgres>;
 
 /// The scrub's SQL is written with `?` placeholders (as in the SQLite store);
 /// PostgreSQL numbers them: each `?` becomes `$1`, `$2`, … in order. No statement
 /// here has a `?` inside a string literal.
-fn pg_sql(sql: &str) -> String {
+pub(crate) fn pg_sql(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
     let mut n = 0;
     for c in sql.chars() {
@@ -40,7 +40,7 @@ fn pg_sql(sql: &str) -> String {
 }
 
 /// A list bound as one JSON array parameter.
-fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+pub(crate) fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
     serde_json::Value::Array(
         items
             .into_iter()
@@ -51,7 +51,7 @@ fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
 }
 
 /// `IN` over a JSON array parameter.
-const IN_LIST: &str = "IN (SELECT jsonb_array_elements_text(?::jsonb))";
+pub(crate) const IN_LIST: &str = "IN (SELECT jsonb_array_elements_text(?::jsonb))";
 
 /// What a scrub removed.
 #[derive(Default)]
@@ -70,7 +70,7 @@ pub(crate) struct Scrubbed {
     pub(crate) touched: Vec<EntityId>,
 }
 
-async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
+pub(crate) async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
     let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
     for b in binds {
         q = q.bind(*b);
@@ -85,12 +85,12 @@ async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<Strin
 
 /// Records selected as `(id, embedding_key)`.
 #[derive(Default)]
-struct Records {
-    ids: Vec<String>,
-    keys: Vec<String>,
+pub(crate) struct Records {
+    pub(crate) ids: Vec<String>,
+    pub(crate) keys: Vec<String>,
 }
 
-async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
+pub(crate) async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
     let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
     for b in binds {
         q = q.bind(*b);
@@ -103,7 +103,7 @@ async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> 
     Ok(out)
 }
 
-async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
+pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
     let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
     for b in binds {
         q = q.bind(*b);

@@ -28,6 +28,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 mod claims;
+mod compact;
 mod documents;
 mod entities;
 mod facts;
@@ -527,6 +528,15 @@ impl MemoryStore for PgStore {
 
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
         self.sections_impl(ns, version).await
+    }
+
+    async fn compact_conversation(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        now: Timestamp,
+    ) -> Result<u64> {
+        self.compact_conversation_impl(ns, doc, now).await
     }
 
     async fn delete_document(

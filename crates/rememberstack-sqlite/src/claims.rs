@@ -317,11 +317,18 @@ impl SqliteStore {
     ) -> Result<Vec<(String, PriorExtraction)>> {
         let ns_s = ns.to_string();
         let mut found: Vec<(String, String)> = Vec::new();
+        // One snapshot for both reads: a conversation compaction committing between
+        // them could otherwise take a chunk's occurrences after its decision was read.
+        let mut tx = self.read.begin().await.map_err(db_err)?;
         for batch in hashes.chunks(400) {
-            // The newest fresh (non-reuse) extraction of each input in the lineage.
+            // The newest fresh (non-reuse) extraction of each input in the lineage
+            // whose chunk is still there (compaction drops the chunks of inputs no
+            // retained version uses).
             let sql = format!(
                 "SELECT extraction_input_hash, chunk_id, MAX(seq) AS seq FROM claim_extraction_decisions
                  WHERE namespace_id = ? AND document_id = ? AND kind <> 'reused'
+                   AND EXISTS (SELECT 1 FROM chunks k WHERE k.namespace_id = claim_extraction_decisions.namespace_id
+                                 AND k.id = claim_extraction_decisions.chunk_id)
                    AND extraction_input_hash IN ({})
                    AND version_id NOT IN (SELECT id FROM document_versions
                         WHERE namespace_id = claim_extraction_decisions.namespace_id
@@ -336,7 +343,7 @@ impl SqliteStore {
             for h in batch {
                 q = q.bind(h);
             }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+            for r in q.fetch_all(&mut *tx).await.map_err(db_err)? {
                 found.push((r.get("extraction_input_hash"), r.get("chunk_id")));
             }
         }
@@ -350,7 +357,7 @@ impl SqliteStore {
             for (_, chunk) in batch {
                 q = q.bind(chunk);
             }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+            for r in q.fetch_all(&mut *tx).await.map_err(db_err)? {
                 let o = occurrence_row(&r)?;
                 by_chunk.entry(o.chunk_id.to_string()).or_default().push(o);
             }

@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashSet};
 use crate::conns::Tx;
 
 /// A list bound as one JSON array parameter, read with `json_each`.
-fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+pub(crate) fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
     serde_json::Value::Array(
         items
             .into_iter()
@@ -29,7 +29,7 @@ fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
 }
 
 /// `IN` over a JSON array parameter.
-const IN_LIST: &str = "IN (SELECT value FROM json_each(?))";
+pub(crate) const IN_LIST: &str = "IN (SELECT value FROM json_each(?))";
 
 /// What a scrub removed.
 #[derive(Default)]
@@ -48,7 +48,7 @@ pub(crate) struct Scrubbed {
     pub(crate) touched: Vec<EntityId>,
 }
 
-async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
+pub(crate) async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
     let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
     for b in binds {
         q = q.bind(*b);
@@ -63,13 +63,13 @@ async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<Strin
 
 /// Records selected as `(seq, id, embedding_key)`.
 #[derive(Default)]
-struct Records {
-    seqs: Vec<i64>,
-    ids: Vec<String>,
-    keys: Vec<String>,
+pub(crate) struct Records {
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) ids: Vec<String>,
+    pub(crate) keys: Vec<String>,
 }
 
-async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
+pub(crate) async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
     let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
     for b in binds {
         q = q.bind(*b);
@@ -83,7 +83,7 @@ async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> 
     Ok(out)
 }
 
-async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
+pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
     let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
     for b in binds {
         q = q.bind(*b);
@@ -103,7 +103,7 @@ async fn table_exists(tx: &mut Tx<'_>, name: &str) -> Result<bool> {
 }
 
 /// Delete FTS rows by rowid (the base table's `seq`).
-async fn delete_fts(tx: &mut Tx<'_>, table: &str, seqs: &[i64]) -> Result<()> {
+pub(crate) async fn delete_fts(tx: &mut Tx<'_>, table: &str, seqs: &[i64]) -> Result<()> {
     if seqs.is_empty() || !table_exists(tx, table).await? {
         return Ok(());
     }

@@ -8,6 +8,7 @@
 
 mod blobs;
 mod claims;
+mod compact;
 mod conns;
 mod disk;
 mod entities;
@@ -937,8 +938,10 @@ impl MemoryStore for SqliteStore {
         let ns_s = ns.to_string();
         let vid = id.to_string();
         let Some(rep) = sqlx::query(
-            "SELECT markdown, turns_json, title, component_version FROM representations
-             WHERE namespace_id = ? AND version_id = ?",
+            // A compacted version keeps only its representation's title.
+            "SELECT r.markdown, r.turns_json, r.title, r.component_version FROM representations r
+             JOIN document_versions v ON v.namespace_id = r.namespace_id AND v.id = r.version_id
+             WHERE r.namespace_id = ? AND r.version_id = ? AND v.compacted_at IS NULL",
         )
         .bind(&ns_s)
         .bind(&vid)
@@ -1147,6 +1150,15 @@ impl MemoryStore for SqliteStore {
         .await
         .map_err(db_err)?;
         Ok(rows.iter().map(|r| r.get("name")).collect())
+    }
+
+    async fn compact_conversation(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        now: Timestamp,
+    ) -> Result<u64> {
+        self.compact_conversation_impl(ns, doc, now).await
     }
 
     async fn delete_document(

@@ -16,7 +16,7 @@ use sqlx::sqlite::SqliteRow;
 
 pub(crate) const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
-           v.source_modified_at, v.origin, v.metadata_json, v.created_at,
+           v.source_modified_at, v.origin, v.metadata_json, v.created_at, v.compacted_at,
            d.source_kind, d.source_ref, d.mode, d.current_version_id,
            ip.kind AS principal_kind, ip.external_ref AS principal_ref
     FROM document_versions v
@@ -225,6 +225,10 @@ pub(crate) fn version_row(r: &SqliteRow) -> Result<VersionRecord> {
             }),
             _ => None,
         },
+        compacted_at: r
+            .get::<Option<String>, _>("compacted_at")
+            .map(|t| ts(&t))
+            .transpose()?,
     })
 }
 

@@ -651,7 +651,13 @@ impl Engine {
             Some(version.version_id),
             "extraction_completed",
         )
-        .await
+        .await?;
+        // A conversation's earlier versions can go once this one's extraction no
+        // longer needs theirs.
+        if version.source_kind == "conversation" {
+            self.compact_conversation_in(ns, version.document_id).await;
+        }
+        Ok(())
     }
 
     /// Recompute which of a lineage's claims are current testimony once `version`'s

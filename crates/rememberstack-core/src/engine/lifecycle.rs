@@ -125,7 +125,9 @@ impl Engine {
     /// (so a replayed append is `unchanged`), with anything else it is refused
     /// (`conflict`) and nothing changes. Each append that adds messages is a new
     /// version of the lineage holding every message; unchanged chunks reuse their
-    /// claims, so an append costs what it adds. A message without a timestamp is
+    /// claims, and superseded versions are compacted (their bytes and derived rows go
+    /// once a newer version is processed, or at once if their processing never
+    /// began), so an append costs what it adds. A message without a timestamp is
     /// stamped with `source_time` (else now), so its time never shifts with later
     /// appends. A deleted conversation starts over from the appended messages.
     pub async fn append_messages(
@@ -228,6 +230,9 @@ impl Engine {
             req.expected_latest = latest.map(|(_, v)| v);
             match self.ingest(req).await {
                 Ok(r) => {
+                    // The version this one supersedes goes now if its processing never
+                    // began (or earlier ones finished since): an append costs what it adds.
+                    self.compact_conversation(&r.namespace, r.document_id).await;
                     return Ok(AppendReceipt {
                         namespace: r.namespace,
                         document_id: r.document_id,
@@ -252,6 +257,34 @@ impl Engine {
             ErrorCode::Conflict,
             format!("`{conversation_ref}` kept changing under concurrent appends; retry"),
         ))
+    }
+
+    /// Compact the superseded versions of a conversation lineage (the rules are on
+    /// `MemoryStore::compact_conversation`). It is an optimisation of storage, never
+    /// part of the write that triggered it: a failure is logged and the next append or
+    /// completed extraction retries.
+    pub(super) async fn compact_conversation(&self, namespace: &str, doc: DocumentId) {
+        let ns = match self.store.namespace(namespace).await {
+            Ok(Some(ns)) => ns.id,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(%doc, error = %e, "conversation compaction skipped");
+                return;
+            }
+        };
+        self.compact_conversation_in(ns, doc).await;
+    }
+
+    pub(super) async fn compact_conversation_in(&self, ns: NamespaceId, doc: DocumentId) {
+        match self
+            .store
+            .compact_conversation(ns, doc, self.clock.now())
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(%doc, versions = n, "conversation versions compacted"),
+            Err(e) => tracing::warn!(%doc, error = %e, "conversation compaction failed"),
+        }
     }
 
     /// Delete a document lineage (D135): soft, lineage grain, one atomic episode.

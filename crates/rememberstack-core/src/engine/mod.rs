@@ -330,6 +330,10 @@ pub struct VersionSummary {
     /// Who created this version (D101), when its creator said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingested_by: Option<crate::source::IngestPrincipal>,
+    /// When this superseded conversation version was compacted: its original bytes
+    /// and derived rows are gone (every message it held is in the latest version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted_at: Option<Timestamp>,
 }
 
 /// A document's detail.
@@ -1661,6 +1665,7 @@ impl Engine {
                     testimony: testimony.to_string(),
                     metadata: v.metadata,
                     ingested_by: v.ingested_by,
+                    compacted_at: v.compacted_at,
                 }
             })
             .collect();

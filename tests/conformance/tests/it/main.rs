@@ -1,5 +1,6 @@
 //! Behaviour tests run through the facade against every store.
 
+mod appends;
 mod claimify;
 mod claims;
 mod context;
