@@ -22,7 +22,7 @@ function isRunTime(s) {
     !Number.isNaN(Date.parse(s)) && s.slice(0, 4) >= '2025';
 }
 
-/** UUIDs → <idN> by first appearance (keys sorted), run times → <now>, floats to 9 digits. */
+/** UUIDs → <idN> by first appearance (keys sorted), run times → <now>, cursors → <cursor>, floats to 9 digits. */
 function normalize(value) {
   const ids = new Map();
   const walk = (v) => {
@@ -37,7 +37,10 @@ function normalize(value) {
     if (Array.isArray(v)) return v.map(walk);
     if (v !== null && typeof v === 'object') {
       const out = {};
-      for (const k of Object.keys(v).sort()) out[k] = walk(v[k]);
+      // Cursors are signed with each store's own secret.
+      for (const k of Object.keys(v).sort()) {
+        out[k] = k === 'continuation' && typeof v[k] === 'string' ? '<cursor>' : walk(v[k]);
+      }
       return out;
     }
     return v;

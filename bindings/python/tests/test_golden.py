@@ -29,7 +29,7 @@ def _is_run_time(s):
 
 def normalize(value):
     """UUIDs to <idN> by first appearance (keys sorted), run times to <now>,
-    floats to 9 significant digits."""
+    continuation cursors to <cursor>, floats to 9 significant digits."""
     ids = {}
 
     def placeholder(match):
@@ -44,7 +44,11 @@ def normalize(value):
             return float(f"{v:.8e}")
         if isinstance(v, list):
             return [walk(x) for x in v]
-        return {k: walk(v[k]) for k in sorted(v)}
+        # Cursors are signed with each store's own secret.
+        return {
+            k: "<cursor>" if k == "continuation" and isinstance(v[k], str) else walk(v[k])
+            for k in sorted(v)
+        }
 
     return walk(value)
 

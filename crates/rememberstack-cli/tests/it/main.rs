@@ -135,6 +135,8 @@ fn search_envelope_snapshot() {
         ".results[].chunk_id" => "[id]",
         ".results[].document_id" => "[id]",
         ".results[].version_id" => "[id]",
+        // Signed with the store's own secret.
+        ".truncation.continuation" => "[cursor]",
     });
 }
 
