@@ -387,7 +387,9 @@ async fn pg_claims_commit_reuse_currency_and_reads() {
         vec![true]
     );
 
-    // prior_extractions: the newest fresh extraction (the reuse does not count).
+    // prior_extractions: the newest fresh extraction (the reuse does not count) whose
+    // chunk is still stored (a compacted conversation version's chunk is not).
+    stored_chunk(&store, ns, doc, v1, k1).await;
     let prior = store
         .prior_extractions(ns, doc, &["hash-1".to_string(), "hash-none".to_string()])
         .await
@@ -401,6 +403,7 @@ async fn pg_claims_commit_reuse_currency_and_reads() {
     // A later fresh extraction of the same input wins.
     let k3 = ChunkId::new();
     let c3 = new_claim(doc, v2, k3, "Carol runs the office", "c");
+    stored_chunk(&store, ns, doc, v2, k3).await;
     let l3 = lease(&store, ns, v2, "w3").await;
     store
         .commit_extractions(
@@ -1179,4 +1182,27 @@ async fn pg_claims_semantic_ties_break_by_id() {
     );
     assert!(hits.iter().all(|h| h.score == 0.0));
     drop_schema(&store).await;
+}
+
+/// A bare chunk row: reuse looks only at extractions whose chunk is still stored.
+async fn stored_chunk(
+    store: &PgStore,
+    ns: NamespaceId,
+    doc: DocumentId,
+    version: VersionId,
+    chunk: ChunkId,
+) {
+    sqlx::query(
+        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+             block_start, block_end, start_byte, end_byte, char_start, char_end, text,
+             content_hash, token_estimate, embedding_key, event_ids_json)
+         VALUES ($1, $2, $3, $4, 0, 0, 0, 0, 0, 0, 0, 0, '', '', 0, '', '[]'::jsonb)",
+    )
+    .bind(ns.to_string())
+    .bind(chunk.to_string())
+    .bind(version.to_string())
+    .bind(doc.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
 }

@@ -107,8 +107,8 @@ async fn pg_migrations_apply_twice() {
             "table {t} missing: {tables:?}"
         );
     }
-    // 47 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
-    assert_eq!(tables.len(), 51, "{tables:?}");
+    // 48 tables mirror the SQLite store, 3 hold full text, 1 is sqlx's ledger.
+    assert_eq!(tables.len(), 52, "{tables:?}");
     drop_schema(&store).await;
 }
 

@@ -130,9 +130,7 @@ pub fn normalize(mut v: Value) -> Value {
                 for k in keys {
                     match o.get_mut(&k) {
                         // Cursors are signed with each store's own secret.
-                        Some(x @ Value::String(_)) if k == "continuation" => {
-                            *x = json!("<cursor>")
-                        }
+                        Some(x @ Value::String(_)) if k == "continuation" => *x = json!("<cursor>"),
                         Some(x) => walk(x, ids),
                         None => {}
                     }
