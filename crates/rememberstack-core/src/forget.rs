@@ -15,6 +15,18 @@ use std::path::{Path, PathBuf};
 /// The manifest format.
 pub const MANIFEST_FORMAT: &str = "rememberstack.forget/v1";
 
+/// A vector row no chunk, claim, fact or entity profile uses any more (both
+/// stores' SQL; forget and conversation compaction remove such rows).
+pub const VECTOR_UNUSED: &str =
+    "NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
+                   AND c.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
+                   AND f.embedding_key = vectors.embedding_key)
+               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
+                   AND e.profile_key = vectors.embedding_key)";
+
 /// What a forget targets: one document lineage (a note is a lineage too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

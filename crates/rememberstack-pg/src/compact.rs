@@ -5,7 +5,7 @@
 //! for statement (`rememberstack-sqlite/src/compact.rs`); lexical rows go with their
 //! chunks (`ON DELETE CASCADE`) and originals are rows of `content_objects`.
 
-use crate::forget::{IN_LIST, Tx, exec, json_list, records, strings};
+use crate::forget::{IN_LIST, Tx, delete_unused_vectors, exec, json_list, records, strings};
 use crate::{PgStore, db_err};
 use rememberstack_core::Result;
 use rememberstack_core::ids::*;
@@ -299,23 +299,7 @@ async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestam
         &[ns, v],
     )
     .await?;
-    let klist = json_list(&keys);
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
-                   AND f.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
-                   AND e.profile_key = vectors.embedding_key)"
-        ),
-        &[ns, &klist],
-    )
-    .await?;
+    delete_unused_vectors(tx, ns, &keys).await?;
     sqlx::query(
         "UPDATE document_versions SET compacted_at = $1 WHERE namespace_id = $2 AND id = $3",
     )

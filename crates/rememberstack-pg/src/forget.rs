@@ -103,6 +103,19 @@ pub(crate) async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Resul
     Ok(out)
 }
 
+/// Remove the vectors among `keys` that nothing uses any more.
+pub(crate) async fn delete_unused_vectors(
+    tx: &mut Tx<'_>,
+    ns: &str,
+    keys: &BTreeSet<String>,
+) -> Result<u64> {
+    let sql = format!(
+        "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
+        rememberstack_core::forget::VECTOR_UNUSED
+    );
+    exec(tx, &sql, &[ns, &json_list(keys)]).await
+}
+
 pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
     let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
     for b in binds {
@@ -630,23 +643,7 @@ pub(crate) async fn scrub(
     .await?;
 
     // Vectors no remaining record uses.
-    let klist = json_list(&keys);
-    out.vectors = exec(
-        tx,
-        &format!(
-            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
-                   AND f.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
-                   AND e.profile_key = vectors.embedding_key)"
-        ),
-        &[ns, &klist],
-    )
-    .await?;
+    out.vectors = delete_unused_vectors(tx, ns, &keys).await?;
 
     // The versions' bytes: a hash no other version of the namespace still serves
     // from goes with them.

@@ -4,7 +4,9 @@
 //! `MemoryStore::compact_conversation`).
 
 use crate::conns::Tx;
-use crate::forget::{IN_LIST, delete_fts, exec, json_list, records, strings};
+use crate::forget::{
+    IN_LIST, delete_fts, delete_unused_vectors, exec, json_list, records, strings,
+};
 use crate::{SqliteStore, db_err, fts_table};
 use rememberstack_core::Result;
 use rememberstack_core::ids::*;
@@ -286,23 +288,7 @@ async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestam
         &[ns, v],
     )
     .await?;
-    let klist = json_list(&keys);
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.namespace_id = vectors.namespace_id
-                   AND c.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = vectors.namespace_id
-                   AND f.embedding_key = vectors.embedding_key)
-               AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
-                   AND e.profile_key = vectors.embedding_key)"
-        ),
-        &[ns, &klist],
-    )
-    .await?;
+    delete_unused_vectors(tx, ns, &keys).await?;
     exec(
         tx,
         "UPDATE document_versions SET compacted_at = ? WHERE namespace_id = ? AND id = ?",
