@@ -205,6 +205,57 @@ pub(crate) async fn insert_work(
     Ok(n)
 }
 
+/// Turn the change-stamp bump off (or back on) for the rest of the transaction
+/// (migration 0004: statements that change no stamped aggregate).
+async fn skip_stamp(conn: &mut PgConnection, on: bool) -> Result<()> {
+    sqlx::query("SELECT set_config('rememberstack.skip_stamp', $1, true)")
+        .bind(if on { "on" } else { "off" })
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Release the leases of processes that no longer run (no session holds their
+/// liveness lock, see `liveness`): they fall due now, as if their lease had
+/// expired, so this claim takes them (counting the attempt, as an expired lease
+/// does) instead of waiting out the lease time. Rows a concurrent claimer holds
+/// are skipped: that one decides them.
+async fn release_ended_owners(conn: &mut PgConnection, me: Option<i64>, now: i64) -> Result<()> {
+    let released: Vec<(i64, i64)> = sqlx::query_as(
+        "WITH ended AS (
+             UPDATE processing_state s SET lease_expires_at = $1
+             FROM (SELECT namespace_id, id FROM processing_state
+                   WHERE status = 'running' AND lease_expires_at > $1
+                     AND lease_process IS NOT NULL AND lease_process IS DISTINCT FROM $2
+                     AND lease_process NOT IN (
+                         SELECT l.objid::bigint FROM pg_locks l
+                         WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+                           AND l.classid = $3::bigint::oid
+                           AND l.database = (SELECT oid FROM pg_database
+                                             WHERE datname = current_database()))
+                   FOR UPDATE SKIP LOCKED) d
+             WHERE s.namespace_id = d.namespace_id AND s.id = d.id
+             RETURNING s.lease_process)
+         SELECT lease_process, COUNT(*) FROM ended GROUP BY lease_process ORDER BY 1",
+    )
+    .bind(now)
+    .bind(me)
+    .bind(i64::from(crate::liveness::LIVENESS_CLASS))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    for (process, items) in released {
+        tracing::warn!(
+            target: "rememberstack::work",
+            process,
+            items,
+            "released the leases of a process that is no longer running"
+        );
+    }
+    Ok(())
+}
+
 impl PgStore {
     pub(crate) async fn enqueue_impl(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
         if items.is_empty() {
@@ -218,7 +269,15 @@ impl PgStore {
 
     pub(crate) async fn claim_impl(&self, req: &ClaimRequest) -> Result<Vec<WorkItem>> {
         let now = ms(req.now);
+        let me = self.owner.key(&self.locks).await;
         let mut tx = self.pool().begin().await.map_err(db_err)?;
+        if me.is_some() {
+            // Releasing only moves lease times: no stamped aggregate changes, and
+            // the stamp row must not be taken after the ledger rows (see below).
+            skip_stamp(&mut tx, true).await?;
+            release_ended_owners(&mut tx, me, now).await?;
+            skip_stamp(&mut tx, false).await?;
+        }
         // A lease that expired on the final attempt ends in the dead-letter queue.
         // Rows another transaction holds (a concurrent claimer's sweep or lease
         // write) are skipped rather than waited for: that one decides them.
@@ -237,10 +296,7 @@ impl PgStore {
         // Leasing changes no stamped aggregate and must not take the stamp row
         // after the rows it leases (migration 0004): the sweep above, which does
         // change the dead-letter count, still bumps it.
-        sqlx::query("SELECT set_config('rememberstack.skip_stamp', 'on', true)")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        skip_stamp(&mut tx, true).await?;
         let stages: Vec<Stage> = if req.stages.is_empty() {
             Stage::ALL.to_vec()
         } else {
@@ -267,7 +323,7 @@ impl PgStore {
                      FOR UPDATE OF p SKIP LOCKED)
                  UPDATE processing_state s
                  SET status = 'running', attempts = s.attempts + 1, lease_owner = $1, lease_expires_at = $2,
-                     defer_reason = NULL, updated_at = $3
+                     lease_process = $6, defer_reason = NULL, updated_at = $3
                  FROM picked
                  WHERE s.namespace_id = picked.namespace_id AND s.id = picked.id
                  RETURNING {}",
@@ -283,6 +339,7 @@ impl PgStore {
                 .bind(now)
                 .bind(stage.as_str())
                 .bind(i64::from(req.limit_for(stage)))
+                .bind(me)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?;

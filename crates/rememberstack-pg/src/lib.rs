@@ -36,6 +36,7 @@ mod forget;
 mod keys;
 mod ledger;
 mod lifecycle;
+mod liveness;
 mod search;
 
 use async_trait::async_trait;
@@ -116,6 +117,8 @@ pub struct PgStore {
     /// Whether the manifest root was named (config or environment) rather than
     /// defaulted to this host's data directory.
     shared_root: bool,
+    /// The session whose lock says this process still runs (see `liveness`).
+    owner: std::sync::Arc<liveness::Owner>,
 }
 
 /// This process's host name, for the connection's `application_name`: a
@@ -353,6 +356,7 @@ impl PgStore {
             schema,
             manifests: ManifestRoot::new(manifest_dir),
             shared_root,
+            owner: Default::default(),
         };
         if let Ok(Some(warning)) = store.manifest_root_warning_impl().await {
             tracing::warn!("{warning}");
