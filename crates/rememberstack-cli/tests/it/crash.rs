@@ -12,9 +12,8 @@
 //! kills spread over the whole run, every stage included. On both stores the
 //! resume takes the dead process's leases at once (owner liveness: a file lock on
 //! the embedded store, a session advisory lock on PostgreSQL), never by waiting
-//! out the 300 s lease. On PostgreSQL (when `DATABASE_URL` is set) the corpus is a
-//! quarter of the embedded store's, to keep the test short: about 550 claims
-//! against about 2,200.
+//! out the 300 s lease. PostgreSQL runs when `DATABASE_URL` is set. The corpus
+//! makes about 2,200 claims.
 
 use serde_json::Value;
 use sqlx::{Executor, Row};
@@ -638,10 +637,8 @@ fn postgres_processing_killed_at_twenty_points_and_resumed_equals_an_uninterrupt
                 env: vec![],
             }
         },
-        // A quarter of the corpus: the debug build writes to PostgreSQL about ten
-        // times slower than to SQLite, and the test must stay short in CI.
-        12,
-        500,
+        48,
+        2000,
         // The server ends a killed client's session when it reads the closed
         // socket, a moment after the kill: the resume starts after that moment.
         Duration::from_millis(300),
