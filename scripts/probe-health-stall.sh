@@ -5,18 +5,22 @@
 # 50 ms meanwhile, and prints the slowest `/health` answer and each ingest's time.
 # Usage:
 #   remember --db /tmp/stall.db serve --workers 0 &
-#   scripts/probe-health-stall.sh [BASE_URL] [MESSAGES]
-# BASE_URL defaults to http://127.0.0.1:8420, MESSAGES (per conversation) to 20000.
+#   scripts/probe-health-stall.sh [BASE_URL] [MESSAGES] [AFTER_SECS]
+# BASE_URL defaults to http://127.0.0.1:8420, MESSAGES (per conversation) to 20000;
+# AFTER_SECS (default 0) keeps polling that long after the ingests answer, while a
+# server with workers processes them.
 # It writes to namespace `probe` only.
 set -eu
 BASE=${1:-http://127.0.0.1:8420}
 N=${2:-20000}
+AFTER=${3:-0}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 for i in 1 2; do
-  python3 - "$N" "$i" >"$dir/conv$i.json" <<'EOF'
+  python3 - "$N" "$i-$$" >"$dir/conv$i.json" <<'EOF'
 import json, sys
+# A run tag of its own, so a repeated probe ingests new text (not an unchanged replay).
 n, run = int(sys.argv[1]), sys.argv[2]
 messages = [
     {"event_id": f"r{run}-m{k}", "speaker": f"Speaker {k % 900}",
@@ -52,12 +56,19 @@ post 2 &
 b=$!
 wait "$a" "$b"
 ended=$(date +%s.%N)
+cp "$dir/health.txt" "$dir/during.txt"
+sleep "$AFTER"
 touch "$dir/done"
 wait "$poller"
 
-sort -n "$dir/health.txt" | awk -v wall="$(echo "$ended - $started" | bc)" '
+sort -n "$dir/during.txt" | awk -v wall="$(echo "$ended - $started" | bc)" '
   { v[NR] = $1 }
   END {
     printf "both ingests: %.2f s wall\n", wall
     printf "/health during them: %d answers, median %.3f s, slowest %.3f s\n", NR, v[int((NR + 1) / 2)], v[NR]
   }'
+if [ "$AFTER" != 0 ]; then
+  sort -n "$dir/health.txt" | awk -v after="$AFTER" '
+    { v[NR] = $1 }
+    END { printf "/health through %s s more: %d answers, median %.3f s, slowest %.3f s\n", after, NR, v[int((NR + 1) / 2)], v[NR] }'
+fi
