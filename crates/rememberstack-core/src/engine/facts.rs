@@ -296,8 +296,10 @@ struct FactCursor {
     q: String,
 }
 
-/// Longest fact cursor accepted, in characters.
-const MAX_FACT_CURSOR_CHARS: usize = 16 * 1024;
+/// Longest fact cursor accepted, in characters: generous, since entity names have
+/// no cap of their own and a cursor this store issued must always be accepted back
+/// (the signature, not the length, is what refuses a forged one).
+const MAX_FACT_CURSOR_CHARS: usize = 256 * 1024;
 
 type StageResult<T> = std::result::Result<T, StageError>;
 
