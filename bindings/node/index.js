@@ -313,7 +313,10 @@ class Memory {
     return this.#call('claim_decisions', { document_id: documentId });
   }
 
-  /** `{ entityId?, at?, history?, limit? }` — facts holding now, at an instant, or all. */
+  /**
+   * `{ entityId?, at?, history?, limit?, cursor? }` — facts holding now, at an instant, or
+   * all: `{ facts, cursor? }`, a page of at most 1,000; pass `cursor` back for the next.
+   */
   async facts(opts) {
     return this.#call('facts', options('facts', opts));
   }

@@ -639,6 +639,14 @@ export interface FactInvalidation {
 /** Relation or observation. */
 export type FactKind = 'relation' | 'observation'
 
+/** A page of a fact listing. */
+export interface FactPage {
+  /** Pass it back with the same query to continue; absent on the last page. */
+  cursor?: string | null
+  /** Facts by subject name, then recorded order. */
+  facts: FactRecord[]
+}
+
 /** A fact as stored, with counts computed from current testimony. */
 export interface FactRecord {
   /**
@@ -1532,7 +1540,7 @@ export interface Results {
   unmerge_entities: MergeEvent
   claims: { claims: ClaimRecord[] }
   claim_decisions: { decisions: DecisionRecord[] }
-  facts: { facts: FactRecord[] }
+  facts: FactPage
   predicates: { predicates: PredicateRow[] }
   neighborhood: Envelope<PathResult>
   hydrate: Envelope<HydratedRecord>

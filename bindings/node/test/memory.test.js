@@ -434,6 +434,16 @@ describe('facts, the graph and entity administration', () => {
       const works = facts.find((f) => f.statement === 'Alice works for Acme.');
       assert.ok(works, JSON.stringify(facts.map((f) => f.statement)));
       assert.ok((await memory.predicates()).predicates.some((p) => p.name === 'works_for'));
+      // A page at a time, continuing with the cursor: the same facts in the same order.
+      const paged = [];
+      let cursor;
+      do {
+        const page = await memory.facts({ limit: 1, cursor });
+        paged.push(...page.facts.map((f) => f.fact_id));
+        cursor = page.cursor;
+      } while (cursor);
+      assert.deepEqual(paged, facts.map((f) => f.fact_id));
+      await rejectsWith(memory.facts({ limit: 1001 }), 'invalid_parameter');
       assert.ok((await memory.claimDecisions(doc.document_id)).decisions.length > 0);
       const { claims } = await memory.claims({ documentId: doc.document_id });
       assert.ok(claims.some((c) => c.text === 'Alice works for Acme.'));

@@ -366,6 +366,17 @@ def test_facts_graph_and_entity_admin(memory):
     assert any(f.statement == "Alice works for Acme." for f in facts), [f.statement for f in facts]
     assert "works_for" in {p.name for p in memory.predicates()}
     assert memory.claim_decisions(doc.document_id), "the extraction ledger is empty"
+    # A page at a time, continuing with the cursor: the same facts in the same order.
+    paged, cursor = [], None
+    while True:
+        page = memory.facts_page(limit=1, cursor=cursor)
+        paged += [f.fact_id for f in page.facts]
+        cursor = page["cursor"] if "cursor" in page else None
+        if cursor is None:
+            break
+    assert paged == [f.fact_id for f in facts]
+    with pytest.raises(remember.InvalidParameter):
+        memory.facts_page(limit=1001)
 
     names = {e.canonical_name: e.entity_id for e in memory.entities()}
     alice, acme = names["Alice"], names["Acme"]

@@ -208,6 +208,25 @@ pub async fn current_claims(memory: &Memory) -> Result<u64> {
         .chunks)
 }
 
+/// Every fact of the namespace (current ones, or the whole history), a page at a
+/// time: a listing returns at most a page.
+pub async fn all_facts(memory: &Memory, history: bool) -> Result<Vec<rememberstack::FactRecord>> {
+    let query = FactQuery {
+        history,
+        ..Default::default()
+    };
+    let mut facts = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = memory.facts_page(&query, cursor.as_deref()).await?;
+        facts.extend(page.facts);
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(facts),
+        }
+    }
+}
+
 /// Processing time of one stage.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StageTime {
@@ -731,12 +750,7 @@ async fn build_and_measure(
     let status = memory.status().await?;
     let claims = current_claims(&memory).await?;
     let entities = memory.entities(false, u32::MAX).await?.len();
-    let facts = memory
-        .facts(&FactQuery {
-            limit: u32::MAX,
-            ..Default::default()
-        })
-        .await?;
+    let facts = all_facts(&memory, false).await?;
     let relations = facts.iter().filter(|f| f.predicate.is_some()).count();
     let mut corpus = if corpus_known {
         serde_json::to_value(generator.counts())?
@@ -1073,14 +1087,7 @@ mod tests {
                 .any(|t| t.contains(" is working at ") || t.contains(" is living in ")),
             "no rewritten first-person claim"
         );
-        let facts = memory
-            .facts(&FactQuery {
-                limit: u32::MAX,
-                history: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        let facts = all_facts(&memory, true).await.unwrap();
         for p in ["works_for", "located_in"] {
             assert!(
                 facts.iter().any(|f| f.predicate.as_deref() == Some(p)),

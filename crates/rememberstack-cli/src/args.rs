@@ -447,9 +447,12 @@ pub enum FactsCommand {
         /// Every fact, closed and superseded ones included.
         #[arg(long)]
         history: bool,
-        /// At most this many.
+        /// At most this many a page (1 to 1,000).
         #[arg(long, default_value_t = 500)]
         limit: u32,
+        /// Continue a listing: the cursor its previous page printed.
+        #[arg(long)]
+        cursor: Option<String>,
     },
     /// Correct a fact: invalidate it and remember the corrected statement as a
     /// system note that the pipeline processes (run `process` afterwards, or `--wait`).

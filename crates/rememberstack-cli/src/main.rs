@@ -828,6 +828,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     at,
                     history,
                     limit,
+                    cursor,
                 },
         } => {
             let memory = open(&cli).await?;
@@ -836,22 +837,28 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 .as_deref()
                 .map(|t| rememberstack::time::parse_instant("--at", t))
                 .transpose()?;
-            let facts = memory
-                .facts(&FactQuery {
-                    entity,
-                    at,
-                    history: *history,
-                    limit: *limit,
-                })
+            let page = memory
+                .facts_page(
+                    &FactQuery {
+                        entity,
+                        at,
+                        history: *history,
+                        limit: *limit,
+                    },
+                    cursor.as_deref(),
+                )
                 .await?;
             if cli.json {
-                print_json(&json!({ "facts": facts }))
+                print_json(&page)
             } else {
-                if facts.is_empty() {
+                if page.facts.is_empty() {
                     println!("no facts");
                 }
-                for f in &facts {
+                for f in &page.facts {
                     println!("{}  {}", f.fact_id, fact_line(f));
+                }
+                if let Some(c) = &page.cursor {
+                    println!("(more facts: --cursor {c})");
                 }
                 Ok(())
             }

@@ -28,6 +28,8 @@ pub const MAX_QUERY_BYTES: usize = 4_096;
 pub const MAX_LIST_ITEMS: usize = 100;
 /// The deepest candidate list a search continuation may ask the channels for.
 pub const MAX_SEARCH_DEPTH: usize = 10_000;
+/// Most facts one fact listing returns; more come a page at a time with its cursor.
+pub const MAX_FACTS_PAGE: u32 = 1_000;
 
 /// The largest rendered Markdown a JSON or NDJSON source of `input_bytes` may produce.
 pub fn json_render_limit(input_bytes: usize) -> usize {
@@ -62,6 +64,16 @@ pub fn check_list_len(what: &str, len: usize) -> Result<(), Error> {
     if len > MAX_LIST_ITEMS {
         return Err(invalid_parameter(format!(
             "{what} has {len} items; the limit is {MAX_LIST_ITEMS}"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuse a fact listing `limit` past [`MAX_FACTS_PAGE`] (0 means the default).
+pub fn check_facts_limit(limit: u32) -> Result<(), Error> {
+    if limit > MAX_FACTS_PAGE {
+        return Err(invalid_parameter(format!(
+            "limit is {limit}; a fact listing returns at most {MAX_FACTS_PAGE} a page (continue with its cursor)"
         )));
     }
     Ok(())
@@ -124,5 +136,8 @@ mod tests {
         let e = check_query_len("query", &"q".repeat(MAX_QUERY_BYTES + 1)).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidParameter);
         assert_eq!(json_render_limit(usize::MAX), usize::MAX);
+        assert!(check_facts_limit(MAX_FACTS_PAGE).is_ok());
+        let e = check_facts_limit(MAX_FACTS_PAGE + 1).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidParameter);
     }
 }

@@ -1602,6 +1602,15 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     ) -> Result<bool>;
     /// Facts matching the filter, subject name then recorded order.
     async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>>;
+    /// One page of [`MemoryStore::list_facts`]: the facts after `after` (subject
+    /// name, recorded order) in the same order, each with its recorded order so the
+    /// next page can start after it.
+    async fn list_facts_after(
+        &self,
+        filter: &FactFilter,
+        after: Option<(&str, i64)>,
+        limit: u32,
+    ) -> Result<Vec<(i64, FactRecord)>>;
     /// The keys of the facts matching the filter (ids, ends, statement; no counts or
     /// names), by statement then id: enough to rank a large neighbourhood before
     /// reading whole records for one page.

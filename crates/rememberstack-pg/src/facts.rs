@@ -728,6 +728,35 @@ impl PgStore {
         .collect()
     }
 
+    pub(crate) async fn list_facts_after_impl(
+        &self,
+        filter: &FactFilter,
+        after: Option<(&str, i64)>,
+        limit: u32,
+    ) -> Result<Vec<(i64, FactRecord)>> {
+        let mut p = Params::new();
+        let mut cond = eligibility(filter, &mut p);
+        if let Some((name, seq)) = after {
+            // The listing's own order as a row value: rows strictly after the last one
+            // served, whatever was added or removed since.
+            let name = p.push(Arg::Text(name.to_string()));
+            let seq = p.push(Arg::Text(seq.to_string()));
+            cond.push_str(&format!(
+                " AND (COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq) > ({name}::text COLLATE \"C\", {seq}::bigint)"
+            ));
+        }
+        let sql = format!(
+            "{FACT_SELECT} WHERE {cond} ORDER BY COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq LIMIT {limit}"
+        );
+        bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| Ok((r.get::<i64, _>("seq"), fact_row(r)?)))
+            .collect()
+    }
+
     pub(crate) async fn list_fact_keys_impl(
         &self,
         filter: &FactFilter,

@@ -1138,6 +1138,15 @@ impl MemoryStore for PgStore {
         self.list_facts_impl(filter, limit).await
     }
 
+    async fn list_facts_after(
+        &self,
+        filter: &FactFilter,
+        after: Option<(&str, i64)>,
+        limit: u32,
+    ) -> Result<Vec<(i64, FactRecord)>> {
+        self.list_facts_after_impl(filter, after, limit).await
+    }
+
     async fn list_fact_keys(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactKey>> {
         self.list_fact_keys_impl(filter, limit).await
     }

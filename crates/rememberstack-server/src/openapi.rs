@@ -5,9 +5,9 @@
 //! cannot drift from the routes.
 
 use crate::routes::{
-    AppendBody, ConversationBody, CorrectBody, EntitiesQuery, FeedbackQuery, IngestJson,
-    IngestQuery, MergeBody, PageQuery, PolicyBody, ReasonBody, SearchBody, Transition, WaitQuery,
-    WindowQuery,
+    AppendBody, ConversationBody, CorrectBody, EntitiesQuery, FactsQuery, FeedbackQuery,
+    IngestJson, IngestQuery, MergeBody, PageQuery, PolicyBody, ReasonBody, SearchBody, Transition,
+    WaitQuery, WindowQuery,
 };
 use rememberstack::OperationDescriptor;
 use schemars::generate::SchemaSettings;
@@ -227,6 +227,14 @@ pub const ROUTES: &[RouteDoc] = &[
         None,
     )
     .query(s::<WindowQuery>),
+    r(
+        "GET",
+        ns!("/facts"),
+        "read",
+        "List facts a page at a time (`?entity=&at=&history=&limit=&cursor=`; limit at most 1,000).",
+        None,
+    )
+    .query(s::<FactsQuery>),
     r(
         "GET",
         ns!("/facts/{id}/trace"),

@@ -41,6 +41,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/operations/{name}", post(run_operation))
         .route("/search", post(search))
         .route("/chunks/{id}/adjacent", get(adjacent_chunks))
+        .route("/facts", get(list_facts))
         .route("/facts/{id}/trace", get(trace))
         .route("/facts/{id}/invalidate", post(invalidate_fact))
         .route("/facts/{id}/correct", post(correct_fact))
@@ -728,6 +729,7 @@ async fn search(
     req.entities = body.entities;
     req.exact = body.exact;
     if let Some(roles) = body.roles {
+        rememberstack::limits::check_list_len("roles", roles.len())?;
         let mut parsed = Vec::with_capacity(roles.len());
         for r in roles {
             parsed.push(
@@ -767,6 +769,38 @@ async fn adjacent_chunks(
         .adjacent_chunks(parse_id::<ChunkId>(&id)?, q.window.unwrap_or(1))
         .await?;
     Ok(Json(serde_json::to_value(env).map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FactsQuery {
+    /// Only facts of this entity (merges are followed).
+    entity: Option<String>,
+    /// Facts holding at this instant (RFC 3339).
+    at: Option<String>,
+    /// Every fact, closed and superseded ones included.
+    history: Option<bool>,
+    /// At most this many a page (default 100, at most 1,000).
+    limit: Option<u32>,
+    /// The previous page's cursor, with the same query.
+    cursor: Option<String>,
+}
+
+async fn list_facts(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<FactsQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let query = rememberstack::FactQuery {
+        entity: q.entity.as_deref().map(parse_id::<EntityId>).transpose()?,
+        at: parse_time("at", q.at.as_deref())?,
+        history: q.history.unwrap_or(false),
+        limit: q.limit.unwrap_or(100),
+    };
+    let page = m.facts_page(&query, q.cursor.as_deref()).await?;
+    Ok(Json(serde_json::to_value(page).map_err(internal)?))
 }
 
 async fn trace(

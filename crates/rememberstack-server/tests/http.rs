@@ -170,6 +170,42 @@ async fn every_route_answers_its_success_path() {
         assert!(adjacent["results"].is_array(), "{adjacent}");
         let trace = s.ok("GET", &format!("{NS}/facts/{fact}/trace"), None).await;
         assert!(trace.to_string().contains("Acme"), "{trace}");
+        // The fact listing, a page at a time: the pages hold what one listing holds
+        // (once the worker has nothing left to change).
+        let team = s.memory.with_namespace("team").unwrap();
+        team.process_until_idle().await.unwrap();
+        let all = s.ok("GET", &format!("{NS}/facts"), None).await;
+        let all = all["facts"].as_array().unwrap().clone();
+        assert!(all.iter().any(|f| f["fact_id"] == fact), "{kind}: {all:?}");
+        let mut paged = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = s
+                .ok("GET", &format!("{NS}/facts?limit=1{cursor}"), None)
+                .await;
+            paged.extend(page["facts"].as_array().unwrap().iter().cloned());
+            match page["cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(paged, all, "{kind}");
+        s.err(
+            "GET",
+            &format!("{NS}/facts?limit=1001"),
+            None,
+            400,
+            "invalid_parameter",
+        )
+        .await;
+        s.err(
+            "GET",
+            &format!("{NS}/facts?cursor=forged"),
+            None,
+            400,
+            "invalid_parameter",
+        )
+        .await;
         let r = s.ok("GET", &format!("{NS}/receipts/{receipt}"), None).await;
         assert_eq!(r["status"], "resolved", "{r}");
         let r = s

@@ -983,6 +983,34 @@ impl SqliteStore {
             .collect()
     }
 
+    pub(crate) async fn list_facts_after_impl(
+        &self,
+        filter: &FactFilter,
+        after: Option<(&str, i64)>,
+        limit: u32,
+    ) -> Result<Vec<(i64, FactRecord)>> {
+        let (mut cond, mut binds) = eligibility(filter);
+        if let Some((name, seq)) = after {
+            // The listing's own order as a row value: rows strictly after the last one
+            // served, whatever was added or removed since.
+            cond.push_str(" AND (COALESCE(s.canonical_name, ''), f.seq) > (?, CAST(? AS INTEGER))");
+            binds.push(name.to_string());
+            binds.push(seq.to_string());
+        }
+        let sql = format!("{FACT_SELECT} WHERE {cond} ORDER BY subject_name, f.seq LIMIT ?");
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            q = q.bind(b);
+        }
+        q.bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| Ok((r.get::<i64, _>("seq"), fact_row(r)?)))
+            .collect()
+    }
+
     pub(crate) async fn list_fact_keys_impl(
         &self,
         filter: &FactFilter,

@@ -2313,6 +2313,15 @@ impl MemoryStore for SqliteStore {
         self.list_facts_impl(filter, limit).await
     }
 
+    async fn list_facts_after(
+        &self,
+        filter: &FactFilter,
+        after: Option<(&str, i64)>,
+        limit: u32,
+    ) -> Result<Vec<(i64, FactRecord)>> {
+        self.list_facts_after_impl(filter, after, limit).await
+    }
+
     async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>> {
         self.facts_impl(ns, ids).await
     }

@@ -98,13 +98,19 @@ async fn main() -> anyhow::Result<()> {
     let built = started.elapsed();
     let claims = memory.claims(None, false).await?.len();
     let entities = memory.entities(false, u32::MAX).await?.len();
-    let facts = memory
-        .facts(&rememberstack::FactQuery {
-            limit: u32::MAX,
-            ..Default::default()
-        })
-        .await?
-        .len();
+    // Every current fact, a page at a time.
+    let mut facts = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = memory
+            .facts_page(&rememberstack::FactQuery::default(), cursor.as_deref())
+            .await?;
+        facts += page.facts.len();
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
     println!(
         "corpus: {docs} documents, {claims} claims, {entities} entities, {facts} facts; \
          ingest {:.1} s, pipeline {:.1} s ({} work items)",

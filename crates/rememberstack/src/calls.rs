@@ -430,6 +430,7 @@ struct FactsInput {
     #[serde(default)]
     history: bool,
     limit: Option<u32>,
+    cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -517,6 +518,11 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         "search" => {
             let i: SearchInput = parse(method, input)?;
+            // The list caps apply before any item is parsed.
+            crate::limits::check_list_len("entities", i.entities.len())?;
+            if let Some(roles) = &i.roles {
+                crate::limits::check_list_len("roles", roles.len())?;
+            }
             let mut req = SearchRequest::new(m.namespace(), i.query, i.k.unwrap_or(10));
             req.cursor = i.cursor;
             req.include_retired = i.include_retired;
@@ -714,7 +720,7 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
                 history: i.history,
                 limit: i.limit.unwrap_or(100),
             };
-            to_json(&json!({ "facts": m.facts(&query).await? }))
+            to_json(&m.facts_page(&query, i.cursor.as_deref()).await?)
         }
         "predicates" => {
             let _: NoInput = parse(method, input)?;
@@ -769,7 +775,7 @@ pub fn result_schemas() -> ResultSchemas {
         AppendReceipt, ClaimRecord, ClaimResult, ClaimRetraction, ContextBundle, DecisionRecord,
         DoctorReport, DocumentDeletion, DocumentDetail, DocumentResult, DocumentSummary,
         DrainReport, EntityDetail, EntityRecord, EntityResult, Envelope, EvidenceResult,
-        FactCorrection, FactInvalidation, FactRecord, FactResult, FactTrace, FeedbackRecord,
+        FactCorrection, FactInvalidation, FactPage, FactResult, FactTrace, FeedbackRecord,
         ForgetReport, HydratedRecord, IngestReceipt, MergeEvent, NotePage, NoteRecord,
         OperationDescriptor, PathResult, PredicateRow, Receipt, ReceiptResolution, StatusReport,
     };
@@ -840,7 +846,7 @@ pub fn result_schemas() -> ResultSchemas {
                 "merge_entities" | "unmerge_entities" => of::<MergeEvent>(g),
                 "claims" => listing::<ClaimRecord>(g, "claims"),
                 "claim_decisions" => listing::<DecisionRecord>(g, "decisions"),
-                "facts" => listing::<FactRecord>(g, "facts"),
+                "facts" => of::<FactPage>(g),
                 "predicates" => listing::<PredicateRow>(g, "predicates"),
                 "neighborhood" => of::<Envelope<PathResult>>(g),
                 "hydrate" => of::<Envelope<HydratedRecord>>(g),

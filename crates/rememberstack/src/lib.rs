@@ -44,7 +44,7 @@ pub use rememberstack_core::engine::{
     AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
     Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection,
-    FactModels, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
+    FactModels, FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
     HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest, NoteInput, NotePage,
     OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers, ReceiptResolution,
     RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats, StatusReport,
@@ -64,6 +64,7 @@ pub use rememberstack_core::forget::{
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
+pub use rememberstack_core::limits;
 pub use rememberstack_core::source::{
     Admission, DeclaredKind, DocumentMetadata, Field, IngestPrincipal, IngestRequest, Origin,
     PrincipalKind, Provenance, VersioningMode,
@@ -1056,6 +1057,13 @@ impl Memory {
     /// whole history.
     pub async fn facts(&self, query: &FactQuery) -> Result<Vec<FactRecord>> {
         self.engine.facts(&self.namespace, query).await
+    }
+
+    /// One page of [`Memory::facts`]: pass the page's `cursor` back with the same
+    /// query for the next one. Listing every fact goes a page at a time (`limit` is
+    /// at most 1,000).
+    pub async fn facts_page(&self, query: &FactQuery, cursor: Option<&str>) -> Result<FactPage> {
+        self.engine.facts_page(&self.namespace, query, cursor).await
     }
 
     /// A fact with its evidence claims, adjudication transcripts and the resolution

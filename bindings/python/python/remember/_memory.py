@@ -528,6 +528,27 @@ class Memory:
             "facts", "facts", entity_id=entity_id, at=_instant(at), history=history, limit=limit
         )
 
+    def facts_page(
+        self,
+        *,
+        entity_id: Optional[str] = None,
+        at: Union[str, _dt.datetime, None] = None,
+        history: bool = False,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> Result:
+        """One page of :meth:`facts` (``facts``, and ``cursor`` while more follow):
+        pass ``cursor`` back with the same query for the next page. A page holds at
+        most 1,000 facts."""
+        return self._call(
+            "facts",
+            entity_id=entity_id,
+            at=_instant(at),
+            history=history,
+            limit=limit,
+            cursor=cursor,
+        )
+
     def predicates(self) -> List[Result]:
         """The namespace's predicate registry."""
         return self._call_list("predicates", "predicates")

@@ -268,9 +268,38 @@ pub struct FactQuery {
     pub at: Option<Timestamp>,
     /// Every fact, closed and superseded ones included.
     pub history: bool,
-    /// At most this many.
+    /// At most this many (0: the default, 1,000; at most
+    /// [`MAX_FACTS_PAGE`](crate::limits::MAX_FACTS_PAGE)).
     pub limit: u32,
 }
+
+/// A page of a fact listing.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactPage {
+    /// Facts by subject name, then recorded order.
+    pub facts: Vec<FactRecord>,
+    /// Pass it back with the same query to continue; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Where the next page of a fact listing starts, signed with the store's cursor
+/// secret (a cursor holds a subject name, so it is longer than a search's).
+#[derive(Serialize, Deserialize)]
+struct FactCursor {
+    /// Subject name of the last fact served.
+    n: String,
+    /// Its recorded order.
+    s: i64,
+    /// Digest of the query it continues.
+    q: String,
+}
+
+/// Longest fact cursor accepted, in characters: generous, since entity names have
+/// no cap of their own and a cursor this store issued must always be accepted back
+/// (the signature, not the length, is what refuses a forged one).
+const MAX_FACT_CURSOR_CHARS: usize = 256 * 1024;
 
 type StageResult<T> = std::result::Result<T, StageError>;
 
@@ -2577,10 +2606,56 @@ impl Engine {
             .await
     }
 
-    /// Facts of a namespace.
+    /// Facts of a namespace: the first page of [`Engine::facts_page`].
     pub async fn facts(&self, namespace: &str, query: &FactQuery) -> Result<Vec<FactRecord>> {
+        Ok(self.facts_page(namespace, query, None).await?.facts)
+    }
+
+    /// One page of the facts of a namespace, by subject name then recorded order;
+    /// `cursor` (from the previous page of the same query) continues after it.
+    /// A `limit` past [`MAX_FACTS_PAGE`](crate::limits::MAX_FACTS_PAGE), or a cursor
+    /// this store did not issue for this query, is `invalid_parameter`.
+    pub async fn facts_page(
+        &self,
+        namespace: &str,
+        query: &FactQuery,
+        cursor: Option<&str>,
+    ) -> Result<FactPage> {
+        validate_namespace(namespace)?;
+        crate::limits::check_facts_limit(query.limit)?;
+        let limit = if query.limit == 0 {
+            crate::limits::MAX_FACTS_PAGE
+        } else {
+            query.limit
+        };
+        // The cursor binds to the namespace and the query it continues.
+        let digest = sha256_hex(
+            format!(
+                "{namespace}|{:?}|{:?}|{}",
+                query.entity, query.at, query.history
+            )
+            .as_bytes(),
+        )[..16]
+            .to_string();
+        let after = match cursor {
+            None => None,
+            Some(c) => {
+                let c: FactCursor = decode_signed(&self.cursor_key, c, MAX_FACT_CURSOR_CHARS)
+                    .ok_or_else(foreign_cursor)?;
+                if c.q != digest {
+                    return Err(Error::new(
+                        ErrorCode::InvalidParameter,
+                        "the cursor belongs to another fact listing: repeat the listing that produced it",
+                    ));
+                }
+                Some((c.n, c.s))
+            }
+        };
         let Some(ns) = self.store.namespace(namespace).await? else {
-            return Ok(vec![]);
+            return Ok(FactPage {
+                facts: vec![],
+                cursor: None,
+            });
         };
         let entities = match query.entity {
             Some(e) => {
@@ -2594,9 +2669,10 @@ impl Engine {
             }
             None => vec![],
         };
-        let facts = self
+        // One more than asked says whether another page follows.
+        let mut rows = self
             .store
-            .list_facts(
+            .list_facts_after(
                 &FactFilter {
                     namespace_id: ns.id,
                     entities,
@@ -2607,10 +2683,29 @@ impl Engine {
                     group: None,
                     unsupported: false,
                 },
-                if query.limit == 0 { 1_000 } else { query.limit },
+                after.as_ref().map(|(n, s)| (n.as_str(), *s)),
+                limit + 1,
             )
             .await?;
-        self.present_facts(ns.id, facts).await
+        let cursor = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|(seq, f)| {
+                encode_signed(
+                    &self.cursor_key,
+                    &FactCursor {
+                        n: f.subject_name.clone(),
+                        s: *seq,
+                        q: digest.clone(),
+                    },
+                )
+            })
+        } else {
+            None
+        };
+        let facts = self
+            .present_facts(ns.id, rows.into_iter().map(|(_, f)| f).collect())
+            .await?;
+        Ok(FactPage { facts, cursor })
     }
 
     /// The fact, its evidence claims with spans and source text, its adjudication

@@ -33,8 +33,8 @@ pub use context::{
 };
 pub use extract::{EXTRACT_NEIGHBOURS, next_current_claims};
 pub use facts::{
-    EntityDetail, FactModels, FactQuery, FactTrace, FactsConfig, TracedEvidence, profile_summary,
-    unit_id,
+    EntityDetail, FactModels, FactPage, FactQuery, FactTrace, FactsConfig, TracedEvidence,
+    profile_summary, unit_id,
 };
 pub use lifecycle::{
     AppendReceipt, ExportSelection, FactCorrection, FeedbackInput, NoteInput, NotePage,
@@ -2005,29 +2005,41 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
 /// A cursor as the client sees it: its JSON followed by a truncated HMAC tag, in
 /// URL-safe base64.
 fn encode_cursor(key: &[u8; 32], c: &Cursor) -> String {
+    encode_signed(key, c)
+}
+
+/// Any cursor state, signed: its JSON followed by a truncated HMAC tag, in
+/// URL-safe base64.
+fn encode_signed<T: Serialize>(key: &[u8; 32], c: &T) -> String {
     let mut bytes = serde_json::to_vec(c).unwrap_or_default();
     let tag = hmac_sha256(key, &bytes);
     bytes.extend_from_slice(&tag[..CURSOR_TAG_BYTES]);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// A cursor this store issued; anything else (garbage, another store's, one with
-/// a changed offset or depth) is `invalid_parameter`.
-fn decode_cursor(key: &[u8; 32], s: &str) -> Result<Cursor> {
-    let refuse = || {
-        Error::new(
-            ErrorCode::InvalidParameter,
-            "the cursor is not one this store issued (or it was altered): repeat the request without it",
-        )
-    };
-    if s.len() > 1024 {
-        return Err(refuse());
+/// The refusal of a cursor this store did not issue.
+fn foreign_cursor() -> Error {
+    Error::new(
+        ErrorCode::InvalidParameter,
+        "the cursor is not one this store issued (or it was altered): repeat the request without it",
+    )
+}
+
+/// State signed by [`encode_signed`] under `key`, if `s` (at most `max_len`
+/// characters) is exactly that; `None` for anything else.
+fn decode_signed<T: serde::de::DeserializeOwned>(
+    key: &[u8; 32],
+    s: &str,
+    max_len: usize,
+) -> Option<T> {
+    if s.len() > max_len {
+        return None;
     }
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(s.trim())
-        .map_err(|_| refuse())?;
+        .ok()?;
     if bytes.len() <= CURSOR_TAG_BYTES {
-        return Err(refuse());
+        return None;
     }
     let (json, tag) = bytes.split_at(bytes.len() - CURSOR_TAG_BYTES);
     let expected = hmac_sha256(key, json);
@@ -2037,12 +2049,17 @@ fn decode_cursor(key: &[u8; 32], s: &str) -> Result<Cursor> {
         .zip(tag)
         .fold(0u8, |acc, (a, b)| acc | (a ^ b));
     if diff != 0 {
-        return Err(refuse());
+        return None;
     }
-    serde_json::from_slice::<Cursor>(json)
-        .ok()
+    serde_json::from_slice::<T>(json).ok()
+}
+
+/// A cursor this store issued; anything else (garbage, another store's, one with
+/// a changed offset or depth) is `invalid_parameter`.
+fn decode_cursor(key: &[u8; 32], s: &str) -> Result<Cursor> {
+    decode_signed::<Cursor>(key, s, 1024)
         .filter(|c| c.d > 0 && c.d <= crate::limits::MAX_SEARCH_DEPTH)
-        .ok_or_else(refuse)
+        .ok_or_else(foreign_cursor)
 }
 
 /// Decide the format of an input: the declared kind, else the file extension

@@ -1204,3 +1204,106 @@ async fn a_units_assertions_meet_the_facts_its_earlier_ones_made() {
         );
     }
 }
+
+#[tokio::test]
+async fn fact_listing_pages_with_signed_cursors_and_caps_its_limit() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "notes/team",
+            "# Team notes\n\nAlice has worked for Acme since March 2024.\n\n\
+             Bob has worked for Globex since May 2023.\n\n\
+             Carol has worked for Initech since June 2022.\n\n\
+             Dave has worked for Hooli since July 2021.\n\n\
+             Alice lives in Lisbon. Bob lives in Porto. Carol lives in Madrid.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        let all = all_facts(&memory, false).await;
+        assert!(all.len() >= 5, "{}: {all:#?}", h.kind);
+        let ids = |facts: &[FactRecord]| facts.iter().map(|f| f.fact_id).collect::<Vec<_>>();
+
+        // Pages of two, each continuing after the last: the same facts in the same
+        // order as one listing, and no cursor after the last page.
+        let query = FactQuery {
+            limit: 2,
+            ..FactQuery::default()
+        };
+        let mut paged = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let page = memory.facts_page(&query, cursor.as_deref()).await.unwrap();
+            assert!(page.facts.len() <= 2, "{}", h.kind);
+            paged.extend(page.facts);
+            pages += 1;
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(ids(&paged), ids(&all), "{}", h.kind);
+        assert_eq!(pages, all.len().div_ceil(2), "{}", h.kind);
+        // A page that holds everything says there is no more.
+        let whole = memory
+            .facts_page(&FactQuery::default(), None)
+            .await
+            .unwrap();
+        assert_eq!(ids(&whole.facts), ids(&all), "{}", h.kind);
+        assert!(whole.cursor.is_none(), "{}", h.kind);
+
+        // Past the cap, a cursor not issued by this store, one altered, or one of
+        // another listing: `invalid_parameter`, and nothing is written.
+        let first = memory.facts_page(&query, None).await.unwrap();
+        let cursor = first.cursor.clone().unwrap();
+        let before = crate::ledger_rows(h.store.as_ref()).await;
+        let too_many = FactQuery {
+            limit: rememberstack::limits::MAX_FACTS_PAGE + 1,
+            ..FactQuery::default()
+        };
+        let e = memory.facts(&too_many).await.unwrap_err();
+        assert_eq!(
+            e.code(),
+            rememberstack::ErrorCode::InvalidParameter,
+            "{}: {e}",
+            h.kind
+        );
+        assert!(e.to_string().contains("1000"), "{e}");
+        let mut altered = cursor.clone().into_bytes();
+        let last = altered.len() - 1;
+        altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+        let history = FactQuery {
+            history: true,
+            ..query.clone()
+        };
+        for (q, c) in [
+            (&query, "garbage".to_string()),
+            (&query, String::from_utf8(altered).unwrap()),
+            (&query, "x".repeat(20_000)),
+            (&history, cursor.clone()),
+        ] {
+            let e = memory.facts_page(q, Some(&c)).await.unwrap_err();
+            assert_eq!(
+                e.code(),
+                rememberstack::ErrorCode::InvalidParameter,
+                "{}: {e}",
+                h.kind
+            );
+        }
+        assert_eq!(
+            crate::ledger_rows(h.store.as_ref()).await,
+            before,
+            "{}",
+            h.kind
+        );
+        // The cursor still continues the listing it came from.
+        let second = memory.facts_page(&query, Some(&cursor)).await.unwrap();
+        assert_eq!(
+            ids(&second.facts),
+            ids(&all[2..4.min(all.len())]),
+            "{}",
+            h.kind
+        );
+    }
+}
