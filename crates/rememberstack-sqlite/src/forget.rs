@@ -923,7 +923,7 @@ impl SqliteStore {
         let outcome = self.run_forget(manifest, now).await;
         // Freed pages are zeroed only while a forget runs: whatever happened, the
         // writer goes back to ordinary deletes.
-        let reset = sqlx::query("PRAGMA secure_delete = OFF")
+        let reset = sqlx::raw_sql("PRAGMA secure_delete = OFF; PRAGMA temp_store = MEMORY")
             .execute(&self.write)
             .await
             .map_err(db_err);
@@ -970,9 +970,12 @@ impl SqliteStore {
             doc_id: manifest.document_id,
             ..ForgetReport::default()
         };
-        // Secure delete: freed pages and cells are overwritten with zeros.
+        // Secure delete: freed pages and cells are overwritten with zeros. The
+        // scrub's statement journals (the prior content of every page a statement
+        // changes) go to temporary files: in memory they grew with the document
+        // (hundreds of MB for 20,000 facts).
         let mut conn = self.write.acquire().await.map_err(db_err)?;
-        sqlx::query("PRAGMA secure_delete = ON")
+        sqlx::raw_sql("PRAGMA secure_delete = ON; PRAGMA temp_store = FILE")
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
