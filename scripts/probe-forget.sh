@@ -21,7 +21,7 @@ case "$db" in
     main="probe-$$-$RANDOM" other="probe-other-$$-$RANDOM"
     export REMEMBERSTACK_MANIFEST_ROOT="$dir/manifests" ;;
 esac
-size() { if [ -f "$db" ]; then du -sh "$db" | cut -f1; else echo "(PostgreSQL)"; fi; }
+size() { if [ -f "$db" ]; then du -sh "$db" | cut -f1; else echo "PostgreSQL"; fi; }
 
 for ((i = 1; i <= lines; i++)); do
   printf 'Person%05d Smith%05d works for Company%05d Inc.\n' "$i" "$i" "$i"

@@ -55,9 +55,10 @@ pub mod scrub_sql {
            AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
                WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
                  AND cc.version_id NOT {IN})";
-    /// Facts the listed claims evidence.
+    /// Facts the listed claims evidence, with repeats (`DISTINCT` made SQLite
+    /// read the namespace's evidence in fact order instead of by claim).
     pub const FACTS_OF_CLAIMS: &str =
-        "SELECT DISTINCT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN}";
+        "SELECT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN}";
     /// The listed facts that no evidence supports any more.
     pub const FACTS_WITHOUT_EVIDENCE: &str = "SELECT f.seq, f.id, f.embedding_key FROM facts f
          WHERE f.namespace_id = ? AND f.id {IN}
@@ -205,6 +206,37 @@ pub mod scrub_sql {
         ("resolution_exclusions", "b"),
         ("merge_events", "from_id"),
         ("merge_events", "into_id"),
+    ];
+    /// The verification of a forget, by lineage: `(check, table, column)`, each
+    /// `SELECT COUNT(*) FROM table WHERE namespace_id = ? AND column = ?` (binds:
+    /// ns, doc) must be 0.
+    pub const VERIFY_BY_LINEAGE: &[(&str, &str, &str)] = &[
+        ("documents", "documents", "id"),
+        ("document_versions", "document_versions", "document_id"),
+        ("document_names", "document_names", "document_id"),
+        ("claims", "claims", "document_id"),
+        ("chunks", "chunks", "document_id"),
+        ("chunk_claims", "chunk_claims", "document_id"),
+        (
+            "extraction_decisions",
+            "claim_extraction_decisions",
+            "document_id",
+        ),
+        ("staged_assertions", "staged_assertions", "document_id"),
+        (
+            "resolution_decisions",
+            "resolution_decisions",
+            "document_id",
+        ),
+        ("notes", "notes", "document_id"),
+        ("entity_bindings", "document_entity_bindings", "document_id"),
+    ];
+    /// The verification by version: `(check, table)`, rows of the versions left.
+    pub const VERIFY_BY_VERSION: &[(&str, &str)] = &[
+        ("representations", "representations"),
+        ("blocks", "blocks"),
+        ("sections", "sections"),
+        ("work_items", "processing_state"),
     ];
     /// The lineage's own rows when the whole lineage goes (binds: ns, doc), after
     /// `note_requests` of its versions.

@@ -227,7 +227,10 @@ pub(crate) async fn scrub(
     let clist = json_list(&claim_ids);
 
     // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist]).await?;
+    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
+        .await?
+        .into_iter()
+        .collect();
     delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
     let flist_affected = json_list(&affected_facts);
     let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
@@ -768,28 +771,7 @@ impl PgStore {
             .collect();
         let slist = json_list(&owned);
         let mut checks = Vec::new();
-        let by_doc = [
-            ("documents", "documents", "id"),
-            ("document_versions", "document_versions", "document_id"),
-            ("document_names", "document_names", "document_id"),
-            ("claims", "claims", "document_id"),
-            ("chunks", "chunks", "document_id"),
-            ("chunk_claims", "chunk_claims", "document_id"),
-            (
-                "extraction_decisions",
-                "claim_extraction_decisions",
-                "document_id",
-            ),
-            ("staged_assertions", "staged_assertions", "document_id"),
-            (
-                "resolution_decisions",
-                "resolution_decisions",
-                "document_id",
-            ),
-            ("notes", "notes", "document_id"),
-            ("entity_bindings", "document_entity_bindings", "document_id"),
-        ];
-        for (name, table, column) in by_doc {
+        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = $1 AND {column} = $2"
             )))
@@ -803,12 +785,7 @@ impl PgStore {
                 remaining: n as u64,
             });
         }
-        for (name, table) in [
-            ("representations", "representations"),
-            ("blocks", "blocks"),
-            ("sections", "sections"),
-            ("work_items", "processing_state"),
-        ] {
+        for &(name, table) in sql::VERIFY_BY_VERSION {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
             ))))

@@ -264,7 +264,10 @@ pub(crate) async fn scrub(
     let clist = json_list(&claim_ids);
 
     // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist]).await?;
+    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
+        .await?
+        .into_iter()
+        .collect();
     delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
     let flist_affected = json_list(&affected_facts);
     let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
@@ -860,70 +863,21 @@ impl SqliteStore {
             .collect();
         let slist = json_list(&owned);
         let mut checks = Vec::new();
-        let by_doc = [
-            (
-                "documents",
-                "SELECT COUNT(*) FROM documents WHERE namespace_id = ? AND id = ?",
-            ),
-            (
-                "document_versions",
-                "SELECT COUNT(*) FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "document_names",
-                "SELECT COUNT(*) FROM document_names WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "claims",
-                "SELECT COUNT(*) FROM claims WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "chunks",
-                "SELECT COUNT(*) FROM chunks WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "chunk_claims",
-                "SELECT COUNT(*) FROM chunk_claims WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "extraction_decisions",
-                "SELECT COUNT(*) FROM claim_extraction_decisions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "staged_assertions",
-                "SELECT COUNT(*) FROM staged_assertions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "resolution_decisions",
-                "SELECT COUNT(*) FROM resolution_decisions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "notes",
-                "SELECT COUNT(*) FROM notes WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "entity_bindings",
-                "SELECT COUNT(*) FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
-            ),
-        ];
-        for (name, sql) in by_doc {
-            let n: i64 = sqlx::query_scalar(sql)
-                .bind(&ns)
-                .bind(&doc)
-                .fetch_one(&self.read)
-                .await
-                .map_err(db_err)?;
+        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND {column} = ?"
+            )))
+            .bind(&ns)
+            .bind(&doc)
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
             checks.push(ForgetCheck {
                 check: name.into(),
                 remaining: n as u64,
             });
         }
-        for (name, table) in [
-            ("representations", "representations"),
-            ("blocks", "blocks"),
-            ("sections", "sections"),
-            ("work_items", "processing_state"),
-        ] {
+        for &(name, table) in sql::VERIFY_BY_VERSION {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
             )))
@@ -1079,5 +1033,81 @@ impl SqliteStore {
         .fetch_optional(&self.write)
         .await
         .map_err(db_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every statement by which a forget reaches removed ids finds its rows
+    /// through an index on the id column: a plan that only narrows to the
+    /// namespace (or scans) runs once per removed id inside a correlated check, or
+    /// reads the whole namespace per statement, and a large document's forget
+    /// became quadratic.
+    #[tokio::test]
+    async fn every_scrub_statement_reaches_its_ids_through_an_index() {
+        let (_dir, store, _ns) = crate::entities::tests::open().await;
+        let mut statements: Vec<String> = [
+            sql::BY_FACT,
+            sql::BY_CLAIM,
+            sql::BY_DECISION,
+            sql::BY_VERSION_BEFORE_CHUNKS,
+            sql::BY_VERSION,
+            sql::BY_WORK,
+            sql::BY_ENTITY,
+            &[
+                ("fact_evidence", "claim_id"),
+                ("facts", "id"),
+                ("claims", "id"),
+                ("chunks", "version_id"),
+                ("entities", "id"),
+                ("note_requests", "version_id"),
+                ("feedback", "item_ref"),
+            ],
+        ]
+        .iter()
+        .flat_map(|list| list.iter())
+        .map(|(table, column)| sql::delete_in(table, column, IN_LIST))
+        .collect();
+        statements.extend(
+            [
+                sql::CHUNKS_OF_VERSIONS,
+                sql::FACTS_OF_CLAIMS,
+                sql::FACTS_WITHOUT_EVIDENCE,
+                sql::ENTITIES_OF_FACTS,
+                sql::UNSUPERSEDE,
+                sql::ENTITIES_OF_CLAIMS,
+                sql::DECISIONS_OF_CLAIMS,
+                sql::WORK_OF_VERSIONS,
+                sql::WORK_ON_RECORDS,
+                sql::UNSUPPORTED_ENTITIES,
+                sql::PROFILE_KEYS,
+            ]
+            .map(q),
+        );
+        statements.push(format!(
+            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
+            rememberstack_core::forget::VECTOR_UNUSED
+        ));
+        let mut bad = Vec::new();
+        for statement in &statements {
+            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
+                .fetch_all(&store.write)
+                .await
+                .expect("plan");
+            for row in plan {
+                let detail: String = row.get("detail");
+                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
+                if scan || detail.ends_with("(namespace_id=?)") {
+                    bad.push(format!("{detail}  <-  {statement}"));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "plans without an index on the ids:\n{}",
+            bad.join("\n")
+        );
     }
 }
