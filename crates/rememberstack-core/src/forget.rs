@@ -27,6 +27,229 @@ pub const VECTOR_UNUSED: &str =
                AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.namespace_id = vectors.namespace_id
                    AND e.profile_key = vectors.embedding_key)";
 
+/// The scrub's statements, the same text on both stores: `?` placeholders (the
+/// PostgreSQL store numbers them) and `{IN}` where the store's `IN` over one JSON
+/// array parameter goes ([`scrub_sql::with_in`]). A filter over two columns is
+/// two statements, each served by its column's index: an `OR` of two id lists
+/// left the planner a scan of the namespace.
+pub mod scrub_sql {
+    /// `template` with the store's `IN` over a JSON array parameter for `{IN}`.
+    pub fn with_in(template: &str, in_list: &str) -> String {
+        template.replace("{IN}", in_list)
+    }
+
+    /// `DELETE FROM table WHERE namespace_id = ? AND column {IN}`.
+    pub fn delete_in(table: &str, column: &str, in_list: &str) -> String {
+        format!("DELETE FROM {table} WHERE namespace_id = ? AND {column} {in_list}")
+    }
+
+    /// Chunks of the versions: `seq, id, embedding_key`.
+    pub const CHUNKS_OF_VERSIONS: &str =
+        "SELECT seq, id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id {IN}";
+    /// Every claim of the lineage.
+    pub const CLAIMS_OF_LINEAGE: &str =
+        "SELECT seq, id, embedding_key FROM claims WHERE namespace_id = ? AND document_id = ?";
+    /// The lineage's claims that occur in no version but the listed ones.
+    pub const CLAIMS_ONLY_IN_VERSIONS: &str = "SELECT c.seq, c.id, c.embedding_key FROM claims c
+         WHERE c.namespace_id = ? AND c.document_id = ?
+           AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
+               WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
+                 AND cc.version_id NOT {IN})";
+    /// Facts the listed claims evidence, with repeats (`DISTINCT` made SQLite
+    /// read the namespace's evidence in fact order instead of by claim).
+    pub const FACTS_OF_CLAIMS: &str =
+        "SELECT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN}";
+    /// The listed facts that no evidence supports any more.
+    pub const FACTS_WITHOUT_EVIDENCE: &str = "SELECT f.seq, f.id, f.embedding_key FROM facts f
+         WHERE f.namespace_id = ? AND f.id {IN}
+           AND NOT EXISTS (SELECT 1 FROM fact_evidence e
+               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)";
+    /// Subjects and objects of the listed facts (binds: ns, list, ns, list).
+    pub const ENTITIES_OF_FACTS: &str =
+        "SELECT subject_id FROM facts WHERE namespace_id = ? AND id {IN}
+         UNION SELECT object_id FROM facts WHERE namespace_id = ? AND id {IN}
+           AND object_id IS NOT NULL";
+    /// Correction notes among the versions (`corrections/<fact id>`).
+    pub const CORRECTION_NOTES: &str =
+        "SELECT DISTINCT source_key FROM notes WHERE namespace_id = ? AND version_id {IN}
+           AND source_key LIKE 'corrections/%'";
+    /// A surviving fact superseded by a removed one was never superseded.
+    pub const UNSUPERSEDE: &str =
+        "UPDATE facts SET superseded_by = NULL WHERE namespace_id = ? AND superseded_by {IN}";
+    /// Entities the listed claims mention or resolved (binds: ns, list, ns, list).
+    pub const ENTITIES_OF_CLAIMS: &str =
+        "SELECT DISTINCT entity_id FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN}
+         UNION SELECT DISTINCT entity_id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN}";
+    /// Resolution decisions of the listed claims.
+    pub const DECISIONS_OF_CLAIMS: &str =
+        "SELECT id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN}";
+    /// Work of the listed versions.
+    pub const WORK_OF_VERSIONS: &str =
+        "SELECT id FROM processing_state WHERE namespace_id = ? AND version_id {IN}";
+    /// Work on the listed records (chunks, claims, facts).
+    pub const WORK_ON_RECORDS: &str =
+        "SELECT id FROM processing_state WHERE namespace_id = ? AND target_id {IN}";
+    /// The listed entities nothing mentions, no fact names and no survivor
+    /// redirects into.
+    pub const UNSUPPORTED_ENTITIES: &str = "SELECT e.id FROM entities e
+         WHERE e.namespace_id = ? AND e.id {IN}
+           AND NOT EXISTS (SELECT 1 FROM entity_mentions m
+               WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
+           AND NOT EXISTS (SELECT 1 FROM facts f
+               WHERE f.namespace_id = e.namespace_id AND f.subject_id = e.id)
+           AND NOT EXISTS (SELECT 1 FROM facts f
+               WHERE f.namespace_id = e.namespace_id AND f.object_id = e.id)
+           AND NOT EXISTS (SELECT 1 FROM entities s
+               WHERE s.namespace_id = e.namespace_id AND s.merged_into = e.id)";
+    /// Profile vector keys of the listed entities.
+    pub const PROFILE_KEYS: &str = "SELECT profile_key FROM entities
+         WHERE namespace_id = ? AND profile_key IS NOT NULL AND id {IN}";
+    /// A surviving entity's remaining surfaces, most frequent first.
+    pub const SURFACES: &str =
+        "SELECT surface FROM entity_mentions WHERE namespace_id = ? AND entity_id = ?
+         GROUP BY surface ORDER BY COUNT(*) DESC, MIN(seq)";
+    /// A surviving entity's aliases no remaining surface carries.
+    pub const STALE_ALIASES: &str =
+        "DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id = ?
+           AND surface NOT {IN}";
+    /// A surviving entity's keys no remaining alias derives (binds: ns, e, ns, e).
+    pub const STALE_KEYS: &str = "DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id = ?
+           AND alias_lemma NOT IN (SELECT lemma FROM entity_aliases
+               WHERE namespace_id = ? AND entity_id = ?)";
+    /// A canonical name only removed mentions carried yields to the first
+    /// remaining surface (binds: surface, surface, ns, e, surfaces, surface).
+    pub const RENAME: &str = "UPDATE entities SET
+           canonical_name = (SELECT surface FROM entity_aliases a
+               WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                 AND a.surface = ?),
+           lemma = (SELECT lemma FROM entity_aliases a
+               WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                 AND a.surface = ?)
+         WHERE namespace_id = ? AND id = ? AND canonical_name NOT {IN}
+           AND EXISTS (SELECT 1 FROM entity_aliases a
+               WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
+                 AND a.surface = ?)";
+    /// The profile goes (the engine rebuilds it from the surviving facts).
+    pub const CLEAR_PROFILE: &str = "UPDATE entities
+         SET profile_summary = NULL, profile_key = NULL, profile_updated_at = NULL
+         WHERE namespace_id = ? AND id = ?";
+    /// Key counts of keys no entity carries any more.
+    pub const EMPTY_KEY_COUNTS: &str =
+        "DELETE FROM entity_key_counts WHERE namespace_id = ? AND n <= 0";
+    /// Open-vocabulary predicates nothing uses any more.
+    pub const UNUSED_PREDICATES: &str =
+        "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
+           AND NOT EXISTS (SELECT 1 FROM staged_assertions s
+               WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)
+           AND NOT EXISTS (SELECT 1 FROM facts f
+               WHERE f.namespace_id = predicates.namespace_id AND f.predicate = predicates.name)";
+    /// Content hashes of the listed versions.
+    pub const SHAS_OF_VERSIONS: &str = "SELECT DISTINCT content_sha256 FROM document_versions
+         WHERE namespace_id = ? AND id {IN}";
+    /// Whether a version other than the listed ones still serves from a hash
+    /// (binds: ns, sha, versions).
+    pub const SHA_HELD_ELSEWHERE: &str = "SELECT 1 FROM document_versions
+         WHERE namespace_id = ? AND content_sha256 = ? AND id NOT {IN} AND admission <> 'revoked'
+         LIMIT 1";
+
+    /// Rows keyed by a removed fact: `(table, column)`, deleted after the facts'
+    /// ids are known and before the facts.
+    pub const BY_FACT: &[(&str, &str)] = &[
+        ("fact_events", "fact_id"),
+        ("adjudications", "target_fact"),
+        ("adjudications", "result_fact"),
+        ("staged_assertions", "fact_id"),
+    ];
+    /// Rows keyed by a removed claim (`fact_evidence` goes first, on its own).
+    pub const BY_CLAIM: &[(&str, &str)] = &[
+        ("adjudications", "claim_id"),
+        ("staged_assertions", "claim_id"),
+        ("entity_mentions", "claim_id"),
+        ("normalizations", "claim_id"),
+        ("claim_currency_events", "claim_id"),
+        ("claim_retractions", "claim_id"),
+        ("resolution_decisions", "claim_id"),
+        ("chunk_claims", "claim_id"),
+        ("claim_extraction_decisions", "claim_id"),
+    ];
+    /// Rows keyed by a removed resolution decision.
+    pub const BY_DECISION: &[(&str, &str)] = &[
+        ("resolution_exclusions", "decision_id"),
+        ("document_entity_bindings", "anchor_decision_id"),
+    ];
+    /// Rows keyed by a removed version that name its chunks: they go before the
+    /// chunks (whose deletion the store runs itself, to count them).
+    pub const BY_VERSION_BEFORE_CHUNKS: &[(&str, &str)] = &[
+        ("chunk_claims", "version_id"),
+        ("claim_extraction_decisions", "version_id"),
+    ];
+    /// The rest of a removed version's derived rows, after its chunks.
+    pub const BY_VERSION: &[(&str, &str)] = &[
+        ("representations", "version_id"),
+        ("blocks", "version_id"),
+        ("sections", "version_id"),
+        ("currency_due", "version_id"),
+    ];
+    /// Rows of removed work items, before the items themselves.
+    pub const BY_WORK: &[(&str, &str)] = &[
+        ("llm_transcripts", "processing_id"),
+        ("cost_ledger", "processing_id"),
+        ("processing_state", "id"),
+    ];
+    /// Rows keyed by a removed entity, before the entities.
+    pub const BY_ENTITY: &[(&str, &str)] = &[
+        ("entity_aliases", "entity_id"),
+        ("entity_keys", "entity_id"),
+        ("document_entity_bindings", "entity_id"),
+        ("resolution_decisions", "entity_id"),
+        ("resolution_exclusions", "a"),
+        ("resolution_exclusions", "b"),
+        ("merge_events", "from_id"),
+        ("merge_events", "into_id"),
+    ];
+    /// The verification of a forget, by lineage: `(check, table, column)`, each
+    /// `SELECT COUNT(*) FROM table WHERE namespace_id = ? AND column = ?` (binds:
+    /// ns, doc) must be 0.
+    pub const VERIFY_BY_LINEAGE: &[(&str, &str, &str)] = &[
+        ("documents", "documents", "id"),
+        ("document_versions", "document_versions", "document_id"),
+        ("document_names", "document_names", "document_id"),
+        ("claims", "claims", "document_id"),
+        ("chunks", "chunks", "document_id"),
+        ("chunk_claims", "chunk_claims", "document_id"),
+        (
+            "extraction_decisions",
+            "claim_extraction_decisions",
+            "document_id",
+        ),
+        ("staged_assertions", "staged_assertions", "document_id"),
+        (
+            "resolution_decisions",
+            "resolution_decisions",
+            "document_id",
+        ),
+        ("notes", "notes", "document_id"),
+        ("entity_bindings", "document_entity_bindings", "document_id"),
+    ];
+    /// The verification by version: `(check, table)`, rows of the versions left.
+    pub const VERIFY_BY_VERSION: &[(&str, &str)] = &[
+        ("representations", "representations"),
+        ("blocks", "blocks"),
+        ("sections", "sections"),
+        ("work_items", "processing_state"),
+    ];
+    /// The lineage's own rows when the whole lineage goes (binds: ns, doc), after
+    /// `note_requests` of its versions.
+    pub const LINEAGE_ROWS: &[&str] = &[
+        "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
+        "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
+        "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
+        "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
+        "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
+        "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
+    ];
+}
+
 /// What a forget targets: one document lineage (a note is a lineage too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -10,6 +10,7 @@
 //! that revokes it.
 
 use crate::{PgStore, db_err, parse_id};
+use rememberstack_core::forget::scrub_sql as sql;
 use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
@@ -116,6 +117,31 @@ pub(crate) async fn delete_unused_vectors(
     exec(tx, &sql, &[ns, &json_list(keys)]).await
 }
 
+/// A shared scrub statement with this store's `IN` list.
+fn q(template: &str) -> String {
+    sql::with_in(template, IN_LIST)
+}
+
+/// Delete the namespace's rows of `table` whose `column` is in the JSON `list`.
+async fn delete_in(
+    tx: &mut Tx<'_>,
+    ns: &str,
+    table: &str,
+    column: &str,
+    list: &str,
+) -> Result<u64> {
+    exec(tx, &sql::delete_in(table, column, IN_LIST), &[ns, list]).await
+}
+
+/// Whether the query returns a row.
+async fn exists(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<bool> {
+    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.fetch_optional(&mut **tx).await.map_err(db_err)?.is_some())
+}
+
 pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
     let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
     for b in binds {
@@ -186,108 +212,48 @@ pub(crate) async fn scrub(
     let vlist = json_list(versions);
 
     // Chunks of the versions.
-    let chunks = records(
-        tx,
-        &format!(
-            "SELECT id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"
-        ),
-        &[ns, &vlist],
-    )
-    .await?;
+    let chunks = records(tx, &q(sql::CHUNKS_OF_VERSIONS), &[ns, &vlist]).await?;
     let chunk_ids = chunks.ids;
     let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
 
     // Claims: every claim of the lineage, or those occurring only in the versions.
     let claims = if whole {
-        records(
-            tx,
-            "SELECT id, embedding_key FROM claims WHERE namespace_id = ? AND document_id = ?",
-            &[ns, doc],
-        )
-        .await?
+        records(tx, sql::CLAIMS_OF_LINEAGE, &[ns, doc]).await?
     } else {
-        records(
-            tx,
-            &format!(
-                "SELECT c.id, c.embedding_key FROM claims c
-                 WHERE c.namespace_id = ? AND c.document_id = ?
-                   AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
-                       WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
-                         AND cc.version_id NOT {IN_LIST})"
-            ),
-            &[ns, doc, &vlist],
-        )
-        .await?
+        records(tx, &q(sql::CLAIMS_ONLY_IN_VERSIONS), &[ns, doc, &vlist]).await?
     };
     let claim_ids = claims.ids;
     keys.extend(claims.keys);
     let clist = json_list(&claim_ids);
 
     // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!("DELETE FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        &[ns, &clist],
-    )
-    .await?;
+    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
+        .await?
+        .into_iter()
+        .collect();
+    delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
     let flist_affected = json_list(&affected_facts);
-    let facts = records(
-        tx,
-        &format!(
-            "SELECT f.id, f.embedding_key FROM facts f
-             WHERE f.namespace_id = ? AND f.id {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM fact_evidence e
-                   WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)"
-        ),
-        &[ns, &flist_affected],
-    )
-    .await?;
+    let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
     let fact_ids = facts.ids;
     keys.extend(facts.keys);
     let flist = json_list(&fact_ids);
     // Entities of every affected fact, removed or surviving.
     let mut entity_candidates: BTreeSet<String> = strings(
         tx,
-        &format!(
-            "SELECT subject_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
-             UNION SELECT object_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
-               AND object_id IS NOT NULL"
-        ),
+        &q(sql::ENTITIES_OF_FACTS),
         &[ns, &flist_affected, ns, &flist_affected],
     )
     .await?
     .into_iter()
     .collect();
 
-    // Removed facts: their lexical rows, events, transcripts, staged assertions.
-    exec(
-        tx,
-        &format!("DELETE FROM fact_events WHERE namespace_id = ? AND fact_id {IN_LIST}"),
-        &[ns, &flist],
-    )
-    .await?;
+    // Removed facts: their events, transcripts, staged assertions (lexical rows
+    // go with their base rows).
     // A correction's statement lives in its system note (`corrections/<fact id>`)
     // and was also recorded on the corrected fact's `corrected` event: scrubbing
     // that note's versions blanks the statement there too, so forgetting or
     // revoking the correction leaves no copy of its text.
-    for key in strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT source_key FROM notes WHERE namespace_id = ? AND version_id {IN_LIST}
-               AND source_key LIKE 'corrections/%'"
-        ),
-        &[ns, &vlist],
-    )
-    .await?
-    {
+    for key in strings(tx, &q(sql::CORRECTION_NOTES), &[ns, &vlist]).await? {
         let fact = key.trim_start_matches("corrections/");
         exec(
             tx,
@@ -297,19 +263,13 @@ pub(crate) async fn scrub(
         )
         .await?;
     }
-    // Adjudication transcripts of the claims, or naming a removed fact anywhere
-    // (target, result, or inside the candidates and input): the JSON columns are
-    // read a page at a time and searched for the removed ids in Rust, so the
-    // statement's size does not grow with the number of facts removed.
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
-               OR target_fact {IN_LIST} OR result_fact {IN_LIST})"
-        ),
-        &[ns, &clist, &flist, &flist],
-    )
-    .await?;
+    for (table, column) in sql::BY_FACT {
+        delete_in(tx, ns, table, column, &flist).await?;
+    }
+    // Adjudication transcripts naming a removed fact anywhere (inside the
+    // candidates and input too): the JSON columns are read a page at a time and
+    // searched for the removed ids in Rust, so the statement's size does not grow
+    // with the number of facts removed.
     let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
     let naming: Vec<i64> = rows_naming(
         tx,
@@ -327,186 +287,52 @@ pub(crate) async fn scrub(
         .execute(&mut **tx)
         .await
         .map_err(db_err)?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM staged_assertions WHERE namespace_id = ?
-               AND (claim_id {IN_LIST} OR fact_id {IN_LIST})"
-        ),
-        &[ns, &clist, &flist],
-    )
-    .await?;
-    // A surviving fact superseded by a removed one was never superseded.
-    exec(
-        tx,
-        &format!(
-            "UPDATE facts SET superseded_by = NULL WHERE namespace_id = ? AND superseded_by {IN_LIST}"
-        ),
-        &[ns, &flist],
-    )
-    .await?;
-    out.facts = exec(
-        tx,
-        &format!("DELETE FROM facts WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &flist],
-    )
-    .await?;
+    exec(tx, &q(sql::UNSUPERSEDE), &[ns, &flist]).await?;
+    out.facts = delete_in(tx, ns, "facts", "id", &flist).await?;
 
     // Claims and everything keyed by them.
-    let mention_entities = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT entity_id FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}
-             UNION SELECT DISTINCT entity_id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist, ns, &clist],
-    )
-    .await?;
-    entity_candidates.extend(mention_entities);
-    let decisions = strings(
-        tx,
-        &format!(
-            "SELECT id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist],
-    )
-    .await?;
+    entity_candidates
+        .extend(strings(tx, &q(sql::ENTITIES_OF_CLAIMS), &[ns, &clist, ns, &clist]).await?);
+    let decisions = strings(tx, &q(sql::DECISIONS_OF_CLAIMS), &[ns, &clist]).await?;
     let dlist = json_list(&decisions);
-    for sql in [
-        format!("DELETE FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM normalizations WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM claim_currency_events WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM claim_retractions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-    ] {
-        exec(tx, &sql, &[ns, &clist]).await?;
+    for (table, column) in sql::BY_CLAIM {
+        delete_in(tx, ns, table, column, &clist).await?;
     }
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM resolution_exclusions WHERE namespace_id = ? AND decision_id {IN_LIST}"
-        ),
-        &[ns, &dlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND anchor_decision_id {IN_LIST}"
-        ),
-        &[ns, &dlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM chunk_claims WHERE namespace_id = ? AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
-        ),
-        &[ns, &clist, &vlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM claim_extraction_decisions WHERE namespace_id = ?
-               AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
-        ),
-        &[ns, &clist, &vlist],
-    )
-    .await?;
-    out.claims = exec(
-        tx,
-        &format!("DELETE FROM claims WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &clist],
-    )
-    .await?;
+    for (table, column) in sql::BY_DECISION {
+        delete_in(tx, ns, table, column, &dlist).await?;
+    }
+    for (table, column) in sql::BY_VERSION_BEFORE_CHUNKS {
+        delete_in(tx, ns, table, column, &vlist).await?;
+    }
+    out.claims = delete_in(tx, ns, "claims", "id", &clist).await?;
 
     // Chunks and the versions' representations.
-    out.chunks = exec(
-        tx,
-        &format!("DELETE FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"),
-        &[ns, &vlist],
-    )
-    .await?;
-    for table in ["representations", "blocks", "sections", "currency_due"] {
-        exec(
-            tx,
-            &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),
-            &[ns, &vlist],
-        )
-        .await?;
+    out.chunks = delete_in(tx, ns, "chunks", "version_id", &vlist).await?;
+    for (table, column) in sql::BY_VERSION {
+        delete_in(tx, ns, table, column, &vlist).await?;
     }
 
     // Ledger rows of the versions' work (and of the removed records), with their
     // transcripts and accounting.
-    let work = strings(
-        tx,
-        &format!(
-            "SELECT id FROM processing_state WHERE namespace_id = ?
-               AND (version_id {IN_LIST} OR target_id {IN_LIST} OR target_id {IN_LIST}
-                    OR target_id {IN_LIST})"
-        ),
-        &[ns, &vlist, &clist, &flist, &json_list(&chunk_ids)],
-    )
-    .await?;
+    let mut work: BTreeSet<String> = strings(tx, &q(sql::WORK_OF_VERSIONS), &[ns, &vlist])
+        .await?
+        .into_iter()
+        .collect();
+    let targets = json_list(chunk_ids.iter().chain(&claim_ids).chain(&fact_ids));
+    work.extend(strings(tx, &q(sql::WORK_ON_RECORDS), &[ns, &targets]).await?);
     let wlist = json_list(&work);
-    for table in ["llm_transcripts", "cost_ledger"] {
-        exec(
-            tx,
-            &format!("DELETE FROM {table} WHERE namespace_id = ? AND processing_id {IN_LIST}"),
-            &[ns, &wlist],
-        )
-        .await?;
+    for (table, column) in sql::BY_WORK {
+        delete_in(tx, ns, table, column, &wlist).await?;
     }
-    exec(
-        tx,
-        &format!("DELETE FROM processing_state WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &wlist],
-    )
-    .await?;
 
     // Entities: those nothing mentions, no fact names and no survivor redirects
     // into go, with their aliases, keys, bindings, exclusions and merges.
     let elist_candidates = json_list(&entity_candidates);
-    let doomed = strings(
-        tx,
-        &format!(
-            "SELECT e.id FROM entities e WHERE e.namespace_id = ? AND e.id {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM entity_mentions m
-                   WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
-               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = e.namespace_id
-                   AND (f.subject_id = e.id OR f.object_id = e.id))
-               AND NOT EXISTS (SELECT 1 FROM entities s WHERE s.namespace_id = e.namespace_id
-                   AND s.merged_into = e.id)"
-        ),
-        &[ns, &elist_candidates],
-    )
-    .await?;
+    let doomed = strings(tx, &q(sql::UNSUPPORTED_ENTITIES), &[ns, &elist_candidates]).await?;
     let elist = json_list(&doomed);
-    for sql in [
-        format!("DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-        format!("DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-        format!(
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND entity_id {IN_LIST}"
-        ),
-        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-    ] {
-        exec(tx, &sql, &[ns, &elist]).await?;
+    for (table, column) in sql::BY_ENTITY {
+        delete_in(tx, ns, table, column, &elist).await?;
     }
-    exec(
-        tx,
-        &format!("DELETE FROM resolution_exclusions WHERE namespace_id = ? AND (a {IN_LIST} OR b {IN_LIST})"),
-        &[ns, &elist, &elist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM merge_events WHERE namespace_id = ? AND (from_id {IN_LIST} OR into_id {IN_LIST})"
-        ),
-        &[ns, &elist, &elist],
-    )
-    .await?;
     // Merge snapshots written before they held only ids carried entity names,
     // which may be the forgotten document's words: they go.
     exec(
@@ -517,23 +343,8 @@ pub(crate) async fn scrub(
         &[ns],
     )
     .await?;
-    keys.extend(
-        strings(
-            tx,
-            &format!(
-                "SELECT profile_key FROM entities WHERE namespace_id = ? AND profile_key IS NOT NULL
-                   AND id {IN_LIST}"
-            ),
-            &[ns, &elist_candidates],
-        )
-        .await?,
-    );
-    out.entities = exec(
-        tx,
-        &format!("DELETE FROM entities WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &elist],
-    )
-    .await?;
+    keys.extend(strings(tx, &q(sql::PROFILE_KEYS), &[ns, &elist_candidates]).await?);
+    out.entities = delete_in(tx, ns, "entities", "id", &elist).await?;
     // Surviving decisions no longer list removed entities among their candidates
     // (one paged pass over the namespace's decisions, whatever the number removed).
     let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
@@ -563,113 +374,32 @@ pub(crate) async fn scrub(
     // Surviving entities: aliases only the removed mentions carried go; a
     // canonical name they alone carried yields to a remaining surface; the profile
     // is cleared (the engine rebuilds it from the surviving facts).
-    let survivors: Vec<String> = entity_candidates
+    for e in entity_candidates
         .iter()
         .filter(|e| !doomed_set.contains(*e))
-        .cloned()
-        .collect();
-    for e in &survivors {
-        let surfaces = strings(
-            tx,
-            "SELECT surface FROM entity_mentions WHERE namespace_id = ? AND entity_id = ?
-             GROUP BY surface ORDER BY COUNT(*) DESC, MIN(seq)",
-            &[ns, e],
-        )
-        .await?;
-        if !surfaces.is_empty() {
+    {
+        let surfaces = strings(tx, sql::SURFACES, &[ns, e]).await?;
+        if let Some(first) = surfaces.first() {
             let slist = json_list(&surfaces);
-            exec(
-                tx,
-                &format!(
-                    "DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id = ?
-                       AND surface NOT {IN_LIST}"
-                ),
-                &[ns, e, &slist],
-            )
-            .await?;
-            exec(
-                tx,
-                "DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id = ?
-                   AND alias_lemma NOT IN (SELECT lemma FROM entity_aliases
-                       WHERE namespace_id = ? AND entity_id = ?)",
-                &[ns, e, ns, e],
-            )
-            .await?;
-            exec(
-                tx,
-                &format!(
-                    "UPDATE entities SET
-                       canonical_name = (SELECT surface FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?),
-                       lemma = (SELECT lemma FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?)
-                     WHERE namespace_id = ? AND id = ? AND canonical_name NOT {IN_LIST}
-                       AND EXISTS (SELECT 1 FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?)"
-                ),
-                &[&surfaces[0], &surfaces[0], ns, e, &slist, &surfaces[0]],
-            )
-            .await?;
+            exec(tx, &q(sql::STALE_ALIASES), &[ns, e, &slist]).await?;
+            exec(tx, sql::STALE_KEYS, &[ns, e, ns, e]).await?;
+            exec(tx, &q(sql::RENAME), &[first, first, ns, e, &slist, first]).await?;
         }
-        exec(
-            tx,
-            "UPDATE entities SET profile_summary = NULL, profile_key = NULL, profile_updated_at = NULL
-             WHERE namespace_id = ? AND id = ?",
-            &[ns, e],
-        )
-        .await?;
+        exec(tx, sql::CLEAR_PROFILE, &[ns, e]).await?;
         if let Ok(id) = parse_id(e) {
             out.touched.push(id);
         }
     }
-    exec(
-        tx,
-        "DELETE FROM entity_key_counts WHERE namespace_id = ? AND n <= 0",
-        &[ns],
-    )
-    .await?;
-    exec(
-        tx,
-        "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
-           AND NOT EXISTS (SELECT 1 FROM staged_assertions s
-               WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)
-           AND NOT EXISTS (SELECT 1 FROM facts f
-               WHERE f.namespace_id = predicates.namespace_id AND f.predicate = predicates.name)",
-        &[ns],
-    )
-    .await?;
+    exec(tx, sql::EMPTY_KEY_COUNTS, &[ns]).await?;
+    exec(tx, sql::UNUSED_PREDICATES, &[ns]).await?;
 
     // Vectors no remaining record uses.
     out.vectors = delete_unused_vectors(tx, ns, &keys).await?;
 
     // The versions' bytes: a hash no other version of the namespace still serves
     // from goes with them.
-    let shas = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT content_sha256 FROM document_versions WHERE namespace_id = ? AND id {IN_LIST}"
-        ),
-        &[ns, &vlist],
-    )
-    .await?;
-    for sha in shas {
-        let shared = sqlx::query(AssertSqlSafe(pg_sql(&format!(
-            "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
-               AND id NOT {IN_LIST} AND admission <> 'revoked' LIMIT 1"
-        ))))
-        .bind(ns)
-        .bind(&sha)
-        .bind(&vlist)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .is_some();
-        if shared {
-            out.shared_blobs.push(sha);
-        } else {
+    for sha in strings(tx, &q(sql::SHAS_OF_VERSIONS), &[ns, &vlist]).await? {
+        if !exists(tx, &q(sql::SHA_HELD_ELSEWHERE), &[ns, &sha, &vlist]).await? {
             exec(
                 tx,
                 "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
@@ -677,25 +407,15 @@ pub(crate) async fn scrub(
             )
             .await?;
             out.unreferenced_blobs.push(sha);
+        } else {
+            out.shared_blobs.push(sha);
         }
     }
 
     if whole {
-        exec(
-            tx,
-            &format!("DELETE FROM note_requests WHERE namespace_id = ? AND version_id {IN_LIST}"),
-            &[ns, &vlist],
-        )
-        .await?;
-        for sql in [
-            "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
-        ] {
-            exec(tx, sql, &[ns, doc]).await?;
+        delete_in(tx, ns, "note_requests", "version_id", &vlist).await?;
+        for statement in sql::LINEAGE_ROWS {
+            exec(tx, statement, &[ns, doc]).await?;
         }
     }
 
@@ -705,13 +425,7 @@ pub(crate) async fn scrub(
     removed.extend(claim_ids);
     removed.extend(fact_ids);
     out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
-    let rlist = json_list(&removed);
-    exec(
-        tx,
-        &format!("DELETE FROM feedback WHERE namespace_id = ? AND item_ref {IN_LIST}"),
-        &[ns, &rlist],
-    )
-    .await?;
+    delete_in(tx, ns, "feedback", "item_ref", &json_list(&removed)).await?;
     Ok(out)
 }
 
@@ -1057,28 +771,7 @@ impl PgStore {
             .collect();
         let slist = json_list(&owned);
         let mut checks = Vec::new();
-        let by_doc = [
-            ("documents", "documents", "id"),
-            ("document_versions", "document_versions", "document_id"),
-            ("document_names", "document_names", "document_id"),
-            ("claims", "claims", "document_id"),
-            ("chunks", "chunks", "document_id"),
-            ("chunk_claims", "chunk_claims", "document_id"),
-            (
-                "extraction_decisions",
-                "claim_extraction_decisions",
-                "document_id",
-            ),
-            ("staged_assertions", "staged_assertions", "document_id"),
-            (
-                "resolution_decisions",
-                "resolution_decisions",
-                "document_id",
-            ),
-            ("notes", "notes", "document_id"),
-            ("entity_bindings", "document_entity_bindings", "document_id"),
-        ];
-        for (name, table, column) in by_doc {
+        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = $1 AND {column} = $2"
             )))
@@ -1092,12 +785,7 @@ impl PgStore {
                 remaining: n as u64,
             });
         }
-        for (name, table) in [
-            ("representations", "representations"),
-            ("blocks", "blocks"),
-            ("sections", "sections"),
-            ("work_items", "processing_state"),
-        ] {
+        for &(name, table) in sql::VERIFY_BY_VERSION {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
             ))))

@@ -6,6 +6,7 @@
 use crate::claims::claim_fts_table;
 use crate::facts::fact_fts_table;
 use crate::{SqliteStore, db_err, fts_table, parse_id};
+use rememberstack_core::forget::scrub_sql as sql;
 use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
@@ -94,6 +95,31 @@ pub(crate) async fn delete_unused_vectors(
         rememberstack_core::forget::VECTOR_UNUSED
     );
     exec(tx, &sql, &[ns, &json_list(keys)]).await
+}
+
+/// A shared scrub statement with this store's `IN` list.
+fn q(template: &str) -> String {
+    sql::with_in(template, IN_LIST)
+}
+
+/// Delete the namespace's rows of `table` whose `column` is in the JSON `list`.
+async fn delete_in(
+    tx: &mut Tx<'_>,
+    ns: &str,
+    table: &str,
+    column: &str,
+    list: &str,
+) -> Result<u64> {
+    exec(tx, &sql::delete_in(table, column, IN_LIST), &[ns, list]).await
+}
+
+/// Whether the query returns a row.
+async fn exists(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<bool> {
+    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = q.bind(*b);
+    }
+    Ok(q.fetch_optional(&mut **tx).await.map_err(db_err)?.is_some())
 }
 
 pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
@@ -223,81 +249,35 @@ pub(crate) async fn scrub(
     let vlist = json_list(versions);
 
     // Chunks of the versions.
-    let chunks = records(
-        tx,
-        &format!(
-            "SELECT seq, id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"
-        ),
-        &[ns, &vlist],
-    )
-    .await?;
+    let chunks = records(tx, &q(sql::CHUNKS_OF_VERSIONS), &[ns, &vlist]).await?;
     let (chunk_seqs, chunk_ids) = (chunks.seqs, chunks.ids);
     let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
 
     // Claims: every claim of the lineage, or those occurring only in the versions.
     let claims = if whole {
-        records(
-            tx,
-            "SELECT seq, id, embedding_key FROM claims WHERE namespace_id = ? AND document_id = ?",
-            &[ns, doc],
-        )
-        .await?
+        records(tx, sql::CLAIMS_OF_LINEAGE, &[ns, doc]).await?
     } else {
-        records(
-            tx,
-            &format!(
-                "SELECT c.seq, c.id, c.embedding_key FROM claims c
-                 WHERE c.namespace_id = ? AND c.document_id = ?
-                   AND NOT EXISTS (SELECT 1 FROM chunk_claims cc
-                       WHERE cc.namespace_id = c.namespace_id AND cc.claim_id = c.id
-                         AND cc.version_id NOT {IN_LIST})"
-            ),
-            &[ns, doc, &vlist],
-        )
-        .await?
+        records(tx, &q(sql::CLAIMS_ONLY_IN_VERSIONS), &[ns, doc, &vlist]).await?
     };
     let (claim_seqs, claim_ids) = (claims.seqs, claims.ids);
     keys.extend(claims.keys);
     let clist = json_list(&claim_ids);
 
     // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT fact_id FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!("DELETE FROM fact_evidence WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        &[ns, &clist],
-    )
-    .await?;
+    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
+        .await?
+        .into_iter()
+        .collect();
+    delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
     let flist_affected = json_list(&affected_facts);
-    let facts = records(
-        tx,
-        &format!(
-            "SELECT f.seq, f.id, f.embedding_key FROM facts f
-             WHERE f.namespace_id = ? AND f.id {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM fact_evidence e
-                   WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id)"
-        ),
-        &[ns, &flist_affected],
-    )
-    .await?;
+    let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
     let (fact_seqs, fact_ids) = (facts.seqs, facts.ids);
     keys.extend(facts.keys);
     let flist = json_list(&fact_ids);
     // Entities of every affected fact, removed or surviving.
     let mut entity_candidates: BTreeSet<String> = strings(
         tx,
-        &format!(
-            "SELECT subject_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
-             UNION SELECT object_id FROM facts WHERE namespace_id = ? AND id {IN_LIST}
-               AND object_id IS NOT NULL"
-        ),
+        &q(sql::ENTITIES_OF_FACTS),
         &[ns, &flist_affected, ns, &flist_affected],
     )
     .await?
@@ -307,26 +287,11 @@ pub(crate) async fn scrub(
     // Removed facts: their lexical rows, events, transcripts, staged assertions.
     let fts = fact_fts_table(ns)?;
     delete_fts(tx, &fts, &fact_seqs).await?;
-    exec(
-        tx,
-        &format!("DELETE FROM fact_events WHERE namespace_id = ? AND fact_id {IN_LIST}"),
-        &[ns, &flist],
-    )
-    .await?;
     // A correction's statement lives in its system note (`corrections/<fact id>`)
     // and was also recorded on the corrected fact's `corrected` event: scrubbing
     // that note's versions blanks the statement there too, so forgetting or
     // revoking the correction leaves no copy of its text.
-    for key in strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT source_key FROM notes WHERE namespace_id = ? AND version_id {IN_LIST}
-               AND source_key LIKE 'corrections/%'"
-        ),
-        &[ns, &vlist],
-    )
-    .await?
-    {
+    for key in strings(tx, &q(sql::CORRECTION_NOTES), &[ns, &vlist]).await? {
         let fact = key.trim_start_matches("corrections/");
         exec(
             tx,
@@ -336,19 +301,13 @@ pub(crate) async fn scrub(
         )
         .await?;
     }
-    // Adjudication transcripts of the claims, or naming a removed fact anywhere
-    // (target, result, or inside the candidates and input): the JSON columns are
-    // read a page at a time and searched for the removed ids in Rust, so the
-    // statement's size does not grow with the number of facts removed.
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM adjudications WHERE namespace_id = ? AND (claim_id {IN_LIST}
-               OR target_fact {IN_LIST} OR result_fact {IN_LIST})"
-        ),
-        &[ns, &clist, &flist, &flist],
-    )
-    .await?;
+    for (table, column) in sql::BY_FACT {
+        delete_in(tx, ns, table, column, &flist).await?;
+    }
+    // Adjudication transcripts naming a removed fact anywhere (inside the
+    // candidates and input too): the JSON columns are read a page at a time and
+    // searched for the removed ids in Rust, so the statement's size does not grow
+    // with the number of facts removed.
     let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
     let naming = rows_naming(
         tx,
@@ -358,195 +317,56 @@ pub(crate) async fn scrub(
         &removed_facts,
     )
     .await?;
-    exec(
-        tx,
-        &format!("DELETE FROM adjudications WHERE namespace_id = ? AND seq {IN_LIST}"),
-        &[ns, &json_seqs(&naming)?],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM staged_assertions WHERE namespace_id = ?
-               AND (claim_id {IN_LIST} OR fact_id {IN_LIST})"
-        ),
-        &[ns, &clist, &flist],
-    )
-    .await?;
-    // A surviving fact superseded by a removed one was never superseded.
-    exec(
-        tx,
-        &format!(
-            "UPDATE facts SET superseded_by = NULL WHERE namespace_id = ? AND superseded_by {IN_LIST}"
-        ),
-        &[ns, &flist],
-    )
-    .await?;
-    out.facts = exec(
-        tx,
-        &format!("DELETE FROM facts WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &flist],
-    )
-    .await?;
+    delete_in(tx, ns, "adjudications", "seq", &json_seqs(&naming)?).await?;
+    exec(tx, &q(sql::UNSUPERSEDE), &[ns, &flist]).await?;
+    out.facts = delete_in(tx, ns, "facts", "id", &flist).await?;
 
     // Claims and everything keyed by them.
     let cfts = claim_fts_table(ns)?;
     delete_fts(tx, &cfts, &claim_seqs).await?;
-    let mention_entities = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT entity_id FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}
-             UNION SELECT DISTINCT entity_id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist, ns, &clist],
-    )
-    .await?;
-    entity_candidates.extend(mention_entities);
-    let decisions = strings(
-        tx,
-        &format!(
-            "SELECT id FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"
-        ),
-        &[ns, &clist],
-    )
-    .await?;
+    entity_candidates
+        .extend(strings(tx, &q(sql::ENTITIES_OF_CLAIMS), &[ns, &clist, ns, &clist]).await?);
+    let decisions = strings(tx, &q(sql::DECISIONS_OF_CLAIMS), &[ns, &clist]).await?;
     let dlist = json_list(&decisions);
-    for sql in [
-        format!("DELETE FROM entity_mentions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM normalizations WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM claim_currency_events WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM claim_retractions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND claim_id {IN_LIST}"),
-    ] {
-        exec(tx, &sql, &[ns, &clist]).await?;
+    for (table, column) in sql::BY_CLAIM {
+        delete_in(tx, ns, table, column, &clist).await?;
     }
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM resolution_exclusions WHERE namespace_id = ? AND decision_id {IN_LIST}"
-        ),
-        &[ns, &dlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND anchor_decision_id {IN_LIST}"
-        ),
-        &[ns, &dlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM chunk_claims WHERE namespace_id = ? AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
-        ),
-        &[ns, &clist, &vlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM claim_extraction_decisions WHERE namespace_id = ?
-               AND (claim_id {IN_LIST} OR version_id {IN_LIST})"
-        ),
-        &[ns, &clist, &vlist],
-    )
-    .await?;
-    out.claims = exec(
-        tx,
-        &format!("DELETE FROM claims WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &clist],
-    )
-    .await?;
+    for (table, column) in sql::BY_DECISION {
+        delete_in(tx, ns, table, column, &dlist).await?;
+    }
+    for (table, column) in sql::BY_VERSION_BEFORE_CHUNKS {
+        delete_in(tx, ns, table, column, &vlist).await?;
+    }
+    out.claims = delete_in(tx, ns, "claims", "id", &clist).await?;
 
     // Chunks and the versions' representations.
     delete_fts(tx, &fts_table(ns)?, &chunk_seqs).await?;
-    out.chunks = exec(
-        tx,
-        &format!("DELETE FROM chunks WHERE namespace_id = ? AND version_id {IN_LIST}"),
-        &[ns, &vlist],
-    )
-    .await?;
-    for table in ["representations", "blocks", "sections", "currency_due"] {
-        exec(
-            tx,
-            &format!("DELETE FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"),
-            &[ns, &vlist],
-        )
-        .await?;
+    out.chunks = delete_in(tx, ns, "chunks", "version_id", &vlist).await?;
+    for (table, column) in sql::BY_VERSION {
+        delete_in(tx, ns, table, column, &vlist).await?;
     }
 
     // Ledger rows of the versions' work (and of the removed records), with their
     // transcripts and accounting.
-    let work = strings(
-        tx,
-        &format!(
-            "SELECT id FROM processing_state WHERE namespace_id = ?
-               AND (version_id {IN_LIST} OR target_id {IN_LIST} OR target_id {IN_LIST}
-                    OR target_id {IN_LIST})"
-        ),
-        &[ns, &vlist, &clist, &flist, &json_list(&chunk_ids)],
-    )
-    .await?;
+    let mut work: BTreeSet<String> = strings(tx, &q(sql::WORK_OF_VERSIONS), &[ns, &vlist])
+        .await?
+        .into_iter()
+        .collect();
+    let targets = json_list(chunk_ids.iter().chain(&claim_ids).chain(&fact_ids));
+    work.extend(strings(tx, &q(sql::WORK_ON_RECORDS), &[ns, &targets]).await?);
     let wlist = json_list(&work);
-    for table in ["llm_transcripts", "cost_ledger"] {
-        exec(
-            tx,
-            &format!("DELETE FROM {table} WHERE namespace_id = ? AND processing_id {IN_LIST}"),
-            &[ns, &wlist],
-        )
-        .await?;
+    for (table, column) in sql::BY_WORK {
+        delete_in(tx, ns, table, column, &wlist).await?;
     }
-    exec(
-        tx,
-        &format!("DELETE FROM processing_state WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &wlist],
-    )
-    .await?;
 
     // Entities: those nothing mentions, no fact names and no survivor redirects
     // into go, with their aliases, keys, bindings, exclusions and merges.
     let elist_candidates = json_list(&entity_candidates);
-    let doomed = strings(
-        tx,
-        &format!(
-            "SELECT e.id FROM entities e WHERE e.namespace_id = ? AND e.id {IN_LIST}
-               AND NOT EXISTS (SELECT 1 FROM entity_mentions m
-                   WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id)
-               AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.namespace_id = e.namespace_id
-                   AND (f.subject_id = e.id OR f.object_id = e.id))
-               AND NOT EXISTS (SELECT 1 FROM entities s WHERE s.namespace_id = e.namespace_id
-                   AND s.merged_into = e.id)"
-        ),
-        &[ns, &elist_candidates],
-    )
-    .await?;
+    let doomed = strings(tx, &q(sql::UNSUPPORTED_ENTITIES), &[ns, &elist_candidates]).await?;
     let elist = json_list(&doomed);
-    for sql in [
-        format!("DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-        format!("DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-        format!(
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND entity_id {IN_LIST}"
-        ),
-        format!("DELETE FROM resolution_decisions WHERE namespace_id = ? AND entity_id {IN_LIST}"),
-    ] {
-        exec(tx, &sql, &[ns, &elist]).await?;
+    for (table, column) in sql::BY_ENTITY {
+        delete_in(tx, ns, table, column, &elist).await?;
     }
-    exec(
-        tx,
-        &format!("DELETE FROM resolution_exclusions WHERE namespace_id = ? AND (a {IN_LIST} OR b {IN_LIST})"),
-        &[ns, &elist, &elist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!(
-            "DELETE FROM merge_events WHERE namespace_id = ? AND (from_id {IN_LIST} OR into_id {IN_LIST})"
-        ),
-        &[ns, &elist, &elist],
-    )
-    .await?;
     // Merge snapshots written before they held only ids carried entity names,
     // which may be the forgotten document's words: they go.
     exec(
@@ -557,23 +377,8 @@ pub(crate) async fn scrub(
         &[ns],
     )
     .await?;
-    keys.extend(
-        strings(
-            tx,
-            &format!(
-                "SELECT profile_key FROM entities WHERE namespace_id = ? AND profile_key IS NOT NULL
-                   AND id {IN_LIST}"
-            ),
-            &[ns, &elist_candidates],
-        )
-        .await?,
-    );
-    out.entities = exec(
-        tx,
-        &format!("DELETE FROM entities WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &elist],
-    )
-    .await?;
+    keys.extend(strings(tx, &q(sql::PROFILE_KEYS), &[ns, &elist_candidates]).await?);
+    out.entities = delete_in(tx, ns, "entities", "id", &elist).await?;
     // Surviving decisions no longer list removed entities among their candidates
     // (one paged pass over the namespace's decisions, whatever the number removed).
     let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
@@ -597,119 +402,38 @@ pub(crate) async fn scrub(
     // Surviving entities: aliases only the removed mentions carried go; a
     // canonical name they alone carried yields to a remaining surface; the profile
     // is cleared (the engine rebuilds it from the surviving facts).
-    let survivors: Vec<String> = entity_candidates
+    for e in entity_candidates
         .iter()
         .filter(|e| !doomed_set.contains(*e))
-        .cloned()
-        .collect();
-    for e in &survivors {
-        let surfaces = strings(
-            tx,
-            "SELECT surface FROM entity_mentions WHERE namespace_id = ? AND entity_id = ?
-             GROUP BY surface ORDER BY COUNT(*) DESC, MIN(seq)",
-            &[ns, e],
-        )
-        .await?;
-        if !surfaces.is_empty() {
+    {
+        let surfaces = strings(tx, sql::SURFACES, &[ns, e]).await?;
+        if let Some(first) = surfaces.first() {
             let slist = json_list(&surfaces);
-            exec(
-                tx,
-                &format!(
-                    "DELETE FROM entity_aliases WHERE namespace_id = ? AND entity_id = ?
-                       AND surface NOT {IN_LIST}"
-                ),
-                &[ns, e, &slist],
-            )
-            .await?;
-            exec(
-                tx,
-                "DELETE FROM entity_keys WHERE namespace_id = ? AND entity_id = ?
-                   AND alias_lemma NOT IN (SELECT lemma FROM entity_aliases
-                       WHERE namespace_id = ? AND entity_id = ?)",
-                &[ns, e, ns, e],
-            )
-            .await?;
-            exec(
-                tx,
-                &format!(
-                    "UPDATE entities SET
-                       canonical_name = (SELECT surface FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?),
-                       lemma = (SELECT lemma FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?)
-                     WHERE namespace_id = ? AND id = ? AND canonical_name NOT {IN_LIST}
-                       AND EXISTS (SELECT 1 FROM entity_aliases a
-                           WHERE a.namespace_id = entities.namespace_id AND a.entity_id = entities.id
-                             AND a.surface = ?)"
-                ),
-                &[&surfaces[0], &surfaces[0], ns, e, &slist, &surfaces[0]],
-            )
-            .await?;
+            exec(tx, &q(sql::STALE_ALIASES), &[ns, e, &slist]).await?;
+            exec(tx, sql::STALE_KEYS, &[ns, e, ns, e]).await?;
+            exec(tx, &q(sql::RENAME), &[first, first, ns, e, &slist, first]).await?;
         }
-        exec(
-            tx,
-            "UPDATE entities SET profile_summary = NULL, profile_key = NULL, profile_updated_at = NULL
-             WHERE namespace_id = ? AND id = ?",
-            &[ns, e],
-        )
-        .await?;
+        exec(tx, sql::CLEAR_PROFILE, &[ns, e]).await?;
         if let Ok(id) = parse_id(e) {
             out.touched.push(id);
         }
     }
-    exec(
-        tx,
-        "DELETE FROM entity_key_counts WHERE namespace_id = ? AND n <= 0",
-        &[ns],
-    )
-    .await?;
+    exec(tx, sql::EMPTY_KEY_COUNTS, &[ns]).await?;
     exec(
         tx,
         "DELETE FROM entity_mention_counts WHERE namespace_id = ? AND n <= 0",
         &[ns],
     )
     .await?;
-    exec(
-        tx,
-        "DELETE FROM predicates WHERE namespace_id = ? AND status = 'other'
-           AND NOT EXISTS (SELECT 1 FROM staged_assertions s
-               WHERE s.namespace_id = predicates.namespace_id AND s.predicate = predicates.name)
-           AND NOT EXISTS (SELECT 1 FROM facts f
-               WHERE f.namespace_id = predicates.namespace_id AND f.predicate = predicates.name)",
-        &[ns],
-    )
-    .await?;
+    exec(tx, sql::UNUSED_PREDICATES, &[ns]).await?;
 
     // Vectors no remaining record uses.
     out.vectors = delete_unused_vectors(tx, ns, &keys).await?;
 
     // The versions' bytes: a hash no other version of the namespace still serves
     // from goes with them.
-    let shas = strings(
-        tx,
-        &format!(
-            "SELECT DISTINCT content_sha256 FROM document_versions WHERE namespace_id = ? AND id {IN_LIST}"
-        ),
-        &[ns, &vlist],
-    )
-    .await?;
-    for sha in shas {
-        let shared = sqlx::query(AssertSqlSafe(format!(
-            "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
-               AND id NOT {IN_LIST} AND admission <> 'revoked' LIMIT 1"
-        )))
-        .bind(ns)
-        .bind(&sha)
-        .bind(&vlist)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .is_some();
-        if shared {
-            out.shared_blobs.push(sha);
-        } else {
+    for sha in strings(tx, &q(sql::SHAS_OF_VERSIONS), &[ns, &vlist]).await? {
+        if !exists(tx, &q(sql::SHA_HELD_ELSEWHERE), &[ns, &sha, &vlist]).await? {
             exec(
                 tx,
                 "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
@@ -717,25 +441,15 @@ pub(crate) async fn scrub(
             )
             .await?;
             out.unreferenced_blobs.push(sha);
+        } else {
+            out.shared_blobs.push(sha);
         }
     }
 
     if whole {
-        exec(
-            tx,
-            &format!("DELETE FROM note_requests WHERE namespace_id = ? AND version_id {IN_LIST}"),
-            &[ns, &vlist],
-        )
-        .await?;
-        for sql in [
-            "DELETE FROM document_names WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_deletions WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM notes WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-            "DELETE FROM documents WHERE namespace_id = ? AND id = ?",
-        ] {
-            exec(tx, sql, &[ns, doc]).await?;
+        delete_in(tx, ns, "note_requests", "version_id", &vlist).await?;
+        for statement in sql::LINEAGE_ROWS {
+            exec(tx, statement, &[ns, doc]).await?;
         }
     }
 
@@ -745,13 +459,7 @@ pub(crate) async fn scrub(
     removed.extend(claim_ids);
     removed.extend(fact_ids);
     out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
-    let rlist = json_list(&removed);
-    exec(
-        tx,
-        &format!("DELETE FROM feedback WHERE namespace_id = ? AND item_ref {IN_LIST}"),
-        &[ns, &rlist],
-    )
-    .await?;
+    delete_in(tx, ns, "feedback", "item_ref", &json_list(&removed)).await?;
     Ok(out)
 }
 
@@ -923,7 +631,7 @@ impl SqliteStore {
         let outcome = self.run_forget(manifest, now).await;
         // Freed pages are zeroed only while a forget runs: whatever happened, the
         // writer goes back to ordinary deletes.
-        let reset = sqlx::query("PRAGMA secure_delete = OFF")
+        let reset = sqlx::raw_sql("PRAGMA secure_delete = OFF; PRAGMA temp_store = MEMORY")
             .execute(&self.write)
             .await
             .map_err(db_err);
@@ -970,9 +678,12 @@ impl SqliteStore {
             doc_id: manifest.document_id,
             ..ForgetReport::default()
         };
-        // Secure delete: freed pages and cells are overwritten with zeros.
+        // Secure delete: freed pages and cells are overwritten with zeros. The
+        // scrub's statement journals (the prior content of every page a statement
+        // changes) go to temporary files: in memory they grew with the document
+        // (hundreds of MB for 20,000 facts).
         let mut conn = self.write.acquire().await.map_err(db_err)?;
-        sqlx::query("PRAGMA secure_delete = ON")
+        sqlx::raw_sql("PRAGMA secure_delete = ON; PRAGMA temp_store = FILE")
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
@@ -1152,70 +863,21 @@ impl SqliteStore {
             .collect();
         let slist = json_list(&owned);
         let mut checks = Vec::new();
-        let by_doc = [
-            (
-                "documents",
-                "SELECT COUNT(*) FROM documents WHERE namespace_id = ? AND id = ?",
-            ),
-            (
-                "document_versions",
-                "SELECT COUNT(*) FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "document_names",
-                "SELECT COUNT(*) FROM document_names WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "claims",
-                "SELECT COUNT(*) FROM claims WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "chunks",
-                "SELECT COUNT(*) FROM chunks WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "chunk_claims",
-                "SELECT COUNT(*) FROM chunk_claims WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "extraction_decisions",
-                "SELECT COUNT(*) FROM claim_extraction_decisions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "staged_assertions",
-                "SELECT COUNT(*) FROM staged_assertions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "resolution_decisions",
-                "SELECT COUNT(*) FROM resolution_decisions WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "notes",
-                "SELECT COUNT(*) FROM notes WHERE namespace_id = ? AND document_id = ?",
-            ),
-            (
-                "entity_bindings",
-                "SELECT COUNT(*) FROM document_entity_bindings WHERE namespace_id = ? AND document_id = ?",
-            ),
-        ];
-        for (name, sql) in by_doc {
-            let n: i64 = sqlx::query_scalar(sql)
-                .bind(&ns)
-                .bind(&doc)
-                .fetch_one(&self.read)
-                .await
-                .map_err(db_err)?;
+        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND {column} = ?"
+            )))
+            .bind(&ns)
+            .bind(&doc)
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
             checks.push(ForgetCheck {
                 check: name.into(),
                 remaining: n as u64,
             });
         }
-        for (name, table) in [
-            ("representations", "representations"),
-            ("blocks", "blocks"),
-            ("sections", "sections"),
-            ("work_items", "processing_state"),
-        ] {
+        for &(name, table) in sql::VERIFY_BY_VERSION {
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
             )))
@@ -1371,5 +1033,81 @@ impl SqliteStore {
         .fetch_optional(&self.write)
         .await
         .map_err(db_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every statement by which a forget reaches removed ids finds its rows
+    /// through an index on the id column: a plan that only narrows to the
+    /// namespace (or scans) runs once per removed id inside a correlated check, or
+    /// reads the whole namespace per statement, and a large document's forget
+    /// became quadratic.
+    #[tokio::test]
+    async fn every_scrub_statement_reaches_its_ids_through_an_index() {
+        let (_dir, store, _ns) = crate::entities::tests::open().await;
+        let mut statements: Vec<String> = [
+            sql::BY_FACT,
+            sql::BY_CLAIM,
+            sql::BY_DECISION,
+            sql::BY_VERSION_BEFORE_CHUNKS,
+            sql::BY_VERSION,
+            sql::BY_WORK,
+            sql::BY_ENTITY,
+            &[
+                ("fact_evidence", "claim_id"),
+                ("facts", "id"),
+                ("claims", "id"),
+                ("chunks", "version_id"),
+                ("entities", "id"),
+                ("note_requests", "version_id"),
+                ("feedback", "item_ref"),
+            ],
+        ]
+        .iter()
+        .flat_map(|list| list.iter())
+        .map(|(table, column)| sql::delete_in(table, column, IN_LIST))
+        .collect();
+        statements.extend(
+            [
+                sql::CHUNKS_OF_VERSIONS,
+                sql::FACTS_OF_CLAIMS,
+                sql::FACTS_WITHOUT_EVIDENCE,
+                sql::ENTITIES_OF_FACTS,
+                sql::UNSUPERSEDE,
+                sql::ENTITIES_OF_CLAIMS,
+                sql::DECISIONS_OF_CLAIMS,
+                sql::WORK_OF_VERSIONS,
+                sql::WORK_ON_RECORDS,
+                sql::UNSUPPORTED_ENTITIES,
+                sql::PROFILE_KEYS,
+            ]
+            .map(q),
+        );
+        statements.push(format!(
+            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
+            rememberstack_core::forget::VECTOR_UNUSED
+        ));
+        let mut bad = Vec::new();
+        for statement in &statements {
+            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
+                .fetch_all(&store.write)
+                .await
+                .expect("plan");
+            for row in plan {
+                let detail: String = row.get("detail");
+                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
+                if scan || detail.ends_with("(namespace_id=?)") {
+                    bad.push(format!("{detail}  <-  {statement}"));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "plans without an index on the ids:\n{}",
+            bad.join("\n")
+        );
     }
 }
