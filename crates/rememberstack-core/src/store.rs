@@ -914,6 +914,24 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         chunks: Vec<NewChunk>,
         follow_up: Vec<NewWork>,
         now: Timestamp,
+    ) -> Result<()> {
+        self.commit_chunks_carrying(lease, version_id, chunks, vec![], follow_up, now)
+            .await
+    }
+    /// [`MemoryStore::commit_chunks`], writing in the same transaction the
+    /// extractions `carried` over from an earlier version for chunks whose
+    /// extraction input is unchanged (those chunks get no `e2.extract` unit). When
+    /// any are carried, the version owes a currency refresh
+    /// ([`MemoryStore::currency_due`]) from the same commit, so a crash before the
+    /// refresh cannot leave the carried claims non-current.
+    async fn commit_chunks_carrying(
+        &self,
+        lease: &Lease,
+        version_id: VersionId,
+        chunks: Vec<NewChunk>,
+        carried: Vec<ExtractionCommit>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
     ) -> Result<()>;
     /// Lineages in a namespace, newest first.
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>>;

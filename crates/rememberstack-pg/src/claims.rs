@@ -243,6 +243,114 @@ async fn write_extraction(
     Ok(())
 }
 
+/// Write the extractions a version's chunk commit carries over from an earlier
+/// version ([`MemoryStore::commit_chunks_carrying`]): reuses, so occurrences and
+/// decisions only, one array-bound statement per table however many chunks.
+pub(crate) async fn write_carried(
+    tx: &mut PgConnection,
+    ns_s: &str,
+    xs: &[ExtractionCommit],
+    now: Timestamp,
+) -> Result<()> {
+    let mut written = HashSet::new();
+    for x in xs.iter().filter(|x| !x.claims.is_empty()) {
+        // Not a reuse: written as an extraction stage commit would be.
+        write_extraction(tx, ns_s, x, &mut written, now).await?;
+    }
+    let xs: Vec<&ExtractionCommit> = xs.iter().filter(|x| x.claims.is_empty()).collect();
+    let occurrences: Vec<&Occurrence> = xs.iter().flat_map(|x| &x.occurrences).collect();
+    let col = |f: &dyn Fn(&Occurrence) -> String| -> Vec<String> {
+        occurrences.iter().map(|o| f(o)).collect()
+    };
+    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
+    let ordinals = occurrences
+        .iter()
+        .map(|o| i32::try_from(o.ordinal).map_err(|_| Error::internal("ordinal out of range")))
+        .collect::<Result<Vec<i32>>>()?;
+    let spans = occurrences
+        .iter()
+        .map(|o| json(serde_json::to_string(&o.spans)))
+        .collect::<Result<Vec<_>>>()?;
+    let passages = occurrences
+        .iter()
+        .map(|o| json(serde_json::to_string(&o.passages)))
+        .collect::<Result<Vec<_>>>()?;
+    let events = occurrences
+        .iter()
+        .map(|o| json(serde_json::to_string(&o.event_ids)))
+        .collect::<Result<Vec<_>>>()?;
+    let chunk_ids: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
+    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = ANY($2)")
+        .bind(ns_s)
+        .bind(&chunk_ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    sqlx::query(
+        "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
+             extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
+             event_ids_json, reused, created_at)
+         SELECT $1, c, l, v, d, e, h, o, s::jsonb, p::jsonb, ev::jsonb, r, $12
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::int4[], $9::text[], $10::text[], $11::text[], $13::bool[])
+              AS t(c, l, v, d, e, h, o, s, p, ev, r)",
+    )
+    .bind(ns_s)
+    .bind(col(&|o| o.chunk_id.to_string()))
+    .bind(col(&|o| o.claim_id.to_string()))
+    .bind(col(&|o| o.version_id.to_string()))
+    .bind(col(&|o| o.document_id.to_string()))
+    .bind(col(&|o| o.extractor_version.clone()))
+    .bind(col(&|o| o.extraction_input_hash.clone()))
+    .bind(ordinals)
+    .bind(spans)
+    .bind(passages)
+    .bind(events)
+    .bind(now)
+    .bind(occurrences.iter().map(|o| o.reused).collect::<Vec<bool>>())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let decisions: Vec<(&ExtractionCommit, &DecisionRow)> = xs
+        .iter()
+        .flat_map(|x| x.decisions.iter().map(move |d| (*x, d)))
+        .collect();
+    let dcol =
+        |f: &dyn Fn(&ExtractionCommit, &DecisionRow) -> Option<String>| -> Vec<Option<String>> {
+            decisions.iter().map(|(x, d)| f(x, d)).collect()
+        };
+    let details = decisions
+        .iter()
+        .map(|(_, d)| json(serde_json::to_string(&d.detail)))
+        .collect::<Result<Vec<_>>>()?;
+    sqlx::query(
+        "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
+             extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json,
+             created_at)
+         SELECT $1, d, v, c, h, e, k, p, r, l, j::jsonb, $12
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::text[], $9::text[], $10::text[], $11::text[]) WITH ORDINALITY
+              AS t(d, v, c, h, e, k, p, r, l, j, n)
+         ORDER BY n",
+    )
+    .bind(ns_s)
+    .bind(dcol(&|x, _| Some(x.document_id.to_string())))
+    .bind(dcol(&|x, _| Some(x.version_id.to_string())))
+    .bind(dcol(&|x, _| Some(x.chunk_id.to_string())))
+    .bind(dcol(&|x, _| Some(x.extraction_input_hash.clone())))
+    .bind(dcol(&|x, _| Some(x.extractor_version.clone())))
+    .bind(dcol(&|_, d| Some(d.kind.clone())))
+    .bind(dcol(&|_, d| d.passage.clone()))
+    .bind(dcol(&|_, d| d.reason.clone()))
+    .bind(dcol(&|_, d| d.claim_id.map(|c| c.to_string())))
+    .bind(details)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 /// The caller's terms as a `to_tsquery` OR-query, mirroring SQLite's `fts_query`
 /// (each term a quoted FTS5 string, the terms OR-ed): a term is split into its
 /// alphanumeric tokens (as FTS5's unicode61 tokenizer does), each quoted, and a

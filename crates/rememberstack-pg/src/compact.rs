@@ -1,21 +1,21 @@
 //! Compaction of superseded conversation versions: an append makes a new version
 //! holding every message, so the bytes and derived rows of the versions before it
 //! go once they can no longer be needed (the rules are on
-//! `MemoryStore::compact_conversation`). The SQLite store's compaction, statement
-//! for statement (`rememberstack-sqlite/src/compact.rs`); lexical rows go with their
-//! chunks (`ON DELETE CASCADE`) and originals are rows of `content_objects`.
+//! `MemoryStore::compact_conversation`). The statements are shared with the SQLite
+//! store (`rememberstack_core::compact`); here go the row locks. Lexical rows go
+//! with their chunks (`ON DELETE CASCADE`) and originals are rows of
+//! `content_objects`.
 
-use crate::forget::{IN_LIST, Tx, delete_unused_vectors, exec, json_list, records, strings};
+use crate::forget::{
+    IN_LIST, Tx, delete_unused_vectors, exec, json_list, pg_sql, records, strings,
+};
 use crate::{PgStore, db_err};
 use rememberstack_core::Result;
+use rememberstack_core::compact as sql;
 use rememberstack_core::ids::*;
 use rememberstack_core::time::Timestamp;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-/// Stages whose work reads earlier versions' extractions (reuse): the current
-/// version must be past them before anything older is compacted.
-const EXTRACTION_STAGES: &str = "('e0.prepare', 'e1.chunk', 'e2.extract')";
 
 /// One version chosen for compaction.
 struct Candidate {
@@ -44,23 +44,15 @@ impl PgStore {
             };
             compact_version(&mut tx, &ns_s, &c, now).await?;
             // The original goes unless a retained version holds the same bytes.
-            let shared = sqlx::query(
-                "SELECT 1 FROM document_versions WHERE namespace_id = $1 AND content_sha256 = $2
-                   AND compacted_at IS NULL AND admission <> 'revoked' LIMIT 1",
-            )
-            .bind(&ns_s)
-            .bind(&c.sha256)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .is_some();
+            let shared = sqlx::query(AssertSqlSafe(pg_sql(sql::BYTES_RETAINED)))
+                .bind(&ns_s)
+                .bind(&c.sha256)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .is_some();
             if !shared {
-                exec(
-                    &mut tx,
-                    "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
-                    &[&ns_s, &c.sha256],
-                )
-                .await?;
+                exec(&mut tx, sql::DELETE_CONTENT, &[&ns_s, &c.sha256]).await?;
             }
             tx.commit().await.map_err(db_err)?;
             compacted += 1;
@@ -77,16 +69,10 @@ async fn next_candidate(
 ) -> Result<Option<Candidate>> {
     // The lineage row is locked: compactions of one lineage, and appends to it,
     // take turns.
-    let Some(d) = sqlx::query(
-        "SELECT d.source_kind, d.deleted_at,
-                (SELECT ordinal FROM document_versions WHERE namespace_id = d.namespace_id
-                   AND id = d.current_version_id) AS current_ordinal,
-                d.current_version_id,
-                (SELECT ordinal FROM document_versions WHERE namespace_id = d.namespace_id
-                   AND id = d.latest_version_id) AS latest_ordinal
-         FROM documents d WHERE d.namespace_id = $1 AND d.id = $2
-         FOR UPDATE",
-    )
+    let Some(d) = sqlx::query(AssertSqlSafe(pg_sql(&format!(
+        "{} FOR UPDATE",
+        sql::LINEAGE
+    ))))
     .bind(ns)
     .bind(doc)
     .fetch_optional(&mut **tx)
@@ -106,32 +92,22 @@ async fn next_candidate(
     // Reuse reads the extractions of earlier versions: nothing older than the
     // current version goes before the current version's extraction is complete.
     let current_extracted = match &current_id {
-        Some(v) => sqlx::query(AssertSqlSafe(format!(
-            "SELECT 1 FROM processing_state WHERE namespace_id = $1 AND version_id = $2
-               AND stage IN {EXTRACTION_STAGES} AND status NOT IN ('done', 'dead_letter') LIMIT 1"
-        )))
-        .bind(ns)
-        .bind(v)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .is_none(),
+        Some(v) => sqlx::query(AssertSqlSafe(pg_sql(sql::EXTRACTION_OPEN)))
+            .bind(ns)
+            .bind(v)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_err)?
+            .is_none(),
         None => false,
     };
-    let versions = sqlx::query(
-        "SELECT v.id, v.ordinal, v.content_sha256,
-                EXISTS (SELECT 1 FROM representations r
-                        WHERE r.namespace_id = v.namespace_id AND r.version_id = v.id) AS prepared
-         FROM document_versions v
-         WHERE v.namespace_id = $1 AND v.document_id = $2 AND v.compacted_at IS NULL AND v.ordinal < $3
-         ORDER BY v.ordinal",
-    )
-    .bind(ns)
-    .bind(doc)
-    .bind(latest)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_err)?;
+    let versions = sqlx::query(AssertSqlSafe(pg_sql(sql::SUPERSEDED)))
+        .bind(ns)
+        .bind(doc)
+        .bind(latest)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
     for v in versions {
         let id: String = v.get("id");
         if skip.contains(&id) {
@@ -141,19 +117,19 @@ async fn next_candidate(
         // withdrawal below; rows another transaction holds are skipped, not waited
         // for (a worker committing one of them may be waiting for the lineage row
         // held here), and the version then waits for the next call.
-        let open: Vec<String> = sqlx::query_scalar(
-            "SELECT status FROM processing_state WHERE namespace_id = $1 AND version_id = $2
-               AND status NOT IN ('done', 'dead_letter') FOR UPDATE SKIP LOCKED",
-        )
+        let open: Vec<String> = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
+            "{} FOR UPDATE SKIP LOCKED",
+            sql::OPEN_WORK
+        ))))
         .bind(ns)
         .bind(&id)
         .fetch_all(&mut **tx)
         .await
         .map_err(db_err)?;
-        let all_open: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM processing_state WHERE namespace_id = $1 AND version_id = $2
-               AND status NOT IN ('done', 'dead_letter')",
-        )
+        let all_open: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
+            "SELECT COUNT(*) FROM ({}) open",
+            sql::OPEN_WORK
+        ))))
         .bind(ns)
         .bind(&id)
         .fetch_one(&mut **tx)
@@ -188,50 +164,24 @@ async fn next_candidate(
 async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestamp) -> Result<()> {
     let v = c.id.as_str();
     if c.unstarted {
-        exec(
-            tx,
-            "DELETE FROM processing_state WHERE namespace_id = ? AND version_id = ? AND status = 'pending'",
-            &[ns, v],
-        )
-        .await?;
+        exec(tx, sql::WITHDRAW_UNSTARTED, &[ns, v]).await?;
     }
-    let chunks = records(
-        tx,
-        "SELECT id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
+    let chunks = records(tx, sql::VERSION_CHUNKS, &[ns, v]).await?;
     // (a) Sources of fresh extractions whose input a retained version still uses:
     // the next version reuses them instead of extracting again.
-    let mut keep: BTreeSet<String> = strings(
-        tx,
-        "SELECT DISTINCT d.chunk_id FROM claim_extraction_decisions d
-         WHERE d.namespace_id = ? AND d.version_id = ? AND d.kind <> 'reused'
-           AND EXISTS (SELECT 1 FROM claim_extraction_decisions r
-               JOIN document_versions rv ON rv.namespace_id = r.namespace_id AND rv.id = r.version_id
-               WHERE r.namespace_id = d.namespace_id AND r.document_id = d.document_id
-                 AND r.extraction_input_hash = d.extraction_input_hash
-                 AND r.version_id <> d.version_id AND rv.compacted_at IS NULL)",
-        &[ns, v],
-    )
-    .await?
-    .into_iter()
-    .collect();
+    let mut keep: BTreeSet<String> = strings(tx, sql::REUSE_SOURCES, &[ns, v])
+        .await?
+        .into_iter()
+        .collect();
     // (b) Every claim keeps at least one occurrence: a claim found nowhere outside
     // this version keeps one of its chunks here.
     let mut only_here: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in sqlx::query(
-        "SELECT cc.claim_id, cc.chunk_id FROM chunk_claims cc
-         WHERE cc.namespace_id = $1 AND cc.version_id = $2
-           AND NOT EXISTS (SELECT 1 FROM chunk_claims o WHERE o.namespace_id = cc.namespace_id
-               AND o.claim_id = cc.claim_id AND o.version_id <> cc.version_id)
-         ORDER BY cc.claim_id, cc.chunk_id",
-    )
-    .bind(ns)
-    .bind(v)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_err)?
+    for r in sqlx::query(AssertSqlSafe(pg_sql(sql::ONLY_HERE)))
+        .bind(ns)
+        .bind(v)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?
     {
         only_here
             .entry(r.get("claim_id"))
@@ -252,62 +202,23 @@ async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestam
         }
     }
     let idlist = json_list(&ids);
-    exec(
-        tx,
-        &format!("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id {IN_LIST}"),
-        &[ns, &idlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!("DELETE FROM chunks WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &idlist],
-    )
-    .await?;
-    // Reuse decisions only point at another chunk's extraction; the fresh ones stay
-    // (the extraction ledger of what was decided).
-    exec(
-        tx,
-        "DELETE FROM claim_extraction_decisions
-         WHERE namespace_id = ? AND version_id = ? AND kind = 'reused'",
-        &[ns, v],
-    )
-    .await?;
-    exec(
-        tx,
-        "DELETE FROM blocks WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
-    // Sections and the representation's title stay: the kept chunks are read with them.
-    exec(
-        tx,
-        "UPDATE representations SET markdown = '', turns_json = '[]'::jsonb
-         WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
-    // Done work goes, unless a transcript or a cost row names it; dead letters stay
-    // for `status` and `retry`.
-    exec(
-        tx,
-        "DELETE FROM processing_state WHERE namespace_id = ? AND version_id = ? AND status = 'done'
-           AND NOT EXISTS (SELECT 1 FROM llm_transcripts t
-               WHERE t.namespace_id = processing_state.namespace_id AND t.processing_id = processing_state.id)
-           AND NOT EXISTS (SELECT 1 FROM cost_ledger l
-               WHERE l.namespace_id = processing_state.namespace_id AND l.processing_id = processing_state.id)",
-        &[ns, v],
-    )
-    .await?;
+    exec(tx, &sql::delete_occurrences(IN_LIST), &[ns, &idlist]).await?;
+    exec(tx, &sql::delete_chunks(IN_LIST), &[ns, &idlist]).await?;
+    for statement in [
+        sql::DELETE_REUSED_DECISIONS,
+        sql::DELETE_BLOCKS,
+        sql::BLANK_REPRESENTATION,
+        sql::DELETE_DONE_WORK,
+    ] {
+        exec(tx, statement, &[ns, v]).await?;
+    }
     delete_unused_vectors(tx, ns, &keys).await?;
-    sqlx::query(
-        "UPDATE document_versions SET compacted_at = $1 WHERE namespace_id = $2 AND id = $3",
-    )
-    .bind(now)
-    .bind(ns)
-    .bind(v)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
+    sqlx::query(AssertSqlSafe(pg_sql(sql::MARK_COMPACTED)))
+        .bind(now)
+        .bind(ns)
+        .bind(v)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
     Ok(())
 }

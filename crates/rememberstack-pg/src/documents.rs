@@ -15,8 +15,8 @@ use rememberstack_core::source::{
     DocumentMetadata, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
 };
 use rememberstack_core::store::{
-    ChunkRecord, DocumentRow, Lease, NewChunk, NewVersion, PreparedVersion, SectionRow,
-    VersionOutcome, VersionRecord, WorkSummary,
+    ChunkRecord, DocumentRow, ExtractionCommit, Lease, NewChunk, NewVersion, PreparedVersion,
+    SectionRow, VersionOutcome, VersionRecord, WorkSummary,
 };
 use rememberstack_core::text::{Block, BlockKind, Section, SectionRole, SourceFormat, TurnSpan};
 use rememberstack_core::time::Timestamp;
@@ -665,6 +665,7 @@ impl PgStore {
         lease: &Lease,
         version_id: VersionId,
         chunks: Vec<NewChunk>,
+        carried: Vec<ExtractionCommit>,
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()> {
@@ -777,6 +778,18 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        if !carried.is_empty() {
+            crate::claims::write_carried(&mut tx, &ns, &carried, now).await?;
+            sqlx::query(
+                "INSERT INTO currency_due (namespace_id, version_id) VALUES ($1, $2)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(&vid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
     }

@@ -497,15 +497,16 @@ impl MemoryStore for PgStore {
         self.prepared_impl(ns, id).await
     }
 
-    async fn commit_chunks(
+    async fn commit_chunks_carrying(
         &self,
         lease: &Lease,
         version_id: VersionId,
         chunks: Vec<NewChunk>,
+        carried: Vec<ExtractionCommit>,
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()> {
-        self.commit_chunks_impl(lease, version_id, chunks, follow_up, now)
+        self.commit_chunks_impl(lease, version_id, chunks, carried, follow_up, now)
             .await
     }
 

@@ -131,6 +131,24 @@ impl SqliteStore {
     }
 }
 
+/// Write the extractions a version's chunk commit carries over from an earlier
+/// version ([`MemoryStore::commit_chunks_carrying`]), inside that commit.
+pub(crate) async fn write_carried(
+    tx: &mut sqlx::SqliteConnection,
+    ns_s: &str,
+    xs: &[ExtractionCommit],
+    now: Timestamp,
+) -> Result<()> {
+    let fts = claim_fts_table(ns_s)?;
+    sqlx::query(AssertSqlSafe(format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5 (text, tokenize = {FTS_TOKENIZER})"
+    )))
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    write_extractions(tx, ns_s, &fts, xs, now).await
+}
+
 /// Write a batch of extractions: a retried extraction of a chunk replaces that chunk's
 /// occurrences (claims are immutable rows; a re-run writes fresh ones only when it
 /// extracted afresh), then the new claims, their FTS rows, the occurrences and the
@@ -323,17 +341,19 @@ impl SqliteStore {
         for batch in hashes.chunks(400) {
             // The newest fresh (non-reuse) extraction of each input in the lineage
             // whose chunk is still there (compaction drops the chunks of inputs no
-            // retained version uses).
+            // retained version uses). Deleted versions are excluded by a key look-up
+            // per row: a correlated `NOT IN` list scans every version of the lineage
+            // per row, quadratic in a conversation's appends.
             let sql = format!(
                 "SELECT extraction_input_hash, chunk_id, MAX(seq) AS seq FROM claim_extraction_decisions
                  WHERE namespace_id = ? AND document_id = ? AND kind <> 'reused'
                    AND EXISTS (SELECT 1 FROM chunks k WHERE k.namespace_id = claim_extraction_decisions.namespace_id
                                  AND k.id = claim_extraction_decisions.chunk_id)
                    AND extraction_input_hash IN ({})
-                   AND version_id NOT IN (SELECT id FROM document_versions
-                        WHERE namespace_id = claim_extraction_decisions.namespace_id
-                          AND document_id = claim_extraction_decisions.document_id
-                          AND deleted_at IS NOT NULL)
+                   AND NOT EXISTS (SELECT 1 FROM document_versions v
+                        WHERE v.namespace_id = claim_extraction_decisions.namespace_id
+                          AND v.id = claim_extraction_decisions.version_id
+                          AND v.deleted_at IS NOT NULL)
                  GROUP BY extraction_input_hash",
                 in_list(batch.len())
             );
@@ -386,9 +406,9 @@ impl SqliteStore {
         for batch in keys.chunks(400) {
             let sql = format!(
                 "SELECT claim_key, id FROM claims WHERE namespace_id = ? AND document_id = ?
-                   AND claim_key IN ({}) AND origin_version_id NOT IN
-                       (SELECT id FROM document_versions WHERE namespace_id = claims.namespace_id
-                          AND document_id = claims.document_id AND deleted_at IS NOT NULL)
+                   AND claim_key IN ({}) AND NOT EXISTS
+                       (SELECT 1 FROM document_versions v WHERE v.namespace_id = claims.namespace_id
+                          AND v.id = claims.origin_version_id AND v.deleted_at IS NOT NULL)
                  ORDER BY seq",
                 in_list(batch.len())
             );

@@ -1,7 +1,9 @@
 //! Compaction of superseded conversation versions: an append makes a new version
 //! holding every message, so the bytes and derived rows of the versions before it
 //! go once they can no longer be needed (the rules are on
-//! `MemoryStore::compact_conversation`).
+//! `MemoryStore::compact_conversation`). The statements are shared with the
+//! PostgreSQL store (`rememberstack_core::compact`); here go the FTS rows and blob
+//! files.
 
 use crate::conns::Tx;
 use crate::forget::{
@@ -9,14 +11,11 @@ use crate::forget::{
 };
 use crate::{SqliteStore, db_err, fts_table};
 use rememberstack_core::Result;
+use rememberstack_core::compact as sql;
 use rememberstack_core::ids::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use sqlx::Row;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-/// Stages whose work reads earlier versions' extractions (reuse): the current
-/// version must be past them before anything older is compacted.
-const EXTRACTION_STAGES: &str = "('e0.prepare', 'e1.chunk', 'e2.extract')";
 
 /// One version chosen for compaction.
 struct Candidate {
@@ -49,23 +48,15 @@ impl SqliteStore {
             // slip between this check and the commit. A commit that fails after the
             // removal leaves a superseded version without bytes nobody reads, and the
             // next call compacts it.
-            let shared = sqlx::query(
-                "SELECT 1 FROM document_versions WHERE namespace_id = ? AND content_sha256 = ?
-                   AND compacted_at IS NULL AND admission <> 'revoked' LIMIT 1",
-            )
-            .bind(&ns_s)
-            .bind(&c.sha256)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .is_some();
+            let shared = sqlx::query(sql::BYTES_RETAINED)
+                .bind(&ns_s)
+                .bind(&c.sha256)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .is_some();
             if !shared {
-                exec(
-                    &mut tx,
-                    "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
-                    &[&ns_s, &c.sha256],
-                )
-                .await?;
+                exec(&mut tx, sql::DELETE_CONTENT, &[&ns_s, &c.sha256]).await?;
                 self.blobs.remove(&ns_s, &c.sha256).await?;
             }
             tx.commit().await.map_err(db_err)?;
@@ -81,20 +72,12 @@ async fn next_candidate(
     doc: &str,
     skip: &mut HashSet<String>,
 ) -> Result<Option<Candidate>> {
-    let Some(d) = sqlx::query(
-        "SELECT d.source_kind, d.deleted_at,
-                (SELECT ordinal FROM document_versions WHERE namespace_id = d.namespace_id
-                   AND id = d.current_version_id) AS current_ordinal,
-                d.current_version_id,
-                (SELECT ordinal FROM document_versions WHERE namespace_id = d.namespace_id
-                   AND id = d.latest_version_id) AS latest_ordinal
-         FROM documents d WHERE d.namespace_id = ? AND d.id = ?",
-    )
-    .bind(ns)
-    .bind(doc)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?
+    let Some(d) = sqlx::query(sql::LINEAGE)
+        .bind(ns)
+        .bind(doc)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
     else {
         return Ok(None);
     };
@@ -109,46 +92,33 @@ async fn next_candidate(
     // Reuse reads the extractions of earlier versions: nothing older than the
     // current version goes before the current version's extraction is complete.
     let current_extracted = match &current_id {
-        Some(v) => sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT 1 FROM processing_state WHERE namespace_id = ? AND version_id = ?
-               AND stage IN {EXTRACTION_STAGES} AND status NOT IN ('done', 'dead_letter') LIMIT 1"
-        )))
-        .bind(ns)
-        .bind(v)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .is_none(),
+        Some(v) => sqlx::query(sql::EXTRACTION_OPEN)
+            .bind(ns)
+            .bind(v)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_err)?
+            .is_none(),
         None => false,
     };
-    let versions = sqlx::query(
-        "SELECT v.id, v.ordinal, v.content_sha256,
-                EXISTS (SELECT 1 FROM representations r
-                        WHERE r.namespace_id = v.namespace_id AND r.version_id = v.id) AS prepared
-         FROM document_versions v
-         WHERE v.namespace_id = ? AND v.document_id = ? AND v.compacted_at IS NULL AND v.ordinal < ?
-         ORDER BY v.ordinal",
-    )
-    .bind(ns)
-    .bind(doc)
-    .bind(latest)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_err)?;
+    let versions = sqlx::query(sql::SUPERSEDED)
+        .bind(ns)
+        .bind(doc)
+        .bind(latest)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?;
     for v in versions {
         let id: String = v.get("id");
         if skip.contains(&id) {
             continue;
         }
-        let open: Vec<String> = sqlx::query_scalar(
-            "SELECT status FROM processing_state WHERE namespace_id = ? AND version_id = ?
-               AND status NOT IN ('done', 'dead_letter')",
-        )
-        .bind(ns)
-        .bind(&id)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?;
+        let open: Vec<String> = sqlx::query_scalar(sql::OPEN_WORK)
+            .bind(ns)
+            .bind(&id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_err)?;
         let prepared = v.get::<i64, _>("prepared") != 0;
         // Never started: no prepared structure and nothing leased (a worker that
         // holds an item is never raced; its version waits for the next call).
@@ -174,50 +144,24 @@ async fn next_candidate(
 async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestamp) -> Result<()> {
     let v = c.id.as_str();
     if c.unstarted {
-        exec(
-            tx,
-            "DELETE FROM processing_state WHERE namespace_id = ? AND version_id = ? AND status = 'pending'",
-            &[ns, v],
-        )
-        .await?;
+        exec(tx, sql::WITHDRAW_UNSTARTED, &[ns, v]).await?;
     }
-    let chunks = records(
-        tx,
-        "SELECT seq, id, embedding_key FROM chunks WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
+    let chunks = records(tx, sql::VERSION_CHUNKS, &[ns, v]).await?;
     // (a) Sources of fresh extractions whose input a retained version still uses:
     // the next version reuses them instead of extracting again.
-    let mut keep: BTreeSet<String> = strings(
-        tx,
-        "SELECT DISTINCT d.chunk_id FROM claim_extraction_decisions d
-         WHERE d.namespace_id = ? AND d.version_id = ? AND d.kind <> 'reused'
-           AND EXISTS (SELECT 1 FROM claim_extraction_decisions r
-               JOIN document_versions rv ON rv.namespace_id = r.namespace_id AND rv.id = r.version_id
-               WHERE r.namespace_id = d.namespace_id AND r.document_id = d.document_id
-                 AND r.extraction_input_hash = d.extraction_input_hash
-                 AND r.version_id <> d.version_id AND rv.compacted_at IS NULL)",
-        &[ns, v],
-    )
-    .await?
-    .into_iter()
-    .collect();
+    let mut keep: BTreeSet<String> = strings(tx, sql::REUSE_SOURCES, &[ns, v])
+        .await?
+        .into_iter()
+        .collect();
     // (b) Every claim keeps at least one occurrence: a claim found nowhere outside
     // this version keeps one of its chunks here.
     let mut only_here: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in sqlx::query(
-        "SELECT cc.claim_id, cc.chunk_id FROM chunk_claims cc
-         WHERE cc.namespace_id = ? AND cc.version_id = ?
-           AND NOT EXISTS (SELECT 1 FROM chunk_claims o WHERE o.namespace_id = cc.namespace_id
-               AND o.claim_id = cc.claim_id AND o.version_id <> cc.version_id)
-         ORDER BY cc.claim_id, cc.chunk_id",
-    )
-    .bind(ns)
-    .bind(v)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_err)?
+    for r in sqlx::query(sql::ONLY_HERE)
+        .bind(ns)
+        .bind(v)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_err)?
     {
         only_here
             .entry(r.get("claim_id"))
@@ -241,59 +185,17 @@ async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestam
     }
     let idlist = json_list(&ids);
     delete_fts(tx, &fts_table(ns)?, &seqs).await?;
-    exec(
-        tx,
-        &format!("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id {IN_LIST}"),
-        &[ns, &idlist],
-    )
-    .await?;
-    exec(
-        tx,
-        &format!("DELETE FROM chunks WHERE namespace_id = ? AND id {IN_LIST}"),
-        &[ns, &idlist],
-    )
-    .await?;
-    // Reuse decisions only point at another chunk's extraction; the fresh ones stay
-    // (the extraction ledger of what was decided).
-    exec(
-        tx,
-        "DELETE FROM claim_extraction_decisions
-         WHERE namespace_id = ? AND version_id = ? AND kind = 'reused'",
-        &[ns, v],
-    )
-    .await?;
-    exec(
-        tx,
-        "DELETE FROM blocks WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
-    // Sections and the representation's title stay: the kept chunks are read with them.
-    exec(
-        tx,
-        "UPDATE representations SET markdown = '', turns_json = '[]'
-         WHERE namespace_id = ? AND version_id = ?",
-        &[ns, v],
-    )
-    .await?;
-    // Done work goes, unless a transcript or a cost row names it; dead letters stay
-    // for `status` and `retry`.
-    exec(
-        tx,
-        "DELETE FROM processing_state WHERE namespace_id = ? AND version_id = ? AND status = 'done'
-           AND NOT EXISTS (SELECT 1 FROM llm_transcripts t
-               WHERE t.namespace_id = processing_state.namespace_id AND t.processing_id = processing_state.id)
-           AND NOT EXISTS (SELECT 1 FROM cost_ledger l
-               WHERE l.namespace_id = processing_state.namespace_id AND l.processing_id = processing_state.id)",
-        &[ns, v],
-    )
-    .await?;
+    exec(tx, &sql::delete_occurrences(IN_LIST), &[ns, &idlist]).await?;
+    exec(tx, &sql::delete_chunks(IN_LIST), &[ns, &idlist]).await?;
+    for statement in [
+        sql::DELETE_REUSED_DECISIONS,
+        sql::DELETE_BLOCKS,
+        sql::BLANK_REPRESENTATION,
+        sql::DELETE_DONE_WORK,
+    ] {
+        exec(tx, statement, &[ns, v]).await?;
+    }
     delete_unused_vectors(tx, ns, &keys).await?;
-    exec(
-        tx,
-        "UPDATE document_versions SET compacted_at = ? WHERE namespace_id = ? AND id = ?",
-        &[&to_rfc3339(&now), ns, v],
-    )
-    .await?;
+    exec(tx, sql::MARK_COMPACTED, &[&to_rfc3339(&now), ns, v]).await?;
     Ok(())
 }

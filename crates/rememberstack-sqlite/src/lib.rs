@@ -988,11 +988,12 @@ impl MemoryStore for SqliteStore {
         }))
     }
 
-    async fn commit_chunks(
+    async fn commit_chunks_carrying(
         &self,
         lease: &Lease,
         version_id: VersionId,
         chunks: Vec<NewChunk>,
+        carried: Vec<ExtractionCommit>,
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()> {
@@ -1092,6 +1093,17 @@ impl MemoryStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        if !carried.is_empty() {
+            claims::write_carried(&mut tx, &ns, &carried, now).await?;
+            sqlx::query(
+                "INSERT OR IGNORE INTO currency_due (namespace_id, version_id) VALUES (?, ?)",
+            )
+            .bind(&ns)
+            .bind(&vid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
     }

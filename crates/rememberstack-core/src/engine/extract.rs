@@ -27,12 +27,52 @@ struct Fresh {
 }
 
 /// Everything the chunks of one version share.
-struct VersionContext {
+pub(super) struct VersionContext {
     version: VersionRecord,
     prepared: PreparedVersion,
-    chunks: Vec<ChunkRecord>,
+    chunk_ids: Vec<ChunkId>,
+    section_paths: Vec<Vec<String>>,
     spans: Vec<ChunkSpan>,
     char_index: CharIndex,
+}
+
+impl VersionContext {
+    /// A version's context from its chunks (in document order): ids, section title
+    /// paths and coordinates.
+    pub(super) fn new(
+        version: VersionRecord,
+        prepared: PreparedVersion,
+        chunks: Vec<(ChunkId, Vec<String>, ChunkSpan)>,
+    ) -> Self {
+        let char_index = CharIndex::new(&prepared.representation.markdown, &prepared.blocks);
+        let mut chunk_ids = Vec::with_capacity(chunks.len());
+        let mut section_paths = Vec::with_capacity(chunks.len());
+        let mut spans = Vec::with_capacity(chunks.len());
+        for (id, path, span) in chunks {
+            chunk_ids.push(id);
+            section_paths.push(path);
+            spans.push(span);
+        }
+        VersionContext {
+            version,
+            prepared,
+            chunk_ids,
+            section_paths,
+            spans,
+            char_index,
+        }
+    }
+
+    /// The hashes of the blocks a chunk spans, found by ordinal (blocks are stored
+    /// in ordinal order) so hashing every chunk of a version stays linear.
+    fn block_hashes(&self, c: &ChunkSpan) -> impl Iterator<Item = &String> {
+        let blocks = &self.prepared.blocks;
+        let from = blocks.partition_point(|b| b.ordinal < c.block_start);
+        blocks[from..]
+            .iter()
+            .take_while(move |b| b.ordinal < c.block_end)
+            .map(|b| &b.hash)
+    }
 }
 
 /// Byte → Unicode-scalar offset conversion for one text, with a checkpoint at every
@@ -161,11 +201,14 @@ impl Engine {
             // One look-up of earlier extractions for the whole group (D56 reuse).
             let mut planned = Vec::with_capacity(group.len());
             let mut hashes = Vec::new();
+            let positions: HashMap<uuid::Uuid, usize> = ctx
+                .chunk_ids
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.uuid(), i))
+                .collect();
             for item in &group {
-                let index = ctx
-                    .chunks
-                    .iter()
-                    .position(|c| c.chunk_id.uuid() == item.target_id);
+                let index = positions.get(&item.target_id).copied();
                 let plan = index.map(|i| {
                     let bundle = self.bundle_for(&ctx, i);
                     let hash = self.extraction_input_hash(&ctx, i, &bundle);
@@ -304,29 +347,56 @@ impl Engine {
             Error::internal(format!("version {version_id} has no prepared structure"))
         })?;
         let chunks = self.store.version_chunks(ns, version_id).await?;
-        let spans = chunks
-            .iter()
-            .map(|c| ChunkSpan {
-                ordinal: c.ordinal,
-                section_ordinal: c.section_ordinal,
-                block_start: c.block_start,
-                block_end: c.block_end,
-                start: c.start as usize,
-                end: c.end as usize,
+        let chunks = chunks
+            .into_iter()
+            .map(|c| {
+                let span = ChunkSpan {
+                    ordinal: c.ordinal,
+                    section_ordinal: c.section_ordinal,
+                    block_start: c.block_start,
+                    block_end: c.block_end,
+                    start: c.start as usize,
+                    end: c.end as usize,
+                };
+                (c.chunk_id, c.section_path, span)
             })
             .collect();
-        let char_index = CharIndex::new(&prepared.representation.markdown, &prepared.blocks);
-        Ok(VersionContext {
-            version,
-            prepared,
-            chunks,
-            spans,
-            char_index,
-        })
+        Ok(VersionContext::new(version, prepared, chunks))
+    }
+
+    /// The extractions a newly chunked version can carry over from earlier versions
+    /// of its lineage (D56 reuse, decided when the chunks are made rather than per
+    /// `e2.extract` unit): one look-up for every chunk, `None` where the input is new
+    /// (or an earlier extraction cannot be remapped) and the chunk needs extracting.
+    pub(super) async fn carried_extractions(
+        &self,
+        ctx: &VersionContext,
+    ) -> Result<Vec<Option<ExtractionCommit>>> {
+        let planned: Vec<(ContextBundle, String)> = (0..ctx.spans.len())
+            .map(|i| {
+                let bundle = self.bundle_for(ctx, i);
+                let hash = self.extraction_input_hash(ctx, i, &bundle);
+                (bundle, hash)
+            })
+            .collect();
+        let hashes: Vec<String> = planned.iter().map(|(_, h)| h.clone()).collect();
+        let priors: HashMap<String, PriorExtraction> = self
+            .store
+            .prior_extractions(ctx.version.namespace_id, ctx.version.document_id, &hashes)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(planned
+            .into_iter()
+            .enumerate()
+            .map(|(i, (bundle, hash))| {
+                let prior = priors.get(&hash)?;
+                self.reuse_extraction(ctx, i, &bundle, hash, prior).ok()
+            })
+            .collect())
     }
 
     fn bundle_for(&self, ctx: &VersionContext, index: usize) -> ContextBundle {
-        let chunk = &ctx.chunks[index];
         let header = DocumentHeader {
             title: ctx.prepared.title.clone(),
             source_kind: ctx.version.source_kind.clone(),
@@ -344,7 +414,7 @@ impl Engine {
             &ctx.spans,
             index,
             header,
-            chunk.section_path.clone(),
+            ctx.section_paths[index].clone(),
             EXTRACT_NEIGHBOURS,
         )
     }
@@ -365,15 +435,7 @@ impl Engine {
         let lo = index.saturating_sub(EXTRACT_NEIGHBOURS);
         let hi = (index + EXTRACT_NEIGHBOURS + 1).min(ctx.spans.len());
         let mut parts: Vec<String> = vec![self.extractor_version(), "target".into()];
-        let block_hashes = |c: &ChunkSpan| -> Vec<String> {
-            ctx.prepared
-                .blocks
-                .iter()
-                .filter(|b| b.ordinal >= c.block_start && b.ordinal < c.block_end)
-                .map(|b| b.hash.clone())
-                .collect()
-        };
-        parts.extend(block_hashes(target));
+        parts.extend(ctx.block_hashes(target).cloned());
         // Parts of a split block share block hashes: the span's text tells them apart.
         parts.push(crate::hash::sha256_hex(bundle.target_text.as_bytes()));
         for (i, c) in ctx.spans.iter().enumerate().take(hi).skip(lo) {
@@ -385,7 +447,7 @@ impl Engine {
             } else {
                 "after".into()
             });
-            parts.extend(block_hashes(c));
+            parts.extend(ctx.block_hashes(c).cloned());
         }
         let h = &bundle.header;
         parts.push(format!("title={}", h.title));
@@ -417,7 +479,7 @@ impl Engine {
         ExtractionCommit {
             document_id: ctx.version.document_id,
             version_id: ctx.version.version_id,
-            chunk_id: ctx.chunks[index].chunk_id,
+            chunk_id: ctx.chunk_ids[index],
             extraction_input_hash: hash,
             extractor_version: self.extractor_version(),
             claims: vec![],
@@ -637,7 +699,11 @@ impl Engine {
 
     /// When every `e2.extract` unit of the version is done, recompute the lineage's
     /// testimony currency (D54).
-    async fn after_extraction(&self, ns: NamespaceId, version: &VersionRecord) -> Result<()> {
+    pub(super) async fn after_extraction(
+        &self,
+        ns: NamespaceId,
+        version: &VersionRecord,
+    ) -> Result<()> {
         let barrier = self
             .store
             .barrier(ns, version.version_id, Stage::Extract)

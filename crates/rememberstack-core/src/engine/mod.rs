@@ -1306,6 +1306,7 @@ impl Engine {
         );
         let is_conversation = !prepared.representation.turns.is_empty();
         let mut chunks = Vec::with_capacity(plans.len());
+        let mut paths = Vec::with_capacity(plans.len());
         for plan in plans {
             let section = prepared
                 .sections
@@ -1319,6 +1320,7 @@ impl Engine {
                 .filter(|b| b.ordinal >= plan.block_start && b.ordinal < plan.block_end)
                 .filter_map(|b| b.turn.as_ref().and_then(|t| t.event_id.clone()))
                 .collect();
+            paths.push(path.to_vec());
             chunks.push(NewChunk {
                 id: ChunkId::new(),
                 embedding_key: embedding_key(&embed_text),
@@ -1326,6 +1328,40 @@ impl Engine {
                 event_ids,
             });
         }
+        // A conversation version is its predecessor plus appended turns: the chunks
+        // before the last anchor are byte-identical, so their extractions are carried
+        // over in this commit and only the new chunks get `e2.extract` units — the
+        // processing of an append costs what the append adds.
+        let version = self
+            .store
+            .version(ns, item.version_id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("version {} not found", item.version_id)))?;
+        let carried = if version.source_kind == "conversation" {
+            let ctx = extract::VersionContext::new(
+                version.clone(),
+                prepared,
+                chunks
+                    .iter()
+                    .zip(paths)
+                    .map(|(c, path)| {
+                        let p = &c.plan;
+                        let span = crate::claims::bundle::ChunkSpan {
+                            ordinal: p.ordinal,
+                            section_ordinal: p.section_ordinal,
+                            block_start: p.block_start,
+                            block_end: p.block_end,
+                            start: p.start,
+                            end: p.end,
+                        };
+                        (c.id, path, span)
+                    })
+                    .collect(),
+            );
+            self.carried_extractions(&ctx).await?
+        } else {
+            vec![None; chunks.len()]
+        };
         // Reuse: a chunk whose embedding key already has a vector of the current
         // generation (an unchanged chunk of an earlier version) is not embedded again.
         let generation = self.component_version(Stage::Embed);
@@ -1351,20 +1387,44 @@ impl Engine {
                     now,
                 )
             })
-            .chain(chunks.iter().map(|c| {
-                NewWork::now(
-                    ns,
-                    Stage::Extract,
-                    c.id.uuid(),
-                    item.version_id,
-                    extractor.clone(),
-                    now,
-                )
-            }))
-            .collect();
+            .chain(
+                chunks
+                    .iter()
+                    .zip(&carried)
+                    .filter(|(_, x)| x.is_none())
+                    .map(|(c, _)| {
+                        NewWork::now(
+                            ns,
+                            Stage::Extract,
+                            c.id.uuid(),
+                            item.version_id,
+                            extractor.clone(),
+                            now,
+                        )
+                    }),
+            )
+            .collect::<Vec<_>>();
+        let carried: Vec<ExtractionCommit> = carried.into_iter().flatten().collect();
+        let extracts_left = follow_up.iter().any(|w| w.stage == Stage::Extract);
+        let carried_any = !carried.is_empty();
         self.store
-            .commit_chunks(&Lease::of(item), item.version_id, chunks, follow_up, now)
+            .commit_chunks_carrying(
+                &Lease::of(item),
+                item.version_id,
+                chunks,
+                carried,
+                follow_up,
+                now,
+            )
             .await?;
+        // Nothing left to extract: the version's currency is refreshed now (the
+        // commit recorded that it is owed, so a failure here is retried).
+        if carried_any
+            && !extracts_left
+            && let Err(e) = self.after_extraction(ns, &version).await
+        {
+            tracing::warn!(version_id = %version.version_id, error = %e, "testimony currency refresh postponed");
+        }
         Ok(Outcome::Completed)
     }
 

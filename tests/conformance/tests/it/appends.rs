@@ -266,3 +266,150 @@ async fn sqlite_a_compaction_cut_short_after_removing_the_bytes_finishes_on_retr
             .any(|c| c.event_ids.contains(&"T:0006".to_string()))
     );
 }
+
+/// What a conversation's memory serves, one canonical line per record: the current
+/// claims with their validity, the entities they name, and the facts with their
+/// windows and current support. Independent of how the conversation arrived.
+async fn served(h: &Harness) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (name, sql) in [
+        (
+            "claim",
+            "SELECT c.text || '|' || COALESCE(CAST(c.valid_from AS TEXT), '') || '|'
+                    || COALESCE(CAST(c.valid_until AS TEXT), '')
+             FROM claims c WHERE c.is_current",
+        ),
+        (
+            "entity",
+            "SELECT e.canonical_name FROM entities e WHERE e.merged_into IS NULL",
+        ),
+        (
+            "fact",
+            "SELECT f.statement || '|' || COALESCE(CAST(f.valid_from AS TEXT), '') || '|'
+                    || COALESCE(CAST(f.valid_until AS TEXT), '') || '|'
+                    || CASE WHEN f.invalidated_at IS NULL THEN 'open' ELSE 'closed' END || '|'
+                    || CAST((SELECT COUNT(*) FROM fact_evidence e
+                             JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+                             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+                               AND e.stance = 'support' AND c.is_current) AS TEXT)
+             FROM facts f",
+        ),
+    ] {
+        lines.extend(
+            h.query_texts(sql)
+                .await
+                .into_iter()
+                .map(|l| format!("{name}\t{l}")),
+        );
+    }
+    lines.sort();
+    lines
+}
+
+/// `e2.extract` units and chunks of one version.
+async fn extract_units(h: &Harness, version: &str) -> (u64, u64) {
+    let count = |sql: String| async move {
+        h.query_texts(&sql).await[0]
+            .parse::<u64>()
+            .expect("a count")
+    };
+    (
+        count(format!(
+            "SELECT CAST(COUNT(*) AS TEXT) FROM processing_state
+             WHERE stage = 'e2.extract' AND version_id = '{version}'"
+        ))
+        .await,
+        count(format!(
+            "SELECT CAST(COUNT(*) AS TEXT) FROM chunks WHERE version_id = '{version}'"
+        ))
+        .await,
+    )
+}
+
+#[tokio::test]
+async fn each_processed_append_extracts_only_its_new_chunks_and_serves_like_one_ingest() {
+    const APPENDS: usize = 60;
+    for (h, reference) in stores().await.into_iter().zip(stores().await) {
+        let kind = h.kind;
+        let memory = h.memory().await;
+        let (mut units_total, mut last) = (0, None);
+        for i in 0..APPENDS {
+            let r = memory
+                .append_messages("chat/inc", vec![message(i)])
+                .await
+                .unwrap();
+            memory.process_until_idle().await.unwrap();
+            let version = r.version_id.to_string();
+            let (units, chunks) = extract_units(&h, &version).await;
+            // The chunks before the changed tail carry their extractions over: only
+            // the new or grown last chunk and the neighbour whose context it changed
+            // are extracted, however long the conversation already is.
+            assert!(
+                units <= 3,
+                "{kind}: append {i}: {units} of {chunks} chunks extracted"
+            );
+            let reused = h
+                .query_texts(&format!(
+                    "SELECT CAST(COUNT(*) AS TEXT) FROM claim_extraction_decisions
+                     WHERE kind = 'reused' AND version_id = '{version}'"
+                ))
+                .await[0]
+                .parse::<u64>()
+                .unwrap();
+            if i > 0 {
+                assert_eq!(reused + units, chunks, "{kind}: append {i}");
+            }
+            units_total += units;
+            last = Some((r, chunks));
+        }
+        let (last, chunks) = last.unwrap();
+        assert!(
+            chunks >= 8,
+            "{kind}: only {chunks} chunks: the test proves nothing"
+        );
+        assert!(
+            units_total <= 3 * APPENDS as u64,
+            "{kind}: {units_total} extraction units for {APPENDS} appends"
+        );
+        // Nothing is left owing a currency refresh, and every chunk's evidence is there.
+        let due = h
+            .query_texts("SELECT CAST(COUNT(*) AS TEXT) FROM currency_due")
+            .await;
+        assert_eq!(due, vec!["0".to_string()], "{kind}");
+
+        let once = reference.memory().await;
+        once.append_messages("chat/inc", (0..APPENDS).map(message).collect())
+            .await
+            .unwrap();
+        once.process_until_idle().await.unwrap();
+        let (got, want) = (served(&h).await, served(&reference).await);
+        assert!(
+            want.iter().any(|l| l.starts_with("fact\t")),
+            "{kind}: {want:?}"
+        );
+        assert_eq!(got, want, "{kind}");
+        // The latest version's current claims are exactly the one ingest's.
+        let doc_once = once
+            .append_messages("chat/inc", vec![message(0)])
+            .await
+            .unwrap()
+            .document_id;
+        assert_eq!(
+            claim_texts(&memory, last.document_id).await,
+            claim_texts(&once, doc_once).await,
+            "{kind}"
+        );
+    }
+}
+
+async fn claim_texts(m: &rememberstack::Memory, doc: rememberstack::DocumentId) -> Vec<String> {
+    let mut t: Vec<String> = m
+        .claims(Some(doc), false)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    t.sort();
+    t
+}
