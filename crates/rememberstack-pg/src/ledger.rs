@@ -221,13 +221,13 @@ async fn skip_stamp(conn: &mut PgConnection, on: bool) -> Result<()> {
 /// expired, so this claim takes them (counting the attempt, as an expired lease
 /// does) instead of waiting out the lease time. Rows a concurrent claimer holds
 /// are skipped: that one decides them.
-async fn release_ended_owners(conn: &mut PgConnection, me: Option<i64>, now: i64) -> Result<()> {
+async fn release_ended_owners(conn: &mut PgConnection, me: i64, now: i64) -> Result<()> {
     let released: Vec<(i64, i64)> = sqlx::query_as(
         "WITH ended AS (
              UPDATE processing_state s SET lease_expires_at = $1
              FROM (SELECT namespace_id, id FROM processing_state
                    WHERE status = 'running' AND lease_expires_at > $1
-                     AND lease_process IS NOT NULL AND lease_process IS DISTINCT FROM $2
+                     AND lease_process IS NOT NULL AND lease_process <> $2
                      AND lease_process NOT IN (
                          SELECT l.objid::bigint FROM pg_locks l
                          WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
@@ -271,7 +271,7 @@ impl PgStore {
         let now = ms(req.now);
         let me = self.owner.key(&self.locks).await;
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        if me.is_some() {
+        if let Some(me) = me {
             // Releasing only moves lease times: no stamped aggregate changes, and
             // the stamp row must not be taken after the ledger rows (see below).
             skip_stamp(&mut tx, true).await?;
