@@ -457,7 +457,7 @@ async fn mcp_tool_calls_hold_their_in_flight_place() {
     // No workers: an ingest that waits for processing waits out max_wait.
     let config = ServerConfig {
         workers: 0,
-        max_wait: Duration::from_secs(3),
+        max_wait: Duration::from_secs(10),
         limits: rememberstack_server::auth::Limits {
             in_flight: 1,
             ..Default::default()
@@ -474,17 +474,53 @@ async fn mcp_tool_calls_hold_their_in_flight_place() {
     let Value::Object(args) = args else {
         unreachable!()
     };
+    // The client's own `initialized` notification and event stream each hold
+    // the key's one place for a moment, so the call may itself be refused
+    // 429 at first: it retries, as a client told `Retry-After` would.
     let call = tokio::spawn(async move {
-        let r = c
-            .call_tool(CallToolRequestParams::new("ingest").with_arguments(args))
-            .await;
+        let r = loop {
+            let r = c
+                .call_tool(CallToolRequestParams::new("ingest").with_arguments(args.clone()))
+                .await;
+            match &r {
+                Err(e) if format!("{e:?}").contains("status: 429") => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ => break r,
+            }
+        };
         let _ = c.cancel().await;
         r
     });
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     let busy = s.with_key(&key);
-    busy.err("GET", "/v1/namespaces", None, 429, "rate_limited")
-        .await;
+    // The call reaches the server when it reaches it (a loaded machine can
+    // take seconds): poll until the key is busy, within the call's wait.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(9);
+    // A place held only while a request is admitted lasts milliseconds; the
+    // tool call's lasts its whole run: the key must still be busy a moment on.
+    let refused = loop {
+        let (status, body) = busy.call("GET", "/v1/namespaces", None).await;
+        if status == 429 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (status, body) = busy.call("GET", "/v1/namespaces", None).await;
+            if status == 429 && !call.is_finished() {
+                break body;
+            }
+        }
+        assert!(status == 200 || status == 429, "{status}: {body}");
+        if call.is_finished() {
+            panic!(
+                "the tool call ended without holding its key's in-flight place: {:?}",
+                call.await
+            );
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool call never held its key's in-flight place"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(refused["code"], "rate_limited", "{refused}");
     let result = call.await.unwrap().expect("the call ends");
     assert_ne!(result.is_error, Some(true), "{result:?}");
     busy.ok("GET", "/v1/namespaces", None).await;
