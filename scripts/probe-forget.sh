@@ -34,7 +34,22 @@ printf '# Beta\n\nAna lives in Lisbon.\n' > "$dir/beta.md"
 /usr/bin/time -f '%e s, %M KB peak' -o "$dir/process.time" "$bin" --db "$db" --namespace "$main" process > /dev/null
 "$bin" --db "$db" --namespace "$other" process > /dev/null
 doc="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ingested"][0]["document_id"])' "$dir/ingest.json")"
-facts="$("$bin" --db "$db" --namespace "$main" facts list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["facts"]))')"
+# Every page of the fact listing (at most 1,000 facts a page).
+facts="$(python3 - "$bin" "$db" "$main" <<'PY'
+import json, subprocess, sys
+bin, db, ns = sys.argv[1:4]
+n, cursor = 0, None
+while True:
+    cmd = [bin, "--db", db, "--namespace", ns, "facts", "list", "--limit", "1000", "--json"]
+    page = json.loads(subprocess.run(cmd + (["--cursor", cursor] if cursor else []),
+                                     check=True, capture_output=True).stdout)
+    n += len(page["facts"])
+    cursor = page.get("cursor")
+    if not cursor:
+        break
+print(n)
+PY
+)"
 echo "lines: $lines  facts: $facts  db: $(size)  process: $(cat "$dir/process.time")"
 
 # A tiny document forgotten in the big store: the file rewrite must not hold the

@@ -22,6 +22,12 @@ impl Server {
 
     /// A server over `memory`.
     pub async fn start_with(memory: rememberstack::Memory, config: ServerConfig) -> Server {
+        // The server's warnings (a 5xx names its cause only in the log) go to the
+        // test's captured output, printed when the test fails.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .with_test_writer()
+            .try_init();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
