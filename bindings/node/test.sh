@@ -10,6 +10,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The suites run on the hashing embedder: the same vectors on every machine, no
+# model to load (the Rust tests cover the default model).
+export REMEMBERSTACK_EMBEDDER="${REMEMBERSTACK_EMBEDDER:-hashing}"
 command -v node >/dev/null || { echo "test.sh: node is not installed" >&2; exit 1; }
 command -v cargo >/dev/null || { echo "test.sh: cargo is not installed" >&2; exit 1; }
 

@@ -1329,6 +1329,12 @@ export interface SectionRow {
 export interface SemanticReadiness {
   /** Current chunks. */
   chunks: number
+  /**
+   * Set when the embedder is not a semantic model: `lexical embedder` when the
+   * hashing embedder runs (configured, or standing in for a model that could not
+   * be had), so the semantic channel matches words, not meaning.
+   */
+  degraded?: string | null
   /** The configured embedder generation. */
   generation: string
   /** Current chunks still without a vector of `generation`. */
@@ -1370,6 +1376,11 @@ export interface StatusReport {
   documents: number
   /** The configured embedder generation. */
   embedder: string
+  /**
+   * Why the configured semantic model is not in use, when the hashing embedder
+   * stands in for it (with the command that fixes it).
+   */
+  embedder_fallback?: string | null
   /**
    * The incomplete forget that keeps this namespace closed (every read and
    * write is `forget_in_progress` until it finishes), with why it stopped and

@@ -12,6 +12,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# The suites run on the hashing embedder: the same vectors on every machine, no
+# model to load (the Rust tests cover the default model).
+export REMEMBERSTACK_EMBEDDER="${REMEMBERSTACK_EMBEDDER:-hashing}"
 repo="$(cd "$here/../.." && pwd)"
 venv="${REMEMBER_VENV:-$here/.venv}"
 python="${PYTHON:-python3}"

@@ -13,10 +13,12 @@ SAMPLES = REPO / "crates" / "rememberstack-cli" / "samples"
 
 @pytest.fixture(autouse=True)
 def hermetic_env(monkeypatch, tmp_path):
-    """No REMEMBERSTACK_* setting of the caller's leaks into a test."""
+    """No REMEMBERSTACK_* setting of the caller's leaks into a test; every test runs on
+    the hashing embedder (the same vectors on every machine, no model to load)."""
     for key in list(os.environ):
         if key.startswith("REMEMBERSTACK_"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("REMEMBERSTACK_EMBEDDER", "hashing")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
 
 

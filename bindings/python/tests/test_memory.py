@@ -323,7 +323,7 @@ def test_memory_default_path_and_config(tmp_path, monkeypatch):
     monkeypatch.setenv("REMEMBERSTACK_EMBEDDER", "magic")
     with pytest.raises(remember.ConfigError):
         remember.Memory(tmp_path / "c.db")
-    monkeypatch.delenv("REMEMBERSTACK_EMBEDDER")
+    monkeypatch.setenv("REMEMBERSTACK_EMBEDDER", "hashing")
     monkeypatch.setenv("REMEMBERSTACK_MAX_SOURCE_BYTES", "10")
     with remember.Memory(tmp_path / "small.db") as m:
         with pytest.raises(remember.TooLarge):

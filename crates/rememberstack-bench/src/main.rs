@@ -117,11 +117,12 @@ struct LocomoArgs {
     baselines_only: bool,
     /// The embedder of RememberStack and of the dense baseline (default: the
     /// configured one — `REMEMBERSTACK_CONFIG`, `REMEMBERSTACK_EMBEDDER` — else
-    /// hashing). `local` needs a build with the `local-embedder` feature.
+    /// the default semantic model from the model cache). `local` needs a build with
+    /// the `local-embedder` feature (on by default).
     #[arg(long, value_enum)]
     embedder: Option<EmbedderArg>,
     /// The local model directory (config.json, tokenizer.json, model.safetensors) for
-    /// `--embedder local`.
+    /// `--embedder local` (default: the cached default model).
     #[arg(long, env = "REMEMBERSTACK_EMBEDDER_MODEL_DIR")]
     model_dir: Option<PathBuf>,
 }
@@ -130,7 +131,8 @@ struct LocomoArgs {
 enum EmbedderArg {
     /// The deterministic hashing embedder (256 dimensions).
     Hashing,
-    /// A sentence-embedding model run in-process from `--model-dir`.
+    /// A sentence-embedding model run in-process (`--model-dir`, else the cached
+    /// default model).
     Local,
 }
 
@@ -325,20 +327,19 @@ fn bench_config(a: &LocomoArgs) -> Result<Config> {
     let mut config = Config::load(None)?;
     match a.embedder {
         None => {}
-        Some(EmbedderArg::Hashing) => config.embedder = EmbedderConfig::default(),
+        Some(EmbedderArg::Hashing) => config.embedder = EmbedderConfig::hashing(),
         Some(EmbedderArg::Local) => {
             if !cfg!(feature = "local-embedder") {
                 bail!(
                     "--embedder local: this rememberstack-bench was built without the \
-                     `local-embedder` feature; run it with \
-                     `cargo run --release -p rememberstack-bench --features local-embedder -- \
-                     locomo --embedder local --model-dir DIR ...`"
+                     `local-embedder` feature (on by default); build it with its default \
+                     features"
                 );
             }
-            let model_dir = a.model_dir.clone().context(
-                "--embedder local needs --model-dir DIR (or REMEMBERSTACK_EMBEDDER_MODEL_DIR)",
-            )?;
-            config.embedder = EmbedderConfig::Local { model_dir };
+            config.embedder = match a.model_dir.clone() {
+                Some(dir) => EmbedderConfig::local_dir(dir),
+                None => EmbedderConfig::default(),
+            };
         }
     }
     Ok(config)
@@ -393,10 +394,17 @@ async fn locomo_on(
         .open()
         .await?;
     let status = memory.status().await?;
+    if let Some(why) = &status.embedder_fallback {
+        eprintln!(
+            "WARNING: no semantic embedding model ({why}); these figures are the hashing \
+             embedder's"
+        );
+    }
     let config = json!({
         "store": status.store,
         "db": store.describe(),
         "embedder": status.embedder,
+        "embedder_fallback": status.embedder_fallback,
         "extractor": memory.engine().component_version(Stage::Extract),
         "commit": commit(),
         "k": a.k,
@@ -737,20 +745,14 @@ mod tests {
     #[test]
     fn the_embedder_flag_chooses_the_embedder() {
         let c = bench_config(&args(Some(EmbedderArg::Hashing), None)).unwrap();
-        assert_eq!(c.embedder, EmbedderConfig::default());
-        let err = bench_config(&args(Some(EmbedderArg::Local), None))
-            .unwrap_err()
-            .to_string();
+        assert_eq!(c.embedder, EmbedderConfig::hashing());
+        let local = bench_config(&args(Some(EmbedderArg::Local), None));
         if cfg!(feature = "local-embedder") {
-            assert!(err.contains("needs --model-dir"), "{err}");
+            assert_eq!(local.unwrap().embedder, EmbedderConfig::default());
             let c = bench_config(&args(Some(EmbedderArg::Local), Some("/m"))).unwrap();
-            assert_eq!(
-                c.embedder,
-                EmbedderConfig::Local {
-                    model_dir: PathBuf::from("/m")
-                }
-            );
+            assert_eq!(c.embedder, EmbedderConfig::local_dir("/m"));
         } else {
+            let err = local.unwrap_err().to_string();
             assert!(
                 err.contains("without the `local-embedder` feature"),
                 "{err}"

@@ -121,6 +121,10 @@ impl Embedder for TimingEmbedder {
         self.inner.max_batch()
     }
 
+    fn degraded(&self) -> Option<rememberstack::Degraded> {
+        self.inner.degraded()
+    }
+
     async fn embed(
         &self,
         texts: &[String],

@@ -64,6 +64,12 @@ pub enum Command {
     /// Apply the store's migrations (opening a store also applies them) and say
     /// which store and schema version it is.
     Migrate,
+    /// Local embedding models: list the cache, download a model, import a copy.
+    Models {
+        /// What to do.
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
     /// Hybrid (semantic + lexical) chunk search.
     Search(SearchArgs),
     /// Explicit memory writes: remember, promote, archive, revoke, forget and list notes.
@@ -326,6 +332,29 @@ pub enum TargetArg {
     Entities,
     /// Documents by name and content.
     Documents,
+}
+
+/// `remember models …`.
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// The models in the cache, and where the cache is.
+    List,
+    /// Download a model into the cache ahead of first use (default:
+    /// all-MiniLM-L6-v2), replacing an older copy.
+    Pull {
+        /// The model name (`remember models list` shows the known ones).
+        name: Option<String>,
+    },
+    /// Copy a model directory (config.json, tokenizer.json, model.safetensors) into
+    /// the cache: the way to give a machine without internet its model.
+    Import {
+        /// The directory holding the model files.
+        dir: PathBuf,
+        /// The name to install it under (default: all-MiniLM-L6-v2, the model the
+        /// default configuration loads).
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 /// `remember operations …`.

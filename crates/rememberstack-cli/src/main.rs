@@ -99,12 +99,74 @@ async fn open(cli: &Cli) -> Result<Memory, Error> {
         Command::Keys { .. } => rememberstack::DEFAULT_NAMESPACE,
         _ => namespace(cli)?,
     };
-    Memory::builder()
+    let memory = Memory::builder()
         .path(path)
         .config(config)
         .namespace(ns)
         .open()
-        .await
+        .await?;
+    if let Some(why) = memory.embedder_fallback() {
+        eprintln!(
+            "warning: no semantic embedding model ({why}); the hashing embedder stands in, \
+             so search matches words, not meaning"
+        );
+    }
+    Ok(memory)
+}
+
+async fn models(cli: &Cli, command: &ModelsCommand) -> Result<(), Error> {
+    use rememberstack::models;
+    match command {
+        ModelsCommand::List => {
+            let cache = models::cache_dir()?;
+            let cached = models::list()?;
+            if cli.json {
+                return print_json(&json!({
+                    "cache": cache,
+                    "default": models::DEFAULT_MODEL,
+                    "known": models::KNOWN_MODELS.iter().map(|m| json!({
+                        "name": m.name, "repo": m.repo, "dimension": m.dimension,
+                    })).collect::<Vec<_>>(),
+                    "cached": cached,
+                }));
+            }
+            println!("cache: {}", cache.display());
+            if cached.is_empty() {
+                println!(
+                    "no models cached; `remember models pull` fetches {}",
+                    models::DEFAULT_MODEL
+                );
+            }
+            for m in &cached {
+                println!(
+                    "{:<24} {}{}",
+                    m.name,
+                    if m.complete { "complete" } else { "INCOMPLETE" },
+                    if m.default { " (default)" } else { "" }
+                );
+            }
+            let known: Vec<&str> = models::KNOWN_MODELS.iter().map(|m| m.name).collect();
+            println!("pullable: {}", known.join(", "));
+            Ok(())
+        }
+        ModelsCommand::Import { dir, name } => {
+            let installed = models::import(dir, name.as_deref())?;
+            print_installed(cli, &installed)
+        }
+        ModelsCommand::Pull { name } => {
+            let installed = models::pull(name.as_deref()).await?;
+            print_installed(cli, &installed)
+        }
+    }
+}
+
+fn print_installed(cli: &Cli, installed: &std::path::Path) -> Result<(), Error> {
+    if cli.json {
+        print_json(&json!({"installed": installed}))
+    } else {
+        println!("installed {}", installed.display());
+        Ok(())
+    }
 }
 
 fn print_forget(cli: &Cli, r: &rememberstack::ForgetReport) -> Result<(), Error> {
@@ -241,6 +303,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             rememberstack_server::mcp::serve_stdio(memory, *read_only, *workers, shutdown_signal())
                 .await
         }
+        Command::Models { command } => models(&cli, command).await,
         Command::Migrate => {
             let memory = open(&cli).await?;
             let store = memory.engine().store();
@@ -1162,6 +1225,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     status.semantic.missing_vectors,
                     status.semantic.chunks
                 );
+                if let Some(why) = &status.embedder_fallback {
+                    println!("embedder fallback (lexical, not semantic): {why}");
+                }
                 for (stage, counts) in &status.ledger {
                     let line: Vec<String> = counts
                         .iter()

@@ -37,6 +37,21 @@ pub enum EmbedPurpose {
     Query,
 }
 
+/// How an embedder falls short of a semantic model ([`Embedder::degraded`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Degraded {
+    /// What the embedder is instead, e.g. [`Degraded::LEXICAL`].
+    pub kind: String,
+    /// Why no semantic model is used, when one was configured but could not be had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Degraded {
+    /// The kind of an embedder that matches words and word pieces, not meaning.
+    pub const LEXICAL: &'static str = "lexical embedder";
+}
+
 /// Turns texts into vectors.
 #[async_trait]
 pub trait Embedder: Send + Sync + std::fmt::Debug {
@@ -51,6 +66,12 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// ([`crate::store::MemoryStore::grouped`]). Default `false`.
     fn is_in_process(&self) -> bool {
         false
+    }
+    /// Why this embedder's vectors do not carry meaning, when they do not (a
+    /// lexical stand-in for a semantic model). Envelopes and `status` say so.
+    /// Default `None`.
+    fn degraded(&self) -> Option<Degraded> {
+        None
     }
     /// Embed `texts`, returning one vector of `identity().dimension` per text, in order.
     async fn embed(

@@ -163,6 +163,11 @@ pub struct SemanticReadiness {
     pub chunks: u64,
     /// Current chunks still without a vector of `generation`.
     pub missing_vectors: u64,
+    /// Set when the embedder is not a semantic model: `lexical embedder` when the
+    /// hashing embedder runs (configured, or standing in for a model that could not
+    /// be had), so the semantic channel matches words, not meaning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
 }
 
 /// A channel's status in one call.

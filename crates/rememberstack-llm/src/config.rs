@@ -28,7 +28,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "provider", rename_all = "snake_case")]
 pub enum EmbedderConfig {
-    /// The offline [`HashingEmbedder`] (the default).
+    /// The offline [`HashingEmbedder`]: lexical, not semantic.
     Hashing {
         /// The vector dimension (default 256).
         #[serde(default = "default_hashing_dimension")]
@@ -54,20 +54,28 @@ pub enum EmbedderConfig {
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
-    /// A sentence-embedding model in a local directory, run on the CPU
-    /// (`LocalEmbedder`). Always parses; building it needs a build with the
-    /// `local-embedder` feature.
+    /// A sentence-embedding model run in-process on the CPU (`LocalEmbedder`;
+    /// the default). With `model_dir` the model is loaded from that directory and
+    /// any failure is an error. Without it, the model named `model` (default
+    /// [`crate::models::DEFAULT_MODEL`]) is taken from the model cache, downloaded
+    /// there on first use when it is missing; when no model can be had (no internet,
+    /// a build without the `local-embedder` feature), [`resolve_embedder`] stands the
+    /// hashing embedder in and says why.
     Local {
         /// The directory holding `config.json`, `tokenizer.json` and
         /// `model.safetensors`.
-        model_dir: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_dir: Option<PathBuf>,
+        /// The cached model's name when `model_dir` is not set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
 }
 
 /// What [`build_embedder`] says for [`EmbedderConfig::Local`] in a build without the
 /// `local-embedder` feature.
 #[cfg(not(feature = "local-embedder"))]
-const NO_LOCAL_EMBEDDER: &str =
+pub(crate) const NO_LOCAL_EMBEDDER: &str =
     "this build has no local embedder: rebuild with the `local-embedder` feature";
 
 fn default_hashing_dimension() -> usize {
@@ -75,12 +83,157 @@ fn default_hashing_dimension() -> usize {
 }
 
 impl Default for EmbedderConfig {
-    /// `Hashing { dimension: 256 }`.
+    /// `Local` with neither a directory nor a model name: the default semantic
+    /// model from the cache, the hashing embedder standing in when it cannot be had.
     fn default() -> Self {
+        EmbedderConfig::Local {
+            model_dir: None,
+            model: None,
+        }
+    }
+}
+
+impl EmbedderConfig {
+    /// The offline hashing embedder of the default dimension.
+    pub fn hashing() -> Self {
         EmbedderConfig::Hashing {
             dimension: DEFAULT_HASHING_DIMENSION,
         }
     }
+
+    /// A local model loaded from `dir`.
+    pub fn local_dir(dir: impl Into<PathBuf>) -> Self {
+        EmbedderConfig::Local {
+            model_dir: Some(dir.into()),
+            model: None,
+        }
+    }
+}
+
+/// An embedder and, when the configured semantic model could not be had, why the
+/// hashing embedder stands in for it.
+#[derive(Clone, Debug)]
+pub struct ResolvedEmbedder {
+    /// The embedder to use.
+    pub embedder: Arc<dyn Embedder>,
+    /// Why the configured model is not used (`None` when it is).
+    pub fallback: Option<String>,
+}
+
+/// Builds the embedder `config` describes, fetching the default model into the
+/// cache on first use (see [`EmbedderConfig::Local`]). `progress` hears about a
+/// download. Errors are those of [`build_embedder`]; a missing cached model is not
+/// an error but a [`ResolvedEmbedder::fallback`].
+pub async fn resolve_embedder(
+    config: &EmbedderConfig,
+    progress: Option<crate::models::Progress<'_>>,
+) -> Result<ResolvedEmbedder, ProviderError> {
+    let EmbedderConfig::Local {
+        model_dir: None,
+        model,
+    } = config
+    else {
+        return Ok(ResolvedEmbedder {
+            embedder: build_embedder(config)?,
+            fallback: None,
+        });
+    };
+    let name = model.as_deref().unwrap_or(crate::models::DEFAULT_MODEL);
+    Ok(resolve_cached(name, &crate::models::ModelSource::from_env(), progress).await)
+}
+
+/// The cached model `name` from `source` (downloaded first when it is missing and
+/// `source` allows it), or the hashing embedder standing in, with the reason.
+pub async fn resolve_cached(
+    name: &str,
+    source: &crate::models::ModelSource,
+    progress: Option<crate::models::Progress<'_>>,
+) -> ResolvedEmbedder {
+    match cached_model(name, source, progress).await {
+        Ok(embedder) => ResolvedEmbedder {
+            embedder,
+            fallback: None,
+        },
+        Err(why) => {
+            tracing::warn!(model = name, reason = %why, "no semantic model: the hashing embedder stands in");
+            ResolvedEmbedder {
+                embedder: Arc::new(HashingEmbedder::standing_in(
+                    DEFAULT_HASHING_DIMENSION,
+                    &why,
+                )),
+                fallback: Some(why),
+            }
+        }
+    }
+}
+
+/// The cached model `name`, downloaded first when missing and allowed; the error
+/// says why there is none.
+#[cfg(feature = "local-embedder")]
+async fn cached_model(
+    name: &str,
+    source: &crate::models::ModelSource,
+    progress: Option<crate::models::Progress<'_>>,
+) -> Result<Arc<dyn Embedder>, String> {
+    use crate::models;
+    let cache = source.cache.clone().ok_or_else(|| {
+        format!(
+            "no model cache directory (set {} or HOME)",
+            models::MODELS_DIR_ENV
+        )
+    })?;
+    let dir = cache.join(name);
+    if !models::is_complete(&dir) {
+        if models::known_model(name).is_none() {
+            return Err(format!(
+                "model `{name}` is not in {} and is not one this build can download; \
+                 `remember models import DIR --name {name}` installs a copy",
+                cache.display()
+            ));
+        }
+        if !source.download_on_first_use {
+            return Err(format!(
+                "model `{name}` is not in {} and downloads are off ({}); \
+                 run `remember models pull` or `scripts/fetch-model.sh`",
+                cache.display(),
+                models::OFFLINE_ENV
+            ));
+        }
+        if models::recently_failed(&cache, name) {
+            return Err(format!(
+                "model `{name}` is not in {} and a download failed within the last hour; \
+                 run `remember models pull` to try again",
+                cache.display()
+            ));
+        }
+        let silent = |_: &str, _: u64, _: Option<u64>| {};
+        match models::pull_from(&source.endpoint, name, &cache, progress.unwrap_or(&silent)).await {
+            Ok(_) => models::clear_failed(&cache, name),
+            Err(e) => {
+                let why = format!("model `{name}` could not be downloaded: {e}");
+                models::mark_failed(&cache, name, &why);
+                return Err(format!(
+                    "{why}; run `remember models pull` where the hub is reachable, \
+                     or `remember models import DIR`"
+                ));
+            }
+        }
+    }
+    let load = tokio::task::spawn_blocking(move || crate::local::LocalEmbedder::load(&dir));
+    match load.await {
+        Ok(Ok(e)) => Ok(Arc::new(e)),
+        Ok(Err(e)) => Err(format!("model `{name}` could not be loaded: {e}")),
+        Err(e) => Err(format!("model `{name}` could not be loaded: {e}")),
+    }
+}
+
+#[cfg(not(feature = "local-embedder"))]
+async fn cached_model(
+    _name: &str,
+    _source: &crate::models::ModelSource,
+    _progress: Option<crate::models::Progress<'_>>,
+) -> Result<Arc<dyn Embedder>, String> {
+    Err(NO_LOCAL_EMBEDDER.to_owned())
 }
 
 /// Builds the embedder `config` describes.
@@ -91,9 +244,11 @@ impl Default for EmbedderConfig {
 /// configuration (zero dimension, bad URL, empty model, a key variable that is not
 /// valid Unicode).
 ///
-/// [`EmbedderConfig::Local`] loads the model from disk (blocking; about a second for
-/// all-MiniLM-L6-v2) and fails with [`ProviderError::Config`] when a file is missing
-/// or invalid, or when this build lacks the `local-embedder` feature.
+/// [`EmbedderConfig::Local`] with a `model_dir` loads the model from disk (blocking;
+/// about a second for all-MiniLM-L6-v2) and fails with [`ProviderError::Config`]
+/// when a file is missing or invalid, or when this build lacks the `local-embedder`
+/// feature. Without a `model_dir` it is a configuration error here: the cached
+/// model, with its download and fallback, is [`resolve_embedder`]'s.
 pub fn build_embedder(config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, ProviderError> {
     build_embedder_with_env(config, |name| std::env::var(name))
 }
@@ -129,10 +284,18 @@ pub(crate) fn build_embedder_with_env(
             }
             Ok(Arc::new(OpenAiEmbedder::new(openai)?))
         }
+        EmbedderConfig::Local {
+            model_dir: None, ..
+        } => Err(ProviderError::Config(
+            "a local model without `model_dir` comes from the model cache: \
+             use `resolve_embedder`"
+                .to_owned(),
+        )),
         #[cfg(feature = "local-embedder")]
-        EmbedderConfig::Local { model_dir } => {
-            Ok(Arc::new(crate::local::LocalEmbedder::load(model_dir)?))
-        }
+        EmbedderConfig::Local {
+            model_dir: Some(dir),
+            ..
+        } => Ok(Arc::new(crate::local::LocalEmbedder::load(dir)?)),
         #[cfg(not(feature = "local-embedder"))]
         EmbedderConfig::Local { .. } => Err(ProviderError::Config(NO_LOCAL_EMBEDDER.to_owned())),
     }
@@ -176,19 +339,22 @@ mod tests {
     }
 
     #[test]
-    fn default_is_hashing_256() {
+    fn default_is_the_cached_model_and_hashing_is_256() {
         assert_eq!(
             EmbedderConfig::default(),
-            EmbedderConfig::Hashing { dimension: 256 }
+            EmbedderConfig::Local {
+                model_dir: None,
+                model: None
+            }
         );
-        let e = build_embedder(&EmbedderConfig::default()).unwrap();
+        let e = build_embedder(&EmbedderConfig::hashing()).unwrap();
         assert_eq!(e.identity().generation(), "hashing/feature-hash-v1/d256/v1");
     }
 
     #[test]
     fn serde_shapes() {
         let c: EmbedderConfig = serde_json::from_str(r#"{"provider":"hashing"}"#).unwrap();
-        assert_eq!(c, EmbedderConfig::default());
+        assert_eq!(c, EmbedderConfig::hashing());
         let c: EmbedderConfig =
             serde_json::from_str(r#"{"provider":"hashing","dimension":64}"#).unwrap();
         assert_eq!(c, EmbedderConfig::Hashing { dimension: 64 });
@@ -213,14 +379,16 @@ mod tests {
             serde_json::from_value(serde_json::to_value(openai(Some("K"))).unwrap()).unwrap();
         assert_eq!(round, openai(Some("K")));
         assert_eq!(
-            serde_json::to_value(EmbedderConfig::default()).unwrap(),
+            serde_json::to_value(EmbedderConfig::hashing()).unwrap(),
             serde_json::json!({"provider": "hashing", "dimension": 256})
+        );
+        assert_eq!(
+            serde_json::to_value(EmbedderConfig::default()).unwrap(),
+            serde_json::json!({"provider": "local"})
         );
         assert!(serde_json::from_str::<EmbedderConfig>(r#"{"provider":"nope"}"#).is_err());
 
-        let local = EmbedderConfig::Local {
-            model_dir: PathBuf::from("/models/all-MiniLM-L6-v2"),
-        };
+        let local = EmbedderConfig::local_dir("/models/all-MiniLM-L6-v2");
         let c: EmbedderConfig =
             serde_json::from_str(r#"{"provider":"local","model_dir":"/models/all-MiniLM-L6-v2"}"#)
                 .unwrap();
@@ -229,15 +397,21 @@ mod tests {
             serde_json::to_value(&local).unwrap(),
             serde_json::json!({"provider": "local", "model_dir": "/models/all-MiniLM-L6-v2"})
         );
-        assert!(serde_json::from_str::<EmbedderConfig>(r#"{"provider":"local"}"#).is_err());
+        let c: EmbedderConfig =
+            serde_json::from_str(r#"{"provider":"local","model":"bge-small-en-v1.5"}"#).unwrap();
+        assert_eq!(
+            c,
+            EmbedderConfig::Local {
+                model_dir: None,
+                model: Some("bge-small-en-v1.5".into())
+            }
+        );
     }
 
     #[cfg(not(feature = "local-embedder"))]
     #[test]
     fn local_without_the_feature_is_a_config_error() {
-        let c = EmbedderConfig::Local {
-            model_dir: PathBuf::from("/models/all-MiniLM-L6-v2"),
-        };
+        let c = EmbedderConfig::local_dir("/models/all-MiniLM-L6-v2");
         match build_embedder(&c) {
             Err(ProviderError::Config(m)) => assert_eq!(m, NO_LOCAL_EMBEDDER),
             other => panic!("expected a configuration error, got {other:?}"),

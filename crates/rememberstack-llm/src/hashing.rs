@@ -1,7 +1,9 @@
 //! The deterministic, offline feature-hashing embedder.
 
 use async_trait::async_trait;
-use rememberstack_core::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
+use rememberstack_core::embed::{
+    Degraded, EmbedPurpose, Embedder, EmbedderIdentity, ProviderError,
+};
 
 /// The dimension [`HashingEmbedder::default`] uses.
 pub const DEFAULT_HASHING_DIMENSION: usize = 256;
@@ -37,6 +39,8 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HashingEmbedder {
     identity: EmbedderIdentity,
+    /// Why it stands in for a semantic model that could not be had.
+    standing_in_for: Option<String>,
 }
 
 impl HashingEmbedder {
@@ -59,6 +63,17 @@ impl HashingEmbedder {
                 dimension,
                 version: Self::VERSION.to_owned(),
             },
+            standing_in_for: None,
+        }
+    }
+
+    /// A hashing embedder standing in for a semantic model that could not be had,
+    /// for the reason `why` (reported by [`Embedder::degraded`]). Its vectors are
+    /// those of [`HashingEmbedder::new`].
+    pub fn standing_in(dimension: usize, why: &str) -> Self {
+        Self {
+            standing_in_for: Some(why.to_owned()),
+            ..Self::new(dimension)
         }
     }
 
@@ -136,6 +151,13 @@ impl Embedder for HashingEmbedder {
     fn max_batch(&self) -> usize {
         // Local and cheap: no reason to make callers split finely.
         1024
+    }
+
+    fn degraded(&self) -> Option<Degraded> {
+        Some(Degraded {
+            kind: Degraded::LEXICAL.to_owned(),
+            reason: self.standing_in_for.clone(),
+        })
     }
 
     async fn embed(

@@ -6,19 +6,22 @@
 //! The embedders implement [`rememberstack_core::embed::Embedder`]:
 //!
 //! * [`HashingEmbedder`] — deterministic feature hashing of words and character
-//!   trigrams. No network, no model, identical vectors on every machine. It is the
-//!   default when no embedding provider is configured; its generation string
+//!   trigrams. No network, no model, identical vectors on every machine. It stands in
+//!   when the default semantic model cannot be had, and says so
+//!   ([`rememberstack_core::embed::Embedder::degraded`]); its generation string
 //!   (`hashing/feature-hash-v1/d256/v1`) says plainly that it is not a semantic model.
 //! * [`OpenAiEmbedder`] — a client for any `/embeddings` endpoint that speaks the
 //!   OpenAI wire format (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server), with
 //!   batching, `Retry-After`-aware backoff and strict answer validation.
-//! * `LocalEmbedder` (feature `local-embedder`) — a sentence-embedding model such as
-//!   all-MiniLM-L6-v2 run in-process on the CPU (candle), loaded from a local
-//!   directory; no network. Without the feature, [`EmbedderConfig::Local`] still
-//!   parses, and [`build_embedder`] refuses it with a configuration error.
+//! * `LocalEmbedder` (feature `local-embedder`, on by default in the facade) — a
+//!   sentence-embedding model such as all-MiniLM-L6-v2 run in-process on the CPU
+//!   (candle), loaded from a directory or from the [`models`] cache; no network
+//!   after the first download. Without the feature, [`EmbedderConfig::Local`] still
+//!   parses; [`build_embedder`] refuses a model directory, and [`resolve_embedder`]
+//!   stands the hashing embedder in for the cached model.
 //!
 //! [`EmbedderConfig`] is the serializable provider choice the facade reads from its
-//! configuration, and [`build_embedder`] turns it into a shared embedder.
+//! configuration, and [`resolve_embedder`] turns it into a shared embedder.
 //!
 //! Both chat models implement [`rememberstack_core::chat::ChatModel`]:
 //!
@@ -41,12 +44,16 @@ mod hashing;
 mod http;
 #[cfg(feature = "local-embedder")]
 mod local;
+pub mod models;
 mod openai;
 mod scripted;
 
 pub use chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode, is_strict_mode_refusal};
 pub use chat_config::{ChatConfig, ChatSeats, OFFLINE_MODEL, build_chat_models};
-pub use config::{DEFAULT_API_KEY_ENV, EmbedderConfig, build_embedder};
+pub use config::{
+    DEFAULT_API_KEY_ENV, EmbedderConfig, ResolvedEmbedder, build_embedder, resolve_cached,
+    resolve_embedder,
+};
 pub use hashing::{DEFAULT_HASHING_DIMENSION, HashingEmbedder};
 #[cfg(feature = "local-embedder")]
 pub use local::LocalEmbedder;

@@ -895,9 +895,12 @@ mod tests {
     }
 
     async fn memory(dir: &tempfile::TempDir) -> Memory {
-        open(json!({ "path": dir.path().join("m.db"), "config": {} }))
-            .await
-            .unwrap()
+        open(json!({
+            "path": dir.path().join("m.db"),
+            "config": {"embedder": {"provider": "hashing"}}
+        }))
+        .await
+        .unwrap()
     }
 
     #[tokio::test]

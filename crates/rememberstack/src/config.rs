@@ -171,15 +171,9 @@ impl Config {
                 };
             }
             Some("local") => {
-                let model_dir = var("REMEMBERSTACK_EMBEDDER_MODEL_DIR").ok_or_else(|| {
-                    config_err(
-                        "REMEMBERSTACK_EMBEDDER=local needs REMEMBERSTACK_EMBEDDER_MODEL_DIR \
-                         (the directory holding config.json, tokenizer.json and \
-                         model.safetensors)",
-                    )
-                })?;
                 self.embedder = EmbedderConfig::Local {
-                    model_dir: PathBuf::from(model_dir),
+                    model_dir: var("REMEMBERSTACK_EMBEDDER_MODEL_DIR").map(PathBuf::from),
+                    model: var("REMEMBERSTACK_EMBEDDER_MODEL"),
                 };
             }
             Some(other) => {
@@ -283,9 +277,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.embedder,
-            EmbedderConfig::Local {
-                model_dir: PathBuf::from("/models/all-MiniLM-L6-v2")
-            }
+            EmbedderConfig::local_dir("/models/all-MiniLM-L6-v2")
         );
 
         let mut c = Config::default();
@@ -296,22 +288,25 @@ mod tests {
         .into_iter()
         .collect();
         c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(c.embedder, EmbedderConfig::local_dir("/m/minilm"));
+
+        // Without a directory, `local` is a cached model, by name or the default.
+        let mut c = Config::from_toml_str("[embedder]\nprovider = \"hashing\"\n").unwrap();
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_EMBEDDER", "local"),
+            ("REMEMBERSTACK_EMBEDDER_MODEL", "bge-small-en-v1.5"),
+        ]
+        .into_iter()
+        .collect();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
         assert_eq!(
             c.embedder,
             EmbedderConfig::Local {
-                model_dir: PathBuf::from("/m/minilm")
+                model_dir: None,
+                model: Some("bge-small-en-v1.5".into())
             }
         );
-
-        let err = Config::default()
-            .apply_env(|k| (k == "REMEMBERSTACK_EMBEDDER").then(|| "local".to_string()))
-            .unwrap_err();
-        assert_eq!(err.code(), ErrorCode::Config);
-        assert!(
-            err.to_string()
-                .contains("needs REMEMBERSTACK_EMBEDDER_MODEL_DIR"),
-            "{err}"
-        );
+        assert_eq!(Config::default().embedder, EmbedderConfig::default());
     }
 
     #[test]

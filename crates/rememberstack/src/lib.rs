@@ -29,6 +29,7 @@
 
 pub mod calls;
 mod config;
+pub mod models;
 mod usage;
 
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its
@@ -39,7 +40,7 @@ pub use rememberstack_core::{
 
 pub use config::{Config, StoreConfig, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
-pub use rememberstack_core::embed::{Embedder, EmbedderIdentity, ProviderError};
+pub use rememberstack_core::embed::{Degraded, Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
     AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
@@ -264,7 +265,16 @@ impl MemoryBuilder {
         let embedder: Arc<dyn Embedder> = Arc::new(usage::CountingEmbedder {
             inner: match self.embedder {
                 Some(e) => e,
-                None => rememberstack_llm::build_embedder(&config.embedder)?,
+                None => {
+                    let progress = models::terminal_progress();
+                    let progress: Option<models::ProgressRef<'_>> = match &progress {
+                        Some(p) => Some(p.as_ref()),
+                        None => None,
+                    };
+                    rememberstack_llm::resolve_embedder(&config.embedder, progress)
+                        .await?
+                        .embedder
+                }
             },
             usage: usage.clone(),
         });
@@ -911,6 +921,13 @@ impl Memory {
         self.engine.doctor().await
     }
 
+    /// Why the configured semantic embedding model is not in use, when the hashing
+    /// embedder stands in for it (the model could not be found, downloaded or
+    /// loaded); `None` when the configured embedder runs.
+    pub fn embedder_fallback(&self) -> Option<String> {
+        self.engine.embedder_fallback()
+    }
+
     /// Ledger status of this namespace.
     pub async fn status(&self) -> Result<StatusReport> {
         self.engine.status(&self.namespace).await
@@ -1235,6 +1252,7 @@ mod tests {
                 .path(dir.path().join("memory.db"))
                 .config(Config {
                     chat,
+                    embedder: EmbedderConfig::hashing(),
                     ..Config::default()
                 })
                 .open()
@@ -1304,6 +1322,7 @@ mod tests {
                         ("resolve", "offline"),
                     ],
                 ),
+                embedder: EmbedderConfig::hashing(),
                 ..Config::default()
             })
             .open()

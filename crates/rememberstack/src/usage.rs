@@ -83,6 +83,10 @@ impl Embedder for CountingEmbedder {
         self.inner.max_batch()
     }
 
+    fn degraded(&self) -> Option<rememberstack_core::embed::Degraded> {
+        self.inner.degraded()
+    }
+
     async fn embed(
         &self,
         texts: &[String],

@@ -23,7 +23,10 @@ async fn copying_the_directory_copies_the_memory() {
     let receipt = {
         let memory = Memory::builder()
             .path(original.join("memory.db"))
-            .config(Config::default())
+            .config(Config {
+                embedder: rememberstack::EmbedderConfig::hashing(),
+                ..Config::default()
+            })
             .open()
             .await
             .unwrap();
@@ -43,7 +46,10 @@ async fn copying_the_directory_copies_the_memory() {
 
     let memory = Memory::builder()
         .path(copy.join("memory.db"))
-        .config(Config::default())
+        .config(Config {
+            embedder: rememberstack::EmbedderConfig::hashing(),
+            ..Config::default()
+        })
         .open()
         .await
         .unwrap();

@@ -8,7 +8,10 @@ async fn embedder_calls_and_texts_are_counted() {
     let dir = tempfile::tempdir().unwrap();
     let memory = Memory::builder()
         .path(dir.path().join("memory.db"))
-        .config(Config::default())
+        .config(Config {
+            embedder: rememberstack::EmbedderConfig::hashing(),
+            ..Config::default()
+        })
         .open()
         .await
         .unwrap();

@@ -5,7 +5,8 @@
 pub mod golden;
 
 use rememberstack::{
-    Clock, Config, Embedder, EngineConfig, Memory, MemoryStore, SqliteStore, Timestamp,
+    Clock, Config, Embedder, EmbedderConfig, EngineConfig, Memory, MemoryStore, SqliteStore,
+    Timestamp,
 };
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use std::sync::{Arc, Mutex};
@@ -235,7 +236,8 @@ impl Drop for Harness {
     }
 }
 
-/// The configuration tests use: defaults with instant retries.
+/// The configuration tests use: defaults with instant retries and the hashing
+/// embedder (deterministic vectors, no model to load or download).
 pub fn test_config() -> Config {
     Config {
         engine: EngineConfig {
@@ -243,6 +245,7 @@ pub fn test_config() -> Config {
             backoff_max: Duration::ZERO,
             ..EngineConfig::default()
         },
+        embedder: EmbedderConfig::hashing(),
         ..Config::default()
     }
 }

@@ -170,6 +170,8 @@ impl Target {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         match &self.place {
             Place::Sqlite(db) => {

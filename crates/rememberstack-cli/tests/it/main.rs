@@ -48,6 +48,8 @@ impl Cli {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--db").arg(self.db()).args(args);
         cmd
@@ -302,7 +304,7 @@ fn remembers_db_from_the_environment() {
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_remember"))
             .env("REMEMBERSTACK_DB", &db)
-            .env_remove("REMEMBERSTACK_EMBEDDER")
+            .env("REMEMBERSTACK_EMBEDDER", "hashing")
             .args(args)
             .output()
             .unwrap()
@@ -981,6 +983,8 @@ fn a_store_schema_or_a_bad_lease_is_a_config_error() {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         let out = cmd
             .env(var, value)
             .arg("--db")
@@ -1018,6 +1022,8 @@ fn postgres_url_as_db() {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         let out = cmd
             .arg("--db")
             .arg(&url)
@@ -1093,6 +1099,8 @@ fn worker_runs_until_sigterm_and_migrate_reports_the_store() {
             cmd.env_remove(k);
         }
     }
+    // Deterministic vectors, no model to load or download.
+    cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
     let worker = cmd
         .arg("--db")
         .arg(cli.db())
@@ -1340,6 +1348,8 @@ fn postgres_keys() {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         let out = cmd
             .arg("--db")
             .arg(&url)
@@ -1422,6 +1432,8 @@ fn serve_answers_http_and_stops_on_sigterm() {
             cmd.env_remove(k);
         }
     }
+    // Deterministic vectors, no model to load or download.
+    cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
     let server = cmd
         .arg("--db")
         .arg(cli.db())
@@ -1480,4 +1492,137 @@ fn serve_answers_http_and_stops_on_sigterm() {
     // The CLI reads what the server wrote.
     let listed = cli.ok_json(&["documents", "list", "--json"]);
     assert_eq!(listed["documents"].as_array().unwrap().len(), 1, "{listed}");
+}
+
+/// The default all-MiniLM-L6-v2 files (`REMEMBERSTACK_TEST_MODEL_DIR`, else the
+/// model cache), as the model's own tests find them.
+fn real_model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("REMEMBERSTACK_TEST_MODEL_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let dir = rememberstack::models::cache_dir()
+        .unwrap()
+        .join(rememberstack::models::DEFAULT_MODEL);
+    assert!(
+        rememberstack::models::is_complete(&dir),
+        "no all-MiniLM-L6-v2 model in {}: run scripts/fetch-model.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// With no model to be had, the store opens on the hashing embedder and says so
+/// everywhere; `models import` then installs one, and the next open uses it.
+#[test]
+fn without_a_model_the_store_says_so_until_one_is_imported() {
+    let cache = tempfile::tempdir().unwrap();
+    let env = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let cli = Cli::new().with_env(vec![
+        env("REMEMBERSTACK_EMBEDDER", "local"),
+        env("REMEMBERSTACK_MODELS_DIR", cache.path().to_str().unwrap()),
+        env("REMEMBERSTACK_OFFLINE", "1"),
+    ]);
+    let note = cli.write("n.md", "# Crew\n\nMarta navigates the boat at night.\n");
+    let out = cli.run(&["ingest", note.to_str().unwrap(), "--wait"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: no semantic embedding model") && stderr.contains("models pull"),
+        "{stderr}"
+    );
+    let status = cli.ok_json(&["status", "--json"]);
+    assert_eq!(
+        status["semantic"]["degraded"], "lexical embedder",
+        "{status}"
+    );
+    assert!(
+        status["embedder_fallback"]
+            .as_str()
+            .unwrap()
+            .contains("downloads are off"),
+        "{status}"
+    );
+    let found = cli.ok_json(&["search", "who steers the boat", "--json"]);
+    assert_eq!(
+        found["freshness"]["semantic"]["degraded"],
+        "lexical embedder"
+    );
+    let doctor = cli.run(&["doctor", "--json"]);
+    assert!(!doctor.status.success());
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "embedder")
+        .unwrap()
+        .clone();
+    assert_eq!(check["ok"], false, "{check}");
+
+    // An incomplete directory is refused and installs nothing.
+    let partial = tempfile::tempdir().unwrap();
+    std::fs::write(partial.path().join("config.json"), "{}").unwrap();
+    let out = cli.run(&[
+        "models",
+        "import",
+        partial.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "config", "{err}");
+    assert_eq!(
+        cli.ok_json(&["models", "list", "--json"])["cached"],
+        serde_json::json!([])
+    );
+
+    // The real model, imported under the default name: the next open uses it, and
+    // processing re-embeds what the hashing embedder had embedded.
+    let installed = cli.ok_json(&[
+        "models",
+        "import",
+        real_model_dir().to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        installed["installed"]
+            .as_str()
+            .unwrap()
+            .ends_with("all-MiniLM-L6-v2")
+    );
+    let listed = cli.ok_json(&["models", "list", "--json"]);
+    assert_eq!(listed["cached"][0]["name"], "all-MiniLM-L6-v2", "{listed}");
+    assert_eq!(listed["cached"][0]["complete"], true);
+    assert_eq!(listed["cached"][0]["default"], true);
+    let out = cli.run(&["process"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let status = cli.ok_json(&["status", "--json"]);
+    assert!(
+        status["embedder"]
+            .as_str()
+            .unwrap()
+            .starts_with("local/all-MiniLM-L6-v2/d384/"),
+        "{status}"
+    );
+    assert!(status.get("embedder_fallback").is_none(), "{status}");
+    assert!(status["semantic"].get("degraded").is_none(), "{status}");
+    assert_eq!(status["semantic"]["ready"], true, "{status}");
+    let found = cli.ok_json(&["search", "who steers the boat", "--json"]);
+    assert!(found["freshness"]["semantic"].get("degraded").is_none());
+    assert!(
+        found["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Marta navigates"),
+        "{found}"
+    );
 }

@@ -12,6 +12,7 @@ type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 async fn start(db: &std::path::Path, read_only: bool) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_remember"));
+    cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
     cmd.arg("--db").arg(db).arg("mcp");
     if read_only {
         cmd.arg("--read-only");
@@ -45,6 +46,7 @@ fn mcp_over_stdio_serves_the_catalogue_and_answers() {
     let db = dir.path().join("memory.db");
     // The registry, as the CLI prints it.
     let out = Command::new(env!("CARGO_BIN_EXE_remember"))
+        .env("REMEMBERSTACK_EMBEDDER", "hashing")
         .args(["--db"])
         .arg(&db)
         .args(["operations", "list", "--json"])
@@ -126,6 +128,7 @@ fn mcp_over_stdio_serves_the_catalogue_and_answers() {
     });
     // The refused write changed nothing: one document (and the note).
     let out = Command::new(env!("CARGO_BIN_EXE_remember"))
+        .env("REMEMBERSTACK_EMBEDDER", "hashing")
         .args(["--db"])
         .arg(&db)
         .args(["documents", "list", "--json"])

@@ -199,6 +199,8 @@ impl<'a> Deployment<'a> {
                 cmd.env_remove(k);
             }
         }
+        // Deterministic vectors, no model to load or download.
+        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
         cmd.env("REMEMBERSTACK_PG_SCHEMA", &self.schema);
         if let Some(uri) = &self.embedder {
             cmd.env("REMEMBERSTACK_EMBEDDER", "openai")

@@ -391,6 +391,10 @@ pub struct StatusReport {
     pub dead_letters: Vec<DeadLetter>,
     /// The configured embedder generation.
     pub embedder: String,
+    /// Why the configured semantic model is not in use, when the hashing embedder
+    /// stands in for it (with the command that fixes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder_fallback: Option<String>,
     /// Semantic channel readiness.
     pub semantic: SemanticReadiness,
     /// Documents in the namespace.
@@ -596,6 +600,17 @@ impl Engine {
     /// The store.
     pub fn store(&self) -> &Arc<dyn MemoryStore> {
         &self.store
+    }
+
+    /// What the envelopes' `freshness.semantic.degraded` says: the kind of a
+    /// non-semantic embedder.
+    pub(crate) fn semantic_degraded(&self) -> Option<String> {
+        self.embedder().degraded().map(|d| d.kind)
+    }
+
+    /// Why the configured semantic model is not in use, if it is not.
+    pub fn embedder_fallback(&self) -> Option<String> {
+        self.embedder().degraded().and_then(|d| d.reason)
     }
 
     /// The embedder (benchmarks embed their baselines with the same one).
@@ -1621,6 +1636,7 @@ impl Engine {
                 ready: coverage.missing == 0,
                 chunks: coverage.chunks,
                 missing_vectors: coverage.missing,
+                degraded: self.semantic_degraded(),
             },
         })
     }
@@ -1793,7 +1809,13 @@ impl Engine {
             Ok(v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => None,
             Ok(_) => Some("the embedder returned a vector of the wrong shape".to_string()),
             Err(e) => Some(e.to_string()),
-        };
+        }
+        // A semantic model that could not be had is a problem to fix, even though
+        // the hashing embedder standing in works.
+        .or_else(|| {
+            self.embedder_fallback()
+                .map(|why| format!("{why} (the hashing embedder stands in: lexical, not semantic)"))
+        });
         checks.push(ProviderCheck {
             name: "embedder".into(),
             identity: self.embedder.identity().generation(),
@@ -1957,7 +1979,8 @@ impl Engine {
                 parked_no_route: 0,
                 dead_letters: vec![],
                 embedder: generation.clone(),
-                semantic: empty_freshness(generation).semantic,
+                embedder_fallback: self.embedder_fallback(),
+                semantic: empty_freshness(generation, self.semantic_degraded()).semantic,
                 documents: 0,
                 forget_in_progress: None,
             });
@@ -1995,6 +2018,7 @@ impl Engine {
             parked_no_route: parked,
             dead_letters,
             embedder: generation,
+            embedder_fallback: self.embedder_fallback(),
             semantic: freshness.semantic,
             documents: self.store.documents(ns.id).await?.len() as u64,
             forget_in_progress,
@@ -2017,7 +2041,7 @@ fn channel(status: &str, candidates: usize, message: Option<String>) -> ChannelR
     }
 }
 
-fn empty_freshness(generation: String) -> Freshness {
+fn empty_freshness(generation: String, degraded: Option<String>) -> Freshness {
     Freshness {
         pending_work: BTreeMap::new(),
         parked_no_route: 0,
@@ -2027,6 +2051,7 @@ fn empty_freshness(generation: String) -> Freshness {
             ready: true,
             chunks: 0,
             missing_vectors: 0,
+            degraded,
         },
     }
 }
@@ -2319,11 +2344,13 @@ mod tests {
             parked_no_route: 2,
             dead_letters: vec![],
             embedder: "hashing".into(),
+            embedder_fallback: None,
             semantic: SemanticReadiness {
                 generation: "hashing".into(),
                 ready: true,
                 chunks: 0,
                 missing_vectors: 0,
+                degraded: None,
             },
             documents: 1,
             forget_in_progress: None,

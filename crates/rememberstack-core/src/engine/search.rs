@@ -196,7 +196,10 @@ impl Engine {
                 more_available: false,
                 continuation: None,
             },
-            empty_freshness(self.component_version(Stage::Embed)),
+            empty_freshness(
+                self.component_version(Stage::Embed),
+                self.semantic_degraded(),
+            ),
             channels,
         )
     }
@@ -305,6 +308,7 @@ impl Engine {
             ready: coverage.missing == 0,
             chunks: coverage.chunks,
             missing_vectors: coverage.missing,
+            degraded: self.semantic_degraded(),
         };
         let store = &self.store;
         let ch = self
@@ -425,6 +429,7 @@ impl Engine {
             ready: coverage.missing == 0,
             chunks: coverage.chunks,
             missing_vectors: coverage.missing,
+            degraded: self.semantic_degraded(),
         };
         let store = &self.store;
         let ch = self

@@ -8,8 +8,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const UNSET_VAR: &str = "REMEMBERSTACK_LLM_TEST_DEFINITELY_UNSET_KEY";
 
 #[tokio::test]
-async fn builds_the_default_hashing_embedder() {
-    let e = build_embedder(&EmbedderConfig::default()).unwrap();
+async fn builds_the_hashing_embedder() {
+    let e = build_embedder(&EmbedderConfig::hashing()).unwrap();
     assert_eq!(e.identity().generation(), "hashing/feature-hash-v1/d256/v1");
     let v = e
         .embed(&["hello".to_owned()], EmbedPurpose::Document)
@@ -82,7 +82,8 @@ fn local_parses_in_every_build() {
     assert_eq!(
         config,
         EmbedderConfig::Local {
-            model_dir: "/nonexistent/rememberstack-model".into()
+            model_dir: Some("/nonexistent/rememberstack-model".into()),
+            model: None,
         }
     );
     // Without the feature: the build says so; with it: the directory is missing.
@@ -102,4 +103,63 @@ fn local_parses_in_every_build() {
         );
     }
     assert!(!err.is_retryable());
+}
+
+/// A cache with no model, a hub nothing answers at and downloads allowed.
+fn unreachable_source(cache: &std::path::Path) -> rememberstack_llm::models::ModelSource {
+    // A port just freed: connecting is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    rememberstack_llm::models::ModelSource {
+        cache: Some(cache.to_path_buf()),
+        endpoint: format!("http://127.0.0.1:{port}"),
+        download_on_first_use: true,
+    }
+}
+
+#[tokio::test]
+async fn without_a_model_the_hashing_embedder_stands_in_and_says_why() {
+    use rememberstack_llm::{models::ModelSource, resolve_cached};
+    let cache = tempfile::tempdir().unwrap();
+    let offline = ModelSource {
+        download_on_first_use: false,
+        ..unreachable_source(cache.path())
+    };
+    let r = resolve_cached("all-MiniLM-L6-v2", &offline, None).await;
+    let why = r.fallback.clone().expect("a fallback");
+    assert!(why.contains("remember models pull"), "{why}");
+    assert_eq!(
+        r.embedder.identity().generation(),
+        "hashing/feature-hash-v1/d256/v1"
+    );
+    let degraded = r.embedder.degraded().expect("degraded");
+    assert_eq!(degraded.kind, "lexical embedder");
+    assert_eq!(degraded.reason.as_deref(), Some(why.as_str()));
+
+    // A name this build cannot download is named as such.
+    let r = resolve_cached("no-such-model", &unreachable_source(cache.path()), None).await;
+    assert!(r.fallback.unwrap().contains("models import"));
+    // A configured hashing embedder is lexical too, but stands in for nothing.
+    let e = build_embedder(&EmbedderConfig::hashing()).unwrap();
+    assert_eq!(e.degraded().unwrap().reason, None);
+}
+
+#[cfg(feature = "local-embedder")]
+#[tokio::test]
+async fn an_unreachable_hub_fails_fast_once_then_not_again_for_an_hour() {
+    use rememberstack_llm::resolve_cached;
+    let cache = tempfile::tempdir().unwrap();
+    let source = unreachable_source(cache.path());
+    let started = std::time::Instant::now();
+    let r = resolve_cached("all-MiniLM-L6-v2", &source, None).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let why = r.fallback.unwrap();
+    assert!(why.contains("could not be downloaded"), "{why}");
+    // Nothing half-written is left where a store would load the model.
+    assert!(!cache.path().join("all-MiniLM-L6-v2").exists());
+    let r = resolve_cached("all-MiniLM-L6-v2", &source, None).await;
+    assert!(r.fallback.unwrap().contains("within the last hour"));
 }

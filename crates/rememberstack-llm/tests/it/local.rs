@@ -1,25 +1,29 @@
 //! The local embedding model (feature `local-embedder`), against real model files.
 //!
-//! These tests need the all-MiniLM-L6-v2 files (see the README, "A local embedding
-//! model (offline)") and `REMEMBERSTACK_TEST_MODEL_DIR` naming their directory. They
-//! compile only with the feature; once compiled, a missing variable is a failure, not
-//! a skip.
+//! These tests need the all-MiniLM-L6-v2 files: `REMEMBERSTACK_TEST_MODEL_DIR`
+//! naming their directory, else the default model in the model cache
+//! (`scripts/fetch-model.sh` or `remember models pull` puts it there). They compile
+//! only with the feature; once compiled, a missing model is a failure, not a skip.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rememberstack_core::embed::{EmbedPurpose, Embedder, ProviderError, cosine};
-use rememberstack_llm::{EmbedderConfig, LocalEmbedder, build_embedder};
+use rememberstack_llm::{EmbedderConfig, LocalEmbedder, build_embedder, models};
 
 const MODEL_DIR_VAR: &str = "REMEMBERSTACK_TEST_MODEL_DIR";
 
 fn model_dir() -> PathBuf {
-    match std::env::var_os(MODEL_DIR_VAR) {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+    if let Some(dir) = std::env::var_os(MODEL_DIR_VAR).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let cached = models::models_dir().map(|c| c.join(models::DEFAULT_MODEL));
+    match cached {
+        Some(dir) if models::is_complete(&dir) => dir,
         _ => panic!(
-            "set {MODEL_DIR_VAR} to the all-MiniLM-L6-v2 directory (config.json, \
-             tokenizer.json, model.safetensors) to run the local-embedder tests; see the \
-             README section \"A local embedding model (offline)\""
+            "no all-MiniLM-L6-v2 model: run scripts/fetch-model.sh (or `remember models \
+             pull`), or set {MODEL_DIR_VAR} to a directory holding config.json, \
+             tokenizer.json and model.safetensors"
         ),
     }
 }
@@ -277,4 +281,73 @@ fn copy_model(src: &Path) -> tempfile::TempDir {
         }
     }
     dir
+}
+
+/// First use with an empty cache: the model is downloaded from the hub (here a
+/// local stand-in serving the real files), installed whole, and loaded; the next
+/// resolution loads it from the cache without asking the hub.
+#[tokio::test]
+async fn first_use_downloads_the_model_into_the_cache_once() {
+    use rememberstack_llm::{models::ModelSource, resolve_cached};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let src = model_dir();
+    let hub = MockServer::start().await;
+    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "/sentence-transformers/all-MiniLM-L6-v2/resolve/main/{file}"
+            )))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_bytes(std::fs::read(src.join(file)).unwrap()),
+            )
+            .expect(1)
+            .mount(&hub)
+            .await;
+    }
+    // The optional sentence-transformers files are absent on this hub: fine.
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&hub)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let source = ModelSource {
+        cache: Some(cache.path().to_path_buf()),
+        endpoint: hub.uri(),
+        download_on_first_use: true,
+    };
+    let bytes = AtomicU64::new(0);
+    let progress = |_: &str, got: u64, _: Option<u64>| {
+        bytes.fetch_max(got, Ordering::Relaxed);
+    };
+    let r = resolve_cached("all-MiniLM-L6-v2", &source, Some(&progress)).await;
+    assert_eq!(r.fallback, None);
+    assert!(r.embedder.degraded().is_none());
+    assert!(
+        r.embedder
+            .identity()
+            .generation()
+            .starts_with("local/all-MiniLM-L6-v2/d384/")
+    );
+    assert!(
+        bytes.load(Ordering::Relaxed) > 80_000_000,
+        "progress was reported"
+    );
+    let installed = cache.path().join("all-MiniLM-L6-v2");
+    assert_eq!(
+        std::fs::read(installed.join("model.safetensors")).unwrap(),
+        std::fs::read(src.join("model.safetensors")).unwrap()
+    );
+    // Only the model directory is left in the cache.
+    let names: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("all-MiniLM-L6-v2")]);
+    // Cached: the hub is not asked again (each file was expected once).
+    let again = resolve_cached("all-MiniLM-L6-v2", &source, None).await;
+    assert_eq!(again.embedder.identity(), r.embedder.identity());
+    hub.verify().await;
 }

@@ -1,7 +1,7 @@
 //! E0: lineages, versions, modes, namespaces, parking and bad input.
 
 use crate::{conversation_json, ledger_rows};
-use rememberstack::{Config, EngineConfig, ErrorCode, IngestOptions, SourceFormat, VersioningMode};
+use rememberstack::{EngineConfig, ErrorCode, IngestOptions, SourceFormat, VersioningMode};
 use rememberstack_conformance::{stores, test_config};
 
 #[tokio::test]
@@ -332,7 +332,7 @@ async fn conversations_keep_turns_and_event_ids() {
 #[tokio::test]
 async fn config_is_validated() {
     for h in stores().await {
-        let mut config = Config::default();
+        let mut config = rememberstack_conformance::test_config();
         config.engine.chunk.token_budget = 0;
         let err = rememberstack::Memory::builder()
             .store(h.store.clone())
