@@ -1292,7 +1292,10 @@ export interface ScopeEcho {
 
 /** Scores of one result. */
 export interface Scores {
-  /** Reciprocal-rank-fused score. */
+  /**
+   * The fused score: reciprocal rank fusion, or under `[engine.fusion]
+   * method = "scores"` the weighted sum of cosine and relative lexical score.
+   */
   fused: number
   /** Lexical channel, if the result was in it. */
   lexical: ChannelScore | null

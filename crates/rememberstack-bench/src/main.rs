@@ -125,6 +125,21 @@ struct LocomoArgs {
     /// `--embedder local` (default: the cached default model).
     #[arg(long, env = "REMEMBERSTACK_EMBEDDER_MODEL_DIR")]
     model_dir: Option<PathBuf>,
+    /// How each search fuses its semantic and lexical lists (default: the
+    /// configured `[engine.fusion]`, else `rrf`).
+    #[arg(long, value_enum)]
+    fusion: Option<FusionArg>,
+    /// The semantic weight of `--fusion scores`.
+    #[arg(long, default_value_t = 0.5)]
+    semantic_weight: f64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FusionArg {
+    /// Reciprocal rank fusion (k = 60).
+    Rrf,
+    /// Weighted sum of cosine and relative lexical score.
+    Scores,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -342,6 +357,15 @@ fn bench_config(a: &LocomoArgs) -> Result<Config> {
             };
         }
     }
+    match a.fusion {
+        None => {}
+        Some(FusionArg::Rrf) => config.engine.fusion = rememberstack::Fusion::Rrf,
+        Some(FusionArg::Scores) => {
+            config.engine.fusion = rememberstack::Fusion::Scores {
+                semantic_weight: a.semantic_weight,
+            }
+        }
+    }
     Ok(config)
 }
 
@@ -405,6 +429,7 @@ async fn locomo_on(
         "db": store.describe(),
         "embedder": status.embedder,
         "embedder_fallback": status.embedder_fallback,
+        "fusion": memory.engine().config().fusion,
         "extractor": memory.engine().component_version(Stage::Extract),
         "commit": commit(),
         "k": a.k,
@@ -679,6 +704,8 @@ mod tests {
                 baselines_only: false,
                 embedder: None,
                 model_dir: None,
+                fusion: None,
+                semantic_weight: 0.5,
             }))
             .unwrap_err();
         assert!(err.to_string().contains("not a JSON list"), "{err}");
@@ -739,6 +766,8 @@ mod tests {
             baselines_only: false,
             embedder,
             model_dir: model_dir.map(PathBuf::from),
+            fusion: None,
+            semantic_weight: 0.5,
         }
     }
 

@@ -201,7 +201,8 @@ pub struct Scores {
     pub semantic: Option<ChannelScore>,
     /// Lexical channel, if the result was in it.
     pub lexical: Option<ChannelScore>,
-    /// Reciprocal-rank-fused score.
+    /// The fused score: reciprocal rank fusion, or under `[engine.fusion]
+    /// method = "scores"` the weighted sum of cosine and relative lexical score.
     pub fused: f64,
 }
 

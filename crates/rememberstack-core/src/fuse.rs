@@ -1,10 +1,84 @@
-//! Reciprocal rank fusion (k = 60) over stable ids.
+//! Fusion of ranked channel lists over stable ids: reciprocal rank fusion (k = 60),
+//! or a convex combination of normalized scores ([`Fusion::Scores`]).
 
 use std::collections::HashMap;
 use std::hash::Hash;
 
 /// The RRF constant.
 pub const RRF_K: f64 = 60.0;
+
+/// How the semantic and lexical lists of one search become one ranking
+/// (`[engine.fusion]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fusion {
+    /// Reciprocal rank fusion, k = 60: ranks only, scores ignored (the default).
+    #[default]
+    Rrf,
+    /// `semantic_weight · cosine + (1 − semantic_weight) · lexical / best lexical`:
+    /// how strongly each channel matches counts, not only the order (a weak
+    /// lexical hit no longer ranks with a strong one). Cosines below 0 count as 0;
+    /// an id absent from a list scores 0 there.
+    Scores {
+        /// The semantic channel's weight, in [0, 1].
+        #[serde(default = "default_semantic_weight")]
+        semantic_weight: f64,
+    },
+}
+
+fn default_semantic_weight() -> f64 {
+    0.5
+}
+
+impl Fusion {
+    /// Whether the weights are usable (a weight outside [0, 1] is refused at open).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Fusion::Rrf => Ok(()),
+            Fusion::Scores { semantic_weight } if (0.0..=1.0).contains(semantic_weight) => Ok(()),
+            Fusion::Scores { semantic_weight } => Err(format!(
+                "[engine.fusion] semantic_weight must be between 0 and 1, not {semantic_weight}"
+            )),
+        }
+    }
+
+    /// Fuse a semantic list and a lexical list of `(id, score)`, best first, each
+    /// id once per list. Returns the fused entries with their 1-based ranks in
+    /// each list (`[semantic, lexical]`), best first.
+    pub fn fuse<T: Clone + Eq + Hash + Ord>(
+        &self,
+        semantic: &[(T, f64)],
+        lexical: &[(T, f64)],
+    ) -> Vec<Fused<T>> {
+        let lists = [
+            semantic.iter().map(|h| h.0.clone()).collect::<Vec<_>>(),
+            lexical.iter().map(|h| h.0.clone()).collect::<Vec<_>>(),
+        ];
+        let mut fused = rrf(&lists);
+        let Fusion::Scores { semantic_weight } = *self else {
+            return fused;
+        };
+        let best_lexical = lexical.iter().map(|h| h.1).fold(0.0f64, f64::max);
+        let sem: HashMap<&T, f64> = semantic.iter().map(|(id, s)| (id, *s)).collect();
+        let lex: HashMap<&T, f64> = lexical.iter().map(|(id, s)| (id, *s)).collect();
+        for f in &mut fused {
+            let cosine = sem.get(&f.id).copied().unwrap_or(0.0).max(0.0);
+            let lexical = match lex.get(&f.id) {
+                Some(s) if best_lexical > 0.0 => (s / best_lexical).max(0.0),
+                _ => 0.0,
+            };
+            f.score = semantic_weight * cosine + (1.0 - semantic_weight) * lexical;
+        }
+        fused.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| best(&a.ranks).cmp(&best(&b.ranks)))
+                .then_with(|| by_list(&a.ranks).cmp(&by_list(&b.ranks)))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        fused
+    }
+}
 
 /// One fused entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +150,42 @@ mod tests {
         let fused = rrf(&[vec!["z", "a"], vec!["a", "z"]]);
         assert_eq!(fused[0].score, fused[1].score);
         assert_eq!(fused[0].id, "z");
+    }
+
+    #[test]
+    fn score_fusion_counts_how_strong_a_match_is() {
+        // "weak" is 1st lexically but barely; "strong" is 2nd lexically with a far
+        // better cosine: ranks alone tie them, scores do not.
+        let semantic = [("strong", 0.9), ("weak", 0.1)];
+        let lexical = [("weak", 10.0), ("strong", 9.5)];
+        let rrf = Fusion::Rrf.fuse(&semantic, &lexical);
+        assert_eq!(rrf[0].score, rrf[1].score);
+        let scores = Fusion::Scores {
+            semantic_weight: 0.5,
+        }
+        .fuse(&semantic, &lexical);
+        assert_eq!(scores[0].id, "strong");
+        assert!((scores[0].score - (0.45 + 0.5 * 0.95)).abs() < 1e-12);
+        assert_eq!(scores[0].ranks, vec![Some(1), Some(2)]);
+        // Weight 0 is the lexical order, weight 1 the semantic one.
+        let lexical_only = Fusion::Scores {
+            semantic_weight: 0.0,
+        }
+        .fuse(&semantic, &lexical);
+        assert_eq!(lexical_only[0].id, "weak");
+        assert!(
+            Fusion::Scores {
+                semantic_weight: 1.5
+            }
+            .validate()
+            .is_err()
+        );
+        // Negative cosines and a lexical list without scores count as nothing.
+        let odd = Fusion::Scores {
+            semantic_weight: 0.5,
+        }
+        .fuse(&[("a", -0.4)], &[("b", 0.0)]);
+        assert!(odd.iter().all(|f| f.score == 0.0));
     }
 
     proptest! {

@@ -310,6 +310,28 @@ mod tests {
     }
 
     #[test]
+    fn fusion_from_toml() {
+        let c =
+            Config::from_toml_str("[engine.fusion]\nmethod = \"scores\"\nsemantic_weight = 0.7\n")
+                .unwrap();
+        assert_eq!(
+            c.engine.fusion,
+            crate::Fusion::Scores {
+                semantic_weight: 0.7
+            }
+        );
+        let c = Config::from_toml_str("[engine.fusion]\nmethod = \"scores\"\n").unwrap();
+        assert_eq!(
+            c.engine.fusion,
+            crate::Fusion::Scores {
+                semantic_weight: 0.5
+            }
+        );
+        assert_eq!(Config::default().engine.fusion, crate::Fusion::Rrf);
+        assert!(Config::from_toml_str("[engine.fusion]\nmethod = \"max\"\n").is_err());
+    }
+
+    #[test]
     fn chat_seats_from_env_offline_included() {
         let env: HashMap<&str, &str> = [
             ("REMEMBERSTACK_CHAT", "openai"),

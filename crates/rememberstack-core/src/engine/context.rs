@@ -736,26 +736,33 @@ impl Engine {
         req.entities = members;
         // The two channels' searches are independent reads: run them together.
         let (claims, chunks) = tokio::try_join!(self.search_claims(req.clone()), self.search(req))?;
-        // Fuse the two fused lists (RRF, k = 60), ties by id.
-        let mut items: BTreeMap<String, (EvidenceResult, [Option<usize>; 2])> = BTreeMap::new();
+        // Fuse the two fused lists: by rank (RRF, k = 60), or, under score fusion,
+        // by their fused scores, which are on one scale; ties by id.
+        let by_score = matches!(self.config.fusion, crate::fuse::Fusion::Scores { .. });
+        let mut items: BTreeMap<String, (EvidenceResult, [Option<usize>; 2], f64)> =
+            BTreeMap::new();
         for (i, c) in claims.results.iter().enumerate() {
             let r = EvidenceResult::Claim(c.clone());
-            items.insert(r.id(), (r, [Some(i + 1), None]));
+            items.insert(r.id(), (r, [Some(i + 1), None], c.scores.fused));
         }
         for (i, c) in chunks.results.iter().enumerate() {
             let r = EvidenceResult::Chunk(c.clone());
-            items.insert(r.id(), (r, [None, Some(i + 1)]));
+            items.insert(r.id(), (r, [None, Some(i + 1)], c.scores.fused));
         }
         // (fused score, best rank, list: claims before chunks, id) — ties never fall to
         // random ids while content can decide.
         let mut ranked: Vec<(f64, usize, usize, String, EvidenceResult)> = items
             .into_iter()
-            .map(|(id, (r, ranks))| {
-                let score: f64 = ranks
-                    .iter()
-                    .flatten()
-                    .map(|rank| 1.0 / (crate::fuse::RRF_K + *rank as f64))
-                    .sum();
+            .map(|(id, (r, ranks, fused))| {
+                let score: f64 = if by_score {
+                    fused
+                } else {
+                    ranks
+                        .iter()
+                        .flatten()
+                        .map(|rank| 1.0 / (crate::fuse::RRF_K + *rank as f64))
+                        .sum()
+                };
                 let best = ranks.iter().flatten().min().copied().unwrap_or(usize::MAX);
                 let list = usize::from(ranks[0].is_none());
                 (score, best, list, id, r)

@@ -86,6 +86,9 @@ pub struct EngineConfig {
     /// How long feedback on recall receipts is kept (seconds; default 180 days).
     #[serde(with = "secs")]
     pub feedback_retention: Duration,
+    /// How a search's semantic and lexical lists are fused (default: reciprocal
+    /// rank fusion).
+    pub fusion: crate::fuse::Fusion,
 }
 
 mod secs {
@@ -116,6 +119,7 @@ impl Default for EngineConfig {
             max_k: 100,
             facts: FactsConfig::default(),
             feedback_retention: Duration::from_secs(180 * 24 * 3600),
+            fusion: crate::fuse::Fusion::default(),
         }
     }
 }
@@ -575,6 +579,10 @@ impl Engine {
                 "claim_limit, grouped_claim_limit and max_k must be positive",
             ));
         }
+        config
+            .fusion
+            .validate()
+            .map_err(|m| Error::new(ErrorCode::Config, m))?;
         let engine = Engine {
             store,
             embedder: providers.embedder,

@@ -251,7 +251,7 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging);
+        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
         let ids: Vec<ChunkId> = page.iter().map(|f| f.id).collect();
         let mut records: HashMap<ChunkId, ChunkRecord> = self
             .store
@@ -334,7 +334,7 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging);
+        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
         let ids: Vec<ClaimId> = page.iter().map(|f| f.id).collect();
         let mut records: HashMap<ClaimId, ClaimRecord> = self
             .store
@@ -451,7 +451,7 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging);
+        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
         let ids: Vec<FactId> = page.iter().map(|f| f.id).collect();
         let records = self.store.facts(ns, &ids).await?;
         let mut records: HashMap<FactId, FactRecord> = self
@@ -550,13 +550,11 @@ pub(super) fn chunk_result(r: ChunkRecord, scores: Scores) -> ChunkResult {
 fn fuse_page<Id: Copy + Eq + Hash + Ord>(
     ch: &Channels<Id>,
     paging: &Paging,
+    fusion: &crate::fuse::Fusion,
 ) -> (Vec<FusedHit<Id>>, Truncation) {
     let sem: HashMap<Id, f64> = ch.semantic.iter().copied().collect();
     let lex: HashMap<Id, f64> = ch.lexical.iter().copied().collect();
-    let fused = rrf(&[
-        ch.semantic.iter().map(|h| h.0).collect::<Vec<_>>(),
-        ch.lexical.iter().map(|h| h.0).collect::<Vec<_>>(),
-    ]);
+    let fused = fusion.fuse(&ch.semantic, &ch.lexical);
     let saturated = ch.lexical.len() >= paging.depth || ch.semantic.len() >= paging.depth;
     let page: Vec<FusedHit<Id>> = fused
         .iter()

@@ -1163,3 +1163,52 @@ async fn context_pages_continue_without_repeats() {
         assert_eq!(err.code().as_str(), "invalid_parameter");
     }
 }
+
+/// Score fusion is a configuration of the same operations: a weight outside [0, 1]
+/// is refused when the engine opens, and a valid one answers with fused scores that
+/// are the weighted sum of the channels' (never RRF's 1/(60 + rank) values).
+#[tokio::test]
+async fn score_fusion_is_configured_and_checked() {
+    for h in rememberstack_conformance::stores().await {
+        let mut bad = rememberstack_conformance::test_config();
+        bad.engine.fusion = rememberstack::Fusion::Scores {
+            semantic_weight: 1.5,
+        };
+        let err = Memory::builder()
+            .store(h.store.clone())
+            .config(bad)
+            .open()
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), rememberstack::ErrorCode::Config, "{}", h.kind);
+        let mut config = rememberstack_conformance::test_config();
+        config.engine.fusion = rememberstack::Fusion::Scores {
+            semantic_weight: 0.5,
+        };
+        let memory = h.memory_with(config, None, None).await;
+        memory
+            .ingest_text(
+                "# Boats\n\nMarta navigates the boat at night.\n\nThe harbour closes at six.",
+                rememberstack::IngestOptions::new("boats"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let env = memory.search("Marta navigates", 5).await.unwrap();
+        let top = &env.results[0];
+        assert!(top.text.contains("Marta navigates"), "{}", h.kind);
+        let cosine = top
+            .scores
+            .semantic
+            .as_ref()
+            .map_or(0.0, |s| s.score.max(0.0));
+        let lexical = top.scores.lexical.as_ref().map_or(0.0, |_| 1.0);
+        // The top hit is also the best lexical one: its relative lexical score is 1.
+        assert!(
+            (top.scores.fused - (0.5 * cosine + 0.5 * lexical)).abs() < 1e-9,
+            "{}: {:?}",
+            h.kind,
+            top.scores
+        );
+    }
+}
