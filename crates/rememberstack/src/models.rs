@@ -31,9 +31,6 @@ pub struct CachedModel {
     pub default: bool,
 }
 
-/// The progress callback type the provider layer takes.
-pub(crate) type ProgressRef<'a> = rememberstack_llm::models::Progress<'a>;
-
 /// The cache directory, or a configuration error naming what to set.
 pub fn cache_dir() -> Result<PathBuf> {
     models_dir().ok_or_else(|| {
