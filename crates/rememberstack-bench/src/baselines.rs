@@ -1,7 +1,7 @@
 //! The retrieval a user would build instead, run on the same turns and questions:
 //! BM25 over raw turns (a fixed FTS5 recipe, so it cannot be made weak), dense
 //! cosine over raw turns with the same embedder, and their RRF fusion (k = 60 over
-//! top-100 lists).
+//! top-`DEPTH` lists).
 
 use anyhow::{Context, Result};
 use rememberstack::embed::{EmbedPurpose, Embedder};
@@ -10,8 +10,9 @@ use sqlx::{AssertSqlSafe, Row, SqlitePool};
 use std::collections::HashMap;
 use std::str::FromStr;
 
-/// Turns each baseline ranks per question.
-pub const DEPTH: usize = 100;
+/// Turns each baseline ranks per question: enough to fill the largest context
+/// budget of recall@budget (4,000 tokens at about 30 tokens a turn).
+pub const DEPTH: usize = 300;
 /// The RRF constant.
 const RRF_K: f64 = 60.0;
 

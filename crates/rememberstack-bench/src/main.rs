@@ -26,6 +26,7 @@ use rememberstack::{
 use score::{QuestionScore, Summary, Touched, summarize};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 use stores::{BenchStore, StoreChoice};
@@ -132,6 +133,44 @@ struct LocomoArgs {
     /// The semantic weight of `--fusion scores`.
     #[arg(long, default_value_t = 0.5)]
     semantic_weight: f64,
+    /// Write every scored result of the operations' first pages (default
+    /// configuration) to this JSON Lines file: its channel scores and whether it
+    /// touches a gold turn — the data the relevance calibration is fitted on.
+    #[arg(long)]
+    dump_results: Option<PathBuf>,
+    /// Also score the operations under this fusion, on the same ingested store (an
+    /// ablation row per value, suffixed `[fusion …]`): `rrf` or `scores:W` (W the
+    /// semantic weight). Repeatable.
+    #[arg(long, value_parser = parse_fusion)]
+    ablate_fusion: Vec<rememberstack::Fusion>,
+}
+
+/// `rrf` or `scores:W`.
+fn parse_fusion(s: &str) -> std::result::Result<rememberstack::Fusion, String> {
+    let fusion = match s.split_once(':') {
+        None if s == "rrf" => rememberstack::Fusion::Rrf,
+        None if s == "scores" => rememberstack::Fusion::Scores {
+            semantic_weight: 0.5,
+        },
+        Some(("scores", w)) => rememberstack::Fusion::Scores {
+            semantic_weight: w
+                .parse()
+                .map_err(|_| format!("`{w}` is not a semantic weight"))?,
+        },
+        _ => return Err(format!("`{s}`: expected `rrf` or `scores:W`")),
+    };
+    fusion.validate()?;
+    Ok(fusion)
+}
+
+/// The row suffix of an ablation's fusion.
+fn fusion_label(f: &rememberstack::Fusion) -> String {
+    match f {
+        rememberstack::Fusion::Rrf => " [fusion rrf]".into(),
+        rememberstack::Fusion::Scores { semantic_weight } => {
+            format!(" [fusion scores w={semantic_weight}]")
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -285,14 +324,22 @@ fn sessions(sample: &Value) -> Result<Vec<(String, Conversation)>> {
     Ok(out)
 }
 
+fn channels(s: &rememberstack::Scores) -> [Option<f64>; 2] {
+    [
+        s.semantic.as_ref().map(|c| c.score),
+        s.lexical.as_ref().map(|c| c.score),
+    ]
+}
+
 fn evidence_touched(r: &EvidenceResult) -> Touched {
-    let turns = match r {
-        EvidenceResult::Claim(c) => c.event_ids.clone(),
-        EvidenceResult::Chunk(c) => c.event_ids.clone(),
+    let (turns, scores) = match r {
+        EvidenceResult::Claim(c) => (c.event_ids.clone(), &c.scores),
+        EvidenceResult::Chunk(c) => (c.event_ids.clone(), &c.scores),
     };
     Touched {
         turns,
         chars: r.text().chars().count(),
+        channels: channels(scores),
     }
 }
 
@@ -308,6 +355,7 @@ fn fact_touched(r: &FactResult) -> Touched {
     Touched {
         turns,
         chars: r.fact.statement.chars().count(),
+        channels: channels(&r.scores),
     }
 }
 
@@ -411,6 +459,7 @@ async fn locomo_on(
     store: &BenchStore,
     config: Config,
 ) -> Result<()> {
+    let base_config = config.clone();
     // The embedder is built once, here, and the dense baseline uses the same one.
     let memory = Memory::builder()
         .store(store.store())
@@ -439,7 +488,25 @@ async fn locomo_on(
     });
     println!("configuration: {config}");
 
-    let mut scores: BTreeMap<&str, Vec<(u8, QuestionScore)>> = BTreeMap::new();
+    let mut scores: BTreeMap<String, Vec<(u8, QuestionScore)>> = BTreeMap::new();
+    let mut dump = match &a.dump_results {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    // The ablation rows: the same store read by engines configured otherwise.
+    let mut variants: Vec<(String, Memory)> = vec![(String::new(), memory.clone())];
+    for fusion in &a.ablate_fusion {
+        let mut cfg = base_config.clone();
+        cfg.engine.fusion = *fusion;
+        let v = Memory::builder()
+            .store(store.store())
+            .config(cfg)
+            .open()
+            .await?;
+        variants.push((fusion_label(fusion), v));
+    }
     let pool = baselines::memory_pool().await?;
     let embedder = memory.engine().embedder().clone();
     let mut index_count = 0usize;
@@ -515,6 +582,7 @@ async fn locomo_on(
                     .map(|t| Touched {
                         chars: index.text(&t).chars().count(),
                         turns: vec![t],
+                        channels: [None, None],
                     })
                     .collect()
             };
@@ -525,49 +593,57 @@ async fn locomo_on(
             let dense = qv.first().map(|v| index.dense(v)).unwrap_or_default();
             let fused = baselines::rrf(&[bm25.clone(), dense.clone()]);
             for (system, ids) in BASELINES.iter().zip([bm25, dense, fused]) {
-                scores
-                    .entry(system)
-                    .or_default()
-                    .push((cat, score::score(&as_touched(ids), &gold)));
+                let ranked = as_touched(ids);
+                let mut s = score::score(&ranked, &gold);
+                score::score_budgets(&mut s, &ranked, &gold);
+                scores.entry(system.to_string()).or_default().push((cat, s));
             }
             if a.baselines_only {
                 continue;
             }
-            let evidence = m
-                .claims_and_sources_context(ClaimsAndSourcesInput {
-                    query: question.into(),
-                    k: Some(a.k),
-                    ..Default::default()
-                })
-                .await?;
-            let facts = m
-                .facts_context(FactsContextInput {
-                    query: question.into(),
-                    k: Some(a.k),
-                    ..Default::default()
-                })
-                .await?;
-            let combined = m
-                .combined_context(CombinedContextInput {
-                    query: question.into(),
-                    entity_ids: None,
-                    temporal_scope: None,
-                })
-                .await?;
-            let e: Vec<Touched> = evidence.results.iter().map(evidence_touched).collect();
-            let f: Vec<Touched> = facts.results.iter().map(fact_touched).collect();
-            let c: Vec<Touched> = combined
-                .claims_and_sources
-                .results
-                .iter()
-                .map(evidence_touched)
-                .chain(combined.facts.results.iter().map(fact_touched))
-                .collect();
-            for (system, results) in SYSTEMS.iter().zip([e, f, c]) {
-                scores
-                    .entry(system)
-                    .or_default()
-                    .push((cat, score::score(&results, &gold)));
+            for (suffix, variant) in &variants {
+                let vm = variant.with_namespace(namespace_of(id))?;
+                let (e, e_ranked) = evidence_ranked(&vm, question, a.k).await?;
+                let (f, f_ranked) = facts_ranked(&vm, question, a.k).await?;
+                let combined = vm
+                    .combined_context(CombinedContextInput {
+                        query: question.into(),
+                        entity_ids: None,
+                        temporal_scope: None,
+                    })
+                    .await?;
+                let c: Vec<Touched> = combined
+                    .claims_and_sources
+                    .results
+                    .iter()
+                    .map(evidence_touched)
+                    .chain(combined.facts.results.iter().map(fact_touched))
+                    .collect();
+                // combined_context takes no k and no cursor: its budget rows hold
+                // what it returns.
+                for (system, (page, ranked)) in
+                    SYSTEMS
+                        .iter()
+                        .zip([(e, e_ranked), (f, f_ranked), (c.clone(), c)])
+                {
+                    if let (Some(w), true) = (dump.as_mut(), suffix.is_empty()) {
+                        for (rank, t) in page.iter().enumerate() {
+                            let row = json!({
+                                "sample": id, "category": cat, "system": system,
+                                "rank": rank + 1, "semantic": t.channels[0],
+                                "lexical": t.channels[1],
+                                "relevant": t.turns.iter().any(|x| gold.contains(x)),
+                            });
+                            writeln!(w, "{row}")?;
+                        }
+                    }
+                    let mut s = score::score(&page, &gold);
+                    score::score_budgets(&mut s, &ranked, &gold);
+                    scores
+                        .entry(format!("{system}{suffix}"))
+                        .or_default()
+                        .push((cat, s));
+                }
             }
         }
     }
@@ -582,13 +658,13 @@ async fn locomo_on(
             }
         }
         systems.insert(
-            system.to_string(),
+            system.clone(),
             json!({"overall": overall, "by_category": by_category}),
         );
     }
     // RememberStack over each baseline, per overall metric.
     let mut ratios = serde_json::Map::new();
-    for system in SYSTEMS {
+    for system in scores.keys().filter(|k| k.starts_with("rememberstack/")) {
         for base in BASELINES {
             let (Some(s), Some(b)) = (scores.get(system), scores.get(base)) else {
                 continue;
@@ -622,6 +698,9 @@ async fn locomo_on(
         },
         "systems": systems,
     });
+    if let Some(w) = dump.as_mut() {
+        w.flush()?;
+    }
     let json_path = write_results(&a.out, "locomo", &result, &markdown(&scores))?;
     println!(
         "{} samples, {turns_ingested} turns; {skipped_evidence} evidence ids and \
@@ -632,7 +711,7 @@ async fn locomo_on(
     Ok(())
 }
 
-fn markdown(scores: &BTreeMap<&str, Vec<(u8, QuestionScore)>>) -> String {
+fn markdown(scores: &BTreeMap<String, Vec<(u8, QuestionScore)>>) -> String {
     let mut md = String::from(
         "| system | questions | recall@5 | recall@10 | recall@20 | hit@10 | MRR | session recall@10 | context tokens (est.) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -651,7 +730,91 @@ fn markdown(scores: &BTreeMap<&str, Vec<(u8, QuestionScore)>>) -> String {
             g("context_tokens_est"),
         ));
     }
+    md.push_str("\nrecall within a context budget (whole results in rank order; tokens = characters / 4), and by LoCoMo category at 10 turns:\n\n| system | @500 tok | @1000 tok | @2000 tok | @4000 tok | multi-hop | temporal | open-domain | single-hop |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (system, list) in scores {
+        let s: Summary = summarize(list.iter().map(|(_, s)| s));
+        let g = |k: &str| s.means.get(k).copied().unwrap_or(0.0);
+        // LoCoMo's category numbers: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
+        let cat = |c: u8| {
+            summarize(list.iter().filter(|(q, _)| *q == c).map(|(_, s)| s))
+                .means
+                .get("recall@10")
+                .copied()
+                .unwrap_or(0.0)
+        };
+        md.push_str(&format!(
+            "| {system} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+            g("recall@500tok"),
+            g("recall@1000tok"),
+            g("recall@2000tok"),
+            g("recall@4000tok"),
+            cat(1),
+            cat(2),
+            cat(3),
+            cat(4),
+        ));
+    }
     md
+}
+
+/// `claims_and_sources_context`'s first page of `k`, and its ranking continued
+/// page by page until it fills the largest context budget (or ends).
+async fn evidence_ranked(
+    m: &Memory,
+    question: &str,
+    k: usize,
+) -> Result<(Vec<Touched>, Vec<Touched>)> {
+    let mut ranked: Vec<Touched> = Vec::new();
+    let mut first = None;
+    let mut cursor = None;
+    loop {
+        let env = m
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: question.into(),
+                k: Some(k),
+                cursor: cursor.take(),
+                ..Default::default()
+            })
+            .await?;
+        ranked.extend(env.results.iter().map(evidence_touched));
+        first.get_or_insert_with(|| ranked.clone());
+        let filled: usize = ranked.iter().map(|t| t.chars).sum();
+        match env.truncation.continuation {
+            Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    Ok((first.unwrap_or_default(), ranked))
+}
+
+/// `facts_context`'s first page of `k`, and its ranking continued as
+/// [`evidence_ranked`] does.
+async fn facts_ranked(
+    m: &Memory,
+    question: &str,
+    k: usize,
+) -> Result<(Vec<Touched>, Vec<Touched>)> {
+    let mut ranked: Vec<Touched> = Vec::new();
+    let mut first = None;
+    let mut cursor = None;
+    loop {
+        let env = m
+            .facts_context(FactsContextInput {
+                query: question.into(),
+                k: Some(k),
+                cursor: cursor.take(),
+                ..Default::default()
+            })
+            .await?;
+        ranked.extend(env.results.iter().map(fact_touched));
+        first.get_or_insert_with(|| ranked.clone());
+        let filled: usize = ranked.iter().map(|t| t.chars).sum();
+        match env.truncation.continuation {
+            Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    Ok((first.unwrap_or_default(), ranked))
 }
 
 #[cfg(test)]
@@ -706,6 +869,8 @@ mod tests {
                 model_dir: None,
                 fusion: None,
                 semantic_weight: 0.5,
+                ablate_fusion: vec![],
+                dump_results: None,
             }))
             .unwrap_err();
         assert!(err.to_string().contains("not a JSON list"), "{err}");
@@ -768,6 +933,8 @@ mod tests {
             model_dir: model_dir.map(PathBuf::from),
             fusion: None,
             semantic_weight: 0.5,
+            ablate_fusion: vec![],
+            dump_results: None,
         }
     }
 

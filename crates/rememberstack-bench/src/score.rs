@@ -10,6 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The k values recall is reported at.
 pub const KS: [usize; 3] = [5, 10, 20];
 
+/// The context budgets recall is reported at, in estimated tokens.
+pub const BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
+
+/// Characters per estimated token (the harness's estimate everywhere).
+pub const CHARS_PER_TOKEN: usize = 4;
+
 /// One ranked result, reduced to what scoring needs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Touched {
@@ -17,6 +23,8 @@ pub struct Touched {
     pub turns: Vec<String>,
     /// Its text length in characters.
     pub chars: usize,
+    /// Its semantic and lexical channel scores, where it was in the channel.
+    pub channels: [Option<f64>; 2],
 }
 
 /// The scores of one question.
@@ -34,6 +42,10 @@ pub struct QuestionScore {
     pub session_recall10: f64,
     /// Characters of all returned results.
     pub context_chars: usize,
+    /// recall@budget: the share of gold turns touched by the results that fit a
+    /// context of that many estimated tokens, whole results in rank order (the
+    /// first that does not fit ends the context, as the operations' `budget` does).
+    pub budget_recall: BTreeMap<usize, f64>,
 }
 
 /// The session of a LoCoMo turn id (`D3:7` → `D3`).
@@ -92,6 +104,30 @@ pub fn score(results: &[Touched], gold: &[String]) -> QuestionScore {
     s
 }
 
+/// Set `budget_recall` from `ranked`, a ranked list long enough to fill the
+/// largest budget (or everything the system has).
+pub fn score_budgets(s: &mut QuestionScore, ranked: &[Touched], gold: &[String]) {
+    let gold_set: BTreeSet<&str> = gold.iter().map(String::as_str).collect();
+    for budget in BUDGETS {
+        let limit = budget * CHARS_PER_TOKEN;
+        let mut used = 0;
+        let mut fits = Vec::new();
+        for r in ranked {
+            if used + r.chars > limit {
+                break;
+            }
+            used += r.chars;
+            fits.extend(r.turns.iter().map(String::as_str));
+        }
+        s.budget_recall.insert(budget, share(&gold_set, fits));
+    }
+}
+
+/// Characters the largest budget holds: rank lists are filled at least this far.
+pub fn largest_budget_chars() -> usize {
+    BUDGETS[BUDGETS.len() - 1] * CHARS_PER_TOKEN
+}
+
 /// Means of many question scores.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -114,6 +150,9 @@ pub fn summarize<'a>(scores: impl IntoIterator<Item = &'a QuestionScore>) -> Sum
         for (k, v) in &s.result_recall {
             *sums.entry(format!("result_recall@{k}")).or_default() += v;
         }
+        for (b, v) in &s.budget_recall {
+            *sums.entry(format!("recall@{b}tok")).or_default() += v;
+        }
         *sums.entry("hit@10".into()).or_default() += s.hit10;
         *sums.entry("mrr".into()).or_default() += s.mrr;
         *sums.entry("session_recall@10".into()).or_default() += s.session_recall10;
@@ -123,7 +162,7 @@ pub fn summarize<'a>(scores: impl IntoIterator<Item = &'a QuestionScore>) -> Sum
         for v in sums.values_mut() {
             *v /= n as f64;
         }
-        let tokens = sums.get("context_chars").copied().unwrap_or(0.0) / 4.0;
+        let tokens = sums.get("context_chars").copied().unwrap_or(0.0) / CHARS_PER_TOKEN as f64;
         sums.insert("context_tokens_est".into(), tokens);
     }
     Summary {
@@ -140,6 +179,7 @@ mod tests {
         Touched {
             turns: turns.iter().map(|s| s.to_string()).collect(),
             chars,
+            channels: [None, None],
         }
     }
 
@@ -166,6 +206,27 @@ mod tests {
         // Gold sessions D2 and D1 both appear among the first turns.
         assert_eq!(s.session_recall10, 1.0);
         assert_eq!(s.context_chars, 40);
+    }
+
+    #[test]
+    fn a_budget_holds_whole_results_in_rank_order() {
+        // 500 tokens = 2,000 characters: the first two results fit (1,900), the
+        // third (200 more) ends the context though a smaller fourth would fit.
+        let ranked = vec![
+            t(&["D1:1"], 1_000),
+            t(&["D1:2"], 900),
+            t(&["D1:3"], 200),
+            t(&["D1:4"], 50),
+        ];
+        let gold = vec!["D1:2".to_string(), "D1:3".to_string(), "D1:4".to_string()];
+        let mut s = score(&ranked, &gold);
+        score_budgets(&mut s, &ranked, &gold);
+        assert!((s.budget_recall[&500] - 1.0 / 3.0).abs() < 1e-9);
+        // 1,000 tokens hold all four.
+        assert_eq!(s.budget_recall[&1000], 1.0);
+        let sum = summarize([&s]);
+        assert!((sum.means["recall@500tok"] - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(largest_budget_chars(), 16_000);
     }
 
     #[test]
