@@ -4,10 +4,12 @@
 //! Ported from the SQLite store (`rememberstack-sqlite/src/lib.rs`): every method
 //! keeps its statement's filters, ordering and tie-breaks. Differences:
 //!
-//! - Lexical ranking is PostgreSQL's `ts_rank_cd` (cover density) over the
-//!   `english` `tsvector`, not BM25 (D94), in one joined statement; SQLite's
-//!   two-phase ranking and its posting budget (which leaves the commonest terms
-//!   out on tables of more than 16 000 rows) are not ported: every term ranks.
+//! - Lexical ranking is Okapi BM25 computed in SQL (`rs_bm25`, migration 0011)
+//!   from the namespace's stored statistics (row lengths, row and token totals,
+//!   document frequencies) over the `rs_english` `tsvector`, in one joined
+//!   statement; SQLite's two-phase ranking and its posting budget (which leaves
+//!   the commonest terms out on tables of more than 16 000 rows) are not ported:
+//!   every term ranks.
 //! - Semantic search reads the generation's HNSW partial index with an iterative
 //!   scan (eligibility in the same statement), then re-sorts by exact similarity;
 //!   when the index pass returns fewer rows than it asked for, an exact scan
@@ -383,37 +385,28 @@ impl PgStore {
             return Ok(vec![]);
         }
         // As SQLite quotes each term as an FTS5 string (a phrase of its tokens) and
-        // OR-joins them: each term, a bound parameter, becomes
-        // `phraseto_tsquery('english', $n)` and the queries are OR-ed with `||`.
-        // The caller's text is never tsquery syntax. A term that is only stop
-        // words adds nothing (the `english` configuration drops them).
-        let query = (1..=terms.len())
-            .map(|i| format!("phraseto_tsquery('english', ${i})"))
-            .collect::<Vec<_>>()
-            .join(" || ");
-        let ns_param = terms.len() + 1;
-        let (eligibility, limit_param) = chunk_eligibility(filter, ns_param);
+        // OR-joins them, `rs_lexical_query` ORs `phraseto_tsquery('rs_english', term)`
+        // over the bound terms: the caller's text is never tsquery syntax.
+        let (eligibility, limit_param) = chunk_eligibility(filter, 2);
         // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
-        // The score is `ts_rank_cd` (cover density, higher is better), not BM25;
-        // ties in insertion order (`seq`), as in SQLite.
+        // The score is BM25 from the namespace's stored statistics (higher is
+        // better, as SQLite's negated `bm25()`); ties in insertion order (`seq`).
         let sql = format!(
-            "SELECT c.id, ts_rank_cd(l.tsv, {query})::float8 AS ts_rank_cd
-             FROM chunk_lexical l
+            "SELECT c.id, rs_bm25(l.tsv, l.len, w.lexemes, w.idfs, w.avgdl) AS bm25
+             FROM rs_bm25_weights($2, 'chunk', $1) AS w
+             JOIN chunk_lexical l ON l.tsv @@ rs_lexical_query($1)
              JOIN chunks c ON c.seq = l.seq{eligibility}
-               AND l.namespace_id = ${ns_param} AND l.tsv @@ ({query})
-             ORDER BY ts_rank_cd DESC, c.seq LIMIT ${limit_param}"
+               AND l.namespace_id = $2
+             ORDER BY bm25 DESC, c.seq LIMIT ${limit_param}"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for t in terms {
-            q = q.bind(t.clone());
-        }
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(terms);
         let q = bind_eligibility(q, filter).bind(i64::try_from(limit).unwrap_or(i64::MAX));
         let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(ChunkHit {
                     chunk_id: parse_id(&r.try_get::<String, _>("id").map_err(db_err)?)?,
-                    score: r.try_get::<f64, _>("ts_rank_cd").map_err(db_err)?,
+                    score: r.try_get::<f64, _>("bm25").map_err(db_err)?,
                 })
             })
             .collect()
