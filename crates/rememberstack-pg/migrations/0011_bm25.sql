@@ -25,9 +25,10 @@
 -- then the term rows in term order.
 --
 -- Ranking: `rs_bm25_weights` gives the query terms' IDFs and the average length,
--- `rs_bm25` a row's score, as FTS5 does (k1 = 1.2, b = 0.75,
--- IDF = ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6): higher is better,
--- the negation of FTS5's `bm25()`.
+-- from which the store's statements score each row as FTS5 does (k1 = 1.2,
+-- b = 0.75, IDF = ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6; the
+-- expression is `BM25_SCORE` in `src/search.rs`): higher is better, the negation
+-- of FTS5's `bm25()`.
 
 CREATE TEXT SEARCH DICTIONARY rs_english_stem (TEMPLATE = snowball, Language = english);
 CREATE TEXT SEARCH CONFIGURATION rs_english (COPY = pg_catalog.english);
@@ -190,16 +191,3 @@ BEGIN ATOMIC
      WHERE t.namespace_id = ns AND t.channel = ch AND t.docs > 0
      GROUP BY t.docs, t.tokens;
 END;
-
--- A row's BM25 score for the weights of `rs_bm25_weights` (0 when it holds none
--- of the lexemes): the sum over the query's lexemes of
--- idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), k1 = 1.2, b = 0.75.
-CREATE FUNCTION rs_bm25(tsv tsvector, len integer, lexemes text[],
-                        idfs double precision[], avgdl double precision)
-    RETURNS double precision
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN (SELECT COALESCE(SUM(w.idf * (d.tf * 2.2) / (d.tf + 1.2 * (0.25 + 0.75 * len / avgdl))), 0)
-              FROM unnest(lexemes, idfs) AS w(lexeme, idf)
-              JOIN (SELECT u.lexeme COLLATE "C" AS lexeme,
-                           COALESCE(array_length(u.positions, 1), 1)::float8 AS tf
-                      FROM unnest(tsv) AS u) d ON d.lexeme = w.lexeme);

@@ -14,6 +14,7 @@
 //!   lock and row locks, where SQLite relies on its single writer.
 
 use crate::ledger::{fence, insert_work};
+use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
 use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
@@ -755,7 +756,7 @@ impl PgStore {
         // as SQLite's FTS5 query); eligibility is part of the statement, so it
         // applies before ORDER BY … LIMIT.
         let sql = format!(
-            "SELECT c.id, rs_bm25(l.tsv, l.len, w.lexemes, w.idfs, w.avgdl) AS bm25
+            "SELECT c.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights($2, 'claim', $1) AS w
              JOIN claim_lexical l ON l.tsv @@ rs_lexical_query($1)
              JOIN claims c ON c.seq = l.seq

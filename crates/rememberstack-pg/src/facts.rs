@@ -8,6 +8,7 @@
 //! vectors are ranked with pgvector's cosine distance and re-sorted exactly.
 
 use crate::ledger::{fence, insert_work};
+use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use chrono::{DateTime, Utc};
 use rememberstack_core::claims::{Precision, ValidityKind};
@@ -872,7 +873,7 @@ impl PgStore {
         let q = p.push(Arg::Texts(terms.to_vec()));
         let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
         let sql = format!(
-            "SELECT f.id, rs_bm25(l.tsv, l.len, w.lexemes, w.idfs, w.avgdl) AS bm25
+            "SELECT f.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights({ns}, 'fact', {q}) AS w
              JOIN fact_lexical l ON l.tsv @@ rs_lexical_query({q})
              JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id

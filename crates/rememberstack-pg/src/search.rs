@@ -4,7 +4,7 @@
 //! Ported from the SQLite store (`rememberstack-sqlite/src/lib.rs`): every method
 //! keeps its statement's filters, ordering and tie-breaks. Differences:
 //!
-//! - Lexical ranking is Okapi BM25 computed in SQL (`rs_bm25`, migration 0011)
+//! - Lexical ranking is Okapi BM25 computed in SQL (`BM25_SCORE`, migration 0011)
 //!   from the namespace's stored statistics (row lengths, row and token totals,
 //!   document frequencies) over the `rs_english` `tsvector`, in one joined
 //!   statement; SQLite's two-phase ranking and its posting budget (which leaves
@@ -96,6 +96,20 @@ fn chunk_eligibility(filter: &ChunkFilter, first: usize) -> (String, usize) {
     }
     (sql, next)
 }
+
+/// The BM25 score of lexical row `l` (its `tsv` and `len`) under the weights `w`
+/// of `rs_bm25_weights` (migration 0011), as FTS5's `bm25()` computes it negated:
+/// the sum over the query's lexemes (a lexeme two terms share counts twice, as
+/// two FTS5 phrases do) of `idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len /
+/// avgdl))` with k1 = 1.2 and b = 0.75; 0 for a row holding none of them. An
+/// expression for the select list, so that only the rows that pass every filter
+/// are scored (a correlated subquery costs a third of an SQL function call).
+pub(crate) const BM25_SCORE: &str = "(SELECT COALESCE(SUM(q.idf * (d.tf * 2.2)
+         / (d.tf + 1.2 * (0.25 + 0.75 * l.len / w.avgdl))), 0)
+     FROM unnest(w.lexemes, w.idfs) AS q(lexeme, idf)
+     JOIN (SELECT u.lexeme COLLATE \"C\" AS lexeme,
+                  COALESCE(array_length(u.positions, 1), 1)::float8 AS tf
+             FROM unnest(l.tsv) AS u) d ON d.lexeme = q.lexeme)";
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -392,7 +406,7 @@ impl PgStore {
         // The score is BM25 from the namespace's stored statistics (higher is
         // better, as SQLite's negated `bm25()`); ties in insertion order (`seq`).
         let sql = format!(
-            "SELECT c.id, rs_bm25(l.tsv, l.len, w.lexemes, w.idfs, w.avgdl) AS bm25
+            "SELECT c.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights($2, 'chunk', $1) AS w
              JOIN chunk_lexical l ON l.tsv @@ rs_lexical_query($1)
              JOIN chunks c ON c.seq = l.seq{eligibility}
