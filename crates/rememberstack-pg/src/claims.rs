@@ -3,8 +3,9 @@
 //!
 //! Ported statement by statement from the SQLite store's `claims.rs`. Differences
 //! that come with the engine:
-//! - full text lives in `claim_lexical` (generated english `tsvector`), written with
-//!   each claim; lexical search ranks with `ts_rank_cd` (not BM25, D94) in one
+//! - full text lives in `claim_lexical` (generated `rs_english` `tsvector` and
+//!   length), written with each claim; lexical search ranks with BM25 computed in
+//!   SQL from the namespace's stored term statistics (migration 0011) in one
 //!   statement with the eligibility filters;
 //! - semantic search ranks in SQL with pgvector's cosine distance on a
 //!   dimension-cast expression (so a per-generation HNSW partial index can serve
@@ -13,6 +14,7 @@
 //!   lock and row locks, where SQLite relies on its single writer.
 
 use crate::ledger::{fence, insert_work};
+use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
 use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
@@ -349,28 +351,6 @@ pub(crate) async fn write_carried(
     .await
     .map_err(db_err)?;
     Ok(())
-}
-
-/// The caller's terms as a `to_tsquery` OR-query, mirroring SQLite's `fts_query`
-/// (each term a quoted FTS5 string, the terms OR-ed): a term is split into its
-/// alphanumeric tokens (as FTS5's unicode61 tokenizer does), each quoted, and a
-/// term of several tokens becomes a phrase (`<->`). Only alphanumerics reach the
-/// query string, so no caller text is tsquery syntax. `None` when no term has a
-/// token.
-fn ts_query(terms: &[String]) -> Option<String> {
-    let parts: Vec<String> = terms
-        .iter()
-        .filter_map(|t| {
-            let tokens: Vec<String> = t
-                .to_lowercase()
-                .split(|ch: char| !ch.is_alphanumeric())
-                .filter(|s| !s.is_empty())
-                .map(|s| format!("'{s}'"))
-                .collect();
-            (!tokens.is_empty()).then(|| format!("({})", tokens.join(" <-> ")))
-        })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(" | "))
 }
 
 impl PgStore {
@@ -758,9 +738,10 @@ impl PgStore {
             .collect()
     }
 
-    /// Lexical ranking over eligible claims: `ts_rank_cd` (cover density, not
-    /// BM25, D94) over `claim_lexical`, best first, ties by claim id; the score is
-    /// the `ts_rank_cd` value (higher is better).
+    /// Lexical ranking over eligible claims: Okapi BM25 over `claim_lexical` from
+    /// the namespace's stored statistics (migration 0011), best first, ties in
+    /// insertion order (`seq`); the score is the BM25 value (higher is better: the
+    /// SQLite store's negated `bm25()`).
     pub(crate) async fn search_claims_lexical_impl(
         &self,
         filter: &ClaimFilter,
@@ -770,22 +751,22 @@ impl PgStore {
         if terms.is_empty() || limit == 0 {
             return Ok(vec![]);
         }
-        let Some(query) = ts_query(terms) else {
-            return Ok(vec![]);
-        };
         let ns_s = filter.namespace_id.to_string();
+        // Each term is a phrase of its tokens, the phrases OR-ed (`rs_lexical_query`,
+        // as SQLite's FTS5 query); eligibility is part of the statement, so it
+        // applies before ORDER BY … LIMIT.
         let sql = format!(
-            "SELECT c.id, ts_rank_cd(l.tsv, q.q)::float8 AS ts_rank_cd
-             FROM to_tsquery('english', $1) AS q(q)
-             JOIN claim_lexical l ON l.tsv @@ q.q
+            "SELECT c.id, {BM25_SCORE} AS bm25
+             FROM rs_bm25_weights($2, 'claim', $1) AS w
+             JOIN claim_lexical l ON l.tsv @@ rs_lexical_query($1)
              JOIN claims c ON c.seq = l.seq
              WHERE l.namespace_id = $2 AND c.namespace_id = $2 AND ($3 OR c.is_current)
                AND ($4::text IS NULL OR c.document_id = $4) AND {}
-             ORDER BY ts_rank_cd DESC, c.seq LIMIT $9",
+             ORDER BY bm25 DESC, c.seq LIMIT $9",
             claim_scope(2, 5)
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(query)
+            .bind(terms)
             .bind(&ns_s)
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
@@ -801,7 +782,7 @@ impl PgStore {
             .map(|r| {
                 Ok(ClaimHit {
                     claim_id: parse_id(&get::<String>(r, "id")?)?,
-                    score: get(r, "ts_rank_cd")?,
+                    score: get(r, "bm25")?,
                 })
             })
             .collect()

@@ -4,7 +4,8 @@
 //! Ported statement by statement from the SQLite store (`rememberstack-sqlite/src/lib.rs`,
 //! `rows.rs`, and the note helpers of `lifecycle.rs`). Originals live in
 //! `content_objects.bytes` instead of a blob directory; chunk full text goes to
-//! `chunk_lexical` (generated `tsvector`) instead of a per-namespace FTS5 table.
+//! `chunk_lexical` (generated `tsvector` and length, its BM25 statistics kept by
+//! triggers) instead of a per-namespace FTS5 table.
 
 use crate::ledger::{fence, insert_work};
 use crate::lifecycle::{insert_note, stored};

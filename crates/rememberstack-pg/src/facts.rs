@@ -3,11 +3,12 @@
 //!
 //! Ported statement by statement from the SQLite store's `facts.rs` (and its
 //! `vectors` / `fact_vector_coverage`). Ids are `text`, times `timestamptz`, JSON
-//! `jsonb`; the fact full text lives in `fact_lexical` (ranked with `ts_rank_cd`,
-//! which is not BM25, D94); label vectors are ranked with pgvector's cosine
-//! distance and re-sorted exactly.
+//! `jsonb`; the fact full text lives in `fact_lexical` (ranked with BM25 computed
+//! in SQL from the namespace's stored term statistics, migration 0011); label
+//! vectors are ranked with pgvector's cosine distance and re-sorted exactly.
 
 use crate::ledger::{fence, insert_work};
+use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use chrono::{DateTime, Utc};
 use rememberstack_core::claims::{Precision, ValidityKind};
@@ -294,33 +295,6 @@ fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
         }
     }
     sql
-}
-
-/// The tsquery text for `terms`: each term's alphanumeric runs, lowercased and
-/// quoted (a term of several runs is a phrase, as an FTS5 string is), OR-joined.
-/// Only letters and digits reach the query, so the caller's text is never tsquery
-/// syntax. `None` when no term has a word.
-fn tsquery_text(terms: &[String]) -> Option<String> {
-    let parts: Vec<String> = terms
-        .iter()
-        .filter_map(|t| {
-            let words: Vec<String> = t
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(|w| format!("'{}'", w.to_lowercase()))
-                .collect();
-            match words.len() {
-                0 => None,
-                1 => words.into_iter().next(),
-                _ => Some(format!("({})", words.join(" <-> "))),
-            }
-        })
-        .collect();
-    if parts.is_empty() {
-        None
-    } else {
-        Some(parts.join(" | "))
-    }
 }
 
 impl PgStore {
@@ -889,21 +863,22 @@ impl PgStore {
         if terms.is_empty() || limit == 0 {
             return Ok(vec![]);
         }
-        let Some(query) = tsquery_text(terms) else {
-            return Ok(vec![]);
-        };
         // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
-        // The score is `ts_rank_cd` (cover density, higher is better), not BM25 (D94).
+        // Each term is a phrase of its tokens, the phrases OR-ed (`rs_lexical_query`,
+        // as SQLite's FTS5 query). The score is BM25 from the namespace's stored
+        // statistics (higher is better, as SQLite's negated `bm25()`); ties in
+        // insertion order (`seq`).
         let mut p = Params::new();
         let cond = eligibility(filter, &mut p);
-        let q = p.push(Arg::Text(query));
+        let q = p.push(Arg::Texts(terms.to_vec()));
+        let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
         let sql = format!(
-            "SELECT f.id, ts_rank_cd(l.tsv, to_tsquery('english', {q}))::float8 AS ts_rank_cd
-             FROM fact_lexical l
+            "SELECT f.id, {BM25_SCORE} AS bm25
+             FROM rs_bm25_weights({ns}, 'fact', {q}) AS w
+             JOIN fact_lexical l ON l.tsv @@ rs_lexical_query({q})
              JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id
-             WHERE l.namespace_id = f.namespace_id AND l.tsv @@ to_tsquery('english', {q})
-               AND {cond}
-             ORDER BY ts_rank_cd DESC, f.seq
+             WHERE l.namespace_id = {ns} AND {cond}
+             ORDER BY bm25 DESC, f.seq
              LIMIT {limit}"
         );
         let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
@@ -911,7 +886,7 @@ impl PgStore {
             .await
             .map_err(db_err)?;
         rows.iter()
-            .map(|r| Ok((id(r, "id")?, get::<f64>(r, "ts_rank_cd")?)))
+            .map(|r| Ok((id(r, "id")?, get::<f64>(r, "bm25")?)))
             .collect()
     }
 

@@ -475,6 +475,9 @@ const SCRUBBED_TABLES: &[&str] = &[
     "claim_lexical",
     "chunks",
     "chunk_lexical",
+    // The lexical statistics: a forgotten row's words leave `lexical_terms`.
+    "lexical_terms",
+    "lexical_totals",
     "representations",
     "blocks",
     "sections",

@@ -1,6 +1,7 @@
 //! RememberStack's PostgreSQL [`MemoryStore`]: PostgreSQL 16+ with pgvector, one
 //! database or one schema per deployment (D68), built-in full-text search over
-//! generated `tsvector` columns and per-generation HNSW vector indexes.
+//! generated `tsvector` columns ranked with BM25 and per-generation HNSW vector
+//! indexes.
 //!
 //! Not for direct use: depend on `rememberstack`.
 //!
@@ -20,10 +21,13 @@
 //! Where the embedded store relies on its single writer, this one takes row
 //! locks (`FOR UPDATE`, `FOR UPDATE SKIP LOCKED` to claim work) and
 //! transaction-scoped advisory locks keyed by lemma, entity, note, request and
-//! version. Lexical channels rank with `ts_rank_cd` over `english` tsvectors —
-//! not BM25 (D94); semantic channels use a per-generation HNSW index with
-//! iterative scans, the eligibility filters in the same statement, and an exact
-//! re-ranking of ties at the cut.
+//! version. Lexical channels rank with Okapi BM25 as SQLite's FTS5 `bm25()` does
+//! (k1 = 1.2, b = 0.75), computed in SQL from term statistics the store keeps
+//! (row lengths, row and token totals and document frequencies per namespace and
+//! channel, maintained by triggers; migration `0011_bm25.sql`) over `rs_english`
+//! tsvectors (Snowball English stemming that keeps stop words); semantic channels
+//! use a per-generation HNSW index with iterative scans, the eligibility filters in
+//! the same statement, and an exact re-ranking of ties at the cut.
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

@@ -4,10 +4,12 @@
 //! Ported from the SQLite store (`rememberstack-sqlite/src/lib.rs`): every method
 //! keeps its statement's filters, ordering and tie-breaks. Differences:
 //!
-//! - Lexical ranking is PostgreSQL's `ts_rank_cd` (cover density) over the
-//!   `english` `tsvector`, not BM25 (D94), in one joined statement; SQLite's
-//!   two-phase ranking and its posting budget (which leaves the commonest terms
-//!   out on tables of more than 16 000 rows) are not ported: every term ranks.
+//! - Lexical ranking is Okapi BM25 computed in SQL (`BM25_SCORE`, migration 0011)
+//!   from the namespace's stored statistics (row lengths, row and token totals,
+//!   document frequencies) over the `rs_english` `tsvector`, in one joined
+//!   statement; SQLite's two-phase ranking and its posting budget (which leaves
+//!   the commonest terms out on tables of more than 16 000 rows) are not ported:
+//!   every term ranks.
 //! - Semantic search reads the generation's HNSW partial index with an iterative
 //!   scan (eligibility in the same statement), then re-sorts by exact similarity;
 //!   when the index pass returns fewer rows than it asked for, an exact scan
@@ -94,6 +96,20 @@ fn chunk_eligibility(filter: &ChunkFilter, first: usize) -> (String, usize) {
     }
     (sql, next)
 }
+
+/// The BM25 score of lexical row `l` (its `tsv` and `len`) under the weights `w`
+/// of `rs_bm25_weights` (migration 0011), as FTS5's `bm25()` computes it negated:
+/// the sum over the query's lexemes (a lexeme two terms share counts twice, as
+/// two FTS5 phrases do) of `idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len /
+/// avgdl))` with k1 = 1.2 and b = 0.75; 0 for a row holding none of them. An
+/// expression for the select list, so that only the rows that pass every filter
+/// are scored (a correlated subquery costs a third of an SQL function call).
+pub(crate) const BM25_SCORE: &str = "(SELECT COALESCE(SUM(q.idf * (d.tf * 2.2)
+         / (d.tf + 1.2 * (0.25 + 0.75 * l.len / w.avgdl))), 0)
+     FROM unnest(w.lexemes, w.idfs) AS q(lexeme, idf)
+     JOIN (SELECT u.lexeme COLLATE \"C\" AS lexeme,
+                  COALESCE(array_length(u.positions, 1), 1)::float8 AS tf
+             FROM unnest(l.tsv) AS u) d ON d.lexeme = q.lexeme)";
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -383,37 +399,28 @@ impl PgStore {
             return Ok(vec![]);
         }
         // As SQLite quotes each term as an FTS5 string (a phrase of its tokens) and
-        // OR-joins them: each term, a bound parameter, becomes
-        // `phraseto_tsquery('english', $n)` and the queries are OR-ed with `||`.
-        // The caller's text is never tsquery syntax. A term that is only stop
-        // words adds nothing (the `english` configuration drops them).
-        let query = (1..=terms.len())
-            .map(|i| format!("phraseto_tsquery('english', ${i})"))
-            .collect::<Vec<_>>()
-            .join(" || ");
-        let ns_param = terms.len() + 1;
-        let (eligibility, limit_param) = chunk_eligibility(filter, ns_param);
+        // OR-joins them, `rs_lexical_query` ORs `phraseto_tsquery('rs_english', term)`
+        // over the bound terms: the caller's text is never tsquery syntax.
+        let (eligibility, limit_param) = chunk_eligibility(filter, 2);
         // Eligibility is part of the statement, so it applies before ORDER BY … LIMIT.
-        // The score is `ts_rank_cd` (cover density, higher is better), not BM25;
-        // ties in insertion order (`seq`), as in SQLite.
+        // The score is BM25 from the namespace's stored statistics (higher is
+        // better, as SQLite's negated `bm25()`); ties in insertion order (`seq`).
         let sql = format!(
-            "SELECT c.id, ts_rank_cd(l.tsv, {query})::float8 AS ts_rank_cd
-             FROM chunk_lexical l
+            "SELECT c.id, {BM25_SCORE} AS bm25
+             FROM rs_bm25_weights($2, 'chunk', $1) AS w
+             JOIN chunk_lexical l ON l.tsv @@ rs_lexical_query($1)
              JOIN chunks c ON c.seq = l.seq{eligibility}
-               AND l.namespace_id = ${ns_param} AND l.tsv @@ ({query})
-             ORDER BY ts_rank_cd DESC, c.seq LIMIT ${limit_param}"
+               AND l.namespace_id = $2
+             ORDER BY bm25 DESC, c.seq LIMIT ${limit_param}"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for t in terms {
-            q = q.bind(t.clone());
-        }
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(terms);
         let q = bind_eligibility(q, filter).bind(i64::try_from(limit).unwrap_or(i64::MAX));
         let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(ChunkHit {
                     chunk_id: parse_id(&r.try_get::<String, _>("id").map_err(db_err)?)?,
-                    score: r.try_get::<f64, _>("ts_rank_cd").map_err(db_err)?,
+                    score: r.try_get::<f64, _>("bm25").map_err(db_err)?,
                 })
             })
             .collect()

@@ -826,13 +826,13 @@ async fn pg_claims_lexical_search() {
         }
     };
 
-    // b says "Kigali" twice: it ranks first; a and c tie, broken by insertion
-    // order (a was stored first), whatever their random ids.
+    // b says "Kigali" twice: it ranks first; c, shorter than a, ranks above it
+    // (BM25's length normalisation) although a was stored first.
     let hits = search(filter(ns), vec!["kigali"], 10).await;
     let ids: Vec<ClaimId> = hits.iter().map(|h| h.claim_id).collect();
-    assert_eq!(ids, vec![t.b.id, t.a.id, t.c.id]);
+    assert_eq!(ids, vec![t.b.id, t.c.id, t.a.id]);
     assert!(hits[0].score > hits[1].score);
-    assert_eq!(hits[1].score, hits[2].score);
+    assert!(hits[1].score > hits[2].score);
     assert!(hits[2].score > 0.0);
     // Terms are OR-ed; stemming matches "moving" to "moved".
     let hits = search(filter(ns), vec!["moving", "tea"], 10).await;
@@ -851,8 +851,11 @@ async fn pg_claims_lexical_search() {
             .await
             .is_empty()
     );
-    let hits = search(filter(ns), vec!["kigali's", "a|b&!(", "x') OR 1=1 --"], 10).await;
+    let hits = search(filter(ns), vec!["kigali", "a|b&!(", "x') OR 1=1 --"], 10).await;
     assert_eq!(hits.len(), 3);
+    // A term of several tokens is a phrase (an FTS5 string): `kigali's` is
+    // `kigali` followed by `s`, which no claim holds.
+    assert!(search(filter(ns), vec!["kigali's"], 10).await.is_empty());
     // A multi-word term is a phrase.
     let hits = search(filter(ns), vec!["drinks tea"], 10).await;
     assert_eq!(

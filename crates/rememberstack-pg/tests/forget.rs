@@ -276,12 +276,21 @@ async fn pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other() {
         &store,
         "SELECT (SELECT COUNT(*) FROM chunks WHERE namespace_id = $1 AND text LIKE '%zebra%')
               + (SELECT COUNT(*) FROM claims WHERE namespace_id = $1 AND text LIKE '%zebra%')
+              + (SELECT COUNT(*) FROM lexical_terms WHERE namespace_id = $1 AND term LIKE '%zebra%')
               + (SELECT COUNT(*) FROM content_objects WHERE namespace_id = $1
                    AND position('zebra'::bytea in bytes) > 0)",
         ns.id,
     )
     .await;
     assert_eq!(marker, 0);
+    // The BM25 statistics count the kept lineage's chunk and claim only.
+    let totals = count(
+        &store,
+        "SELECT COALESCE(SUM(docs), 0)::bigint FROM lexical_totals WHERE namespace_id = $1",
+        ns.id,
+    )
+    .await;
+    assert_eq!(totals, 2);
     // The bytes are refused from now on; the episode is complete, the namespace open.
     let guard: i64 = count(
         &store,

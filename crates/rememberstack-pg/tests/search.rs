@@ -568,15 +568,15 @@ async fn pg_search_lexical_ranks_eligible_chunks() {
         .unwrap();
     assert_eq!(ids(&hits), vec![a, b]);
     assert!(hits[0].score > hits[1].score && hits[1].score > 0.0);
-    // Equal scores tie in insertion order (`seq`, as in SQLite): a was written
-    // before b, whatever their random ids.
+    // BM25 normalises by length: b, the shorter chunk, ranks above a although a
+    // was written first.
     let hits = store
         .search_chunks_lexical(&f, &t(&["kigali"]), 10)
         .await
         .unwrap();
-    let expected = vec![a, b];
+    let expected = vec![b, a];
     assert_eq!(ids(&hits), expected);
-    assert_eq!(hits[0].score, hits[1].score);
+    assert!(hits[0].score > hits[1].score);
     assert_eq!(
         ids(&store
             .search_chunks_lexical(&f, &t(&["kigali"]), 1)
@@ -665,17 +665,26 @@ async fn pg_search_lexical_ranks_eligible_chunks() {
         store.search_chunks_lexical(&f, &syntax, 10).await.unwrap();
     }
     let hits = store
-        .search_chunks_lexical(&f, &t(&["kigali's"]), 10)
+        .search_chunks_lexical(&f, &t(&["KIGALI"]), 10)
         .await
         .unwrap();
-    assert_eq!(hits.len(), 2, "a quoted word still matches its stem");
+    assert_eq!(hits.len(), 2, "a term matches whatever its case");
+    // A term of several tokens is a phrase (as an FTS5 string): `kigali's` is
+    // `kigali` followed by `s`, which no chunk holds.
     assert!(
         store
-            .search_chunks_lexical(&f, &t(&["the"]), 10)
+            .search_chunks_lexical(&f, &t(&["kigali's"]), 10)
             .await
             .unwrap()
-            .is_empty(),
-        "stop words alone match nothing"
+            .is_empty()
+    );
+    // Stop words are indexed, as FTS5 indexes them.
+    assert_eq!(
+        ids(&store
+            .search_chunks_lexical(&f, &t(&["the"]), 10)
+            .await
+            .unwrap()),
+        vec![a],
     );
     assert!(
         store
@@ -1149,5 +1158,342 @@ async fn pg_search_exact_flag_skips_the_index() {
         before + 1,
         "one index scan, by the non-exact search"
     );
+    drop_schema(&store).await;
+}
+
+// --- BM25 (migration 0011)
+
+/// Rows of `lexical_totals` and `lexical_terms` that differ from the statistics
+/// recounted from the lexical rows (0 when the triggers kept them right).
+async fn statistics_drift(pool: &PgPool) -> i64 {
+    let mut drift = 0;
+    for (channel, table) in [
+        ("chunk", "chunk_lexical"),
+        ("claim", "claim_lexical"),
+        ("fact", "fact_lexical"),
+    ] {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "WITH kept AS (SELECT namespace_id, term, df FROM lexical_terms WHERE channel = $1),
+                  counted AS (SELECT l.namespace_id, u.lexeme COLLATE \"C\" AS term, COUNT(*) AS df
+                                FROM {table} l, unnest(l.tsv) AS u GROUP BY 1, 2),
+                  totals AS (SELECT namespace_id, docs, tokens FROM lexical_totals
+                              WHERE channel = $1 AND docs > 0),
+                  recounted AS (SELECT namespace_id, COUNT(*) AS docs, SUM(len) AS tokens
+                                  FROM {table} GROUP BY namespace_id)
+             SELECT (SELECT COUNT(*) FROM ((SELECT * FROM kept EXCEPT SELECT * FROM counted)
+                                 UNION ALL (SELECT * FROM counted EXCEPT SELECT * FROM kept)) d)
+                  + (SELECT COUNT(*) FROM ((SELECT * FROM totals EXCEPT SELECT * FROM recounted)
+                                 UNION ALL (SELECT * FROM recounted EXCEPT SELECT * FROM totals)) d)"
+        )))
+        .bind(channel)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        drift += n;
+    }
+    drift
+}
+
+/// Ten body chunks of one current version, in this order (`seq`).
+const BM25_CORPUS: [&str; 10] = [
+    "She did see an apple tree",
+    "apple jam",
+    "apple cider in autumn",
+    "the zebra ate grass",
+    "kiwi is a green fruit from far away",
+    "kiwi fruit",
+    "nothing to see",
+    "rain again today",
+    "a quiet evening",
+    "sunny morning walk",
+];
+
+/// The scores SQLite's FTS5 gives [`BM25_CORPUS`] (`-bm25()`, tokenizer
+/// `porter unicode61 remove_diacritics 2`), best first.
+const FTS5_APPLE_OR_ZEBRA: [(usize, f64); 4] = [
+    (3, 1.8069216782864224),
+    (1, 0.9453250497198898),
+    (2, 0.7460762102004751),
+    (0, 0.61619833995281),
+];
+
+async fn bm25_corpus(store: &PgStore, ns: NamespaceId) -> Vec<ChunkId> {
+    let pool = store.pool();
+    let (d, v) = (DocumentId::new(), VersionId::new());
+    document(pool, ns, d, Some(v)).await;
+    section(pool, ns, v, 0, "body").await;
+    let mut out = vec![];
+    for (i, text) in BM25_CORPUS.iter().enumerate() {
+        let id = ChunkId::new();
+        chunk(pool, ns, id, d, v, i as i32, 0, text, &format!("k{i}")).await;
+        out.push(id);
+    }
+    out
+}
+
+fn terms(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+fn assert_scores(hits: &[ChunkHit], chunks: &[ChunkId], expected: &[(usize, f64)]) {
+    assert_eq!(
+        ids(hits),
+        expected.iter().map(|(i, _)| chunks[*i]).collect::<Vec<_>>()
+    );
+    for (hit, (_, score)) in hits.iter().zip(expected) {
+        assert!(
+            (hit.score - score).abs() < 1e-9,
+            "score {} where FTS5 gives {score}",
+            hit.score
+        );
+    }
+}
+
+/// Rankings `ts_rank_cd` cannot give (it has no corpus statistics and, unnormalised,
+/// ignores length), with FTS5's `bm25()` scores to the ninth decimal.
+#[tokio::test]
+async fn pg_search_lexical_is_fts5_bm25() {
+    let Some((store, ns)) = open("pg_search_lexical_is_fts5_bm25", "bm25").await else {
+        return;
+    };
+    let c = bm25_corpus(&store, ns).await;
+    let f = filter(ns);
+    // The rare term (zebra, 1 row of 10) beats the commoner one (apple, 3 rows),
+    // written before it; among the apple rows the shortest ranks first.
+    let hits = store
+        .search_chunks_lexical(&f, &terms(&["apple", "zebra"]), 10)
+        .await
+        .unwrap();
+    assert_scores(&hits, &c, &FTS5_APPLE_OR_ZEBRA);
+    // A shorter row beats a longer one with the same term frequency.
+    let hits = store
+        .search_chunks_lexical(&f, &terms(&["kiwi"]), 10)
+        .await
+        .unwrap();
+    assert_scores(
+        &hits,
+        &c,
+        &[(5, 1.517917300943752), (4, 0.8427316810840929)],
+    );
+    // Stop words are words: `she` and `did` match and score as FTS5 scores them.
+    for (query, score) in [
+        (&["she"][..], 1.4923705157220546),
+        (&["she", "did"][..], 2.984741031444109),
+    ] {
+        let hits = store
+            .search_chunks_lexical(&f, &terms(query), 10)
+            .await
+            .unwrap();
+        assert_scores(&hits, &c, &[(0, score)]);
+    }
+    // Another namespace's rows never change this one's statistics.
+    let other = store.ensure_namespace("other", at(0)).await.unwrap().id;
+    bm25_corpus(&store, other).await;
+    bm25_corpus(&store, other).await;
+    let hits = store
+        .search_chunks_lexical(&f, &terms(&["apple", "zebra"]), 10)
+        .await
+        .unwrap();
+    assert_scores(&hits, &c, &FTS5_APPLE_OR_ZEBRA);
+    assert_eq!(statistics_drift(store.pool()).await, 0);
+    drop_schema(&store).await;
+}
+
+/// The statistics follow every delete: the base row's cascade, a direct delete
+/// of lexical rows, an update of the text.
+#[tokio::test]
+async fn pg_search_lexical_statistics_follow_deletes() {
+    let Some((store, ns)) = open("pg_search_lexical_statistics_follow_deletes", "bm25del").await
+    else {
+        return;
+    };
+    let pool = store.pool().clone();
+    let c = bm25_corpus(&store, ns).await;
+    let df = |term: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT df FROM lexical_terms WHERE namespace_id = $1 AND channel = 'chunk'
+                   AND term = $2",
+            )
+            .bind(ns.to_string())
+            .bind(term)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let totals = || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT docs, tokens FROM lexical_totals
+                  WHERE namespace_id = $1 AND channel = 'chunk'",
+            )
+            .bind(ns.to_string())
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(totals().await, (10, 38));
+    assert_eq!(df("see").await, Some(2));
+    assert_eq!(df("zebra").await, Some(1));
+    // The chunk goes, its lexical row with it (the foreign key's cascade): its
+    // words no row holds any more leave the statistics, and the ranking is
+    // FTS5's over the nine rows left.
+    sqlx::query("DELETE FROM chunks WHERE namespace_id = $1 AND id = $2")
+        .bind(ns.to_string())
+        .bind(c[3].to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(totals().await, (9, 34));
+    assert_eq!(df("zebra").await, None);
+    assert_eq!(df("grass").await, None);
+    let hits = store
+        .search_chunks_lexical(&filter(ns), &terms(&["apple", "zebra"]), 10)
+        .await
+        .unwrap();
+    assert_scores(
+        &hits,
+        &c,
+        &[
+            (1, 0.766624715046118),
+            (2, 0.604492595153858),
+            (0, 0.4989669481550164),
+        ],
+    );
+    // A lexical row deleted on its own: `see` is counted once now.
+    sqlx::query(
+        "DELETE FROM chunk_lexical WHERE namespace_id = $1
+           AND seq = (SELECT seq FROM chunks WHERE namespace_id = $1 AND id = $2)",
+    )
+    .bind(ns.to_string())
+    .bind(c[6].to_string())
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert_eq!(totals().await, (8, 31));
+    assert_eq!(df("see").await, Some(1));
+    // A changed text moves the counts from the old words to the new.
+    sqlx::query(
+        "UPDATE chunk_lexical SET text = 'kiwi kiwi kiwi' WHERE namespace_id = $1
+           AND seq = (SELECT seq FROM chunks WHERE namespace_id = $1 AND id = $2)",
+    )
+    .bind(ns.to_string())
+    .bind(c[7].to_string())
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert_eq!(totals().await, (8, 31));
+    assert_eq!(df("rain").await, None);
+    assert_eq!(df("kiwi").await, Some(3));
+    assert_eq!(statistics_drift(&pool).await, 0);
+    drop_schema(&store).await;
+}
+
+/// Writers of one namespace's statistics, each adding and removing rows over
+/// several statements of one transaction with the same words in different
+/// orders, never deadlock, and the statistics come out exact.
+#[tokio::test]
+async fn pg_search_lexical_concurrent_writers_never_deadlock() {
+    let Some((store, ns)) = open(
+        "pg_search_lexical_concurrent_writers_never_deadlock",
+        "bm25conc",
+    )
+    .await
+    else {
+        return;
+    };
+    let schema = store.schema().unwrap().to_string();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(8)
+        .after_connect(move |conn, _| {
+            let sql = format!("SET search_path TO \"{schema}\", public");
+            Box::pin(async move {
+                sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(sql)).await?;
+                Ok(())
+            })
+        })
+        .connect_with(store.pool().connect_options().as_ref().clone())
+        .await
+        .unwrap();
+    let (d, v) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns, d, Some(v)).await;
+    section(&pool, ns, v, 0, "body").await;
+    const WORDS: [&str; 8] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let mut tasks = vec![];
+    for w in 0..8usize {
+        let pool = pool.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tx = pool.begin().await.unwrap();
+            for i in 0..6usize {
+                // Each writer walks the words from its own start, forwards or backwards.
+                let text: Vec<&str> = (0..5)
+                    .map(|k| {
+                        let j = if w % 2 == 0 {
+                            w + i + k
+                        } else {
+                            w + 64 - i - k
+                        };
+                        WORDS[j % WORDS.len()]
+                    })
+                    .collect();
+                let id = ChunkId::new();
+                let seq: i64 = sqlx::query_scalar(
+                    "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal,
+                         section_ordinal, block_start, block_end, start_byte, end_byte,
+                         char_start, char_end, text, content_hash, token_estimate,
+                         embedding_key, event_ids_json)
+                     VALUES ($1, $2, $3, $4, $5, 0, 0, 1, 0, 10, 0, 10, $6, 'h', 4, 'k',
+                         '[]'::jsonb)
+                     RETURNING seq",
+                )
+                .bind(ns.to_string())
+                .bind(id.to_string())
+                .bind(v.to_string())
+                .bind(d.to_string())
+                .bind((w * 100 + i) as i32)
+                .bind(text.join(" "))
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+                sqlx::query(
+                    "INSERT INTO chunk_lexical (namespace_id, seq, text)
+                     SELECT namespace_id, seq, text FROM chunks WHERE seq = $1",
+                )
+                .bind(seq)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+                if i % 3 == 2 {
+                    // Take one of this writer's rows out again.
+                    sqlx::query("DELETE FROM chunks WHERE seq = $1")
+                        .bind(seq)
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            tx.commit().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let docs: i64 = sqlx::query_scalar(
+        "SELECT docs FROM lexical_totals WHERE namespace_id = $1 AND channel = 'chunk'",
+    )
+    .bind(ns.to_string())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(docs, 8 * 4);
+    assert_eq!(statistics_drift(&pool).await, 0);
+    pool.close().await;
     drop_schema(&store).await;
 }

@@ -107,8 +107,8 @@ fn uuid_like(s: &str) -> bool {
 }
 
 /// Channel scores as every store gives them: a lexical score is the store's own
-/// ranking function (SQLite's BM25, PostgreSQL's `ts_rank_cd`, D94), so only its
-/// rank is compared; a semantic similarity is compared to six decimals (stores
+/// ranking function (BM25 on both, but over each store's own tokens: FTS5's Porter
+/// stemmer, PostgreSQL's Snowball), so only its rank is compared; a semantic similarity is compared to six decimals (stores
 /// compute it in single or double precision).
 fn normalize_scores(v: &mut Value) {
     match v {
@@ -327,9 +327,8 @@ async fn envelopes_of_every_operation() {
             h.kind
         );
         // The bundle's fused order (and so what fits its budget) follows the
-        // store's lexical ranking function (SQLite's BM25; PostgreSQL's
-        // `ts_rank_cd`, whose many ties fall to random ids, D94): the whole
-        // envelope is pinned for the embedded store.
+        // store's lexical ranking (BM25 on both stores, over each store's own
+        // tokens): the whole envelope is pinned for the embedded store.
         if h.kind != "sqlite" {
             continue;
         }
