@@ -987,10 +987,14 @@ export type NamespaceId = Uuid
 
 /** A typed negative (D49). */
 export interface Negative {
+  /** The best result's relevance, for `no_relevant_memory`. */
+  best_relevance?: number | null
   /**
    * `unknown_entity` (an anchor is not a current entity of the namespace),
-   * `known_empty` (everything was searched and nothing matches) or `boundary`
-   * (nothing found, but the search was limited: the named limitation).
+   * `known_empty` (everything was searched and nothing matches), `boundary`
+   * (nothing found, but the search was limited: the named limitation) or
+   * `no_relevant_memory` (results are listed, but none reaches the relevance
+   * floor: they are weak guesses, not memories of the subject).
    */
   kind: string
   /** The limitation of a `boundary` (e.g. `semantic_channel_unready`, `pending_work`). */
@@ -1295,10 +1299,17 @@ export interface Scores {
   /**
    * The fused score: reciprocal rank fusion, or under `[engine.fusion]
    * method = "scores"` the weighted sum of cosine and relative lexical score.
+   * Relative to this answer's other results.
    */
   fused: number
   /** Lexical channel, if the result was in it. */
   lexical: ChannelScore | null
+  /**
+   * How likely the result is to be about the question, in [0, 1], calibrated
+   * from its semantic similarity (comparable across questions, unlike
+   * `fused`). Absent on results that were fetched, not ranked for a question.
+   */
+  relevance?: number | null
   /** Semantic channel, if the result was in it. */
   semantic: ChannelScore | null
 }

@@ -324,6 +324,34 @@ fn sessions(sample: &Value) -> Result<Vec<(String, Conversation)>> {
     Ok(out)
 }
 
+/// What one answer's first page said about its own relevance.
+struct Judged {
+    /// The best result's relevance (0 without results).
+    best: f64,
+    /// Whether the answer was `no_relevant_memory`.
+    weak: bool,
+}
+
+impl Judged {
+    fn of(page: &[Touched], negative: Option<&rememberstack::Negative>) -> Judged {
+        Judged {
+            best: page.iter().filter_map(|t| t.relevance).fold(0.0, f64::max),
+            weak: negative.is_some_and(|n| n.kind == "no_relevant_memory"),
+        }
+    }
+
+    fn summary(all: &[Judged]) -> Value {
+        let mut best: Vec<f64> = all.iter().map(|j| j.best).collect();
+        best.sort_by(f64::total_cmp);
+        let n = all.len().max(1) as f64;
+        json!({
+            "questions": all.len(),
+            "no_relevant_memory_share": all.iter().filter(|j| j.weak).count() as f64 / n,
+            "median_best_relevance": best.get(best.len() / 2).copied().unwrap_or(0.0),
+        })
+    }
+}
+
 fn channels(s: &rememberstack::Scores) -> [Option<f64>; 2] {
     [
         s.semantic.as_ref().map(|c| c.score),
@@ -340,6 +368,7 @@ fn evidence_touched(r: &EvidenceResult) -> Touched {
         turns,
         chars: r.text().chars().count(),
         channels: channels(scores),
+        relevance: scores.relevance,
     }
 }
 
@@ -356,6 +385,7 @@ fn fact_touched(r: &FactResult) -> Touched {
         turns,
         chars: r.fact.statement.chars().count(),
         channels: channels(&r.scores),
+        relevance: r.scores.relevance,
     }
 }
 
@@ -489,6 +519,9 @@ async fn locomo_on(
     println!("configuration: {config}");
 
     let mut scores: BTreeMap<String, Vec<(u8, QuestionScore)>> = BTreeMap::new();
+    // The relevance verdicts of claims_and_sources_context's first pages.
+    let mut own: Vec<Judged> = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
     let mut dump = match &a.dump_results {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
@@ -583,6 +616,7 @@ async fn locomo_on(
                         chars: index.text(&t).chars().count(),
                         turns: vec![t],
                         channels: [None, None],
+                        relevance: None,
                     })
                     .collect()
             };
@@ -603,7 +637,11 @@ async fn locomo_on(
             }
             for (suffix, variant) in &variants {
                 let vm = variant.with_namespace(namespace_of(id))?;
-                let (e, e_ranked) = evidence_ranked(&vm, question, a.k).await?;
+                let (e, e_ranked, negative) = evidence_ranked(&vm, question, a.k).await?;
+                if suffix.is_empty() {
+                    own.push(Judged::of(&e, negative.as_ref()));
+                    asked.push((id.to_string(), question.to_string()));
+                }
                 let (f, f_ranked) = facts_ranked(&vm, question, a.k).await?;
                 let combined = vm
                     .combined_context(CombinedContextInput {
@@ -631,7 +669,8 @@ async fn locomo_on(
                             let row = json!({
                                 "sample": id, "category": cat, "system": system,
                                 "rank": rank + 1, "semantic": t.channels[0],
-                                "lexical": t.channels[1],
+                                "lexical": t.channels[1], "relevance": t.relevance,
+                                "turns": t.turns.len(),
                                 "relevant": t.turns.iter().any(|x| gold.contains(x)),
                             });
                             writeln!(w, "{row}")?;
@@ -647,6 +686,49 @@ async fn locomo_on(
             }
         }
     }
+    // Questions asked where they were never discussed: each sample's questions put
+    // to the next sample's namespace (other people, other events). Their answers
+    // should say `no_relevant_memory`; answers to the questions' own conversation
+    // should not.
+    let mut foreign: Vec<Judged> = Vec::new();
+    if samples.len() > 1 && !a.baselines_only {
+        let ids: Vec<&str> = samples
+            .iter()
+            .filter_map(|s| s.get("sample_id").and_then(Value::as_str))
+            .collect();
+        for (sample, question) in &asked {
+            let at = ids.iter().position(|i| i == sample).unwrap_or(0);
+            let other = ids[(at + 1) % ids.len()];
+            let vm = memory.with_namespace(namespace_of(other))?;
+            let env = vm
+                .claims_and_sources_context(ClaimsAndSourcesInput {
+                    query: question.clone(),
+                    k: Some(a.k),
+                    ..Default::default()
+                })
+                .await?;
+            let page: Vec<Touched> = env.results.iter().map(evidence_touched).collect();
+            if let Some(w) = dump.as_mut() {
+                for (rank, t) in page.iter().enumerate() {
+                    let row = json!({
+                        "sample": sample, "asked_of": other,
+                        "system": "foreign/claims_and_sources_context",
+                        "rank": rank + 1, "semantic": t.channels[0],
+                        "lexical": t.channels[1], "relevant": false,
+                    });
+                    writeln!(w, "{row}")?;
+                }
+            }
+            foreign.push(Judged::of(&page, env.negative.as_ref()));
+        }
+    }
+    let relevance = json!({
+        "floor": memory.engine().config().relevance.floor,
+        "curve": memory.engine().relevance_curve().0,
+        "curve_fitted_for_embedder": memory.engine().relevance_curve().1,
+        "own_questions": Judged::summary(&own),
+        "foreign_questions": Judged::summary(&foreign),
+    });
     let mut systems = serde_json::Map::new();
     for (system, list) in &scores {
         let overall = summarize(list.iter().map(|(_, s)| s));
@@ -697,11 +779,21 @@ async fn locomo_on(
             "total_secs": started.elapsed().as_secs_f64(),
         },
         "systems": systems,
+        "relevance": relevance,
     });
     if let Some(w) = dump.as_mut() {
         w.flush()?;
     }
-    let json_path = write_results(&a.out, "locomo", &result, &markdown(&scores))?;
+    let mut md = markdown(&scores);
+    md.push_str(&format!(
+        "\nrelevance (claims_and_sources_context, floor {}): `no_relevant_memory` for {:.1}% of questions asked of their own conversation, {:.1}% asked of another; median best relevance {:.3} / {:.3}\n",
+        relevance["floor"],
+        100.0 * relevance["own_questions"]["no_relevant_memory_share"].as_f64().unwrap_or(0.0),
+        100.0 * relevance["foreign_questions"]["no_relevant_memory_share"].as_f64().unwrap_or(0.0),
+        relevance["own_questions"]["median_best_relevance"].as_f64().unwrap_or(0.0),
+        relevance["foreign_questions"]["median_best_relevance"].as_f64().unwrap_or(0.0),
+    ));
+    let json_path = write_results(&a.out, "locomo", &result, &md)?;
     println!(
         "{} samples, {turns_ingested} turns; {skipped_evidence} evidence ids and \
          {skipped_questions} questions skipped; results in {}",
@@ -763,9 +855,10 @@ async fn evidence_ranked(
     m: &Memory,
     question: &str,
     k: usize,
-) -> Result<(Vec<Touched>, Vec<Touched>)> {
+) -> Result<(Vec<Touched>, Vec<Touched>, Option<rememberstack::Negative>)> {
     let mut ranked: Vec<Touched> = Vec::new();
     let mut first = None;
+    let mut negative = None;
     let mut cursor = None;
     loop {
         let env = m
@@ -777,14 +870,17 @@ async fn evidence_ranked(
             })
             .await?;
         ranked.extend(env.results.iter().map(evidence_touched));
-        first.get_or_insert_with(|| ranked.clone());
+        if first.is_none() {
+            first = Some(ranked.clone());
+            negative = env.negative.clone();
+        }
         let filled: usize = ranked.iter().map(|t| t.chars).sum();
         match env.truncation.continuation {
             Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
             _ => break,
         }
     }
-    Ok((first.unwrap_or_default(), ranked))
+    Ok((first.unwrap_or_default(), ranked, negative))
 }
 
 /// `facts_context`'s first page of `k`, and its ranking continued as

@@ -25,6 +25,8 @@ pub struct Touched {
     pub chars: usize,
     /// Its semantic and lexical channel scores, where it was in the channel.
     pub channels: [Option<f64>; 2],
+    /// Its calibrated relevance, where the system gives one.
+    pub relevance: Option<f64>,
 }
 
 /// The scores of one question.
@@ -180,6 +182,7 @@ mod tests {
             turns: turns.iter().map(|s| s.to_string()).collect(),
             chars,
             channels: [None, None],
+            relevance: None,
         }
     }
 

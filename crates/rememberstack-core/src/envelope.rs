@@ -81,17 +81,22 @@ pub struct Envelope<R> {
 
 /// A typed negative (D49).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Negative {
     /// `unknown_entity` (an anchor is not a current entity of the namespace),
-    /// `known_empty` (everything was searched and nothing matches) or `boundary`
-    /// (nothing found, but the search was limited: the named limitation).
+    /// `known_empty` (everything was searched and nothing matches), `boundary`
+    /// (nothing found, but the search was limited: the named limitation) or
+    /// `no_relevant_memory` (results are listed, but none reaches the relevance
+    /// floor: they are weak guesses, not memories of the subject).
     pub kind: String,
     /// What it means.
     pub message: String,
     /// The limitation of a `boundary` (e.g. `semantic_channel_unready`, `pending_work`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limitation: Option<String>,
+    /// The best result's relevance, for `no_relevant_memory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_relevance: Option<f64>,
 }
 
 /// The time scope an operation applied, with the instant it was evaluated at.
@@ -203,7 +208,13 @@ pub struct Scores {
     pub lexical: Option<ChannelScore>,
     /// The fused score: reciprocal rank fusion, or under `[engine.fusion]
     /// method = "scores"` the weighted sum of cosine and relative lexical score.
+    /// Relative to this answer's other results.
     pub fused: f64,
+    /// How likely the result is to be about the question, in [0, 1], calibrated
+    /// from its semantic similarity (comparable across questions, unlike
+    /// `fused`). Absent on results that were fetched, not ranked for a question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<f64>,
 }
 
 /// A character span (Unicode scalar values) into a version's `document.md`.

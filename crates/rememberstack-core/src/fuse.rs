@@ -1,5 +1,6 @@
-//! Fusion of ranked channel lists over stable ids: reciprocal rank fusion (k = 60),
-//! or a convex combination of normalized scores ([`Fusion::Scores`]).
+//! Fusion of ranked channel lists over stable ids: a convex combination of
+//! normalized scores ([`Fusion::Scores`], the default), or reciprocal rank fusion
+//! (k = 60).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -9,16 +10,15 @@ pub const RRF_K: f64 = 60.0;
 
 /// How the semantic and lexical lists of one search become one ranking
 /// (`[engine.fusion]`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fusion {
-    /// Reciprocal rank fusion, k = 60: ranks only, scores ignored (the default).
-    #[default]
+    /// Reciprocal rank fusion, k = 60: ranks only, scores ignored.
     Rrf,
-    /// `semantic_weight · cosine + (1 − semantic_weight) · lexical / best lexical`:
-    /// how strongly each channel matches counts, not only the order (a weak
-    /// lexical hit no longer ranks with a strong one). Cosines below 0 count as 0;
-    /// an id absent from a list scores 0 there.
+    /// `semantic_weight · cosine + (1 − semantic_weight) · lexical / best lexical`
+    /// (the default, weight 0.5): how strongly each channel matches counts, not
+    /// only the order (a weak lexical hit no longer ranks with a strong one).
+    /// Cosines below 0 count as 0; an id absent from a list scores 0 there.
     Scores {
         /// The semantic channel's weight, in [0, 1].
         #[serde(default = "default_semantic_weight")]
@@ -28,6 +28,16 @@ pub enum Fusion {
 
 fn default_semantic_weight() -> f64 {
     0.5
+}
+
+/// Score fusion at equal weights: on LoCoMo it finds more evidence than RRF in every
+/// category and for every operation (the measurements are in the changelog).
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion::Scores {
+            semantic_weight: default_semantic_weight(),
+        }
+    }
 }
 
 impl Fusion {

@@ -24,6 +24,7 @@ pub mod ids;
 pub mod keys;
 pub mod ledger;
 pub mod limits;
+pub mod relevance;
 pub mod source;
 pub mod store;
 pub mod text;

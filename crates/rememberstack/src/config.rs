@@ -327,8 +327,36 @@ mod tests {
                 semantic_weight: 0.5
             }
         );
-        assert_eq!(Config::default().engine.fusion, crate::Fusion::Rrf);
+        assert_eq!(
+            Config::default().engine.fusion,
+            crate::Fusion::Scores {
+                semantic_weight: 0.5
+            }
+        );
+        let c = Config::from_toml_str("[engine.fusion]\nmethod = \"rrf\"\n").unwrap();
+        assert_eq!(c.engine.fusion, crate::Fusion::Rrf);
         assert!(Config::from_toml_str("[engine.fusion]\nmethod = \"max\"\n").is_err());
+    }
+
+    #[test]
+    fn relevance_floor_and_curve_from_toml() {
+        let c = Config::from_toml_str(
+            "[engine.relevance]\nfloor = 0.4\ncalibration = { intercept = -3.0, slope = 8.0 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.engine.relevance.floor, 0.4);
+        assert_eq!(
+            c.engine.relevance.calibration,
+            Some(crate::relevance::Calibration {
+                intercept: -3.0,
+                slope: 8.0
+            })
+        );
+        assert_eq!(
+            Config::default().engine.relevance.floor,
+            crate::relevance::DEFAULT_FLOOR
+        );
+        assert!(Config::from_toml_str("[engine.relevance]\nthreshold = 0.4\n").is_err());
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};
 pub use rememberstack_core::limits;
+pub use rememberstack_core::relevance;
 pub use rememberstack_core::source::{
     Admission, DeclaredKind, DocumentMetadata, Field, IngestPrincipal, IngestRequest, Origin,
     PrincipalKind, Provenance, VersioningMode,

@@ -447,6 +447,7 @@ impl Engine {
                 if unknown.len() == 1 { "is" } else { "are" }
             ),
             limitation: None,
+            best_relevance: None,
         });
         env
     }
@@ -463,6 +464,7 @@ impl Engine {
                 message: "nothing found, but the semantic channel does not cover every record yet"
                     .into(),
                 limitation: Some("semantic_channel_unready".into()),
+                best_relevance: None,
             }
         } else if pending > 0 {
             Negative {
@@ -471,14 +473,60 @@ impl Engine {
                     "nothing found, but {pending} work items are still pending: sources may not be processed yet"
                 ),
                 limitation: Some("pending_work".into()),
+                best_relevance: None,
             }
         } else {
             Negative {
                 kind: "known_empty".into(),
                 message: "everything eligible was searched and nothing matches".into(),
                 limitation: None,
+                best_relevance: None,
             }
         });
+    }
+
+    /// `no_relevant_memory` for a first page whose results all score below the
+    /// relevance floor: they stay listed, and the negative says they are weak
+    /// guesses. `judge` gives a result's relevance and text; a relevance of `None`
+    /// marks a result listed for another reason than the question, and a result
+    /// whose text holds every content term of the question is a match in words
+    /// (names and rare words a model may not place): either keeps the answer from
+    /// being weak.
+    fn weak_answer<R>(
+        &self,
+        env: &mut Envelope<R>,
+        first_page: bool,
+        query: &str,
+        judge: impl Fn(&R) -> (Option<f64>, &str),
+    ) {
+        if !first_page || env.negative.is_some() || env.results.is_empty() {
+            return;
+        }
+        let terms = crate::text::lexical_terms(query);
+        let mut best: f64 = 0.0;
+        for r in &env.results {
+            let (relevance, text) = judge(r);
+            let Some(x) = relevance else { return };
+            best = best.max(x);
+            if !terms.is_empty() {
+                let held = crate::text::lexical_terms(text);
+                if terms.iter().all(|t| held.iter().any(|w| same_word(t, w))) {
+                    return;
+                }
+            }
+        }
+        let floor = self.config.relevance.floor;
+        if best < floor {
+            env.negative = Some(Negative {
+                kind: "no_relevant_memory".into(),
+                message: format!(
+                    "nothing remembered is about this: the best result's relevance is {best}, \
+                     below the floor {floor}; the results are listed as weak guesses"
+                ),
+                limitation: None,
+                best_relevance: Some(best),
+            });
+        }
     }
 
     /// Run an operation of the registry by name with its JSON input.
@@ -829,6 +877,10 @@ impl Engine {
         env.budget = budget_report;
         env.hydration_drops = drops;
         self.negative_for(&mut env);
+        self.weak_answer(&mut env, offset == 0, &input.query, |r| match r {
+            EvidenceResult::Claim(c) => (c.scores.relevance, c.text.as_str()),
+            EvidenceResult::Chunk(c) => (c.scores.relevance, c.text.as_str()),
+        });
         if input.record_receipt.unwrap_or(false) {
             let selections = env
                 .results
@@ -1013,6 +1065,7 @@ impl Engine {
                                 semantic: None,
                                 lexical: None,
                                 fused: 0.0,
+                                relevance: None,
                             },
                             anchors: None,
                             contradiction: None,
@@ -1158,6 +1211,15 @@ impl Engine {
         env.temporal_scope = Some(echo);
         env.budget = budget_report;
         self.negative_for(&mut env);
+        // A fact listed because it touches an anchor is there by the caller's choice.
+        self.weak_answer(&mut env, offset == 0, &input.query, |r| {
+            let text = r.fact.statement.as_str();
+            if r.anchors.is_some_and(|a| a > 0) {
+                (None, text)
+            } else {
+                (r.scores.relevance, text)
+            }
+        });
         if input.record_receipt.unwrap_or(false) {
             let selections = env
                 .results
@@ -1236,6 +1298,13 @@ impl Engine {
             facts,
         })
     }
+}
+
+/// Whether two lowercased terms are the same word, up to an ending: equal, or one
+/// of at least four characters begins the other (`work` / `worked`).
+fn same_word(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long || (short.chars().count() >= 4 && long.starts_with(short))
 }
 
 /// Keep whole results, in rank order, while their texts fit `budget` characters;
@@ -1489,5 +1558,19 @@ impl Engine {
             record: None,
             records,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_word;
+
+    #[test]
+    fn words_match_up_to_an_ending_but_short_ones_only_whole() {
+        assert!(same_word("work", "worked"));
+        assert!(same_word("worked", "work"));
+        assert!(same_word("alice", "alice"));
+        assert!(!same_word("art", "artist"));
+        assert!(!same_word("work", "network"));
     }
 }

@@ -86,9 +86,12 @@ pub struct EngineConfig {
     /// How long feedback on recall receipts is kept (seconds; default 180 days).
     #[serde(with = "secs")]
     pub feedback_retention: Duration,
-    /// How a search's semantic and lexical lists are fused (default: reciprocal
-    /// rank fusion).
+    /// How a search's semantic and lexical lists are fused (default: score fusion
+    /// at equal weights).
     pub fusion: crate::fuse::Fusion,
+    /// How results' relevance is calibrated, and the floor below which an answer
+    /// is `no_relevant_memory`.
+    pub relevance: crate::relevance::RelevanceConfig,
 }
 
 mod secs {
@@ -120,6 +123,7 @@ impl Default for EngineConfig {
             facts: FactsConfig::default(),
             feedback_retention: Duration::from_secs(180 * 24 * 3600),
             fusion: crate::fuse::Fusion::default(),
+            relevance: crate::relevance::RelevanceConfig::default(),
         }
     }
 }
@@ -583,6 +587,10 @@ impl Engine {
             .fusion
             .validate()
             .map_err(|m| Error::new(ErrorCode::Config, m))?;
+        config
+            .relevance
+            .validate()
+            .map_err(|m| Error::new(ErrorCode::Config, m))?;
         let engine = Engine {
             store,
             embedder: providers.embedder,
@@ -624,6 +632,12 @@ impl Engine {
     /// The embedder (benchmarks embed their baselines with the same one).
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
+    }
+
+    /// The relevance curve in force, and whether it was fitted for this embedder
+    /// (or configured) rather than borrowed from the default model.
+    pub fn relevance_curve(&self) -> (crate::relevance::Calibration, bool) {
+        self.config.relevance.curve(self.embedder_identity())
     }
 
     /// The embedder identity.

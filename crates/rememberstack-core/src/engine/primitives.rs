@@ -258,6 +258,7 @@ impl Engine {
             semantic: None,
             lexical: None,
             fused: 0.0,
+            relevance: None,
         };
         let mut records = self.store.chunks(ns, &ids).await?;
         records.sort_by_key(|c| c.ordinal);
@@ -287,12 +288,14 @@ impl Engine {
                 kind: "boundary".into(),
                 message: "the chunk belongs to a deleted document".into(),
                 limitation: Some("deleted_document".into()),
+                best_relevance: None,
             });
         } else if !target.is_current {
             env.negative = Some(Negative {
                 kind: "boundary".into(),
                 message: "the chunk belongs to a version that is no longer current".into(),
                 limitation: Some("superseded_version".into()),
+                best_relevance: None,
             });
         }
         Ok(env)
@@ -444,6 +447,7 @@ impl Engine {
                 kind: "known_empty".into(),
                 message: "no eligible relation touches the start entities".into(),
                 limitation: None,
+                best_relevance: None,
             });
         }
         Ok(env)
@@ -475,6 +479,7 @@ impl Engine {
                 kind: "known_empty".into(),
                 message: "nothing was ever written to this namespace".into(),
                 limitation: None,
+                best_relevance: None,
             });
             return Ok(env);
         };
@@ -537,6 +542,7 @@ impl Engine {
                             semantic: None,
                             lexical: None,
                             fused: 0.0,
+                            relevance: None,
                         },
                     )
                 })
@@ -565,6 +571,9 @@ impl Engine {
                                 score: content_score.unwrap_or_default(),
                             }),
                             fused: f.score,
+                            // A lineage is as relevant as its best chunk; one found
+                            // by name only has no semantic evidence to calibrate.
+                            relevance: best.get(&f.id).and_then(|r| r.scores.relevance),
                         },
                     )
                 })
@@ -613,6 +622,7 @@ impl Engine {
                 kind: "known_empty".into(),
                 message: "no current document matches the query and filters".into(),
                 limitation: None,
+                best_relevance: None,
             });
         }
         Ok(env)
@@ -771,6 +781,7 @@ impl Engine {
             semantic: None,
             lexical: None,
             fused: 0.0,
+            relevance: None,
         };
         let mut results = Vec::new();
         let mut gone = 0u64;

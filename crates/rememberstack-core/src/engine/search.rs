@@ -251,7 +251,8 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
+        let (page, truncation) =
+            fuse_page(&ch, &paging, &self.config.fusion, &self.relevance_curve().0);
         let ids: Vec<ChunkId> = page.iter().map(|f| f.id).collect();
         let mut records: HashMap<ChunkId, ChunkRecord> = self
             .store
@@ -334,7 +335,8 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
+        let (page, truncation) =
+            fuse_page(&ch, &paging, &self.config.fusion, &self.relevance_curve().0);
         let ids: Vec<ClaimId> = page.iter().map(|f| f.id).collect();
         let mut records: HashMap<ClaimId, ClaimRecord> = self
             .store
@@ -451,7 +453,8 @@ impl Engine {
                 },
             )
             .await?;
-        let (page, truncation) = fuse_page(&ch, &paging, &self.config.fusion);
+        let (page, truncation) =
+            fuse_page(&ch, &paging, &self.config.fusion, &self.relevance_curve().0);
         let ids: Vec<FactId> = page.iter().map(|f| f.id).collect();
         let records = self.store.facts(ns, &ids).await?;
         let mut records: HashMap<FactId, FactRecord> = self
@@ -551,9 +554,18 @@ fn fuse_page<Id: Copy + Eq + Hash + Ord>(
     ch: &Channels<Id>,
     paging: &Paging,
     fusion: &crate::fuse::Fusion,
+    curve: &crate::relevance::Calibration,
 ) -> (Vec<FusedHit<Id>>, Truncation) {
     let sem: HashMap<Id, f64> = ch.semantic.iter().copied().collect();
     let lex: HashMap<Id, f64> = ch.lexical.iter().copied().collect();
+    // A hit the semantic list does not hold ranked below all it holds: its cosine is
+    // at most the list's lowest (no list: nothing is known, 0).
+    let unseen_cosine = ch
+        .semantic
+        .iter()
+        .map(|h| h.1)
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.min(c))))
+        .unwrap_or(0.0);
     let fused = fusion.fuse(&ch.semantic, &ch.lexical);
     let saturated = ch.lexical.len() >= paging.depth || ch.semantic.len() >= paging.depth;
     let page: Vec<FusedHit<Id>> = fused
@@ -572,6 +584,7 @@ fn fuse_page<Id: Copy + Eq + Hash + Ord>(
                     score: lex.get(&f.id).copied().unwrap_or_default(),
                 }),
                 fused: f.score,
+                relevance: Some(curve.relevance(sem.get(&f.id).copied().unwrap_or(unseen_cosine))),
             },
         })
         .collect();

@@ -1211,3 +1211,84 @@ async fn score_fusion_is_configured_and_checked() {
         );
     }
 }
+
+/// Relevance is absolute: results of a question about something never ingested are
+/// listed, but the answer says nothing remembered is about it
+/// (`no_relevant_memory`, with the best relevance), while a question about what
+/// was ingested carries no negative and its best result reaches the floor. The
+/// floor is a setting: at 0 no answer is weak.
+#[tokio::test]
+async fn a_question_about_nothing_ingested_is_no_relevant_memory() {
+    const NOTES: &str = "# Kitchen\n\nMarta bakes sourdough bread every Sunday morning.\n\n\
+        The sourdough starter lives in the fridge and is fed with rye flour.\n\n\
+        Marta's bread recipe uses seventy percent hydration and a long cold proof.\n";
+    for h in stores().await {
+        let memory = h.memory_with(test_config(), None, None).await;
+        memory
+            .ingest_text(NOTES, rememberstack::IngestOptions::new("kitchen"))
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let ask = |q: &str| ClaimsAndSourcesInput {
+            query: q.into(),
+            ..Default::default()
+        };
+        let known = memory
+            .claims_and_sources_context(ask("How does Marta bake sourdough bread?"))
+            .await
+            .unwrap();
+        assert!(known.negative.is_none(), "{}: {:?}", h.kind, known.negative);
+        let best_known = known
+            .results
+            .iter()
+            .filter_map(|r| match r {
+                EvidenceResult::Claim(c) => c.scores.relevance,
+                EvidenceResult::Chunk(c) => c.scores.relevance,
+            })
+            .fold(0.0f64, f64::max);
+        let floor = rememberstack::relevance::DEFAULT_FLOOR;
+        assert!(best_known >= floor, "{}: {best_known}", h.kind);
+
+        let unknown = memory
+            .claims_and_sources_context(ask(
+                "Which telescope observed the supernova in the Andromeda galaxy?",
+            ))
+            .await
+            .unwrap();
+        // The weak guesses are still listed, each with its relevance.
+        assert!(!unknown.results.is_empty(), "{}", h.kind);
+        let json = serde_json::to_value(&unknown).unwrap();
+        for r in json["results"].as_array().unwrap() {
+            let x = r["scores"]["relevance"].as_f64().expect("a relevance");
+            assert!((0.0..floor).contains(&x), "{}: {x}", h.kind);
+        }
+        let negative = unknown.negative.as_ref().expect("a negative");
+        assert_eq!(negative.kind, "no_relevant_memory", "{}", h.kind);
+        let best = negative.best_relevance.expect("the best relevance");
+        assert!(best < floor && best < best_known, "{}: {best}", h.kind);
+        assert_eq!(json["negative"]["best_relevance"].as_f64(), Some(best));
+
+        // The floor is the caller's: at 0, the same answer is not weak.
+        let mut lenient = test_config();
+        lenient.engine.relevance.floor = 0.0;
+        let memory = h.memory_with(lenient, None, None).await;
+        let env = memory
+            .claims_and_sources_context(ask(
+                "Which telescope observed the supernova in the Andromeda galaxy?",
+            ))
+            .await
+            .unwrap();
+        assert!(env.negative.is_none(), "{}: {:?}", h.kind, env.negative);
+
+        // A floor outside [0, 1] is refused when the engine opens.
+        let mut bad = test_config();
+        bad.engine.relevance.floor = 1.5;
+        let err = Memory::builder()
+            .store(h.store.clone())
+            .config(bad)
+            .open()
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), rememberstack::ErrorCode::Config, "{}", h.kind);
+    }
+}
