@@ -849,68 +849,67 @@ fn markdown(scores: &BTreeMap<String, Vec<(u8, QuestionScore)>>) -> String {
     md
 }
 
-/// `claims_and_sources_context`'s first page of `k`, and its ranking continued
-/// page by page until it fills the largest context budget (or ends).
+/// An operation's first page, its ranking continued page by page until it fills
+/// the largest context budget (or ends), and the first page's negative. `page`
+/// runs the operation with a cursor.
+async fn paged<R>(
+    mut page: impl AsyncFnMut(Option<String>) -> Result<rememberstack::Envelope<R>>,
+    touch: fn(&R) -> Touched,
+) -> Result<(Vec<Touched>, Vec<Touched>, Option<rememberstack::Negative>)> {
+    let mut ranked: Vec<Touched> = Vec::new();
+    let mut first = None;
+    let mut cursor = None;
+    loop {
+        let env = page(cursor.take()).await?;
+        ranked.extend(env.results.iter().map(touch));
+        if first.is_none() {
+            first = Some((ranked.clone(), env.negative.clone()));
+        }
+        let filled: usize = ranked.iter().map(|t| t.chars).sum();
+        match env.truncation.continuation {
+            Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    let (first, negative) = first.unwrap_or_default();
+    Ok((first, ranked, negative))
+}
+
+/// `claims_and_sources_context`, paged as [`paged`] does.
 async fn evidence_ranked(
     m: &Memory,
     question: &str,
     k: usize,
 ) -> Result<(Vec<Touched>, Vec<Touched>, Option<rememberstack::Negative>)> {
-    let mut ranked: Vec<Touched> = Vec::new();
-    let mut first = None;
-    let mut negative = None;
-    let mut cursor = None;
-    loop {
-        let env = m
-            .claims_and_sources_context(ClaimsAndSourcesInput {
-                query: question.into(),
-                k: Some(k),
-                cursor: cursor.take(),
-                ..Default::default()
-            })
-            .await?;
-        ranked.extend(env.results.iter().map(evidence_touched));
-        if first.is_none() {
-            first = Some(ranked.clone());
-            negative = env.negative.clone();
-        }
-        let filled: usize = ranked.iter().map(|t| t.chars).sum();
-        match env.truncation.continuation {
-            Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
-            _ => break,
-        }
-    }
-    Ok((first.unwrap_or_default(), ranked, negative))
+    let page = async |cursor| {
+        Ok(m.claims_and_sources_context(ClaimsAndSourcesInput {
+            query: question.into(),
+            k: Some(k),
+            cursor,
+            ..Default::default()
+        })
+        .await?)
+    };
+    paged(page, evidence_touched).await
 }
 
-/// `facts_context`'s first page of `k`, and its ranking continued as
-/// [`evidence_ranked`] does.
+/// `facts_context`, paged as [`paged`] does.
 async fn facts_ranked(
     m: &Memory,
     question: &str,
     k: usize,
 ) -> Result<(Vec<Touched>, Vec<Touched>)> {
-    let mut ranked: Vec<Touched> = Vec::new();
-    let mut first = None;
-    let mut cursor = None;
-    loop {
-        let env = m
-            .facts_context(FactsContextInput {
-                query: question.into(),
-                k: Some(k),
-                cursor: cursor.take(),
-                ..Default::default()
-            })
-            .await?;
-        ranked.extend(env.results.iter().map(fact_touched));
-        first.get_or_insert_with(|| ranked.clone());
-        let filled: usize = ranked.iter().map(|t| t.chars).sum();
-        match env.truncation.continuation {
-            Some(c) if filled < score::largest_budget_chars() => cursor = Some(c),
-            _ => break,
-        }
-    }
-    Ok((first.unwrap_or_default(), ranked))
+    let page = async |cursor| {
+        Ok(m.facts_context(FactsContextInput {
+            query: question.into(),
+            k: Some(k),
+            cursor,
+            ..Default::default()
+        })
+        .await?)
+    };
+    let (first, ranked, _) = paged(page, fact_touched).await?;
+    Ok((first, ranked))
 }
 
 #[cfg(test)]

@@ -564,7 +564,7 @@ fn fuse_page<Id: Copy + Eq + Hash + Ord>(
         .semantic
         .iter()
         .map(|h| h.1)
-        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.min(c))))
+        .reduce(f64::min)
         .unwrap_or(0.0);
     let fused = fusion.fuse(&ch.semantic, &ch.lexical);
     let saturated = ch.lexical.len() >= paging.depth || ch.semantic.len() >= paging.depth;
