@@ -125,6 +125,14 @@ fn normalize_scores(v: &mut Value) {
                 let rounded = (score * 1e6).round() / 1e6;
                 semantic.insert("score".into(), serde_json::json!(rounded));
             }
+            // Fused scores and relevance are built from the lexical score, which the two
+            // stores compute in different arithmetic (they agree to ~1e-9, not bit for bit).
+            for key in ["fused", "relevance", "best_relevance"] {
+                if let Some(score) = o.get(key).and_then(Value::as_f64) {
+                    let rounded = (score * 1e6).round() / 1e6;
+                    o.insert(key.into(), serde_json::json!(rounded));
+                }
+            }
             o.values_mut().for_each(normalize_scores);
         }
         _ => {}
