@@ -133,6 +133,9 @@ struct LocomoArgs {
     /// The semantic weight of `--fusion scores`.
     #[arg(long, default_value_t = 0.5)]
     semantic_weight: f64,
+    /// How `--fusion scores` scales cosines: `cosine` or `min-max`.
+    #[arg(long, value_enum, default_value_t = SemanticScaleArg::Cosine)]
+    semantic_scale: SemanticScaleArg,
     /// Write every scored result of the operations' first pages (default
     /// configuration) to this JSON Lines file: its channel scores and whether it
     /// touches a gold turn — the data the relevance calibration is fitted on.
@@ -145,19 +148,25 @@ struct LocomoArgs {
     ablate_fusion: Vec<rememberstack::Fusion>,
 }
 
-/// `rrf` or `scores:W`.
+/// `rrf`, `scores`, `scores:W` or `scores:W:SCALE` (`cosine` or `min_max`).
 fn parse_fusion(s: &str) -> std::result::Result<rememberstack::Fusion, String> {
-    let fusion = match s.split_once(':') {
-        None if s == "rrf" => rememberstack::Fusion::Rrf,
-        None if s == "scores" => rememberstack::Fusion::Scores {
-            semantic_weight: 0.5,
+    let mut parts = s.split(':');
+    let fusion = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("rrf"), None, ..) => rememberstack::Fusion::Rrf,
+        (Some("scores"), w, scale, None) => rememberstack::Fusion::Scores {
+            semantic_weight: w.map_or(Ok(0.5), |w| {
+                w.parse()
+                    .map_err(|_| format!("`{w}` is not a semantic weight"))
+            })?,
+            semantic_scale: match scale {
+                None | Some("cosine") => rememberstack::SemanticScale::Cosine,
+                Some("min_max") => rememberstack::SemanticScale::MinMax,
+                Some(other) => {
+                    return Err(format!("`{other}`: expected `cosine` or `min_max`"));
+                }
+            },
         },
-        Some(("scores", w)) => rememberstack::Fusion::Scores {
-            semantic_weight: w
-                .parse()
-                .map_err(|_| format!("`{w}` is not a semantic weight"))?,
-        },
-        _ => return Err(format!("`{s}`: expected `rrf` or `scores:W`")),
+        _ => return Err(format!("`{s}`: expected `rrf` or `scores:W[:SCALE]`")),
     };
     fusion.validate()?;
     Ok(fusion)
@@ -167,9 +176,17 @@ fn parse_fusion(s: &str) -> std::result::Result<rememberstack::Fusion, String> {
 fn fusion_label(f: &rememberstack::Fusion) -> String {
     match f {
         rememberstack::Fusion::Rrf => " [fusion rrf]".into(),
-        rememberstack::Fusion::Scores { semantic_weight } => {
-            format!(" [fusion scores w={semantic_weight}]")
-        }
+        rememberstack::Fusion::Scores {
+            semantic_weight,
+            semantic_scale,
+        } => match semantic_scale {
+            rememberstack::SemanticScale::Cosine => {
+                format!(" [fusion scores w={semantic_weight}]")
+            }
+            rememberstack::SemanticScale::MinMax => {
+                format!(" [fusion scores w={semantic_weight} min_max]")
+            }
+        },
     }
 }
 
@@ -179,6 +196,23 @@ enum FusionArg {
     Rrf,
     /// Weighted sum of cosine and relative lexical score.
     Scores,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum SemanticScaleArg {
+    /// The raw cosine.
+    Cosine,
+    /// The cosine min-max scaled over the semantic list.
+    MinMax,
+}
+
+impl From<SemanticScaleArg> for rememberstack::SemanticScale {
+    fn from(a: SemanticScaleArg) -> Self {
+        match a {
+            SemanticScaleArg::Cosine => rememberstack::SemanticScale::Cosine,
+            SemanticScaleArg::MinMax => rememberstack::SemanticScale::MinMax,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -360,15 +394,18 @@ fn channels(s: &rememberstack::Scores) -> [Option<f64>; 2] {
 }
 
 fn evidence_touched(r: &EvidenceResult) -> Touched {
-    let (turns, scores) = match r {
-        EvidenceResult::Claim(c) => (c.event_ids.clone(), &c.scores),
-        EvidenceResult::Chunk(c) => (c.event_ids.clone(), &c.scores),
+    let (turns, scores, kind) = match r {
+        EvidenceResult::Claim(c) => (c.event_ids.clone(), &c.scores, "claim"),
+        EvidenceResult::Chunk(c) => (c.event_ids.clone(), &c.scores, "chunk"),
     };
     Touched {
         turns,
         chars: r.text().chars().count(),
         channels: channels(scores),
         relevance: scores.relevance,
+        fused: Some(scores.fused),
+        kind,
+        text: r.text().to_string(),
     }
 }
 
@@ -386,6 +423,9 @@ fn fact_touched(r: &FactResult) -> Touched {
         chars: r.fact.statement.chars().count(),
         channels: channels(&r.scores),
         relevance: r.scores.relevance,
+        fused: Some(r.scores.fused),
+        kind: "fact",
+        text: r.fact.statement.clone(),
     }
 }
 
@@ -441,6 +481,7 @@ fn bench_config(a: &LocomoArgs) -> Result<Config> {
         Some(FusionArg::Scores) => {
             config.engine.fusion = rememberstack::Fusion::Scores {
                 semantic_weight: a.semantic_weight,
+                semantic_scale: a.semantic_scale.into(),
             }
         }
     }
@@ -617,6 +658,9 @@ async fn locomo_on(
                         turns: vec![t],
                         channels: [None, None],
                         relevance: None,
+                        fused: None,
+                        kind: "turn",
+                        text: String::new(),
                     })
                     .collect()
             };
@@ -671,6 +715,8 @@ async fn locomo_on(
                                 "rank": rank + 1, "semantic": t.channels[0],
                                 "lexical": t.channels[1], "relevance": t.relevance,
                                 "turns": t.turns.len(),
+                                "kind": t.kind, "fused": t.fused, "turn_ids": t.turns, "text": t.text,
+                                "question": question, "gold": gold,
                                 "relevant": t.turns.iter().any(|x| gold.contains(x)),
                             });
                             writeln!(w, "{row}")?;
@@ -964,6 +1010,7 @@ mod tests {
                 model_dir: None,
                 fusion: None,
                 semantic_weight: 0.5,
+                semantic_scale: SemanticScaleArg::Cosine,
                 ablate_fusion: vec![],
                 dump_results: None,
             }))
@@ -1028,6 +1075,7 @@ mod tests {
             model_dir: model_dir.map(PathBuf::from),
             fusion: None,
             semantic_weight: 0.5,
+            semantic_scale: SemanticScaleArg::Cosine,
             ablate_fusion: vec![],
             dump_results: None,
         }

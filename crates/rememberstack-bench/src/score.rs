@@ -27,6 +27,12 @@ pub struct Touched {
     pub channels: [Option<f64>; 2],
     /// Its calibrated relevance, where the system gives one.
     pub relevance: Option<f64>,
+    /// Its fused score, for the dump.
+    pub fused: Option<f64>,
+    /// What it is (`claim`, `chunk`, `relation`, `observation`, `turn`), for the dump.
+    pub kind: &'static str,
+    /// Its text, for the dump (empty where the scorer does not need it).
+    pub text: String,
 }
 
 /// The scores of one question.
@@ -183,6 +189,7 @@ mod tests {
             chars,
             channels: [None, None],
             relevance: None,
+            ..Default::default()
         }
     }
 

@@ -23,7 +23,26 @@ pub enum Fusion {
         /// The semantic channel's weight, in [0, 1].
         #[serde(default = "default_semantic_weight")]
         semantic_weight: f64,
+        /// How a cosine enters the sum (default: [`SemanticScale::Cosine`]).
+        #[serde(default)]
+        semantic_scale: SemanticScale,
     },
+}
+
+/// How [`Fusion::Scores`] puts a hit's cosine on the scale of the lexical score
+/// (which is always relative to the list's best, so in [0, 1] with the best at 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SemanticScale {
+    /// The raw cosine, negatives as 0. A model's cosines crowd into a narrow band
+    /// (MiniLM's hits for one query lie within about 0.3 of each other), so the
+    /// lexical score, spread over [0, 1], decides most of the order.
+    #[default]
+    Cosine,
+    /// `(cosine − lowest) / (best − lowest)` over the semantic list: the best hit 1,
+    /// the list's last 0, as spread as the lexical score. A list whose cosines are
+    /// all equal keeps the raw cosine.
+    MinMax,
 }
 
 fn default_semantic_weight() -> f64 {
@@ -36,6 +55,7 @@ impl Default for Fusion {
     fn default() -> Self {
         Fusion::Scores {
             semantic_weight: default_semantic_weight(),
+            semantic_scale: SemanticScale::default(),
         }
     }
 }
@@ -45,8 +65,12 @@ impl Fusion {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             Fusion::Rrf => Ok(()),
-            Fusion::Scores { semantic_weight } if (0.0..=1.0).contains(semantic_weight) => Ok(()),
-            Fusion::Scores { semantic_weight } => Err(format!(
+            Fusion::Scores {
+                semantic_weight, ..
+            } if (0.0..=1.0).contains(semantic_weight) => Ok(()),
+            Fusion::Scores {
+                semantic_weight, ..
+            } => Err(format!(
                 "[engine.fusion] semantic_weight must be between 0 and 1, not {semantic_weight}"
             )),
         }
@@ -65,14 +89,27 @@ impl Fusion {
             lexical.iter().map(|h| h.0.clone()).collect::<Vec<_>>(),
         ];
         let mut fused = rrf(&lists);
-        let Fusion::Scores { semantic_weight } = *self else {
+        let Fusion::Scores {
+            semantic_weight,
+            semantic_scale,
+        } = *self
+        else {
             return fused;
         };
         let best_lexical = lexical.iter().map(|h| h.1).fold(0.0f64, f64::max);
+        let cosines = semantic.iter().map(|h| h.1);
+        let (low, high) = (
+            cosines.clone().fold(f64::INFINITY, f64::min),
+            cosines.fold(f64::NEG_INFINITY, f64::max),
+        );
+        let scale = |cosine: f64| match semantic_scale {
+            SemanticScale::MinMax if high - low > 1e-9 => (cosine - low) / (high - low),
+            _ => cosine.max(0.0),
+        };
         let sem: HashMap<&T, f64> = semantic.iter().map(|(id, s)| (id, *s)).collect();
         let lex: HashMap<&T, f64> = lexical.iter().map(|(id, s)| (id, *s)).collect();
         for f in &mut fused {
-            let cosine = sem.get(&f.id).copied().unwrap_or(0.0).max(0.0);
+            let cosine = sem.get(&f.id).map_or(0.0, |c| scale(*c));
             let lexical = match lex.get(&f.id) {
                 Some(s) if best_lexical > 0.0 => (s / best_lexical).max(0.0),
                 _ => 0.0,
@@ -169,6 +206,7 @@ mod tests {
         assert_eq!(rrf[0].score, rrf[1].score);
         let scores = Fusion::Scores {
             semantic_weight: 0.5,
+            semantic_scale: SemanticScale::Cosine,
         }
         .fuse(&semantic, &lexical);
         assert_eq!(scores[0].id, "strong");
@@ -177,12 +215,14 @@ mod tests {
         // Weight 0 is the lexical order, weight 1 the semantic one.
         let lexical_only = Fusion::Scores {
             semantic_weight: 0.0,
+            semantic_scale: SemanticScale::Cosine,
         }
         .fuse(&semantic, &lexical);
         assert_eq!(lexical_only[0].id, "weak");
         assert!(
             Fusion::Scores {
-                semantic_weight: 1.5
+                semantic_weight: 1.5,
+                semantic_scale: SemanticScale::Cosine,
             }
             .validate()
             .is_err()
@@ -190,9 +230,39 @@ mod tests {
         // Negative cosines and a lexical list without scores count as nothing.
         let odd = Fusion::Scores {
             semantic_weight: 0.5,
+            semantic_scale: SemanticScale::Cosine,
         }
         .fuse(&[("a", -0.4)], &[("b", 0.0)]);
         assert!(odd.iter().all(|f| f.score == 0.0));
+    }
+
+    #[test]
+    fn min_max_spreads_the_cosines_as_the_lexical_scores_are_spread() {
+        // Cosines 0.62 and 0.50 barely differ raw; min-max makes them 1 and 0, so the
+        // semantic channel weighs as much as the lexical one.
+        let semantic = [("sem", 0.62), ("lex", 0.50)];
+        let lexical = [("lex", 10.0), ("sem", 6.0)];
+        let fuse = |semantic_scale| {
+            Fusion::Scores {
+                semantic_weight: 0.5,
+                semantic_scale,
+            }
+            .fuse(&semantic, &lexical)
+        };
+        let raw = fuse(SemanticScale::Cosine);
+        assert_eq!(raw[0].id, "lex");
+        assert!((raw[0].score - (0.25 + 0.5)).abs() < 1e-12);
+        let spread = fuse(SemanticScale::MinMax);
+        assert_eq!(spread[0].id, "sem");
+        assert!((spread[0].score - (0.5 + 0.3)).abs() < 1e-12);
+        assert!((spread[1].score - 0.5).abs() < 1e-12);
+        // One cosine (or all equal): nothing to spread, the raw cosine counts.
+        let one = Fusion::Scores {
+            semantic_weight: 1.0,
+            semantic_scale: SemanticScale::MinMax,
+        }
+        .fuse(&[("a", 0.4)], &[]);
+        assert!((one[0].score - 0.4).abs() < 1e-12);
     }
 
     proptest! {

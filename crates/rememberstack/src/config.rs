@@ -317,21 +317,39 @@ mod tests {
         assert_eq!(
             c.engine.fusion,
             crate::Fusion::Scores {
-                semantic_weight: 0.7
+                semantic_weight: 0.7,
+                semantic_scale: crate::SemanticScale::Cosine,
             }
         );
         let c = Config::from_toml_str("[engine.fusion]\nmethod = \"scores\"\n").unwrap();
         assert_eq!(
             c.engine.fusion,
             crate::Fusion::Scores {
-                semantic_weight: 0.5
+                semantic_weight: 0.5,
+                semantic_scale: crate::SemanticScale::Cosine,
             }
         );
         assert_eq!(
             Config::default().engine.fusion,
             crate::Fusion::Scores {
-                semantic_weight: 0.5
+                semantic_weight: 0.5,
+                semantic_scale: crate::SemanticScale::Cosine,
             }
+        );
+        let c = Config::from_toml_str(
+            "[engine.fusion]\nmethod = \"scores\"\nsemantic_scale = \"min_max\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.engine.fusion,
+            crate::Fusion::Scores {
+                semantic_weight: 0.5,
+                semantic_scale: crate::SemanticScale::MinMax,
+            }
+        );
+        assert!(
+            Config::from_toml_str("[engine.fusion]\nmethod = \"scores\"\nsemantic_scale = \"z\"\n")
+                .is_err()
         );
         let c = Config::from_toml_str("[engine.fusion]\nmethod = \"rrf\"\n").unwrap();
         assert_eq!(c.engine.fusion, crate::Fusion::Rrf);

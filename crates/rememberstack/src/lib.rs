@@ -62,7 +62,7 @@ pub use rememberstack_core::forget::{
     ForgetCheck, ForgetManifest, ForgetReport, ForgetTarget,
     MANIFEST_FORMAT as FORGET_MANIFEST_FORMAT,
 };
-pub use rememberstack_core::fuse::Fusion;
+pub use rememberstack_core::fuse::{Fusion, SemanticScale};
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
 pub use rememberstack_core::ledger::{Stage, WorkStatus};

@@ -1180,6 +1180,7 @@ async fn score_fusion_is_configured_and_checked() {
         let mut bad = rememberstack_conformance::test_config();
         bad.engine.fusion = rememberstack::Fusion::Scores {
             semantic_weight: 1.5,
+            semantic_scale: rememberstack::SemanticScale::Cosine,
         };
         let err = Memory::builder()
             .store(h.store.clone())
@@ -1191,6 +1192,7 @@ async fn score_fusion_is_configured_and_checked() {
         let mut config = rememberstack_conformance::test_config();
         config.engine.fusion = rememberstack::Fusion::Scores {
             semantic_weight: 0.5,
+            semantic_scale: rememberstack::SemanticScale::Cosine,
         };
         let memory = h.memory_with(config, None, None).await;
         memory
