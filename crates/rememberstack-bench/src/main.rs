@@ -222,6 +222,9 @@ enum EmbedderArg {
     /// A sentence-embedding model run in-process (`--model-dir`, else the cached
     /// default model).
     Local,
+    /// A static (model2vec-style) embedding table (`--model-dir`, else the cached
+    /// tokenlearn-static-64d).
+    Static,
 }
 
 #[derive(clap::Args, Debug)]
@@ -473,6 +476,12 @@ fn bench_config(a: &LocomoArgs) -> Result<Config> {
                 Some(dir) => EmbedderConfig::local_dir(dir),
                 None => EmbedderConfig::default(),
             };
+        }
+        Some(EmbedderArg::Static) => {
+            config.embedder = EmbedderConfig::Static {
+                model_dir: a.model_dir.clone(),
+                model: None,
+            }
         }
     }
     match a.fusion {

@@ -21,6 +21,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// {"provider": "openai", "base_url": "https://api.openai.com/v1",
 ///  "model": "text-embedding-3-small", "dimension": 1536}
 /// {"provider": "local", "model_dir": "/models/all-MiniLM-L6-v2"}
+/// {"provider": "static", "model_dir": "/models/tokenlearn-static-64d"}
 /// ```
 ///
 /// It never holds a secret: the API key is read from the environment variable
@@ -70,6 +71,22 @@ pub enum EmbedderConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
+    /// A static (model2vec-style) embedding table (`StaticEmbedder`, feature
+    /// `static-embedder`): the weighted mean of token vectors, no neural network.
+    /// With `model_dir` the model is loaded from that directory; without it, the
+    /// model named `model` (default [`crate::models::DEFAULT_STATIC_MODEL`]) from the
+    /// model cache, where `scripts/fetch-static-model.sh` puts it. It is never
+    /// downloaded on first use and nothing stands in for it: a missing or broken
+    /// model is a configuration error.
+    Static {
+        /// The directory holding `tokenizer.json`, `model.safetensors` and,
+        /// optionally, `config.json`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_dir: Option<PathBuf>,
+        /// The cached model's name when `model_dir` is not set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
 }
 
 /// What [`build_embedder`] says for [`EmbedderConfig::Local`] in a build without the
@@ -77,6 +94,12 @@ pub enum EmbedderConfig {
 #[cfg(not(feature = "local-embedder"))]
 pub(crate) const NO_LOCAL_EMBEDDER: &str =
     "this build has no local embedder: rebuild with the `local-embedder` feature";
+
+/// What [`build_embedder`] says for [`EmbedderConfig::Static`] in a build without
+/// the `static-embedder` feature.
+#[cfg(not(feature = "static-embedder"))]
+pub(crate) const NO_STATIC_EMBEDDER: &str =
+    "this build has no static embedder: rebuild with the `static-embedder` feature";
 
 fn default_hashing_dimension() -> usize {
     DEFAULT_HASHING_DIMENSION
@@ -104,6 +127,14 @@ impl EmbedderConfig {
     /// A local model loaded from `dir`.
     pub fn local_dir(dir: impl Into<PathBuf>) -> Self {
         EmbedderConfig::Local {
+            model_dir: Some(dir.into()),
+            model: None,
+        }
+    }
+
+    /// A static model loaded from `dir`.
+    pub fn static_dir(dir: impl Into<PathBuf>) -> Self {
+        EmbedderConfig::Static {
             model_dir: Some(dir.into()),
             model: None,
         }
@@ -249,6 +280,11 @@ async fn cached_model(
 /// when a file is missing or invalid, or when this build lacks the `local-embedder`
 /// feature. Without a `model_dir` it is a configuration error here: the cached
 /// model, with its download and fallback, is [`resolve_embedder`]'s.
+///
+/// [`EmbedderConfig::Static`] loads the table from `model_dir`, else from the model
+/// cache (blocking; well under a second), and fails with [`ProviderError::Config`]
+/// when the model is not there, a file is missing or invalid, or this build lacks
+/// the `static-embedder` feature.
 pub fn build_embedder(config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, ProviderError> {
     build_embedder_with_env(config, |name| std::env::var(name))
 }
@@ -298,7 +334,45 @@ pub(crate) fn build_embedder_with_env(
         } => Ok(Arc::new(crate::local::LocalEmbedder::load(dir)?)),
         #[cfg(not(feature = "local-embedder"))]
         EmbedderConfig::Local { .. } => Err(ProviderError::Config(NO_LOCAL_EMBEDDER.to_owned())),
+        #[cfg(feature = "static-embedder")]
+        EmbedderConfig::Static { model_dir, model } => {
+            let dir = match model_dir {
+                Some(dir) => dir.clone(),
+                None => cached_static_dir(model.as_deref(), &env)?,
+            };
+            Ok(Arc::new(crate::static_model::StaticEmbedder::load(&dir)?))
+        }
+        #[cfg(not(feature = "static-embedder"))]
+        EmbedderConfig::Static { .. } => Err(ProviderError::Config(NO_STATIC_EMBEDDER.to_owned())),
     }
+}
+
+/// The directory of the cached static model `name` (default
+/// [`crate::models::DEFAULT_STATIC_MODEL`]); an error when it is not in the cache.
+#[cfg(feature = "static-embedder")]
+fn cached_static_dir(
+    name: Option<&str>,
+    env: impl Fn(&str) -> Result<String, std::env::VarError>,
+) -> Result<PathBuf, ProviderError> {
+    use crate::models;
+    let name = name.unwrap_or(models::DEFAULT_STATIC_MODEL);
+    models::check_name(name)?;
+    let cache = models::models_dir_with(|k| env(k).ok()).ok_or_else(|| {
+        ProviderError::Config(format!(
+            "static model `{name}`: no model cache directory (set {} or HOME), \
+             or set `model_dir`",
+            models::MODELS_DIR_ENV
+        ))
+    })?;
+    let dir = cache.join(name);
+    if !dir.is_dir() {
+        return Err(ProviderError::Config(format!(
+            "static model `{name}` is not in {}: run `scripts/fetch-static-model.sh`, \
+             `remember models import DIR --name {name}`, or set `model_dir`",
+            cache.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// The API key from the environment variable `api_key_env` (default
@@ -414,6 +488,102 @@ mod tests {
         let c = EmbedderConfig::local_dir("/models/all-MiniLM-L6-v2");
         match build_embedder(&c) {
             Err(ProviderError::Config(m)) => assert_eq!(m, NO_LOCAL_EMBEDDER),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn static_serde_shapes() {
+        let c: EmbedderConfig = serde_json::from_str(
+            r#"{"provider":"static","model_dir":"/models/tokenlearn-static-64d"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            EmbedderConfig::static_dir("/models/tokenlearn-static-64d")
+        );
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            serde_json::json!({"provider": "static", "model_dir": "/models/tokenlearn-static-64d"})
+        );
+        let c: EmbedderConfig = serde_json::from_str(r#"{"provider":"static"}"#).unwrap();
+        assert_eq!(
+            c,
+            EmbedderConfig::Static {
+                model_dir: None,
+                model: None
+            }
+        );
+        let c: EmbedderConfig =
+            serde_json::from_str(r#"{"provider":"static","model":"potion-base-8M"}"#).unwrap();
+        assert_eq!(
+            c,
+            EmbedderConfig::Static {
+                model_dir: None,
+                model: Some("potion-base-8M".into())
+            }
+        );
+    }
+
+    #[cfg(feature = "static-embedder")]
+    #[test]
+    fn static_loads_from_its_directory_or_the_cache() {
+        use crate::models::{DEFAULT_STATIC_MODEL, MODELS_DIR_ENV};
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().join(DEFAULT_STATIC_MODEL);
+        crate::static_model::tests::write_test_model(&dir);
+        let e = build_embedder(&EmbedderConfig::static_dir(&dir)).unwrap();
+        let generation = e.identity().generation();
+        assert!(
+            generation.starts_with("static/tokenlearn-static-64d/d3/v1-"),
+            "{generation}"
+        );
+        assert!(e.is_in_process() && e.degraded().is_none());
+
+        let cache_path = cache.path().to_str().unwrap().to_owned();
+        let env = |k: &str| {
+            if k == MODELS_DIR_ENV {
+                Ok(cache_path.clone())
+            } else {
+                Err(VarError::NotPresent)
+            }
+        };
+        let from_cache = EmbedderConfig::Static {
+            model_dir: None,
+            model: None,
+        };
+        let cached = build_embedder_with_env(&from_cache, env).unwrap();
+        assert_eq!(cached.identity(), e.identity());
+
+        let named = |name: &str| EmbedderConfig::Static {
+            model_dir: None,
+            model: Some(name.to_owned()),
+        };
+        let config_error = |c: &EmbedderConfig, env: &dyn Fn(&str) -> Result<String, VarError>| {
+            match build_embedder_with_env(c, env) {
+                Err(ProviderError::Config(m)) => m,
+                other => panic!("expected a configuration error for {c:?}, got {other:?}"),
+            }
+        };
+        let m = config_error(&named("potion-base-8M"), &env);
+        assert!(m.contains("scripts/fetch-static-model.sh"), "{m}");
+        let m = config_error(&named("../escape"), &env);
+        assert!(m.contains("is not a model name"), "{m}");
+        let m = config_error(&from_cache, &|_: &str| Err(VarError::NotPresent));
+        assert!(m.contains(MODELS_DIR_ENV), "{m}");
+        let m = config_error(
+            &EmbedderConfig::static_dir(cache.path().join("absent")),
+            &env,
+        );
+        assert!(m.contains("does not exist"), "{m}");
+    }
+
+    #[cfg(not(feature = "static-embedder"))]
+    #[test]
+    fn static_without_the_feature_is_a_config_error() {
+        let c = EmbedderConfig::static_dir("/models/tokenlearn-static-64d");
+        match build_embedder(&c) {
+            Err(ProviderError::Config(m)) => assert_eq!(m, NO_STATIC_EMBEDDER),
             other => panic!("expected a configuration error, got {other:?}"),
         }
     }

@@ -19,6 +19,11 @@
 //!   after the first download. Without the feature, [`EmbedderConfig::Local`] still
 //!   parses; [`build_embedder`] refuses a model directory, and [`resolve_embedder`]
 //!   stands the hashing embedder in for the cached model.
+//! * `StaticEmbedder` (feature `static-embedder`, on by default in the facade) — a
+//!   static model2vec-style table: a text's vector is the weighted mean of its
+//!   tokens' rows, L2-normalized. No neural network, thousands of texts a second.
+//!   Without the feature, [`EmbedderConfig::Static`] parses and [`build_embedder`]
+//!   refuses it.
 //!
 //! [`EmbedderConfig`] is the serializable provider choice the facade reads from its
 //! configuration, and [`resolve_embedder`] turns it into a shared embedder.
@@ -44,9 +49,13 @@ mod hashing;
 mod http;
 #[cfg(feature = "local-embedder")]
 mod local;
+#[cfg(any(feature = "local-embedder", feature = "static-embedder"))]
+mod model_files;
 pub mod models;
 mod openai;
 mod scripted;
+#[cfg(feature = "static-embedder")]
+mod static_model;
 
 pub use chat::{OpenAiChatConfig, OpenAiChatModel, StrictMode, is_strict_mode_refusal};
 pub use chat_config::{ChatConfig, ChatSeats, OFFLINE_MODEL, build_chat_models};
@@ -59,3 +68,5 @@ pub use hashing::{DEFAULT_HASHING_DIMENSION, HashingEmbedder};
 pub use local::LocalEmbedder;
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use scripted::ScriptedChatModel;
+#[cfg(feature = "static-embedder")]
+pub use static_model::StaticEmbedder;

@@ -17,6 +17,8 @@ use rememberstack_core::embed::{EmbedPurpose, Embedder, EmbedderIdentity, Provid
 use sha2::{Digest, Sha256};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
+use crate::model_files::{ModelDir, SHORT_HASH_HEX, hash_file, hex_digest};
+
 /// The model configuration file.
 const CONFIG_FILE: &str = "config.json";
 /// The tokenizer file (Hugging Face `tokenizers` format).
@@ -27,8 +29,8 @@ const WEIGHTS_FILE: &str = "model.safetensors";
 const SENTENCE_CONFIG_FILE: &str = "sentence_bert_config.json";
 /// The sentence-transformers pooling settings (optional): refused unless mean pooling.
 const POOLING_CONFIG_FILE: &str = "1_Pooling/config.json";
-/// Hex digits of the files' SHA-256 kept in the generation.
-const SHORT_HASH_HEX: usize = 12;
+/// The embedder errors name.
+const WHO: &str = "local embedder";
 
 /// A sentence-embedding model loaded from a local directory and run on the CPU.
 ///
@@ -81,8 +83,9 @@ impl LocalEmbedder {
     /// Fails with [`ProviderError::Config`] naming the file when the directory or a
     /// file is missing or unreadable, or holds something other than a BERT model.
     pub fn load(model_dir: &Path) -> Result<Self, ProviderError> {
+        let files = ModelDir::new(model_dir, WHO);
         if !model_dir.is_dir() {
-            return Err(config_err(format!(
+            return Err(files.err(format!(
                 "the model directory {} does not exist or is not a directory; it must hold \
                  {CONFIG_FILE}, {TOKENIZER_FILE} and {WEIGHTS_FILE}",
                 model_dir.display()
@@ -90,28 +93,23 @@ impl LocalEmbedder {
         }
         let mut hasher = Sha256::new();
 
-        let config_bytes = read_file(model_dir, CONFIG_FILE)?;
+        let config_bytes = files.read(CONFIG_FILE)?;
         hash_file(&mut hasher, CONFIG_FILE, &config_bytes);
         let config: BertConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
-            file_err(
-                model_dir,
-                CONFIG_FILE,
-                format!("is not a BERT configuration: {e}"),
-            )
+            files.file_err(CONFIG_FILE, format!("is not a BERT configuration: {e}"))
         })?;
         if config.hidden_size == 0 || config.max_position_embeddings == 0 {
-            return Err(file_err(
-                model_dir,
+            return Err(files.file_err(
                 CONFIG_FILE,
                 "has a zero hidden_size or max_position_embeddings",
             ));
         }
 
-        let max_tokens = match read_optional(model_dir, SENTENCE_CONFIG_FILE)? {
+        let max_tokens = match files.read_optional(SENTENCE_CONFIG_FILE)? {
             Some(bytes) => {
                 hash_file(&mut hasher, SENTENCE_CONFIG_FILE, &bytes);
                 let settings: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-                    file_err(model_dir, SENTENCE_CONFIG_FILE, format!("is not JSON: {e}"))
+                    files.file_err(SENTENCE_CONFIG_FILE, format!("is not JSON: {e}"))
                 })?;
                 match settings.get("max_seq_length") {
                     None => config.max_position_embeddings,
@@ -120,8 +118,7 @@ impl LocalEmbedder {
                         .and_then(|n| usize::try_from(n).ok())
                         .filter(|n| (2..=config.max_position_embeddings).contains(n))
                         .ok_or_else(|| {
-                            file_err(
-                                model_dir,
+                            files.file_err(
                                 SENTENCE_CONFIG_FILE,
                                 format!(
                                     "has max_seq_length {v}; it must be a whole number from 2 \
@@ -134,13 +131,11 @@ impl LocalEmbedder {
             }
             None => config.max_position_embeddings,
         };
-        if let Some(bytes) = read_optional(model_dir, POOLING_CONFIG_FILE)? {
-            let pooling: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-                file_err(model_dir, POOLING_CONFIG_FILE, format!("is not JSON: {e}"))
-            })?;
+        if let Some(bytes) = files.read_optional(POOLING_CONFIG_FILE)? {
+            let pooling: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| files.file_err(POOLING_CONFIG_FILE, format!("is not JSON: {e}")))?;
             if pooling.get("pooling_mode_mean_tokens") == Some(&serde_json::Value::Bool(false)) {
-                return Err(file_err(
-                    model_dir,
+                return Err(files.file_err(
                     POOLING_CONFIG_FILE,
                     "asks for a pooling other than the mean of the tokens, which this \
                      embedder does not do",
@@ -148,15 +143,10 @@ impl LocalEmbedder {
             }
         }
 
-        let tokenizer_bytes = read_file(model_dir, TOKENIZER_FILE)?;
+        let tokenizer_bytes = files.read(TOKENIZER_FILE)?;
         hash_file(&mut hasher, TOKENIZER_FILE, &tokenizer_bytes);
-        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
-            file_err(
-                model_dir,
-                TOKENIZER_FILE,
-                format!("is not a tokenizer: {e}"),
-            )
-        })?;
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
+            .map_err(|e| files.file_err(TOKENIZER_FILE, format!("is not a tokenizer: {e}")))?;
         // The shipped tokenizer may pad every input to a fixed length: padding is done
         // here, per batch, with an attention mask instead.
         let pad_id = tokenizer.get_padding().map_or(0, |p| p.pad_id);
@@ -167,41 +157,27 @@ impl LocalEmbedder {
                 ..TruncationParams::default()
             }))
             .map_err(|e| {
-                file_err(
-                    model_dir,
+                files.file_err(
                     TOKENIZER_FILE,
                     format!("refuses truncation to {max_tokens} tokens: {e}"),
                 )
             })?;
 
-        let weights = read_file(model_dir, WEIGHTS_FILE)?;
+        let weights = files.read(WEIGHTS_FILE)?;
         hash_file(&mut hasher, WEIGHTS_FILE, &weights);
         let device = Device::Cpu;
         let model = VarBuilder::from_slice_safetensors(&weights, DType::F32, &device)
             .and_then(|vb| BertModel::load(vb, &config))
             .map_err(|e| {
-                file_err(
-                    model_dir,
+                files.file_err(
                     WEIGHTS_FILE,
                     format!("does not hold the BERT weights {CONFIG_FILE} describes: {e}"),
                 )
             })?;
         drop(weights);
 
-        let files_sha256: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let model_name = model_dir
-            .canonicalize()
-            .ok()
-            .as_deref()
-            .unwrap_or(model_dir)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "bert".to_owned());
+        let files_sha256 = hex_digest(hasher);
+        let model_name = files.model_name("bert");
         let identity = EmbedderIdentity {
             provider: Self::PROVIDER.to_owned(),
             model: model_name,
@@ -395,39 +371,10 @@ impl Inner {
     }
 }
 
-fn config_err(message: String) -> ProviderError {
-    ProviderError::Config(format!("local embedder: {message}"))
-}
-
-fn file_err(dir: &Path, file: &str, what: impl fmt::Display) -> ProviderError {
-    config_err(format!("{} {what}", dir.join(file).display()))
-}
-
 /// A failure while embedding. Reported as a malformed answer: the work ledger retries
 /// it a bounded number of times, then dead-letters the item with this message.
 fn inference_err(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         message: format!("local embedder: {}", message.into()),
     }
-}
-
-fn read_file(dir: &Path, file: &str) -> Result<Vec<u8>, ProviderError> {
-    std::fs::read(dir.join(file)).map_err(|e| file_err(dir, file, format!("cannot be read: {e}")))
-}
-
-fn read_optional(dir: &Path, file: &str) -> Result<Option<Vec<u8>>, ProviderError> {
-    match std::fs::read(dir.join(file)) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(file_err(dir, file, format!("cannot be read: {e}"))),
-    }
-}
-
-/// Feeds one file into the identity hash: its name and length first, so that bytes
-/// moving between files change the hash.
-fn hash_file(hasher: &mut Sha256, name: &str, bytes: &[u8]) {
-    hasher.update((name.len() as u64).to_le_bytes());
-    hasher.update(name.as_bytes());
-    hasher.update((bytes.len() as u64).to_le_bytes());
-    hasher.update(bytes);
 }

@@ -21,6 +21,11 @@ use rememberstack_core::embed::ProviderError;
 /// The model a default configuration uses.
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
 
+/// The static model `provider = "static"` takes from the cache when no directory is
+/// set (`scripts/fetch-static-model.sh` installs it): tokenlearn-static-model's
+/// 64-dimension table.
+pub const DEFAULT_STATIC_MODEL: &str = "tokenlearn-static-64d";
+
 /// The environment variable naming the model cache directory.
 pub const MODELS_DIR_ENV: &str = "REMEMBERSTACK_MODELS_DIR";
 
@@ -103,7 +108,7 @@ pub fn offline() -> bool {
 }
 
 /// A model name usable as one directory name (no separators, no dot-only names).
-fn check_name(name: &str) -> Result<(), ProviderError> {
+pub(crate) fn check_name(name: &str) -> Result<(), ProviderError> {
     let ok = !name.is_empty()
         && name.len() <= 100
         && name != "."

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// anchor_period = 6
 ///
 /// [embedder]
-/// provider = "openai"            # or "hashing" (the default), or "local" with model_dir
+/// provider = "openai"            # or "hashing", "local" (the default) or "static", with model_dir
 /// base_url = "http://localhost:11434/v1"
 /// model = "nomic-embed-text"
 /// dimension = 768
@@ -176,9 +176,16 @@ impl Config {
                     model: var("REMEMBERSTACK_EMBEDDER_MODEL"),
                 };
             }
+            Some("static") => {
+                self.embedder = EmbedderConfig::Static {
+                    model_dir: var("REMEMBERSTACK_EMBEDDER_MODEL_DIR").map(PathBuf::from),
+                    model: var("REMEMBERSTACK_EMBEDDER_MODEL"),
+                };
+            }
             Some(other) => {
                 return Err(config_err(format!(
-                    "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing`, `openai` or `local`"
+                    "REMEMBERSTACK_EMBEDDER=`{other}`: use `hashing`, `openai`, `local` or \
+                     `static`"
                 )));
             }
         }
@@ -474,5 +481,36 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::Config);
         assert!(err.to_string().contains("`local`"), "{err}");
+    }
+
+    #[test]
+    fn static_embedder_from_toml_and_env() {
+        let c = Config::from_toml_str(
+            "[embedder]\nprovider = \"static\"\nmodel_dir = \"/models/tokenlearn-static-64d\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.embedder,
+            EmbedderConfig::static_dir("/models/tokenlearn-static-64d")
+        );
+        let mut c = Config::default();
+        let env: HashMap<&str, &str> = [
+            ("REMEMBERSTACK_EMBEDDER", "static"),
+            ("REMEMBERSTACK_EMBEDDER_MODEL_DIR", "/m/static"),
+        ]
+        .into_iter()
+        .collect();
+        c.apply_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(c.embedder, EmbedderConfig::static_dir("/m/static"));
+        let mut c = Config::default();
+        c.apply_env(|k| (k == "REMEMBERSTACK_EMBEDDER").then(|| "static".to_string()))
+            .unwrap();
+        assert_eq!(
+            c.embedder,
+            EmbedderConfig::Static {
+                model_dir: None,
+                model: None
+            }
+        );
     }
 }

@@ -83,6 +83,9 @@ pub use rememberstack_core::{Error, ErrorCode, Result};
 /// The in-process sentence-embedding model (feature `local-embedder`).
 #[cfg(feature = "local-embedder")]
 pub use rememberstack_llm::LocalEmbedder;
+/// The static (model2vec-style) embedding table (feature `static-embedder`).
+#[cfg(feature = "static-embedder")]
+pub use rememberstack_llm::StaticEmbedder;
 pub use rememberstack_llm::{
     ChatConfig, ChatSeats, EmbedderConfig, HashingEmbedder, OpenAiChatConfig, OpenAiChatModel,
     OpenAiEmbedder, OpenAiEmbedderConfig, ScriptedChatModel,
