@@ -25,6 +25,7 @@ mod facts;
 mod keys;
 mod lifecycle;
 mod primitives;
+mod query_vectors;
 mod search;
 
 pub use context::{
@@ -501,6 +502,8 @@ pub struct Engine {
     /// The store's secret that signs continuation cursors, so a client cannot
     /// forge one (e.g. to ask the channels for an arbitrary depth).
     cursor_key: Arc<[u8; 32]>,
+    /// Recent queries' vectors: the searches of one operation share one embedding.
+    query_vectors: Arc<query_vectors::QueryVectors>,
 }
 
 /// Read-side aggregates (freshness, vector coverage) per namespace and key, each
@@ -602,6 +605,7 @@ impl Engine {
             locks: Arc::default(),
             bootstrapped: Arc::default(),
             aggregates: Arc::default(),
+            query_vectors: Arc::default(),
             resumed: Arc::default(),
             cursor_key: Arc::new([0; 32]),
         };

@@ -79,18 +79,24 @@ impl Engine {
     }
 
     /// Embed the query, or say why the semantic channel cannot run.
+    /// The query's vector, embedded once for all the searches that ask for it
+    /// (see [`super::query_vectors`]).
     pub(super) async fn query_vector(&self, query: &str) -> std::result::Result<Vec<f32>, String> {
-        match self
-            .embedder
-            .embed(&[query.to_string()], EmbedPurpose::Query)
-            .await
-        {
-            Ok(mut v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => {
-                Ok(v.remove(0))
+        let embed = || async {
+            match self
+                .embedder
+                .embed(&[query.to_string()], EmbedPurpose::Query)
+                .await
+            {
+                Ok(mut v) if v.len() == 1 && v[0].len() == self.embedder.identity().dimension => {
+                    Ok(v.remove(0))
+                }
+                Ok(_) => Err("the embedder returned a malformed query vector".into()),
+                Err(e) => Err(e.to_string()),
             }
-            Ok(_) => Err("the embedder returned a malformed query vector".into()),
-            Err(e) => Err(e.to_string()),
-        }
+        };
+        let v = self.query_vectors.get_or_embed(query, embed).await?;
+        Ok(v.as_ref().clone())
     }
 
     /// Run both channels. `lexical` and `semantic` are the store calls for the target.
