@@ -617,6 +617,12 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Forget the kept query vectors, so the next operation embeds its query as a
+    /// question never asked before would (benchmarks time first questions).
+    pub fn clear_query_vectors(&self) {
+        self.query_vectors.clear();
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn MemoryStore> {
         &self.store

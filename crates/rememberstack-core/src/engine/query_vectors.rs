@@ -54,6 +54,13 @@ impl QueryVectors {
             .cloned()
     }
 
+    /// Forget every kept vector (queries being embedded finish for their waiters).
+    pub(crate) fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.slots.clear();
+        inner.order.clear();
+    }
+
     fn slot(&self, query: &str) -> Slot {
         // A poisoned lock only means another caller panicked mid-insert: the map
         // itself is always consistent, so keep using it.
@@ -138,5 +145,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(*again, vec![0.25]);
+        cache.clear();
+        assert_eq!(cache.len(), 0);
+        let fresh = cache
+            .get_or_embed("q", || async { Ok(vec![0.75]) })
+            .await
+            .unwrap();
+        assert_eq!(*fresh, vec![0.75]);
     }
 }

@@ -1302,3 +1302,72 @@ async fn a_question_about_nothing_ingested_is_no_relevant_memory() {
         assert_eq!(err.code(), rememberstack::ErrorCode::Config, "{}", h.kind);
     }
 }
+
+/// The hashing embedder, counting the query embeddings it is asked for.
+#[derive(Debug, Default)]
+struct CountingQueries {
+    inner: rememberstack::HashingEmbedder,
+    queries: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl rememberstack::embed::Embedder for CountingQueries {
+    fn identity(&self) -> &rememberstack::embed::EmbedderIdentity {
+        self.inner.identity()
+    }
+    async fn embed(
+        &self,
+        texts: &[String],
+        purpose: rememberstack::embed::EmbedPurpose,
+    ) -> Result<Vec<Vec<f32>>, rememberstack::embed::ProviderError> {
+        if purpose == rememberstack::embed::EmbedPurpose::Query {
+            self.queries
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.embed(texts, purpose).await
+    }
+}
+
+/// `combined_context` searches claims, chunks and facts: the query is embedded once
+/// for all of them (a CPU model spends most of an operation embedding), and a new
+/// query is embedded anew.
+#[tokio::test]
+async fn an_operation_embeds_its_query_once() {
+    for h in stores().await {
+        let counting = Arc::new(CountingQueries::default());
+        let memory = h
+            .memory_with(
+                test_config(),
+                Some(counting.clone() as Arc<dyn rememberstack::embed::Embedder>),
+                None,
+            )
+            .await;
+        ingest(
+            &memory,
+            "boats",
+            "# Boats\n\nMarta navigates the boat at night. The harbour closes at six.\n",
+            "2026-01-01T00:00:00Z",
+        )
+        .await;
+        let count = || counting.queries.load(std::sync::atomic::Ordering::SeqCst);
+        let before = count();
+        let bundle = memory
+            .combined_context(CombinedContextInput {
+                query: "Who navigates the boat?".into(),
+                entity_ids: None,
+                temporal_scope: None,
+            })
+            .await
+            .unwrap();
+        assert!(!bundle.claims_and_sources.results.is_empty(), "{}", h.kind);
+        assert_eq!(count() - before, 1, "{}", h.kind);
+        memory
+            .claims_and_sources_context(ClaimsAndSourcesInput {
+                query: "When does the harbour close?".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(count() - before, 2, "{}", h.kind);
+    }
+}
