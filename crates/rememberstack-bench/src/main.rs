@@ -123,7 +123,8 @@ struct LocomoArgs {
     #[arg(long, value_enum)]
     embedder: Option<EmbedderArg>,
     /// The local model directory (config.json, tokenizer.json, model.safetensors) for
-    /// `--embedder local` (default: the cached default model).
+    /// `--embedder local` or `--embedder static` (default: the cached default model of
+    /// that kind).
     #[arg(long, env = "REMEMBERSTACK_EMBEDDER_MODEL_DIR")]
     model_dir: Option<PathBuf>,
     /// How each search fuses its semantic and lexical lists (default: the
