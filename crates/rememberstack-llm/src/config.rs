@@ -75,8 +75,8 @@ pub enum EmbedderConfig {
     /// `static-embedder`): the weighted mean of token vectors, no neural network.
     /// With `model_dir` the model is loaded from that directory; without it, the
     /// model named `model` (default [`crate::models::DEFAULT_STATIC_MODEL`]) from the
-    /// model cache, where `scripts/fetch-static-model.sh` puts it. It is never
-    /// downloaded on first use and nothing stands in for it: a missing or broken
+    /// model cache, where `scripts/fetch-model.sh tokenlearn-static-64d` puts it. It is
+    /// never downloaded on first use and nothing stands in for it: a missing or broken
     /// model is a configuration error.
     Static {
         /// The directory holding `tokenizer.json`, `model.safetensors` and,
@@ -367,9 +367,10 @@ fn cached_static_dir(
     let dir = cache.join(name);
     if !dir.is_dir() {
         return Err(ProviderError::Config(format!(
-            "static model `{name}` is not in {}: run `scripts/fetch-static-model.sh`, \
-             `remember models import DIR --name {name}`, or set `model_dir`",
-            cache.display()
+            "static model `{name}` is not in {}: `scripts/fetch-model.sh {}` installs the \
+             default one; `remember models import DIR --name {name}` another, or set `model_dir`",
+            cache.display(),
+            models::DEFAULT_STATIC_MODEL
         )));
     }
     Ok(dir)
@@ -566,7 +567,10 @@ mod tests {
             }
         };
         let m = config_error(&named("potion-base-8M"), &env);
-        assert!(m.contains("scripts/fetch-static-model.sh"), "{m}");
+        assert!(
+            m.contains("scripts/fetch-model.sh tokenlearn-static-64d"),
+            "{m}"
+        );
         let m = config_error(&named("../escape"), &env);
         assert!(m.contains("is not a model name"), "{m}");
         let m = config_error(&from_cache, &|_: &str| Err(VarError::NotPresent));

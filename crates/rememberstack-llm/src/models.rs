@@ -22,7 +22,7 @@ use rememberstack_core::embed::ProviderError;
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
 
 /// The static model `provider = "static"` takes from the cache when no directory is
-/// set (`scripts/fetch-static-model.sh` installs it): tokenlearn-static-model's
+/// set (`scripts/fetch-model.sh tokenlearn-static-64d` installs it): tokenlearn-static-model's
 /// 64-dimension table.
 pub const DEFAULT_STATIC_MODEL: &str = "tokenlearn-static-64d";
 
