@@ -5,9 +5,10 @@
 //! directory. Vectors are the attention-masked mean of the last hidden states,
 //! L2-normalized — the sentence-transformers recipe for these models.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
@@ -42,9 +43,15 @@ const WHO: &str = "local embedder";
 ///
 /// Embedding pads each batch to its longest text and pools with the attention mask,
 /// so a text gets the same vector alone or in any batch (the tokenizer's own padding
-/// setting is switched off). Inference runs on a blocking thread
-/// ([`tokio::task::spawn_blocking`]); texts are grouped by length into batches of at
-/// most [`LocalEmbedder::DEFAULT_MAX_BATCH`].
+/// setting is switched off). Texts are grouped by length into batches of at most
+/// [`LocalEmbedder::DEFAULT_MAX_BATCH`].
+///
+/// Inference runs on the embedder's own thread, started by [`LocalEmbedder::load`],
+/// which also starts the tokenizer's and the tensor library's worker pools from there.
+/// The embedded store pins its pipeline to one CPU (see the core's `affinity`
+/// module), and threads inherit their creator's CPU set: had the pools started from
+/// the pipeline, the whole model would run on that one CPU beside the SQLite writer.
+/// Query embeddings go before waiting document batches.
 ///
 /// The identity is `local/<directory name>/d<hidden_size>/v1-<sha256>`, the last part
 /// twelve hex digits of a SHA-256 over the bytes of the files that shape the vectors:
@@ -57,9 +64,10 @@ pub struct LocalEmbedder {
     max_tokens: usize,
     files_sha256: String,
     inner: Arc<Inner>,
+    worker: Arc<Worker>,
 }
 
-/// The loaded model, shared with the blocking inference threads.
+/// The loaded model, owned by the inference thread.
 struct Inner {
     model: BertModel,
     tokenizer: Tokenizer,
@@ -177,6 +185,15 @@ impl LocalEmbedder {
         drop(weights);
 
         let files_sha256 = hex_digest(hasher);
+        let inner = Arc::new(Inner {
+            model,
+            tokenizer,
+            pad_id,
+            max_batch: Self::DEFAULT_MAX_BATCH,
+            dimension: config.hidden_size,
+        });
+        let worker = Worker::start(Arc::clone(&inner))
+            .map_err(|e| files.err(format!("cannot start the inference thread: {e}")))?;
         let model_name = files.model_name("bert");
         let identity = EmbedderIdentity {
             provider: Self::PROVIDER.to_owned(),
@@ -194,13 +211,8 @@ impl LocalEmbedder {
             model_dir: model_dir.to_path_buf(),
             max_tokens,
             files_sha256,
-            inner: Arc::new(Inner {
-                model,
-                tokenizer,
-                pad_id,
-                max_batch: Self::DEFAULT_MAX_BATCH,
-                dimension: config.hidden_size,
-            }),
+            inner,
+            worker: Arc::new(worker),
         })
     }
 
@@ -254,16 +266,106 @@ impl Embedder for LocalEmbedder {
     async fn embed(
         &self,
         texts: &[String],
-        _purpose: EmbedPurpose,
+        purpose: EmbedPurpose,
     ) -> Result<Vec<Vec<f32>>, ProviderError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let inner = Arc::clone(&self.inner);
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed_blocking(texts))
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.worker.submit(
+            Job {
+                texts: texts.to_vec(),
+                reply,
+            },
+            purpose == EmbedPurpose::Query,
+        );
+        answer
             .await
-            .map_err(|e| inference_err(format!("the inference thread failed: {e}")))?
+            .map_err(|_| inference_err("the inference thread stopped"))?
+    }
+}
+
+/// One embedding request for the inference thread.
+struct Job {
+    texts: Vec<String>,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, ProviderError>>,
+}
+
+/// The waiting jobs: queries first, then documents, each in arrival order.
+#[derive(Default)]
+struct Jobs {
+    queries: VecDeque<Job>,
+    documents: VecDeque<Job>,
+    closed: bool,
+}
+
+/// The inference thread's queue. Dropping the last embedder handle closes it, and
+/// the thread ends after the jobs already queued.
+struct Worker {
+    jobs: Arc<(Mutex<Jobs>, Condvar)>,
+}
+
+impl Worker {
+    /// Starts the inference thread from the loading thread (the configuration loads
+    /// the model outside any pipeline). Its first job embeds one short text, so that
+    /// the worker pools start from it before any pipeline asks.
+    fn start(inner: Arc<Inner>) -> std::io::Result<Self> {
+        let jobs: Arc<(Mutex<Jobs>, Condvar)> = Arc::default();
+        let queue = Arc::clone(&jobs);
+        std::thread::Builder::new()
+            .name("rememberstack-embed".into())
+            .spawn(move || {
+                let _ = inner.embed_blocking(vec!["warm up".to_owned()]);
+                while let Some(job) = next_job(&queue) {
+                    let texts = job.texts;
+                    // A panic in the model answers this job with an error and keeps
+                    // the thread serving the next ones.
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        inner.embed_blocking(texts)
+                    }))
+                    .unwrap_or_else(|_| Err(inference_err("the model panicked")));
+                    let _ = job.reply.send(out);
+                }
+            })?;
+        Ok(Self { jobs })
+    }
+
+    fn submit(&self, job: Job, urgent: bool) {
+        let (lock, ready) = &*self.jobs;
+        let mut jobs = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if urgent {
+            jobs.queries.push_back(job);
+        } else {
+            jobs.documents.push_back(job);
+        }
+        ready.notify_one();
+    }
+}
+
+/// Waits for the next job; `None` once the queue is closed and empty.
+fn next_job(queue: &(Mutex<Jobs>, Condvar)) -> Option<Job> {
+    let (lock, ready) = queue;
+    let mut jobs = lock.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(job) = jobs
+            .queries
+            .pop_front()
+            .or_else(|| jobs.documents.pop_front())
+        {
+            return Some(job);
+        }
+        if jobs.closed {
+            return None;
+        }
+        jobs = ready.wait(jobs).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let (lock, ready) = &*self.jobs;
+        lock.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        ready.notify_all();
     }
 }
 

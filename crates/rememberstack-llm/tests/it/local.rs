@@ -351,3 +351,63 @@ async fn first_use_downloads_the_model_into_the_cache_once() {
     assert_eq!(again.embedder.identity(), r.embedder.identity());
     hub.verify().await;
 }
+
+/// Inference runs on the embedder's own thread, started at load: a caller pinned to
+/// one CPU, as the embedded store's pipeline is, does not pin the model. Afterwards
+/// every thread of the process (the inference thread and the worker pools it
+/// started) may run on every CPU the process may.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_pinned_caller_does_not_pin_the_model() {
+    fn allowed(status: &str) -> Option<String> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_owned())
+    }
+    let e = load();
+    let (vectors, pinned_cpus) = std::thread::spawn(move || {
+        rememberstack_core::affinity::pin_to_pipeline_cpu();
+        let here = allowed(&std::fs::read_to_string("/proc/thread-self/status").unwrap());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let texts: Vec<String> = (0..64)
+            .map(|i| format!("A pinned caller asks for vector number {i} of a long batch."))
+            .collect();
+        let v = rt
+            .block_on(e.embed(&texts, EmbedPurpose::Document))
+            .unwrap();
+        (v, here)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(vectors.len(), 64);
+    let process = allowed(&std::fs::read_to_string("/proc/self/status").unwrap()).unwrap();
+    if rememberstack_core::affinity::pipeline_cpu().is_some() {
+        assert_ne!(
+            pinned_cpus.as_deref(),
+            Some(process.as_str()),
+            "the caller was pinned"
+        );
+    }
+    let mut inference_threads = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(dir.join("comm")),
+            std::fs::read_to_string(dir.join("status")),
+        ) else {
+            continue; // the thread ended meanwhile
+        };
+        inference_threads += usize::from(comm.trim() == "rememberstack-e");
+        assert_eq!(
+            allowed(&status).as_deref(),
+            Some(process.as_str()),
+            "thread {} may not run on every CPU",
+            comm.trim()
+        );
+    }
+    assert!(inference_threads >= 1, "no inference thread");
+}
