@@ -63,7 +63,7 @@ pub struct LocalEmbedder {
     model_dir: PathBuf,
     max_tokens: usize,
     files_sha256: String,
-    inner: Arc<Inner>,
+    max_batch: usize,
     worker: Arc<Worker>,
 }
 
@@ -192,7 +192,7 @@ impl LocalEmbedder {
             max_batch: Self::DEFAULT_MAX_BATCH,
             dimension: config.hidden_size,
         });
-        let worker = Worker::start(Arc::clone(&inner))
+        let worker = Worker::start(inner)
             .map_err(|e| files.err(format!("cannot start the inference thread: {e}")))?;
         let model_name = files.model_name("bert");
         let identity = EmbedderIdentity {
@@ -211,7 +211,7 @@ impl LocalEmbedder {
             model_dir: model_dir.to_path_buf(),
             max_tokens,
             files_sha256,
-            inner,
+            max_batch: Self::DEFAULT_MAX_BATCH,
             worker: Arc::new(worker),
         })
     }
@@ -244,7 +244,7 @@ impl fmt::Debug for LocalEmbedder {
             .field("identity", &self.identity)
             .field("model_dir", &self.model_dir)
             .field("max_tokens", &self.max_tokens)
-            .field("max_batch", &self.inner.max_batch)
+            .field("max_batch", &self.max_batch)
             .finish_non_exhaustive()
     }
 }
@@ -260,7 +260,7 @@ impl Embedder for LocalEmbedder {
     }
 
     fn max_batch(&self) -> usize {
-        self.inner.max_batch
+        self.max_batch
     }
 
     async fn embed(
@@ -315,16 +315,18 @@ impl Worker {
         std::thread::Builder::new()
             .name("rememberstack-embed".into())
             .spawn(move || {
-                let _ = inner.embed_blocking(vec!["warm up".to_owned()]);
-                while let Some(job) = next_job(&queue) {
-                    let texts = job.texts;
-                    // A panic in the model answers this job with an error and keeps
-                    // the thread serving the next ones.
-                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // A panic in the model answers its job with an error and keeps the
+                // thread serving the next ones (a dead thread would leave every later
+                // caller waiting).
+                let run = |texts: Vec<String>| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         inner.embed_blocking(texts)
                     }))
-                    .unwrap_or_else(|_| Err(inference_err("the model panicked")));
-                    let _ = job.reply.send(out);
+                    .unwrap_or_else(|_| Err(inference_err("the model panicked")))
+                };
+                let _ = run(vec!["warm up".to_owned()]);
+                while let Some(job) = next_job(&queue) {
+                    let _ = job.reply.send(run(job.texts));
                 }
             })?;
         Ok(Self { jobs })
