@@ -8,8 +8,13 @@
 //!
 //! `scale` builds a store of about N claims from a deterministic synthetic corpus
 //! and measures ingest throughput, operation latency, peak memory and bytes on disk.
+//!
+//! `knowledge` scores the offline knowledge pipeline (entities, current facts,
+//! supersession, contradictions, pronouns) on an original gold set, and optionally
+//! on the `scale` cast and three LoCoMo conversations.
 
 mod baselines;
+mod knowledge;
 mod load;
 mod scale;
 mod score;
@@ -53,6 +58,52 @@ enum Command {
     /// clients mixing context operations and writes for D seconds; throughput and
     /// p50/p95/p99 per route.
     Load(LoadArgs),
+    /// Entity precision/recall, current-fact accuracy, supersession, contradictions and
+    /// pronoun resolution on the original gold set (`fixtures/knowledge`); optionally
+    /// the LoCoMo common-word check and the `scale` cast's current facts.
+    Knowledge(KnowledgeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct KnowledgeArgs {
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
+    store: StoreArg,
+    /// The embedded store's file (default: a temporary one; it must be new), or the
+    /// PostgreSQL URL (default: $DATABASE_URL; the run uses a fresh schema, dropped
+    /// after it).
+    #[arg(long)]
+    db: Option<String>,
+    /// The gold set: every `*.json` file of this directory.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/knowledge"))]
+    data_dir: PathBuf,
+    /// The LoCoMo JSON file: also ingest three of its conversations and count the
+    /// entities whose name begins with a common English word.
+    #[arg(long)]
+    locomo: Option<PathBuf>,
+    /// The LoCoMo conversations of that check (default: conv-26, conv-30, conv-41).
+    #[arg(long, value_delimiter = ',')]
+    locomo_conversations: Vec<String>,
+    /// Also build the `scale` generator's corpus of about this many claims and score
+    /// its cast's current employers and cities.
+    #[arg(long)]
+    scale_claims: Option<usize>,
+    /// Most current-fact questions asked of the scale cast.
+    #[arg(long, default_value_t = 400)]
+    scale_questions: usize,
+    /// The scale corpus seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The embedder (the hashing embedder is the fastest; facts_context's semantic
+    /// channel uses it).
+    #[arg(long, value_enum, default_value_t = EmbedderArg::Hashing)]
+    embedder: EmbedderArg,
+    /// The model directory of `--embedder local|static`.
+    #[arg(long, env = "REMEMBERSTACK_EMBEDDER_MODEL_DIR")]
+    model_dir: Option<PathBuf>,
+    /// Where to write `knowledge.json` and `knowledge.md`.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -294,6 +345,7 @@ async fn main() -> Result<()> {
         Command::Locomo(a) => locomo(a).await,
         Command::Scale(a) => scale::run(a).await.map(|_| ()),
         Command::Load(a) => load::run(a).await.map(|_| ()),
+        Command::Knowledge(a) => knowledge::run(a).await.map(|_| ()),
     }
 }
 

@@ -11,7 +11,9 @@
 //!   Oslo.`); the normalizer reads `works_for` and `located_in` from them;
 //! * **changes over time** — a later session or note moves someone or changes their
 //!   job (`I moved to Lisbon last month.`, `… left Acme and joined Globex in March
-//!   2024.`), so a newer fact replaces an older one;
+//!   2024.`), so a newer fact replaces an older one (each [`Person`] keeps their
+//!   current employer and city, the ones they left, and whether a wrong directory
+//!   entry contradicted the current one: the ground truth `knowledge` scores);
 //! * **contradictions** — a directory note that disagrees with what its subject
 //!   said (an unmarked wrong city or employer);
 //! * **dated events** — absolute (`On 3 May 2023, Alice Moreno ran a marathon in
@@ -102,8 +104,9 @@ const LAST_NAMES: &[&str] = &[
     "Yadav", "Zimmermann", "Achebe",
 ];
 
+/// The organisations people work for.
 #[rustfmt::skip]
-const ORGS: &[&str] = &[
+pub const ORGS: &[&str] = &[
     "Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Soylent", "Cyberdyne",
     "Tyrell", "Wonka", "Aperture", "Monarch", "Pied Piper", "Stark Industries",
     "Wayne Enterprises", "Oscorp", "Massive Dynamic", "Dunder Mifflin", "Nakatomi",
@@ -113,8 +116,9 @@ const ORGS: &[&str] = &[
     "Relecloud", "VanArsdel", "Bellows College", "Southridge Video",
 ];
 
+/// The places people live in.
 #[rustfmt::skip]
-const CITIES: &[&str] = &[
+pub const CITIES: &[&str] = &[
     "Lisbon", "Oslo", "Prague", "Boston", "Kyoto", "Nairobi", "Lima", "Porto", "Dublin",
     "Vienna", "Krakow", "Seville", "Montreal", "Melbourne", "Osaka", "Accra", "Bogota", "Hanoi",
     "Tbilisi", "Valencia", "Lyon", "Gdansk", "Bergen", "Tallinn", "Riga", "Ljubljana", "Zagreb",
@@ -224,6 +228,15 @@ pub struct Person {
     pub stated_employer: bool,
     /// Whether their city has been stated.
     pub stated_city: bool,
+    /// Employers they left, oldest first (what a stale answer names).
+    pub former_employers: Vec<usize>,
+    /// Cities they moved away from, oldest first.
+    pub former_cities: Vec<usize>,
+    /// Whether a directory entry named a wrong employer since their last job change
+    /// (a contradiction the corpus leaves standing).
+    pub contested_employer: bool,
+    /// Whether a directory entry named a wrong city since their last move.
+    pub contested_city: bool,
 }
 
 impl Person {
@@ -340,6 +353,10 @@ impl Generator {
                 mentioned: false,
                 stated_employer: false,
                 stated_city: false,
+                former_employers: Vec::new(),
+                former_cities: Vec::new(),
+                contested_employer: false,
+                contested_city: false,
             })
             .collect();
         // About eight claims per item; four years of items.
@@ -397,6 +414,24 @@ impl Generator {
     fn other_index(&mut self, n: usize, not: usize) -> usize {
         let i = self.rng.below(n - 1);
         if i >= not { i + 1 } else { i }
+    }
+
+    /// `p` moves to `city` (said in the item being written).
+    fn moved(&mut self, p: usize, city: usize) {
+        let person = &mut self.people[p];
+        person.former_cities.push(person.city);
+        person.city = city;
+        person.stated_city = true;
+        person.contested_city = false;
+    }
+
+    /// `p` changes job to `org` (said in the item being written).
+    fn changed_job(&mut self, p: usize, org: usize) {
+        let person = &mut self.people[p];
+        person.former_employers.push(person.employer);
+        person.employer = org;
+        person.stated_employer = true;
+        person.contested_employer = false;
     }
 
     fn date_words(d: DateTime<Utc>) -> String {
@@ -561,16 +596,14 @@ impl Generator {
             0..=3 => {
                 self.counts.changes += 1;
                 let city = self.other_index(CITIES.len(), self.people[me].city);
-                self.people[me].city = city;
-                self.people[me].stated_city = true;
+                self.moved(me, city);
                 format!("I moved to {} last month.", CITIES[city])
             }
             4..=7 => {
                 self.counts.changes += 1;
                 let old = self.people[me].employer;
                 let new = self.other_index(ORGS.len(), old);
-                self.people[me].employer = new;
-                self.people[me].stated_employer = true;
+                self.changed_job(me, new);
                 if self.rng.chance(50) {
                     format!("I joined {} last week.", ORGS[new])
                 } else {
@@ -645,11 +678,13 @@ impl Generator {
                 }
                 let (org, city) = if wrong {
                     if self.rng.chance(50) {
+                        self.people[p].contested_employer = true;
                         (
                             self.other_index(ORGS.len(), self.people[p].employer),
                             self.people[p].city,
                         )
                     } else {
+                        self.people[p].contested_city = true;
                         (
                             self.people[p].employer,
                             self.other_index(CITIES.len(), self.people[p].city),
@@ -677,15 +712,13 @@ impl Generator {
                     0..=3 => {
                         self.counts.changes += 1;
                         let new = self.other_index(ORGS.len(), self.people[p].employer);
-                        self.people[p].employer = new;
-                        self.people[p].stated_employer = true;
+                        self.changed_job(p, new);
                         format!("{name} joined {} in {when}. Welcome aboard!", ORGS[new])
                     }
                     4..=7 => {
                         self.counts.changes += 1;
                         let new = self.other_index(CITIES.len(), self.people[p].city);
-                        self.people[p].city = new;
-                        self.people[p].stated_city = true;
+                        self.moved(p, new);
                         format!("{name} moved to {} in {when}.", CITIES[new])
                     }
                     _ => {
@@ -913,6 +946,43 @@ mod tests {
             "?",
         ] {
             assert!(all.contains(needle), "no `{needle}` in the corpus");
+        }
+    }
+
+    #[test]
+    fn the_cast_records_what_changed() {
+        let mut g = Generator::new(5, 30, 300);
+        let all = (0..300)
+            .map(|_| serde_json::to_string(&g.next_item()).unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let people = g.people();
+        let changed: Vec<&Person> = people
+            .iter()
+            .filter(|p| !p.former_employers.is_empty())
+            .collect();
+        assert!(!changed.is_empty(), "no job change in 300 items");
+        assert!(people.iter().any(|p| !p.former_cities.is_empty()));
+        assert!(
+            people
+                .iter()
+                .any(|p| p.contested_employer || p.contested_city)
+        );
+        for p in changed {
+            // The latest change replaced the last former employer, and the corpus
+            // says where they went.
+            assert_ne!(p.former_employers.last(), Some(&p.employer), "{}", p.name());
+            assert!(p.stated_employer);
+            assert!(
+                all.contains(&format!("joined {}", ORGS[p.employer])),
+                "{}: no `joined {}`",
+                p.name(),
+                ORGS[p.employer]
+            );
+        }
+        for p in people.iter().filter(|p| !p.former_cities.is_empty()) {
+            assert_ne!(p.former_cities.last(), Some(&p.city), "{}", p.name());
+            assert!(all.contains(&format!("moved to {}", CITIES[p.city])));
         }
     }
 
