@@ -213,6 +213,11 @@ export interface ClaimResult {
   extractor_version: string
   /** Whether the claim is current testimony. */
   is_current: boolean
+  /**
+   * Whether the claim opens with a third-person pronoun the extractor could
+   * not resolve (`She moved to Oslo.`): read it with its source.
+   */
+  needs_context?: boolean
   /** Scores. */
   scores: Scores
   /** Lineage key: source kind. */

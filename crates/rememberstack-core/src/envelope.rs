@@ -428,6 +428,10 @@ pub struct ClaimResult {
     pub extractor_version: String,
     /// Whether the claim is current testimony.
     pub is_current: bool,
+    /// Whether the claim opens with a third-person pronoun the extractor could
+    /// not resolve (`She moved to Oslo.`): read it with its source.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_context: bool,
     /// Scores.
     pub scores: Scores,
 }

@@ -1459,6 +1459,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         lemma: &str,
     ) -> Result<Vec<DocumentBinding>>;
+    /// Every binding row of one document, of every lemma, in insertion order: the
+    /// names the document already resolved (what a short form may abbreviate).
+    async fn document_entity_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DocumentBinding>>;
     /// The blocking results of several queries of one namespace, in the order asked
     /// (each as [`MemoryStore::block_entities`] gives it).
     async fn block_entities_many(&self, queries: &[BlockingQuery]) -> Result<Vec<BlockingResult>> {

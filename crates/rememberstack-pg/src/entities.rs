@@ -573,6 +573,32 @@ impl PgStore {
             .collect()
     }
 
+    pub(crate) async fn document_entity_bindings_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DocumentBinding>> {
+        let rows = sqlx::query(
+            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+             WHERE namespace_id = $1 AND document_id = $2 ORDER BY seq",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DocumentBinding {
+                    document_id: id_col(r, "document_id")?,
+                    lemma: col(r, "lemma")?,
+                    entity_id: id_col(r, "entity_id")?,
+                    anchor: opt_id_col(r, "anchor_decision_id")?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn document_bindings_impl(
         &self,
         ns: NamespaceId,

@@ -1060,6 +1060,14 @@ impl MemoryStore for PgStore {
         self.document_bindings_impl(ns, doc, lemma).await
     }
 
+    async fn document_entity_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DocumentBinding>> {
+        self.document_entity_bindings_impl(ns, doc).await
+    }
+
     async fn resolution_decision(
         &self,
         ns: NamespaceId,

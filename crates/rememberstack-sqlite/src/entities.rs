@@ -967,6 +967,32 @@ impl SqliteStore {
             .collect()
     }
 
+    pub(crate) async fn document_entity_bindings_impl(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DocumentBinding>> {
+        let rows = sqlx::query(
+            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+             WHERE namespace_id = ? AND document_id = ? ORDER BY rowid",
+        )
+        .bind(ns.to_string())
+        .bind(doc.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DocumentBinding {
+                    document_id: parse_id(&r.get::<String, _>("document_id"))?,
+                    lemma: r.get("lemma"),
+                    entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
+                    anchor: opt_id(r, "anchor_decision_id")?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn document_bindings_impl(
         &self,
         ns: NamespaceId,

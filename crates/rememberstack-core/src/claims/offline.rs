@@ -56,7 +56,15 @@
 //! 2. `S said: <sentence>`.
 //! 3. The sentence with its dates resolved; 4. the passage verbatim.
 //!
-//! Passages outside turns use 3, then 4. `added_context` lists each inserted
+//! Passages outside turns use 3, then 4; a document sentence that opens with
+//! `He`, `She`, `His`, `Her`, `It`, `Its`, `They` or `Their` first tries that
+//! pronoun replaced by its antecedent: the nearest earlier passage of the same
+//! section (at most three back) that names anything compatible decides, and only
+//! when it names exactly one — a person's name (two or more words, not an
+//! organisation's) for `he`/`she`, an organisation, place or one-word name for
+//! `it`/`they` (`they` only where no person is named). `It` before a form of
+//! *be*, a modal or a weather verb is taken as referring to nothing. Otherwise
+//! the claim keeps the pronoun. `added_context` lists each inserted
 //! substring exactly as it stands in the claim text (`Melanie`, `Melanie's`,
 //! `Melanie is`, `has`, `Melanie said:`, `in 2022`), deduplicated.
 //!
@@ -88,7 +96,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// The offline extractor's component version: bump it when its output changes.
-pub const OFFLINE_EXTRACTOR_VERSION: &str = "offline-extractor-v1";
+pub const OFFLINE_EXTRACTOR_VERSION: &str = "offline-extractor-v2";
 
 // ---------------------------------------------------------------------------
 // Word lists (lowercase, `’` folded to `'`, sorted for binary search)
@@ -869,8 +877,172 @@ fn opens_window(body: &str, mention: &TimeMention) -> bool {
     word.eq_ignore_ascii_case("since")
 }
 
+// ---------------------------------------------------------------------------
+// Third-person pronouns in documents
+// ---------------------------------------------------------------------------
+
+/// What a sentence-initial pronoun can refer to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Referent {
+    /// `He`, `She`, `His`, `Her`: a person's name (two or more words, not an
+    /// organisation's).
+    Person,
+    /// `It`, `Its`: an organisation, a place or a thing (an institutional name,
+    /// or a one-word name).
+    Thing,
+    /// `They`, `Their`: a thing as for `it`, where no person is named.
+    Group,
+}
+
+/// The pronouns resolved: (lowercase word, referent, possessive).
+const THIRD_PERSON: &[(&str, Referent, bool)] = &[
+    ("he", Referent::Person, false),
+    ("she", Referent::Person, false),
+    ("his", Referent::Person, true),
+    ("her", Referent::Person, true),
+    ("it", Referent::Thing, false),
+    ("its", Referent::Thing, true),
+    ("they", Referent::Group, false),
+    ("their", Referent::Group, true),
+];
+
+/// Words after which a sentence-initial `It` refers to nothing (`It is raining`,
+/// `It seems that …`).
+const EXPLETIVE_NEXT: &[&str] = &[
+    "is", "was", "seems", "seemed", "appears", "appeared", "looks", "looked", "feels", "felt",
+    "sounds", "rains", "rained", "snows", "snowed", "takes", "took", "makes", "made", "turns",
+    "turned", "would", "will", "might", "may", "could", "should", "can", "must", "has", "had",
+];
+
+/// A sentence-initial third-person pronoun of `text`: its byte range, what it can
+/// refer to and whether it is possessive. A contraction (`She's`) is none.
+fn leading_pronoun(text: &str) -> Option<(usize, usize, Referent, bool)> {
+    let &(a, b) = word_spans(text).first()?;
+    if !text[..a]
+        .chars()
+        .all(|c| c.is_whitespace() || matches!(c, '"' | '\u{201C}' | '(' | '*' | '-'))
+    {
+        return None;
+    }
+    let word = &text[a..b];
+    if !word.chars().next().is_some_and(char::is_uppercase)
+        || word.contains(is_apostrophe)
+        || text[b..].starts_with(is_apostrophe)
+    {
+        return None;
+    }
+    let key = word.to_lowercase();
+    let &(_, referent, possessive) = THIRD_PERSON.iter().find(|(w, _, _)| *w == key)?;
+    if key == "it" {
+        let next = word_spans(&text[b..])
+            .first()
+            .map(|&(x, y)| text[b + x..b + y].to_lowercase());
+        if next.is_none_or(|n| EXPLETIVE_NEXT.contains(&n.as_str())) {
+            return None;
+        }
+    }
+    Some((a, b, referent, possessive))
+}
+
+/// Whether a claim opens with a third-person pronoun (one the extractor would
+/// have resolved had exactly one antecedent fitted): the claim needs its source's
+/// context to be read.
+pub fn needs_context(text: &str) -> bool {
+    leading_pronoun(text).is_some()
+}
+
+/// What a leading pronoun resolves to.
+#[derive(Debug, PartialEq)]
+enum Antecedent {
+    /// Exactly one compatible name in the nearest passage that names any.
+    Name(String),
+    /// None or several: the claim keeps the pronoun.
+    Unresolved,
+}
+
+/// The antecedent of a leading pronoun of `referent` kind in the passage before
+/// target `k`: the nearest earlier passage of the same section (at most three
+/// back; a heading ends the search) that holds a compatible name decides, and only
+/// when it holds exactly one (`They` also needs no person named there).
+fn antecedent(bundle: &ContextBundle, k: usize, referent: Referent) -> Antecedent {
+    let earlier = bundle.target[..k]
+        .iter()
+        .rev()
+        .chain(bundle.before.iter().rev())
+        .take(3);
+    for p in earlier {
+        if p.turn.is_some() || is_heading(&p.text) {
+            break;
+        }
+        let mut people: Vec<&str> = Vec::new();
+        let mut things: Vec<&str> = Vec::new();
+        for (s, e) in crate::facts::offline::names_in(&p.text) {
+            let name = &p.text[s..e];
+            let words = word_spans(name).len();
+            let list = if !crate::facts::offline::is_institutional(name) && words >= 2 {
+                &mut people
+            } else {
+                &mut things
+            };
+            if !list.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                list.push(name);
+            }
+        }
+        let compatible = match referent {
+            Referent::Person => &people,
+            Referent::Thing | Referent::Group => &things,
+        };
+        if compatible.is_empty() {
+            continue;
+        }
+        let fits = referent != Referent::Group || people.is_empty();
+        return match compatible.as_slice() {
+            [one] if fits => Antecedent::Name((*one).to_string()),
+            _ => Antecedent::Unresolved,
+        };
+    }
+    Antecedent::Unresolved
+}
+
+/// The claim text with a leading pronoun at `a..b` replaced by `name` (`S's` for
+/// a possessive) and its dates resolved.
+fn pronoun_candidate(
+    body: &str,
+    mentions: &[&TimeMention],
+    (a, b): (usize, usize),
+    name: &str,
+    possessive: bool,
+) -> Candidate {
+    let mut bld = Builder::default();
+    bld.src(&body[..a]);
+    if possessive {
+        bld.add(&format!("{name}'s"));
+    } else {
+        bld.add(name);
+    }
+    let rest = &body[b..];
+    let shifted: Vec<TimeMention> = mentions
+        .iter()
+        .filter(|m| m.start >= b)
+        .map(|m| TimeMention {
+            start: m.start - b,
+            end: m.end - b,
+            ..(*m).clone()
+        })
+        .collect();
+    let refs: Vec<&TimeMention> = shifted.iter().collect();
+    bld.resolved(rest, &refs);
+    let (text, adds) = bld.finish(false);
+    Candidate { text, adds }
+}
+
 /// The claim for one kept passage.
-fn passage_claim(union: &Union, p: &Passage, anchor: Option<Timestamp>) -> ClaimDraft {
+fn passage_claim(
+    union: &Union,
+    p: &Passage,
+    anchor: Option<Timestamp>,
+    pronoun: Option<(usize, usize, String, bool)>,
+) -> ClaimDraft {
     let speaker = speaker_of(p);
     let in_turn = speaker.is_some();
     let source = if !in_turn && is_heading(&p.text) {
@@ -897,6 +1069,17 @@ fn passage_claim(union: &Union, p: &Passage, anchor: Option<Timestamp>) -> Claim
             candidates.push(c);
         }
         candidates.push(said_candidate(body, &picked, s));
+    }
+    if let Some((a, b, name, possessive)) = &pronoun
+        && speaker.is_none()
+    {
+        candidates.push(pronoun_candidate(
+            body,
+            &picked,
+            (*a, *b),
+            name,
+            *possessive,
+        ));
     }
     candidates.push(resolved_candidate(body, &picked));
     let renderings = iso_renderings(&validity);
@@ -1078,7 +1261,18 @@ pub fn extract(bundle: &ContextBundle) -> Extraction {
             reason,
         });
         if label != SelectionLabel::Drop {
-            out.claims.push(passage_claim(&union, p, anchor));
+            // A document sentence opening with he/she/it/they (not a turn: a
+            // conversation's pronouns are its speakers').
+            let pronoun = (!in_turn && !bundle.is_conversation)
+                .then(|| leading_pronoun(&p.text))
+                .flatten()
+                .and_then(
+                    |(a, b, referent, possessive)| match antecedent(bundle, k, referent) {
+                        Antecedent::Name(n) => Some((a, b, n, possessive)),
+                        Antecedent::Unresolved => None,
+                    },
+                );
+            out.claims.push(passage_claim(&union, p, anchor, pronoun));
         }
     }
     out
@@ -1516,12 +1710,105 @@ mod tests {
             texts,
             vec![
                 "Acme was founded in 2019 by Ana Ruiz.",
-                "It moved to Lyon in 2022.",
+                // The one organisation of the sentence before.
+                "Acme moved to Lyon in 2022.",
                 "The team has 40 people.",
             ]
         );
+        assert_eq!(x.claims[1].added_context, ["Acme", "in 2022"]);
         assert_eq!(x.claims[0].validity.precision, Precision::Year);
         assert_eq!(x.claims[2].validity.kind, ValidityKind::State);
+    }
+
+    /// The claims of a one-paragraph document, one chunk.
+    fn document_claims(paragraphs: &[&str]) -> Vec<String> {
+        let md = format!("# Notes\n\n{}\n", paragraphs.join("\n\n"));
+        let mut blocks = vec![Block {
+            ordinal: 0,
+            kind: BlockKind::Heading,
+            level: None,
+            start: 0,
+            end: "# Notes".len(),
+            hash: "h0".into(),
+            turn: None,
+        }];
+        for (i, p) in paragraphs.iter().enumerate() {
+            let start = md.find(p).unwrap();
+            blocks.push(Block {
+                ordinal: i as u32 + 1,
+                kind: BlockKind::Paragraph,
+                level: None,
+                start,
+                end: start + p.len(),
+                hash: format!("h{}", i + 1),
+                turn: None,
+            });
+        }
+        let chunks = vec![ChunkSpan {
+            ordinal: 0,
+            section_ordinal: 0,
+            block_start: 0,
+            block_end: blocks.len() as u32,
+            start: 0,
+            end: md.len(),
+        }];
+        let h = DocumentHeader {
+            title: "Notes".into(),
+            source_kind: "markdown".into(),
+            source_time: Some(ts(MONDAY)),
+            file_name: None,
+        };
+        let b = build_bundle(&md, &blocks, &chunks, 0, h, vec!["Notes".into()], 1);
+        let x = extract(&b);
+        assert_grounded(&md, &b, &x);
+        x.claims.into_iter().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn document_pronouns_resolve_to_the_one_compatible_name() {
+        assert_eq!(
+            document_claims(&[
+                "Alice Moreno joined Acme in March 2024. She moved to Oslo in 2025."
+            ]),
+            [
+                "Alice Moreno joined Acme in March 2024.",
+                "Alice Moreno moved to Oslo in 2025."
+            ]
+        );
+        // Possessives, and a paragraph further back when the nearest names nobody.
+        assert_eq!(
+            document_claims(&[
+                "Bruno Keller leads the data team.",
+                "The team grew last year. His office is in Lyon."
+            ])
+            .last()
+            .unwrap(),
+            "Bruno Keller's office is in Lyon."
+        );
+        // Two people: the pronoun stays.
+        assert_eq!(
+            document_claims(&["Alice Moreno met Bruno Keller. She moved to Lyon in 2024."])[1],
+            "She moved to Lyon in 2024."
+        );
+        // `They` where a person is named stays; `It` before `is` refers to nothing.
+        assert_eq!(
+            document_claims(&["Bruno Keller visited Globex. They signed a lease in 2024."])[1],
+            "They signed a lease in 2024."
+        );
+        assert_eq!(
+            document_claims(&["Globex opened in Lyon. It is 40 degrees there in July 2024."])[1],
+            "It is 40 degrees there in July 2024."
+        );
+        // A contraction is not resolved.
+        assert_eq!(
+            document_claims(&["Alice Moreno joined Acme. She's based in Lyon since 2024."])[1],
+            "She's based in Lyon since 2024."
+        );
+        // What stays is flagged as needing its source's context.
+        assert!(needs_context("She liked the plan."));
+        assert!(needs_context("Their office moved."));
+        assert!(!needs_context("Alice Moreno liked the plan."));
+        assert!(!needs_context("It is raining there."));
     }
 
     #[test]

@@ -7,21 +7,22 @@ use crate::chat::{ChatModel, ChatRequest};
 use crate::claims::ValidityKind;
 use crate::embed::cosine;
 use crate::entities::normalize::{
-    Candidate, daitch_mokotoff, lemma, rank_candidates, trigram_code_similarity, trigram_codes,
-    trigrams,
+    Candidate, abbreviates, daitch_mokotoff, lemma, rank_candidates, short_form_of,
+    trigram_code_similarity, trigram_codes, trigrams,
 };
 use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request};
 use crate::entities::*;
 use crate::entities::{BlockingKey, alias_keys, query_keys};
 use crate::facts::adjudicate::{
-    AdjudicationInput, ChatVerdict, adjudication_request, merged_window, offline_verdict,
-    parse_adjudication, statement_codes, supersede_close,
+    AdjudicationInput, ChatVerdict, OfflineVerdict, Said, adjudication_request, has_change_cue,
+    merged_window, offline_decide, offline_verdict, parse_adjudication, statement_codes,
+    supersede_close,
 };
 use crate::facts::normalization::{
     NormalizeInput, NormalizedClaim, normalization_request, parse_normalization,
 };
 use crate::facts::offline::normalize_offline;
-use crate::facts::predicates::{CORE_PREDICATES, render_for_prompt};
+use crate::facts::predicates::{CORE_PREDICATES, Predicate, render_for_prompt};
 use crate::facts::*;
 use std::collections::BTreeSet;
 use tokio::sync::Mutex as AsyncMutex;
@@ -155,6 +156,9 @@ struct Snapshot {
     bindings: Vec<DocumentBinding>,
     excluded: HashSet<(EntityId, EntityId)>,
     fingerprint: String,
+    /// The one longer name of the same document a one-word name abbreviates (its
+    /// entity's root and the longer name's lemma), if exactly one.
+    short_form: Option<(EntityId, String)>,
 }
 
 /// The snapshot of `candidates` with the document's `bindings` of the lemma and the
@@ -194,6 +198,7 @@ fn finish_snapshot(
         bindings,
         excluded,
         fingerprint: crate::hash::sha256_hex(fp.as_bytes()),
+        short_form: None,
     }
 }
 
@@ -641,6 +646,31 @@ impl Engine {
                 .or_default()
                 .push(b);
         }
+        // Every binding of the batch's documents, for the short forms of one-word
+        // names (offline), kept current with the bindings the batch adds.
+        let mut doc_bindings: HashMap<DocumentId, Vec<DocumentBinding>> = HashMap::new();
+        if self.fact_models().resolver.is_none() && refs.iter().any(|r| !r.name_lemma.contains(' '))
+        {
+            let docs: BTreeSet<DocumentId> = refs
+                .iter()
+                .map(|r| plans[r.plan].claim.document_id)
+                .collect();
+            for d in docs {
+                let rows = self.store.document_entity_bindings(ns, d).await?;
+                let unseen: Vec<EntityId> = rows
+                    .iter()
+                    .map(|b| b.entity_id)
+                    .filter(|e| !roots.contains_key(e))
+                    .collect();
+                if !unseen.is_empty() {
+                    let found = self.roots_of(ns, &unseen).await?;
+                    for (id, e) in found {
+                        roots.entry(id).or_insert(e);
+                    }
+                }
+                doc_bindings.insert(d, rows);
+            }
+        }
         let mut covered: HashSet<EntityId> = roots.values().map(|e| e.entity_id).collect();
         covered.extend(bindings.values().flatten().map(|b| b.entity_id));
         let mut exclusions = self
@@ -691,7 +721,17 @@ impl Engine {
             }
             let (candidates, complete) = self.candidates(&r.name_lemma, &block, &roots)?;
             let bound = bindings.get(&pair).cloned().unwrap_or_default();
-            let snap = finish_snapshot(candidates, complete, bound, &exclusions);
+            let mut snap = finish_snapshot(candidates, complete, bound, &exclusions);
+            if !r.name_lemma.contains(' ') {
+                snap.short_form = short_form_of(
+                    &r.name_lemma,
+                    doc_bindings
+                        .get(&plan.claim.document_id)
+                        .into_iter()
+                        .flatten(),
+                    |e| roots.get(&e).map_or(e, |x| x.entity_id),
+                );
+            }
             let verdict = self
                 .decide(
                     &plan.item,
@@ -778,6 +818,9 @@ impl Engine {
                 }
             }
             if let Some(b) = &commit.binding {
+                if let Some(rows) = doc_bindings.get_mut(&b.document_id) {
+                    rows.push(b.clone());
+                }
                 let rows = bindings.entry(pair).or_default();
                 match rows.iter_mut().find(|x| x.entity_id == b.entity_id) {
                     Some(x) => x.anchor = x.anchor.or(b.anchor),
@@ -977,7 +1020,37 @@ impl Engine {
             .chain(bindings.iter().map(|b| b.entity_id))
             .collect();
         let exclusions = self.store.exclusions(ns, &ids).await?;
-        Ok(finish_snapshot(candidates, complete, bindings, &exclusions))
+        let mut snap = finish_snapshot(candidates, complete, bindings, &exclusions);
+        snap.short_form = self.short_form(ns, doc, name_lemma).await?;
+        Ok(snap)
+    }
+
+    /// The one longer name of document `doc` that the one-word `name_lemma`
+    /// abbreviates ([`short_form_of`]), for the offline resolver.
+    async fn short_form(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        name_lemma: &str,
+    ) -> Result<Option<(EntityId, String)>> {
+        if self.fact_models().resolver.is_some() || name_lemma.contains(' ') {
+            return Ok(None);
+        }
+        let bound: Vec<DocumentBinding> = self
+            .store
+            .document_entity_bindings(ns, doc)
+            .await?
+            .into_iter()
+            .filter(|b| abbreviates(name_lemma, &b.lemma))
+            .collect();
+        if bound.is_empty() {
+            return Ok(None);
+        }
+        let ids: Vec<EntityId> = bound.iter().map(|b| b.entity_id).collect();
+        let roots = self.roots_of(ns, &ids).await?;
+        Ok(short_form_of(name_lemma, &bound, |e| {
+            roots.get(&e).map_or(e, |r| r.entity_id)
+        }))
     }
 
     /// The blocking query of a name (its lemma, trigrams and phonetic codes).
@@ -1104,6 +1177,25 @@ impl Engine {
                 "document_id": claim.document_id,
                 "lemma": name_lemma,
                 "anchor_decision": anchor,
+            });
+            return Ok(verdict);
+        }
+        if self.fact_models().resolver.is_none()
+            && snap.bindings.is_empty()
+            && let Some((entity, long)) = &snap.short_form
+        {
+            // Within one document a one-word name is the longer name it abbreviates
+            // (`Alice` after `Alice Moreno`, `Mel` after `Melanie`), when that longer
+            // name is the only one it abbreviates.
+            verdict.tier = "offline_short_form";
+            verdict.entity = Some(*entity);
+            verdict.t3_outcome = "not_run".into();
+            verdict.rationale = format!(
+                "offline resolver: the short form of `{long}`, the one longer name of this document it abbreviates"
+            );
+            verdict.features = serde_json::json!({
+                "policy": "document-short-form",
+                "long_lemma": long,
             });
             return Ok(verdict);
         }
@@ -1648,7 +1740,10 @@ impl Engine {
                 (e, block)
             })
             .collect();
-        let (object_roots, labels) = self.offline_inputs(ns, pending.values().flatten()).await?;
+        let inputs = self.offline_inputs(ns, pending.values().flatten()).await?;
+        let mut said = self
+            .offline_said(ns, blocks.values().flatten().map(|(f, _)| f))
+            .await?;
         let mut commits = Vec::new();
         let mut drained: HashSet<EntityId> = HashSet::new();
         let mut decided: Vec<&WorkItem> = Vec::new();
@@ -1679,8 +1774,8 @@ impl Engine {
                 root,
                 &assertions,
                 block,
-                &object_roots,
-                &labels,
+                &inputs,
+                &mut said,
                 &mut touched,
             ) {
                 Ok(c) => {
@@ -1813,27 +1908,68 @@ impl Engine {
         touched: &mut BTreeSet<EntityId>,
     ) -> StageResult<()> {
         let ns = item.namespace_id;
-        let (object_roots, labels) = self.offline_inputs(ns, assertions).await?;
-        let commits = self.offline_commits(
-            item,
-            root,
-            assertions,
-            block,
-            &object_roots,
-            &labels,
-            touched,
-        )?;
+        let inputs = self.offline_inputs(ns, assertions).await?;
+        let mut said = self.offline_said(ns, block.iter().map(|(f, _)| f)).await?;
+        let commits =
+            self.offline_commits(item, root, assertions, block, &inputs, &mut said, touched)?;
         self.store.apply_assertions(ns, commits).await?;
         Ok(())
     }
 
+    /// The testimony behind the single-valued relations among `facts` (when and in
+    /// which lineage each current supporting claim was said): what the offline
+    /// adjudicator orders two values by when their windows do not.
+    async fn offline_said<'a>(
+        &self,
+        ns: NamespaceId,
+        facts: impl IntoIterator<Item = &'a FactRecord>,
+    ) -> Result<HashMap<FactId, Vec<Said>>> {
+        // Collected before the first await: the iterator need not be `Send`.
+        let wanted: BTreeSet<FactId> = facts
+            .into_iter()
+            .filter(|f| {
+                f.kind == FactKind::Relation
+                    && f.predicate
+                        .as_deref()
+                        .and_then(|p| Predicate::parse(p).ok())
+                        .is_some_and(|p| p.is_single_valued())
+            })
+            .map(|f| f.fact_id)
+            .collect();
+        let mut out: HashMap<FactId, Vec<Said>> = HashMap::new();
+        for fact in wanted {
+            let rows: Vec<ClaimId> = self
+                .store
+                .fact_evidence(ns, fact)
+                .await?
+                .into_iter()
+                .filter(|e| e.stance == Stance::Support && e.is_current)
+                .map(|e| e.claim_id)
+                .collect();
+            let claims = self.store.claims(ns, &rows).await?;
+            out.insert(
+                fact,
+                claims
+                    .into_iter()
+                    .map(|c| Said {
+                        claim: c.claim_id,
+                        document: c.document_id,
+                        at: c.asserted_at,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
     /// What offline verdicts on `assertions` read besides the block: the roots of
-    /// their objects, and which of their labels have a vector of this generation.
+    /// their objects, which of their labels have a vector of this generation, and
+    /// which claims of single-valued relations carry a change cue.
     async fn offline_inputs<'a>(
         &self,
         ns: NamespaceId,
         assertions: impl IntoIterator<Item = &'a Assertion>,
-    ) -> Result<(HashMap<EntityId, EntityRecord>, HashSet<String>)> {
+    ) -> Result<OfflineInputs> {
         let assertions: Vec<&Assertion> = assertions.into_iter().collect();
         let objects: Vec<EntityId> = assertions.iter().filter_map(|a| a.object).collect();
         let object_roots = if objects.is_empty() {
@@ -1854,7 +1990,35 @@ impl Engine {
             .await?
             .into_iter()
             .collect();
-        Ok((object_roots, labels))
+        let single: Vec<ClaimId> = assertions
+            .iter()
+            .filter(|a| {
+                a.kind == FactKind::Relation
+                    && a.predicate
+                        .as_deref()
+                        .and_then(|p| Predicate::parse(p).ok())
+                        .is_some_and(|p| p.is_single_valued())
+            })
+            .map(|a| a.claim_id)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let cues = if single.is_empty() {
+            HashSet::new()
+        } else {
+            self.store
+                .claims(ns, &single)
+                .await?
+                .into_iter()
+                .filter(|c| has_change_cue(&c.text))
+                .map(|c| c.claim_id)
+                .collect()
+        };
+        Ok(OfflineInputs {
+            object_roots,
+            labels,
+            cues,
+        })
     }
 
     /// The offline commits of a unit's `assertions`, each verdict decided against
@@ -1867,10 +2031,11 @@ impl Engine {
         root: &EntityRecord,
         assertions: &[Assertion],
         block: &mut Vec<(FactRecord, Vec<u64>)>,
-        object_roots: &HashMap<EntityId, EntityRecord>,
-        labels: &HashSet<String>,
+        inputs: &OfflineInputs,
+        said: &mut HashMap<FactId, Vec<Said>>,
         touched: &mut BTreeSet<EntityId>,
     ) -> StageResult<Vec<ApplyCommit>> {
+        let (object_roots, labels) = (&inputs.object_roots, &inputs.labels);
         let ns = item.namespace_id;
         if let Some(o) = assertions
             .iter()
@@ -1898,12 +2063,37 @@ impl Engine {
             }
             let at = self.clock.now();
             let candidates = self.nominate(&a, block);
-            let commit = self.offline_apply(item, &a, &candidates, labels, at);
+            let cue = inputs.cues.contains(&a.claim_id);
+            let commit = self.offline_apply(item, &a, &candidates, labels, said, cue, at);
             // What later verdicts read of the block once this commit lands: revised
-            // windows and the new fact (as stored: to the millisecond).
+            // windows, a supersession, the new fact (as stored: to the millisecond) and
+            // the testimony behind them.
             for (fact, w) in &commit.windows {
                 if let Some((f, _)) = block.iter_mut().find(|(f, _)| f.fact_id == *fact) {
                     f.window = w.clone();
+                }
+            }
+            if let Some((group, members)) = &commit.contradiction {
+                for (f, _) in block.iter_mut() {
+                    if members.contains(&f.fact_id) {
+                        f.contradiction_group = Some(*group);
+                    }
+                }
+            }
+            let superseded = commit.superseded;
+            if let Some((predecessor, successor)) = superseded
+                && let Some((f, _)) = block.iter_mut().find(|(f, _)| f.fact_id == predecessor)
+            {
+                f.superseded_by = Some(successor);
+            }
+            let testimony = Said {
+                claim: a.claim_id,
+                document: a.document_id,
+                at: a.asserted_at,
+            };
+            for (fact, _, stance) in &commit.evidence {
+                if *stance == Stance::Support {
+                    said.entry(*fact).or_default().push(testimony);
                 }
             }
             if let Some(nf) = &commit.new_fact {
@@ -1925,8 +2115,8 @@ impl Engine {
                         recorded_at: stored_at,
                         invalidated_at: None,
                         closed_reason: None,
-                        contradiction_group: None,
-                        superseded_by: None,
+                        contradiction_group: commit.contradiction.as_ref().map(|(group, _)| *group),
+                        superseded_by: superseded.filter(|(p, _)| *p == nf.fact_id).map(|(_, s)| s),
                         evidence_count: 1,
                         contradict_count: 0,
                         embedding_key: nf.embedding_key.clone(),
@@ -2055,58 +2245,133 @@ impl Engine {
         }
     }
 
-    /// The offline commit of `a` against its `candidates`: evidence for an identical
-    /// statement with a compatible window (revising its window), else a new fact.
+    /// The offline commit of `a` against its `candidates`, as [`offline_decide`]
+    /// decides it: evidence for an identical statement with a compatible window
+    /// (revising its window), a supersession either way or a contradiction between
+    /// two values of a single-valued predicate, else a new fact. `said` is the
+    /// testimony behind the candidates; `cue` whether `a`'s claim carries a change
+    /// cue.
+    #[allow(clippy::too_many_arguments)]
     fn offline_apply(
         &self,
         item: &WorkItem,
         a: &Assertion,
         candidates: &[FactRecord],
         labels_with_vectors: &HashSet<String>,
+        said: &HashMap<FactId, Vec<Said>>,
+        cue: bool,
         at: Timestamp,
     ) -> ApplyCommit {
         let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
         let rule_input = |extra: serde_json::Value| serde_json::json!({"assertion": a, "candidates": candidate_ids, "rule": extra});
-        if let Some(target) = offline_verdict(a, candidates) {
-            let revised = candidates
-                .iter()
-                .find(|f| f.fact_id == target)
-                .and_then(|f| merged_window(&f.window, &a.window));
-            let mut c = self.assemble_apply(
-                item,
-                a,
-                &candidate_ids,
-                labels_with_vectors,
-                ("evidence", Some(target), Some(target)),
-                (
+        let version = OFFLINE_ADJUDICATOR_VERSION.to_string();
+        let decided =
+            |verdict: &str, target: Option<FactId>, evidence_for, reason: String, rule| {
+                // A new fact is stamped with the configured adjudicator's generation
+                // (offline or not): a chat adjudicator sends here what it need not judge.
+                let version = if verdict == "new" {
+                    self.adjudicator_version()
+                } else {
+                    version.clone()
+                };
+                self.assemble_apply(
+                    item,
+                    a,
+                    &candidate_ids,
+                    labels_with_vectors,
+                    (verdict, target, evidence_for),
+                    (reason, rule_input(rule), None, version),
+                    at,
+                )
+            };
+        let find = |fact: FactId| candidates.iter().find(|f| f.fact_id == fact);
+        match offline_decide(a, cue, candidates, said) {
+            OfflineVerdict::Evidence { fact } => {
+                let revised = find(fact).and_then(|f| merged_window(&f.window, &a.window));
+                let mut c = decided(
+                    "evidence",
+                    Some(fact),
+                    Some(fact),
                     "identical statement with a compatible window".into(),
-                    rule_input(serde_json::json!({"identical": true, "window_revision": revised})),
+                    serde_json::json!({"identical": true, "window_revision": revised}),
+                );
+                c.windows = revised.map(|w| vec![(fact, w)]).unwrap_or_default();
+                return c;
+            }
+            OfflineVerdict::Supersede {
+                fact,
+                at: start,
+                rule,
+            } => {
+                if let Some(capped) = find(fact)
+                    .and_then(|p| supersede_close(&p.window, p.validity_kind, Some(start)))
+                {
+                    let mut c = decided(
+                        "supersede",
+                        Some(fact),
+                        None,
+                        rule.into(),
+                        serde_json::json!({"name": rule, "closes_at": start}),
+                    );
+                    c.superseded = Some((fact, c.transcript.result_fact));
+                    c.windows = vec![(fact, capped)];
+                    return c;
+                }
+            }
+            OfflineVerdict::SupersededBy {
+                fact,
+                at: end,
+                rule,
+            } => {
+                if let Some(capped) = supersede_close(&a.window, a.validity_kind, Some(end)) {
+                    let mut c = decided(
+                        "superseded",
+                        Some(fact),
+                        None,
+                        rule.into(),
+                        serde_json::json!({"name": rule, "closes_at": end}),
+                    );
+                    let id = c.transcript.result_fact;
+                    if let Some(f) = c.new_fact.as_mut() {
+                        f.window = capped;
+                    }
+                    c.superseded = Some((id, fact));
+                    return c;
+                }
+            }
+            OfflineVerdict::Contradict { fact, rule } => {
+                let mut c = decided(
+                    "contradict",
+                    Some(fact),
                     None,
-                    OFFLINE_ADJUDICATOR_VERSION.to_string(),
-                ),
-                at,
-            );
-            c.windows = revised.map(|w| vec![(target, w)]).unwrap_or_default();
-            return c;
+                    rule.into(),
+                    serde_json::json!({"name": rule}),
+                );
+                let id = c.transcript.result_fact;
+                let group = find(fact)
+                    .and_then(|f| f.contradiction_group)
+                    .unwrap_or_else(uuid::Uuid::new_v4);
+                // Symmetric stances, as a chat verdict records them.
+                c.evidence.push((fact, a.claim_id, Stance::Contradict));
+                for s in said.get(&fact).into_iter().flatten() {
+                    c.evidence.push((id, s.claim, Stance::Contradict));
+                }
+                c.contradiction = Some((group, vec![fact, id]));
+                return c;
+            }
+            OfflineVerdict::New => {}
         }
         let reason = if candidates.is_empty() {
             "no live fact of the entity to compare with"
         } else {
             "offline adjudicator: no identical statement with a compatible window"
         };
-        self.assemble_apply(
-            item,
-            a,
-            &candidate_ids,
-            labels_with_vectors,
-            ("new", None, None),
-            (
-                reason.into(),
-                rule_input(serde_json::json!({"identical": false})),
-                None,
-                self.adjudicator_version(),
-            ),
-            at,
+        decided(
+            "new",
+            None,
+            None,
+            reason.into(),
+            serde_json::json!({"identical": false}),
         )
     }
 
@@ -2253,7 +2518,16 @@ impl Engine {
                 Ok((ChatVerdict::New, reason)) => judged("new", None, None, reason),
             }
         } else {
-            self.offline_apply(item, a, &candidates, &labels_with_vectors, self.clock.now())
+            // Only evidence or new reach here (no candidates, or an identical one).
+            self.offline_apply(
+                item,
+                a,
+                &candidates,
+                &labels_with_vectors,
+                &HashMap::new(),
+                false,
+                self.clock.now(),
+            )
         };
         let changed = commit.changed_facts();
         self.store
@@ -2790,6 +3064,14 @@ pub fn profile_summary(e: &EntityRecord, salient: &[FactRecord]) -> String {
 
 /// The staged assertions of one normalized claim. A relation whose ends resolved to
 /// the same entity, or whose ends were not resolved, is skipped.
+/// What offline verdicts read besides an entity's block (see
+/// [`Engine::offline_inputs`]).
+struct OfflineInputs {
+    object_roots: HashMap<EntityId, EntityRecord>,
+    labels: HashSet<String>,
+    cues: HashSet<ClaimId>,
+}
+
 fn assertions_for(
     item: &WorkItem,
     claim: &ClaimRecord,

@@ -366,6 +366,7 @@ impl Engine {
                     chunk_id: occ.chunk_id,
                     spans: char_spans(&occ.spans),
                     event_ids: occ.event_ids.clone(),
+                    needs_context: crate::claims::offline::needs_context(&r.text),
                     text: r.text,
                     asserted_at: r.asserted_at,
                     validity: r.validity,

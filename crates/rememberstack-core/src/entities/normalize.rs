@@ -44,6 +44,44 @@ fn fold_latin(c: char) -> Option<&'static str> {
 
 /// Unicode-lowercases `s` and folds Latin diacritics (see [`lemma`]); no other
 /// change. Shared with the predicate normalizer.
+/// Whether the one-word lemma `short` abbreviates the lemma `long` within one
+/// document: `long` has two or more words and `short` is its first or last
+/// (`alice` → `alice moreno`, `moreno` → `alice moreno`), or `long` is one word
+/// that `short`, three letters or more, begins (`mel` → `melanie`).
+pub fn abbreviates(short: &str, long: &str) -> bool {
+    if short.is_empty() || short.contains(' ') || short == long {
+        return false;
+    }
+    let words: Vec<&str> = long.split(' ').filter(|w| !w.is_empty()).collect();
+    match words.as_slice() {
+        [one] => short.chars().count() >= 3 && one.starts_with(short),
+        [first, .., last] => *first == short || *last == short,
+        [] => false,
+    }
+}
+
+/// The one entity a one-word name abbreviates among a document's `bindings`
+/// (each bound entity's active root from `root`): `None` unless exactly one.
+pub fn short_form_of<'b>(
+    name_lemma: &str,
+    bindings: impl IntoIterator<Item = &'b crate::entities::DocumentBinding>,
+    root: impl Fn(crate::ids::EntityId) -> crate::ids::EntityId,
+) -> Option<(crate::ids::EntityId, String)> {
+    let mut found: Option<(crate::ids::EntityId, String)> = None;
+    for b in bindings {
+        if !abbreviates(name_lemma, &b.lemma) {
+            continue;
+        }
+        let r = root(b.entity_id);
+        match &found {
+            Some((e, _)) if *e == r => {}
+            Some(_) => return None,
+            None => found = Some((r, b.lemma.clone())),
+        }
+    }
+    found
+}
+
 pub(crate) fn fold_lower(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -496,6 +534,41 @@ mod tests {
         }
     }
     use super::*;
+
+    #[test]
+    fn short_forms_abbreviate_one_longer_name() {
+        assert!(abbreviates("alice", "alice moreno"));
+        assert!(abbreviates("moreno", "alice moreno"));
+        assert!(abbreviates("mel", "melanie"));
+        assert!(!abbreviates("al", "alan"));
+        assert!(!abbreviates("bob", "alice moreno"));
+        assert!(!abbreviates("alice", "alice"));
+        assert!(!abbreviates("alice moreno", "alice moreno keller"));
+        let id = |n: u128| crate::ids::EntityId(uuid::Uuid::from_u128(n));
+        let bind = |lemma: &str, e: u128| crate::entities::DocumentBinding {
+            document_id: crate::ids::DocumentId(uuid::Uuid::from_u128(9)),
+            lemma: lemma.into(),
+            entity_id: id(e),
+            anchor: None,
+        };
+        let one = [
+            bind("alice moreno", 1),
+            bind("acme", 2),
+            bind("alice moreno", 1),
+        ];
+        assert_eq!(
+            short_form_of("alice", &one, |e| e),
+            Some((id(1), "alice moreno".into()))
+        );
+        // Two Alices in the document: no short form.
+        let two = [bind("alice moreno", 1), bind("alice keller", 3)];
+        assert_eq!(short_form_of("alice", &two, |e| e), None);
+        // Unless they were merged into one.
+        assert_eq!(
+            short_form_of("alice", &two, |_| id(1)),
+            Some((id(1), "alice moreno".into()))
+        );
+    }
     use chrono::TimeZone;
     use proptest::prelude::*;
 

@@ -14,15 +14,18 @@
 //! * `new` — anything else, and the fail-safe whenever no positive judgement was
 //!   reached.
 //!
-//! Without a chat model, [`offline_verdict`] decides: an identical statement of the
-//! same shape with compatible windows is evidence, anything else is new.
+//! Without a chat model, [`offline_decide`] decides: an identical statement of the
+//! same shape with compatible windows is evidence; for a single-valued predicate
+//! (`works_for`, `located_in`, `reports_to`) a later value supersedes, an earlier
+//! one is superseded, and another source's value for the same time contradicts;
+//! anything else is new.
 
 use crate::chat::{ChatRequest, validate_json};
 use crate::claims::{Precision, ValidityKind};
 use crate::entities::normalize::{fold_lower, trigram_code_similarity, trigram_codes};
 use crate::entities::t4::truncate_chars;
 use crate::facts::{Assertion, FactKind, FactRecord, Window};
-use crate::ids::{EntityId, FactId};
+use crate::ids::{ClaimId, DocumentId, EntityId, FactId};
 use crate::time::{Timestamp, parse_rfc3339, to_rfc3339};
 use chrono::Timelike;
 use serde_json::{Value, json};
@@ -109,6 +112,187 @@ pub fn offline_verdict(a: &Assertion, candidates: &[FactRecord]) -> Option<FactI
         .iter()
         .find(|f| identical(a, f) && a.window.compatible(&f.window))
         .map(|f| f.fact_id)
+}
+
+/// When and where a fact's supporting testimony was said, as the offline
+/// adjudicator compares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Said {
+    /// The supporting claim.
+    pub claim: ClaimId,
+    /// The claim's lineage.
+    pub document: DocumentId,
+    /// When the source said it.
+    pub at: Timestamp,
+}
+
+/// What the offline adjudicator decided, with the rule that decided it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OfflineVerdict {
+    /// The same proposition as `fact` ([`offline_verdict`]).
+    Evidence {
+        /// The fact.
+        fact: FactId,
+    },
+    /// The assertion's value replaces `fact`'s: `fact`'s window closes at `at`.
+    Supersede {
+        /// The predecessor.
+        fact: FactId,
+        /// Where its window closes: the successor's start.
+        at: Timestamp,
+        /// The rule that decided.
+        rule: &'static str,
+    },
+    /// `fact` replaces the assertion's value (testimony about an earlier time
+    /// arrived later): the new fact is created closed at `at`, superseded by `fact`.
+    SupersededBy {
+        /// The successor.
+        fact: FactId,
+        /// Where the new fact's window closes: the successor's start.
+        at: Timestamp,
+        /// The rule that decided.
+        rule: &'static str,
+    },
+    /// Another value for the same period from another source: both stand in one
+    /// contradiction group.
+    Contradict {
+        /// The contradicted fact.
+        fact: FactId,
+        /// The rule that decided.
+        rule: &'static str,
+    },
+    /// Anything else.
+    New,
+}
+
+/// Rule names, as the adjudication transcript records them.
+pub const RULE_LATER_VALUE: &str =
+    "single-valued predicate: a later value replaces the earlier one";
+/// See [`RULE_LATER_VALUE`].
+pub const RULE_EARLIER_VALUE: &str =
+    "single-valued predicate: testimony about an earlier time is replaced by the later value";
+/// See [`RULE_LATER_VALUE`].
+pub const RULE_CHANGE_CUE: &str = "single-valued predicate: a change cue (now, no longer, moved, left, since) marks the new value";
+/// See [`RULE_LATER_VALUE`].
+pub const RULE_SAME_PERIOD: &str =
+    "single-valued predicate: another source gives another value for the same time";
+
+/// Words and phrases that say a state changed: `now`, `no longer`, `moved to`,
+/// `left`, `quit`, `since`, ….
+pub fn has_change_cue(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    const SINGLE: &[&str] = &[
+        "now",
+        "since",
+        "moved",
+        "relocated",
+        "left",
+        "quit",
+        "resigned",
+        "joined",
+        "switched",
+        "anymore",
+        "currently",
+        "nowadays",
+        "formerly",
+        "previously",
+        "became",
+        "promoted",
+    ];
+    words.iter().any(|w| SINGLE.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|p| p[0] == "no" && p[1] == "longer" || p[0] == "these" && p[1] == "days")
+}
+
+/// The offline adjudicator's full ladder for `a` against its `candidates`:
+///
+/// 1. evidence for an identical statement with a compatible window
+///    ([`offline_verdict`]);
+/// 2. for a relation whose predicate is single-valued, the live rival — same
+///    subject and predicate, another object, a window not ended before the
+///    assertion's start — with the latest start: the assertion's start is its
+///    window's start, else when its source said it; a rival's is its window's
+///    start, else the latest time its testimony (`said`) was said.
+///    * a later start **supersedes** the rival (closed at that start);
+///    * an earlier start is **superseded by** the rival;
+///    * the same start supersedes when the claim carries a change cue (`cue`),
+///      **contradicts** when the rival's testimony comes from other sources, and
+///      is otherwise new (one source listing two values);
+/// 3. new.
+pub fn offline_decide(
+    a: &Assertion,
+    cue: bool,
+    candidates: &[FactRecord],
+    said: &std::collections::HashMap<FactId, Vec<Said>>,
+) -> OfflineVerdict {
+    if let Some(fact) = offline_verdict(a, candidates) {
+        return OfflineVerdict::Evidence { fact };
+    }
+    let single = a.kind == FactKind::Relation
+        && a.predicate
+            .as_deref()
+            .and_then(|p| crate::facts::predicates::Predicate::parse(p).ok())
+            .is_some_and(|p| p.is_single_valued());
+    if !single {
+        return OfflineVerdict::New;
+    }
+    let start = a.window.valid_from.unwrap_or(a.asserted_at);
+    let rival = candidates
+        .iter()
+        .filter(|f| {
+            f.kind == FactKind::Relation
+                && f.subject == a.subject
+                && f.predicate == a.predicate
+                && f.object != a.object
+                && f.superseded_by.is_none()
+                && f.invalidated_at.is_none()
+                && f.window.valid_until.is_none_or(|u| u > start)
+        })
+        .filter_map(|f| {
+            let testimony = said.get(&f.fact_id).map(Vec::as_slice).unwrap_or(&[]);
+            let at = f
+                .window
+                .valid_from
+                .or_else(|| testimony.iter().map(|s| s.at).max())?;
+            Some((f, at, testimony))
+        })
+        .max_by_key(|(f, at, _)| (*at, f.recorded_at));
+    let Some((rival, rival_start, testimony)) = rival else {
+        return OfflineVerdict::New;
+    };
+    if start > rival_start {
+        return OfflineVerdict::Supersede {
+            fact: rival.fact_id,
+            at: start,
+            rule: RULE_LATER_VALUE,
+        };
+    }
+    if start < rival_start {
+        return OfflineVerdict::SupersededBy {
+            fact: rival.fact_id,
+            at: rival_start,
+            rule: RULE_EARLIER_VALUE,
+        };
+    }
+    if cue {
+        return OfflineVerdict::Supersede {
+            fact: rival.fact_id,
+            at: start,
+            rule: RULE_CHANGE_CUE,
+        };
+    }
+    if testimony.iter().any(|s| s.document != a.document_id) {
+        return OfflineVerdict::Contradict {
+            fact: rival.fact_id,
+            rule: RULE_SAME_PERIOD,
+        };
+    }
+    OfflineVerdict::New
 }
 
 /// The precision of a window built from `w`'s bounds when its recorded precision
@@ -804,6 +988,136 @@ mod tests {
         );
         assert!(same_shape(&o, &of));
         assert!(!identical(&o, &of));
+    }
+
+    #[test]
+    fn offline_single_valued_predicates_supersede_and_contradict() {
+        use std::collections::HashMap;
+        let works = |object, statement: &str, w| {
+            assertion(
+                FactKind::Relation,
+                Some("works_for"),
+                Some(object),
+                statement,
+                w,
+                ValidityKind::State,
+            )
+        };
+        let acme = fact(
+            1,
+            FactKind::Relation,
+            Some("works_for"),
+            Some(ACME),
+            "Alice works for Acme",
+            Window::unknown(),
+            ValidityKind::State,
+        );
+        let said_at = |at, doc: u128| {
+            HashMap::from([(
+                fid(1),
+                vec![Said {
+                    claim: ClaimId(Uuid::from_u128(0x77)),
+                    document: DocumentId(Uuid::from_u128(doc)),
+                    at,
+                }],
+            )])
+        };
+        let candidates = std::slice::from_ref(&acme);
+        // Said in 2026 (the assertion's said-at) against Acme said in 2023: later.
+        let globex = works(GLOBEX, "Alice works for Globex", Window::unknown());
+        assert_eq!(
+            offline_decide(&globex, false, candidates, &said_at(ts(2023, 1, 10), 0x99)),
+            OfflineVerdict::Supersede {
+                fact: fid(1),
+                at: ts(2026, 3, 10),
+                rule: RULE_LATER_VALUE
+            }
+        );
+        // A world-time start beats the said-at time.
+        let dated = works(
+            GLOBEX,
+            "Alice works for Globex",
+            window(Some(ts(2024, 2, 1)), None, Precision::Month),
+        );
+        assert_eq!(
+            offline_decide(&dated, false, candidates, &said_at(ts(2023, 1, 10), 0x99)),
+            OfflineVerdict::Supersede {
+                fact: fid(1),
+                at: ts(2024, 2, 1),
+                rule: RULE_LATER_VALUE
+            }
+        );
+        // Testimony about an earlier time arriving later is replaced.
+        assert_eq!(
+            offline_decide(&globex, false, candidates, &said_at(ts(2026, 6, 1), 0x99)),
+            OfflineVerdict::SupersededBy {
+                fact: fid(1),
+                at: ts(2026, 6, 1),
+                rule: RULE_EARLIER_VALUE
+            }
+        );
+        // The same time: another source contradicts, a change cue supersedes, the
+        // same source listing two values adds one.
+        let same = said_at(ts(2026, 3, 10), 0x99);
+        assert_eq!(
+            offline_decide(&globex, false, candidates, &same),
+            OfflineVerdict::Contradict {
+                fact: fid(1),
+                rule: RULE_SAME_PERIOD
+            }
+        );
+        assert_eq!(
+            offline_decide(&globex, true, candidates, &same),
+            OfflineVerdict::Supersede {
+                fact: fid(1),
+                at: ts(2026, 3, 10),
+                rule: RULE_CHANGE_CUE
+            }
+        );
+        assert_eq!(
+            offline_decide(&globex, false, candidates, &said_at(ts(2026, 3, 10), 0xd)),
+            OfflineVerdict::New
+        );
+        // A predicate with many values never competes; an ended rival is history.
+        let knows = assertion(
+            FactKind::Relation,
+            Some("knows"),
+            Some(GLOBEX),
+            "Alice knows Globex",
+            Window::unknown(),
+            ValidityKind::State,
+        );
+        let known = FactRecord {
+            predicate: Some("knows".into()),
+            ..acme.clone()
+        };
+        assert_eq!(
+            offline_decide(&knows, false, &[known], &said_at(ts(2023, 1, 1), 0x99)),
+            OfflineVerdict::New
+        );
+        let ended = FactRecord {
+            window: window(Some(ts(2020, 1, 1)), Some(ts(2022, 1, 1)), Precision::Day),
+            ..acme.clone()
+        };
+        assert_eq!(
+            offline_decide(&globex, false, &[ended], &said_at(ts(2023, 1, 1), 0x99)),
+            OfflineVerdict::New
+        );
+        // The identical statement is still evidence.
+        let again = works(ACME, "Alice works for Acme", Window::unknown());
+        assert_eq!(
+            offline_decide(&again, false, candidates, &same),
+            OfflineVerdict::Evidence { fact: fid(1) }
+        );
+    }
+
+    #[test]
+    fn change_cues() {
+        assert!(has_change_cue("Alice Moreno works for Globex now."));
+        assert!(has_change_cue("Alice no longer works for Acme."));
+        assert!(has_change_cue("She moved to Madrid."));
+        assert!(!has_change_cue("Alice Moreno works for Acme."));
+        assert!(!has_change_cue("Nobody knows."));
     }
 
     #[test]

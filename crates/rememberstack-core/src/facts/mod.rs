@@ -8,6 +8,7 @@
 //! are distinct document lineages with current testimony per stance (D54).
 
 pub mod adjudicate;
+pub mod english;
 pub mod normalization;
 pub mod offline;
 pub mod predicates;
@@ -21,10 +22,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// The normalizer generation used without a chat model.
-pub const OFFLINE_NORMALIZER_VERSION: &str = "normalizer-offline-2026.11a";
+pub const OFFLINE_NORMALIZER_VERSION: &str = "normalizer-offline-2026.12a";
 /// The offline adjudicator generation: an identical statement with compatible
-/// windows is evidence, anything else is `new`.
-pub const OFFLINE_ADJUDICATOR_VERSION: &str = "adjudicator-offline-2026.11a";
+/// windows is evidence; two values of a single-valued predicate supersede or
+/// contradict (see [`adjudicate::offline_decide`]); anything else is `new`.
+pub const OFFLINE_ADJUDICATOR_VERSION: &str = "adjudicator-offline-2026.12a";
 /// The chat adjudicator generation.
 pub const ADJUDICATOR_VERSION: &str = "adjudicator-2026.11a";
 

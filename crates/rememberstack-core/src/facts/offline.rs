@@ -51,6 +51,7 @@
 //! grammatical subject is a later one.
 
 use crate::entities::normalize::lemma;
+use crate::facts::english;
 use crate::facts::normalization::{
     EntityRef, NormalizeInput, NormalizedClaim, ObservationDraft, RelationDraft,
 };
@@ -66,7 +67,8 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
     let mut entities: Vec<EntityRef> = Vec::new();
     let mut lemmas: Vec<String> = Vec::new();
     let mut mentions: Vec<Mention> = Vec::new();
-    for (start, end) in name_runs(text, &tokens) {
+    let known = known_names(&input.added_context);
+    for (start, end) in name_runs(text, &tokens, &known) {
         let Some(surface) = text.get(start..end) else {
             continue;
         };
@@ -532,6 +534,10 @@ fn is_contraction(word: &str) -> bool {
         || l == "that's"
         || l == "there's"
         || l == "here's"
+        // `She's`, `What's`, `Let's`: a pronoun or function word with `'s`.
+        || l.strip_suffix("'s").is_some_and(|base| {
+            STOP_WORDS.contains(&base) || (english::never_starts_name(base) && base != "i")
+        })
 }
 
 fn is_stop_word(word: &str) -> bool {
@@ -609,8 +615,113 @@ fn is_whitespace_only(s: &str) -> bool {
     !s.is_empty() && s.chars().all(char::is_whitespace)
 }
 
-/// Byte ranges of candidate names, in text order.
-fn name_runs(text: &str, tokens: &[Token]) -> Vec<(usize, usize)> {
+/// The names in `text`, as byte ranges, found as the normalizer finds entities
+/// (without added context).
+pub(crate) fn names_in(text: &str) -> Vec<(usize, usize)> {
+    name_runs(text, &tokenize(text), &[])
+}
+
+/// Last words that make a name an organisation's (`Acme Inc`, `Globex Group`).
+const ORGANISATION_TAILS: &[&str] = &[
+    "ag",
+    "associates",
+    "bank",
+    "co",
+    "company",
+    "corp",
+    "corporation",
+    "gmbh",
+    "group",
+    "holdings",
+    "inc",
+    "industries",
+    "labs",
+    "llc",
+    "llp",
+    "ltd",
+    "partners",
+    "plc",
+    "sa",
+    "systems",
+    "technologies",
+    "ventures",
+];
+
+/// Whether a name reads as an organisation's or a place's rather than a person's:
+/// an institution's head word (`University of Oslo`), an organisation's last word
+/// (`Acme Inc`), an `&`, or all capitals (`NASA`).
+pub(crate) fn is_institutional(name: &str) -> bool {
+    let words: Vec<String> = tokenize(name)
+        .iter()
+        .map(|t| lower(name[t.start..t.end].trim_end_matches('.')))
+        .collect();
+    name.contains('&')
+        || (name.chars().count() > 1 && is_all_upper(name))
+        || words
+            .iter()
+            .any(|w| INSTITUTION_HEADS.contains(&w.as_str()))
+        || words
+            .last()
+            .is_some_and(|w| ORGANISATION_TAILS.contains(&w.as_str()))
+}
+
+/// The names the extractor added to the claim (a conversation's speaker, in place
+/// of `I`): known names wherever they stand.
+fn known_names(added: &[String]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for a in added {
+        let tokens = tokenize(a);
+        for (s, e) in name_runs(a, &tokens, &[]) {
+            let words: Vec<String> = tokenize(&a[s..e])
+                .iter()
+                .map(|t| lower(&a[s + t.start..s + t.end]))
+                .collect();
+            if !words.is_empty() && !out.contains(&words) {
+                out.push(words);
+            }
+        }
+    }
+    out
+}
+
+/// Whether capitalization is forced at byte `at`: the text's first word, or the
+/// first word after a sentence end, a colon or a line break (opening quotes,
+/// brackets and list markers between them do not count).
+fn is_forced(text: &str, at: usize) -> bool {
+    let before = &text[..at];
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            c if c.is_whitespace() && c != '\n' => continue,
+            // An opening quote starts quoted speech: `asked "Are you …`.
+            '"' | '\u{201C}' => {
+                if before[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|p| p.is_whitespace() || matches!(p, ':' | '(' | '['))
+                {
+                    return true;
+                }
+                continue;
+            }
+            '\'' | '\u{2018}' | '(' | '[' | '*' | '-' | '\u{2022}' | '>' | '#' | '_'
+            | '\u{2013}' | '\u{2014}' => continue,
+            '.' | '!' | '?' | ':' | '\n' | '\u{2026}' => return true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Byte ranges of candidate names, in text order. `known` are names (as lowercase
+/// words) that the claim's added context vouches for.
+///
+/// Where capitalization is forced (a sentence's first word), a run must earn its
+/// name: words that never begin a name are stripped from its front (`Glad Gina` →
+/// `Gina`), anything before a known name is stripped (`Lately John` → `John`), a
+/// known name written twice is one (`Maria Maria`), and a single common word
+/// (`Family`, `Painting`) is no name at all. Elsewhere a single all-capitals
+/// common word is emphasis (`INTENSE`), not a name.
+fn name_runs(text: &str, tokens: &[Token], known: &[Vec<String>]) -> Vec<(usize, usize)> {
     let word = |i: usize| &text[tokens[i].start..tokens[i].end];
     let gap = |i: usize| &text[tokens[i].end..tokens[i + 1].start];
     let mut runs = Vec::new();
@@ -653,13 +764,28 @@ fn name_runs(text: &str, tokens: &[Token]) -> Vec<(usize, usize)> {
             end = tokens[j].start + hyphen_cut(nw);
         }
         i = j + 1;
-        // Strip leading stop words and full calendar words.
+        let forced = is_forced(text, tokens[words[0]].start);
+        let lowered: Vec<String> = words.iter().map(|&w| lower(word(w))).collect();
+        // A known name inside a forced run: what precedes it is not part of it.
         let mut k = 0;
+        if forced
+            && let Some(at) = (1..words.len()).find(|&at| {
+                known
+                    .iter()
+                    .any(|n| lowered.get(at..at + n.len()) == Some(n.as_slice()))
+            })
+        {
+            k = at;
+        }
+        // Strip leading stop words, calendar words and, where capitalization is
+        // forced, words that never begin a name.
         while k < words.len() && {
             let w = word(words[k]);
+            let more = k + 1 < words.len();
             is_stop_word(w)
                 || is_full_calendar_word(w)
-                || (k + 1 < words.len() && is_leading_gerund(w))
+                || (more && is_leading_gerund(w))
+                || (forced && more && english::never_starts_name(w))
         } {
             k += 1;
         }
@@ -668,6 +794,22 @@ fn name_runs(text: &str, tokens: &[Token]) -> Vec<(usize, usize)> {
         }
         if k == words.len() - 1 && is_calendar_word(word(words[k])) {
             continue;
+        }
+
+        // The same name twice in a row (two rewritten pronouns): one mention.
+        if words.len() - k == 2
+            && lowered[k] == lowered[k + 1]
+            && is_whitespace_only(&text[tokens[words[k]].end..tokens[words[k + 1]].start])
+        {
+            end = tokens[words[k]].end;
+        }
+        if words.len() - k == 1 || end == tokens[words[k]].end {
+            let w = &text[tokens[words[k]].start..end.max(tokens[words[k]].start)];
+            let is_known = known.iter().any(|n| n.len() == 1 && n[0] == lowered[k]);
+            let common = english::is_common_word(w);
+            if !is_known && common && (forced || (w.chars().count() > 1 && is_all_upper(w))) {
+                continue;
+            }
         }
         let start = tokens[words[k]].start;
         if start < end {
@@ -704,10 +846,8 @@ fn link_after<'t>(
             return Link::Break;
         }
         let conns: Vec<String> = (j + 1..=last).map(|k| word(k).to_string()).collect();
-        if !connectors_ok(&conns, &prev, joined_of) {
-            return Link::Break;
-        }
-        if next_ok(last + 1) {
+        // `of` alone may not join where `of the` does (`Lord of the Rings`).
+        if connectors_ok(&conns, &prev, joined_of) && next_ok(last + 1) {
             return Link::Connectors(n);
         }
     }
@@ -720,7 +860,17 @@ fn connectors_ok(conns: &[String], prev: &str, joined_of: bool) -> bool {
     };
     let rest_ok = |allowed: &[&str]| conns[1..].iter().all(|c| allowed.contains(&c.as_str()));
     match first.as_str() {
-        "of" | "for" => INSTITUTION_HEADS.contains(&prev) && rest_ok(&["the"]),
+        // After an institution's head word (`University of Oslo`, `Bank of the
+        // West`); `of the` after any name word and `of` after a common noun make a
+        // title (`Lord of the Rings`, `Game of Thrones`).
+        "of" | "for" => {
+            rest_ok(&["the"])
+                && (INSTITUTION_HEADS.contains(&prev)
+                    || (first == "of" && conns.len() == 2)
+                    || (first == "of"
+                        && english::is_common_word(prev)
+                        && !english::never_starts_name(prev)))
+        }
         "and" => joined_of && conns.len() == 1,
         c if NAME_PARTICLES.contains(&c) => rest_ok(NAME_PARTICLES),
         _ => false,
@@ -1944,5 +2094,86 @@ mod tests {
         assert_eq!(names("Yeah, Melanie paints."), vec!["Melanie"]);
         assert_eq!(names("Beijing is large."), vec!["Beijing"]);
         assert_eq!(names("Great Britain voted."), vec!["Great Britain"]);
+    }
+
+    fn names_with(claim: &str, added: &[&str]) -> Vec<String> {
+        normalize_offline(&NormalizeInput {
+            claim_text: claim.into(),
+            added_context: added.iter().map(|a| a.to_string()).collect(),
+            document_title: "Chat".into(),
+            validity: Validity::unknown(ValidityKind::State),
+        })
+        .entities
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
+    }
+
+    #[test]
+    fn forced_capitals_must_earn_a_name() {
+        // A rewritten speaker after a chat opener: the opener is not part of it.
+        assert_eq!(
+            names_with("Glad Jon has you in Jon's corner!", &["Jon", "Jon's"]),
+            ["Jon"]
+        );
+        assert_eq!(
+            names_with("Lately John has been exploring options.", &["John"]),
+            ["John"]
+        );
+        assert_eq!(
+            names_with("Last Fri Melanie took the kids out.", &["Melanie"]),
+            ["Melanie"]
+        );
+        // Two rewritten pronouns side by side are one mention.
+        assert_eq!(
+            names_with("They keep reminding Maria Maria is not alone.", &["Maria"]),
+            ["Maria"]
+        );
+        // Words that never begin a name, without any added name.
+        assert_eq!(names_with("Besides Gina, nobody came.", &[]), ["Gina"]);
+        // A single common word where capitals are forced: after a colon, a sentence
+        // end or an opening quote.
+        assert_eq!(
+            names_with("Caroline said: Family is everything.", &["Caroline said:"]),
+            ["Caroline"]
+        );
+        assert_eq!(
+            names_with("Painting helps Caroline relax. Nature too.", &[]),
+            ["Caroline"]
+        );
+        assert_eq!(
+            names_with(
+                "Gina asked \"Are you using colors?\" and Jon said \"Yes.\"",
+                &["Gina asked \"", "\" and Jon said \""]
+            ),
+            ["Gina", "Jon"]
+        );
+        // A pronoun with 's is not a name; shouting is not a name.
+        assert_eq!(names_with("She's moving to Oslo.", &[]), ["Oslo"]);
+        assert_eq!(names_with("Nate felt INTENSE about it.", &[]), ["Nate"]);
+        // Names where capitals are forced still count when nothing says otherwise.
+        assert_eq!(names_with("Alice founded Acme.", &[]), ["Alice", "Acme"]);
+        assert_eq!(
+            names_with("Alice Moreno works for Acme.", &[]),
+            ["Alice Moreno", "Acme"]
+        );
+        assert_eq!(
+            names_with("Grace Hopper wrote code.", &[]),
+            ["Grace Hopper"]
+        );
+        // Titles joined by `of the`, or by `of` after a common noun.
+        assert_eq!(
+            names_with("Tim read \"The Name of the Wind\" twice.", &[]),
+            ["Tim", "Name of the Wind"]
+        );
+        assert_eq!(
+            names_with("Tim loves Game of Thrones.", &[]),
+            ["Tim", "Game of Thrones"]
+        );
+        // A person of an organisation stays two names.
+        assert_eq!(
+            names_with("Alice Smith of Acme spoke.", &[]),
+            ["Alice Smith", "Acme"]
+        );
     }
 }

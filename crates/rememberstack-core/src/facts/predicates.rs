@@ -20,6 +20,31 @@ pub struct PredicateSpec {
     pub synonyms: &'static [&'static str],
     /// Whether `A p B` implies `B p A`.
     pub symmetric: bool,
+    /// Whether a subject holds one value at a time (`works_for`, `located_in`,
+    /// `reports_to`): a later value replaces an earlier one, two values for the same
+    /// period contradict. Otherwise a subject holds many (`knows`, `authored`).
+    pub single_valued: bool,
+}
+
+/// The predicates a subject holds one value of at a time.
+const SINGLE_VALUED: &[&str] = &["works_for", "located_in", "reports_to"];
+
+const fn is_single_valued(name: &str) -> bool {
+    let mut i = 0;
+    while i < SINGLE_VALUED.len() {
+        let (a, b) = (name.as_bytes(), SINGLE_VALUED[i].as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 const fn spec(
@@ -33,6 +58,7 @@ const fn spec(
         description,
         synonyms,
         symmetric,
+        single_valued: is_single_valued(name),
     }
 }
 
@@ -268,6 +294,12 @@ impl Predicate {
             Predicate::Core(spec) => Some(spec),
             Predicate::Other(_) => None,
         }
+    }
+
+    /// Whether a subject holds one value of it at a time (`Other` predicates never
+    /// do).
+    pub fn is_single_valued(&self) -> bool {
+        self.spec().is_some_and(|s| s.single_valued)
     }
 
     /// Whether the predicate is symmetric (`Other` predicates never are).

@@ -522,6 +522,149 @@ async fn supersession_closes_the_old_employer_at_the_new_start() {
 }
 
 #[tokio::test]
+async fn offline_a_later_value_supersedes_and_the_same_time_contradicts() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "hr-2023",
+            "# HR 2023\n\nAlice Moreno works for Acme. Alice Moreno lives in Oslo.\n",
+            "2023-01-10T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "hr-2025",
+            "# HR 2025\n\nAlice Moreno works for Globex now. Alice Moreno lives in Madrid.\n",
+            "2025-06-01T00:00:00Z",
+        )
+        .await;
+        let current = all_facts(&memory, false).await;
+        for (gone, kept) in [
+            ("works for Acme", "works for Globex"),
+            ("in Oslo", "in Madrid"),
+        ] {
+            assert!(named(&current, gone).is_empty(), "{}: {current:#?}", h.kind);
+            assert_eq!(named(&current, kept).len(), 1, "{}: {current:#?}", h.kind);
+        }
+        // Nothing is deleted: history keeps the old values, closed when the new
+        // ones were said (neither claim has a world time), superseded by them.
+        let history = all_facts(&memory, true).await;
+        let acme = named(&history, "works for Acme");
+        let globex = named(&history, "works for Globex");
+        assert_eq!((acme.len(), globex.len()), (1, 1), "{}", h.kind);
+        assert_eq!(acme[0].window.valid_until, Some(at("2025-06-01T00:00:00Z")));
+        assert_eq!(acme[0].superseded_by, Some(globex[0].fact_id));
+        let trace = memory.trace(globex[0].fact_id).await.unwrap();
+        let verdict = trace
+            .adjudications
+            .iter()
+            .find(|a| a.verdict == "supersede")
+            .expect("an offline supersede transcript");
+        assert!(verdict.model.is_none());
+        assert!(
+            verdict.reason.contains("single-valued"),
+            "{}",
+            verdict.reason
+        );
+        assert_eq!(verdict.target_fact, Some(acme[0].fact_id));
+        // The current scope answers with the new employer only.
+        let answer = memory
+            .facts_context(rememberstack::FactsContextInput {
+                query: "Where does Alice Moreno work now?".into(),
+                k: Some(5),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let statements: Vec<&str> = answer
+            .results
+            .iter()
+            .map(|r| r.fact.statement.as_str())
+            .collect();
+        assert!(
+            statements.iter().any(|s| s.contains("Globex")),
+            "{}: {statements:?}",
+            h.kind
+        );
+        assert!(
+            !statements.iter().any(|s| s.contains("Acme")),
+            "{}: {statements:?}",
+            h.kind
+        );
+
+        // An older statement arriving later is history at once.
+        ingest(
+            &memory,
+            "hr-2021",
+            "# HR 2021\n\nAlice Moreno works for Initech.\n",
+            "2021-03-01T00:00:00Z",
+        )
+        .await;
+        let current = all_facts(&memory, false).await;
+        assert!(
+            named(&current, "works for Initech").is_empty(),
+            "{}",
+            h.kind
+        );
+        assert_eq!(named(&current, "works for Globex").len(), 1, "{}", h.kind);
+
+        // Two sources giving two values for the same time contradict.
+        for (slug, city) in [("badge-a", "Lyon"), ("badge-b", "Porto")] {
+            ingest(
+                &memory,
+                slug,
+                &format!("# Badge\n\nBruno Keller lives in {city}.\n"),
+                "2025-09-01T00:00:00Z",
+            )
+            .await;
+        }
+        let current = all_facts(&memory, false).await;
+        let lyon = named(&current, "in Lyon");
+        let porto = named(&current, "in Porto");
+        assert_eq!(
+            (lyon.len(), porto.len()),
+            (1, 1),
+            "{}: {current:#?}",
+            h.kind
+        );
+        assert!(lyon[0].contradiction_group.is_some(), "{}", h.kind);
+        assert_eq!(lyon[0].contradiction_group, porto[0].contradiction_group);
+        assert_eq!(
+            (lyon[0].contradict_count, porto[0].contradict_count),
+            (1, 1),
+            "{}",
+            h.kind
+        );
+    }
+}
+
+#[tokio::test]
+async fn offline_a_short_form_in_one_document_is_its_longer_name() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "notes/alice",
+            "# Team\n\nAlice Moreno works for Acme.\n\nAlice lives in Oslo.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        assert!(
+            entity_ids_named(&memory, "Alice").await.is_empty(),
+            "{}",
+            h.kind
+        );
+        let alice = entity_ids_named(&memory, "Alice Moreno").await;
+        assert_eq!(alice.len(), 1, "{}", h.kind);
+        let facts = all_facts(&memory, false).await;
+        let oslo = named(&facts, "in Oslo");
+        assert_eq!(oslo.len(), 1, "{}: {facts:#?}", h.kind);
+        assert_eq!(oslo[0].subject, alice[0], "{}", h.kind);
+    }
+}
+
+#[tokio::test]
 async fn supersession_with_an_unknown_start_caps_nothing() {
     for h in stores().await {
         let judge = JudgeModel::new(verdicts(vec![json!({
