@@ -236,6 +236,12 @@ export declare class Memory {
   correctFact(factId: Uuid, statement: string, reason: string, options?: CorrectionOptions): Promise<Results['correct_fact']>
   mergeEntities(from: Uuid, into: Uuid): Promise<Results['merge_entities']>
   unmergeEntities(mergeId: Uuid): Promise<Results['unmerge_entities']>
+  /** The merges this namespace's names propose: one-word names that abbreviate exactly one longer name. */
+  mergeProposals(): Promise<Results['merge_proposals']>
+  /** Accept a proposal: an ordinary, reversible merge recording its rule. */
+  acceptMergeProposal(from: Uuid, into: Uuid): Promise<Results['accept_merge_proposal']>
+  /** Reject a proposal: the pair becomes cannot-link and is never proposed again. */
+  rejectMergeProposal(from: Uuid, into: Uuid): Promise<Results['reject_merge_proposal']>
   /** A memory pack (rememberstack.pack/v1). */
   export(selection?: ExportSelection): Promise<Results['export']>
   feedback(input: FeedbackInput): Promise<Results['feedback']>

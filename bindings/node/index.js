@@ -363,6 +363,19 @@ class Memory {
     return this.#call('unmerge_entities', { merge_id: mergeId });
   }
 
+  /** The merges this namespace's names propose (`{ proposals }`). */
+  async mergeProposals() {
+    return this.#call('merge_proposals', {});
+  }
+
+  async acceptMergeProposal(from, into) {
+    return this.#call('accept_merge_proposal', { from, into });
+  }
+
+  async rejectMergeProposal(from, into) {
+    return this.#call('reject_merge_proposal', { from, into });
+  }
+
   /** A memory pack. `{ entities?, documents?, history?, limit? }` */
   async export(selection) {
     return this.#call('export', options('export', selection));

@@ -987,6 +987,35 @@ export interface MergeEvent {
 /** A merge event (reversible, D21). */
 export type MergeId = Uuid
 
+/** One proposed merge of `from` (the short form) into `into`. */
+export interface MergeProposal {
+  /**
+   * Whether the idle pipeline merges it by itself: the first word of one longer
+   * name, or another rule with a shared document, and at most
+   * `auto_merge_max_mentions` mentions moved.
+   */
+  automatic: boolean
+  /** The short form's entity (active root). */
+  from: EntityId
+  /** Its canonical name. */
+  from_name: string
+  /** The longer name's entity (active root). */
+  into: EntityId
+  /** Its canonical name. */
+  into_name: string
+  /** Mentions the merge moves (the short form's). */
+  mentions: number
+  /** Why, in words. */
+  reason: string
+  /**
+   * The rule that found it (`short_form_first_word`, `short_form_last_word`,
+   * `short_form_prefix`).
+   */
+  rule: string
+  /** Documents that name both. */
+  shared_documents: number
+}
+
 /** A namespace: one trust domain. */
 export type NamespaceId = Uuid
 
@@ -1568,6 +1597,9 @@ export interface Results {
   correct_fact: FactCorrection
   merge_entities: MergeEvent
   unmerge_entities: MergeEvent
+  merge_proposals: { proposals: MergeProposal[] }
+  accept_merge_proposal: MergeEvent
+  reject_merge_proposal: MergeProposal
   claims: { claims: ClaimRecord[] }
   claim_decisions: { decisions: DecisionRecord[] }
   facts: FactPage

@@ -460,6 +460,34 @@ pub enum EntitiesCommand {
         /// The merge id printed by `merge`.
         merge_id: String,
     },
+    /// Merges the namespace's names propose: list, accept or reject them.
+    Proposals {
+        #[command(subcommand)]
+        command: ProposalsCommand,
+    },
+}
+
+/// `remember entities proposals …`.
+#[derive(Debug, Subcommand)]
+pub enum ProposalsCommand {
+    /// List the proposed merges: each one-word name that abbreviates exactly one
+    /// longer name, with its rule and reason (`automatic` ones the idle pipeline
+    /// merges by itself).
+    List,
+    /// Accept a proposal: merge FROM into INTO (reversible with `unmerge`).
+    Accept {
+        /// The short form's entity id.
+        from: String,
+        /// The longer name's entity id.
+        into: String,
+    },
+    /// Reject a proposal: the two stay apart and are never proposed again.
+    Reject {
+        /// The short form's entity id.
+        from: String,
+        /// The longer name's entity id.
+        into: String,
+    },
 }
 
 /// `remember facts …`.

@@ -1727,6 +1727,18 @@ async fn ask(cli: &Cli, a: &AskArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// A merge made: its event as JSON, or one line.
+fn print_merge(cli: &Cli, event: &rememberstack::MergeEvent) -> Result<(), Error> {
+    if cli.json {
+        return print_json(event);
+    }
+    println!(
+        "merged {} into {} (merge id {})",
+        event.from, event.into, event.merge_id
+    );
+    Ok(())
+}
+
 async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {
     let memory = open(cli).await?;
     match command {
@@ -1804,16 +1816,7 @@ async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {
         }
         EntitiesCommand::Merge { a, b } => {
             let (a, b): (EntityId, EntityId) = (a.parse()?, b.parse()?);
-            let event = memory.merge_entities(a, b).await?;
-            if cli.json {
-                print_json(&event)
-            } else {
-                println!(
-                    "merged {} into {} (merge id {})",
-                    event.from, event.into, event.merge_id
-                );
-                Ok(())
-            }
+            print_merge(cli, &memory.merge_entities(a, b).await?)
         }
         EntitiesCommand::Unmerge { merge_id } => {
             let id: MergeId = merge_id.parse()?;
@@ -1828,6 +1831,44 @@ async fn entities(cli: &Cli, command: &EntitiesCommand) -> Result<(), Error> {
                 Ok(())
             }
         }
+        EntitiesCommand::Proposals { command } => match command {
+            ProposalsCommand::List => {
+                let list = memory.merge_proposals().await?;
+                if cli.json {
+                    return print_json(&json!({ "proposals": list }));
+                }
+                if list.is_empty() {
+                    println!("no merges proposed in namespace `{}`", memory.namespace());
+                }
+                for p in &list {
+                    println!(
+                        "{} {}  ->  {} {}  [{}{}] {}",
+                        p.from,
+                        p.from_name,
+                        p.into,
+                        p.into_name,
+                        p.rule,
+                        if p.automatic { ", automatic" } else { "" },
+                        p.reason
+                    );
+                }
+                Ok(())
+            }
+            ProposalsCommand::Accept { from, into } => {
+                let (from, into): (EntityId, EntityId) = (from.parse()?, into.parse()?);
+                print_merge(cli, &memory.accept_merge_proposal(from, into).await?)
+            }
+            ProposalsCommand::Reject { from, into } => {
+                let (from, into): (EntityId, EntityId) = (from.parse()?, into.parse()?);
+                let p = memory.reject_merge_proposal(from, into).await?;
+                if cli.json {
+                    print_json(&p)
+                } else {
+                    println!("rejected: {} stays apart from {}", p.from_name, p.into_name);
+                    Ok(())
+                }
+            }
+        },
     }
 }
 

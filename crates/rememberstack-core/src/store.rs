@@ -1446,6 +1446,16 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// written. Returns the entity of the decision that stands.
     async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp)
     -> Result<EntityId>;
+    /// Record the cannot-link pair `x`–`y` (stored ordered), decided by
+    /// `decided_by` (e.g. `rejected:short_form_first_word`); an existing pair
+    /// stands.
+    async fn add_exclusion(
+        &self,
+        ns: NamespaceId,
+        x: EntityId,
+        y: EntityId,
+        decided_by: &str,
+    ) -> Result<()>;
     /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.
     async fn exclusions(
         &self,

@@ -1043,6 +1043,16 @@ impl MemoryStore for PgStore {
         self.commit_resolution_impl(commit, now).await
     }
 
+    async fn add_exclusion(
+        &self,
+        ns: NamespaceId,
+        x: EntityId,
+        y: EntityId,
+        decided_by: &str,
+    ) -> Result<()> {
+        self.add_exclusion_impl(ns, x, y, decided_by).await
+    }
+
     async fn exclusions(
         &self,
         ns: NamespaceId,

@@ -6,8 +6,8 @@
 use crate::auth::{Principal, Scope};
 use crate::error::ApiError;
 use rememberstack::{
-    ChunkId, DeclaredKind, DocumentId, DocumentQuery, FactId, IngestRequest, Memory, Message,
-    NoteInput, VersioningMode,
+    ChunkId, DeclaredKind, DocumentId, DocumentQuery, EntityId, FactId, IngestRequest, Memory,
+    Message, NoteInput, VersioningMode,
 };
 use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
@@ -99,6 +99,11 @@ pub fn catalogue(memory: &Memory) -> Vec<ToolSpec> {
         "Whether what was ingested has been processed: work pending, running and dead-lettered by stage, and semantic index readiness. Use it after an ingest before expecting its facts.",
         json!({"type": "object", "additionalProperties": false, "properties": {}}),
     ));
+    tools.push(read(
+        "merge_proposals",
+        "Names that are probably one entity: each one-word name that abbreviates exactly one longer name in memory (`Marta` and `Marta Ilves`), with the rule, the reason and whether it will be merged automatically. Use it before treating two such names as different people or things.",
+        json!({"type": "object", "additionalProperties": false, "properties": {}}),
+    ));
     tools.push(write(
         "ingest",
         "Store a document (Markdown or plain text) in memory; it is processed into claims, entities and facts. Re-ingesting the same source_ref with new text makes a new version. Set wait to true to return after processing.",
@@ -142,6 +147,25 @@ pub fn catalogue(memory: &Memory) -> Vec<ToolSpec> {
                "properties": {"document_id": {"type": "string", "format": "uuid"}}}),
         Scope::Write,
     ));
+    for (name, description) in [
+        (
+            "accept_merge_proposal",
+            "Accept a merge proposal (its from and into entity ids): the short name becomes the longer one's, reversibly. Use it when the user confirms two names are one.",
+        ),
+        (
+            "reject_merge_proposal",
+            "Reject a merge proposal (its from and into entity ids): the two stay apart and are never proposed again. Use it when the user says two names are different.",
+        ),
+    ] {
+        tools.push(write(
+            name,
+            description,
+            json!({"type": "object", "additionalProperties": false, "required": ["from", "into"],
+                   "properties": {"from": {"type": "string", "format": "uuid"},
+                                  "into": {"type": "string", "format": "uuid"}}}),
+            Scope::Admin,
+        ));
+    }
     tools
 }
 
@@ -272,6 +296,26 @@ impl McpServer {
                 let a: DeleteArgs = parse(args)?;
                 let doc: DocumentId = a.document_id.parse()?;
                 to_value(serde_json::to_value(m.delete_document(doc).await?))
+            }
+            "merge_proposals" => {
+                let _: Empty = parse(args)?;
+                Ok(
+                    json!({"proposals": to_value(serde_json::to_value(m.merge_proposals().await?))?}),
+                )
+            }
+            "accept_merge_proposal" => {
+                let a: ProposalArgs = parse(args)?;
+                let (from, into): (EntityId, EntityId) = (a.from.parse()?, a.into.parse()?);
+                to_value(serde_json::to_value(
+                    m.accept_merge_proposal(from, into).await?,
+                ))
+            }
+            "reject_merge_proposal" => {
+                let a: ProposalArgs = parse(args)?;
+                let (from, into): (EntityId, EntityId) = (a.from.parse()?, a.into.parse()?);
+                to_value(serde_json::to_value(
+                    m.reject_merge_proposal(from, into).await?,
+                ))
             }
             other => Err(ApiError::new(
                 axum::http::StatusCode::NOT_FOUND,
@@ -431,6 +475,13 @@ struct AdjacentArgs {
 #[serde(deny_unknown_fields)]
 struct TraceArgs {
     fact_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProposalArgs {
+    from: String,
+    into: String,
 }
 
 #[derive(Deserialize)]

@@ -287,6 +287,27 @@ pub const ROUTES: &[RouteDoc] = &[
     ),
     r(
         "GET",
+        ns!("/entities/proposals"),
+        "read",
+        "The merges the namespace's names propose (`{proposals}`): one-word names that abbreviate exactly one longer name, with rule, reason and whether the idle pipeline merges it automatically.",
+        None,
+    ),
+    r(
+        "POST",
+        ns!("/entities/proposals/accept"),
+        "admin",
+        "Accept a merge proposal `{from, into}`: a reversible merge recording its rule.",
+        Some(s::<MergeBody>),
+    ),
+    r(
+        "POST",
+        ns!("/entities/proposals/reject"),
+        "admin",
+        "Reject a merge proposal `{from, into}`: the pair is never proposed again.",
+        Some(s::<MergeBody>),
+    ),
+    r(
+        "GET",
         ns!("/entities/{name_or_id}"),
         "read",
         "Show an entity by id or name.",

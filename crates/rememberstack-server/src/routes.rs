@@ -49,6 +49,9 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/entities", get(list_entities))
         .route("/entities/merge", post(merge_entities))
         .route("/entities/merges/{id}/unmerge", post(unmerge_entities))
+        .route("/entities/proposals", get(merge_proposals))
+        .route("/entities/proposals/accept", post(accept_merge_proposal))
+        .route("/entities/proposals/reject", post(reject_merge_proposal))
         .route("/entities/{name_or_id}", get(show_entity))
         .route("/receipts/{id}", get(resolve_receipt))
         .route("/receipts/{id}/inspect", get(inspect_receipt))
@@ -937,6 +940,37 @@ async fn merge_entities(
     let m = memory(&state, &principal, &ns, Scope::Admin)?;
     let event = m.merge_entities(body.from, body.into).await?;
     Ok(Json(serde_json::to_value(event).map_err(internal)?))
+}
+
+async fn merge_proposals(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    Ok(Json(json!({"proposals": m.merge_proposals().await?})))
+}
+
+async fn accept_merge_proposal(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<MergeBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let event = m.accept_merge_proposal(body.from, body.into).await?;
+    Ok(Json(serde_json::to_value(event).map_err(internal)?))
+}
+
+async fn reject_merge_proposal(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Json(body): Json<MergeBody>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let p = m.reject_merge_proposal(body.from, body.into).await?;
+    Ok(Json(serde_json::to_value(p).map_err(internal)?))
 }
 
 async fn unmerge_entities(

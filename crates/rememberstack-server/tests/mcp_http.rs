@@ -101,6 +101,7 @@ async fn mcp_over_http_lists_the_catalogue_and_answers_behind_keys() {
             "search_documents",
             "trace",
             "pipeline_readiness",
+            "merge_proposals",
         ] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
         }
@@ -128,6 +129,13 @@ async fn mcp_over_http_lists_the_catalogue_and_answers_behind_keys() {
         .await;
         assert!(!err, "{bundle}");
         assert_eq!(bundle["contract"], "ContextBundle/v2");
+        let (err, proposals) = call(&w, "merge_proposals", json!({})).await;
+        assert!(!err, "{proposals}");
+        assert!(proposals["proposals"].is_array(), "{proposals}");
+        // Deciding a proposal merges entities: an admin tool, not a writer's.
+        for admin in ["accept_merge_proposal", "reject_merge_proposal"] {
+            assert!(!names.iter().any(|n| n == admin), "{admin} in {names:?}");
+        }
         assert!(bundle.to_string().contains("Marta"), "{kind}: {bundle}");
         let (err, ready) = call(&w, "pipeline_readiness", json!({})).await;
         assert!(!err);

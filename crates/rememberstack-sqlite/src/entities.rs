@@ -943,6 +943,31 @@ impl SqliteStore {
         Ok(out)
     }
 
+    pub(crate) async fn add_exclusion_impl(
+        &self,
+        ns: NamespaceId,
+        x: EntityId,
+        y: EntityId,
+        decided_by: &str,
+    ) -> Result<()> {
+        if x == y {
+            return Err(Error::invalid_input("an entity cannot exclude itself"));
+        }
+        let (a, b) = if x < y { (x, y) } else { (y, x) };
+        sqlx::query(
+            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+             VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(ns.to_string())
+        .bind(a.to_string())
+        .bind(b.to_string())
+        .bind(decided_by)
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
     pub(crate) async fn exclusions_impl(
         &self,
         ns: NamespaceId,

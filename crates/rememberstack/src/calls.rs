@@ -61,6 +61,9 @@ pub const METHODS: &[&str] = &[
     "correct_fact",
     "merge_entities",
     "unmerge_entities",
+    "merge_proposals",
+    "accept_merge_proposal",
+    "reject_merge_proposal",
     "claims",
     "claim_decisions",
     "facts",
@@ -694,6 +697,22 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
                     .await?,
             )
         }
+        "merge_proposals" => {
+            let _: NoInput = parse(method, input)?;
+            to_json(&json!({ "proposals": m.merge_proposals().await? }))
+        }
+        "accept_merge_proposal" | "reject_merge_proposal" => {
+            let i: MergeInput = parse(method, input)?;
+            let (from, into) = (
+                parse_id::<EntityId>(&i.from)?,
+                parse_id::<EntityId>(&i.into)?,
+            );
+            if method == "accept_merge_proposal" {
+                to_json(&m.accept_merge_proposal(from, into).await?)
+            } else {
+                to_json(&m.reject_merge_proposal(from, into).await?)
+            }
+        }
         "claims" => {
             let i: ClaimsInput = parse(method, input)?;
             let doc = i
@@ -776,8 +795,9 @@ pub fn result_schemas() -> ResultSchemas {
         DoctorReport, DocumentDeletion, DocumentDetail, DocumentResult, DocumentSummary,
         DrainReport, EntityDetail, EntityRecord, EntityResult, Envelope, EvidenceResult,
         FactCorrection, FactInvalidation, FactPage, FactResult, FactTrace, FeedbackRecord,
-        ForgetReport, HydratedRecord, IngestReceipt, MergeEvent, NotePage, NoteRecord,
-        OperationDescriptor, PathResult, PredicateRow, Receipt, ReceiptResolution, StatusReport,
+        ForgetReport, HydratedRecord, IngestReceipt, MergeEvent, MergeProposal, NotePage,
+        NoteRecord, OperationDescriptor, PathResult, PredicateRow, Receipt, ReceiptResolution,
+        StatusReport,
     };
     use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 
@@ -844,6 +864,9 @@ pub fn result_schemas() -> ResultSchemas {
                 "invalidate_fact" => of::<FactInvalidation>(g),
                 "correct_fact" => of::<FactCorrection>(g),
                 "merge_entities" | "unmerge_entities" => of::<MergeEvent>(g),
+                "merge_proposals" => listing::<MergeProposal>(g, "proposals"),
+                "accept_merge_proposal" => of::<MergeEvent>(g),
+                "reject_merge_proposal" => of::<MergeProposal>(g),
                 "claims" => listing::<ClaimRecord>(g, "claims"),
                 "claim_decisions" => listing::<DecisionRecord>(g, "decisions"),
                 "facts" => of::<FactPage>(g),

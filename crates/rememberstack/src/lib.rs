@@ -46,10 +46,10 @@ pub use rememberstack_core::engine::{
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
     Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection,
     FactModels, FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
-    HydratedEvidence, HydratedRecord, IngestReceipt, NeighborhoodRequest, NoteInput, NotePage,
-    OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers, ReceiptResolution,
-    RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats, StatusReport,
-    TemporalScope, TracedEvidence, VersionSummary, canonical_json, operations,
+    HydratedEvidence, HydratedRecord, IngestReceipt, MergeProposal, NeighborhoodRequest, NoteInput,
+    NotePage, OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers,
+    ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats,
+    StatusReport, TemporalScope, TracedEvidence, VersionSummary, canonical_json, operations,
 };
 pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
 pub use rememberstack_core::envelope::{
@@ -1069,6 +1069,40 @@ impl Memory {
     /// Undo a merge, restoring the exact prior membership.
     pub async fn unmerge_entities(&self, merge: MergeId) -> Result<MergeEvent> {
         self.engine.unmerge_entities(&self.namespace, merge).await
+    }
+
+    /// The merges this namespace's names propose: each one-word name that
+    /// abbreviates exactly one longer name (`Marta` → `Marta Ilves`, `Mel` →
+    /// `Melanie`), with its rule and reason. Those marked `automatic` the idle
+    /// pipeline merges by itself; the others wait for
+    /// [`Memory::accept_merge_proposal`] or [`Memory::reject_merge_proposal`].
+    pub async fn merge_proposals(&self) -> Result<Vec<MergeProposal>> {
+        self.engine.merge_proposals(&self.namespace).await
+    }
+
+    /// Accept a proposal: an ordinary merge (undo it with
+    /// [`Memory::unmerge_entities`]) whose event records the rule. `not_found`
+    /// when the namespace proposes no such merge now.
+    pub async fn accept_merge_proposal(
+        &self,
+        from: EntityId,
+        into: EntityId,
+    ) -> Result<MergeEvent> {
+        self.engine
+            .accept_merge_proposal(&self.namespace, from, into)
+            .await
+    }
+
+    /// Reject a proposal: the two entities become cannot-link and the pair is
+    /// never proposed again. Returns the proposal rejected.
+    pub async fn reject_merge_proposal(
+        &self,
+        from: EntityId,
+        into: EntityId,
+    ) -> Result<MergeProposal> {
+        self.engine
+            .reject_merge_proposal(&self.namespace, from, into)
+            .await
     }
 
     /// Facts in this namespace: current ones, those holding `at` an instant, or the

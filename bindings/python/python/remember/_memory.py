@@ -600,6 +600,20 @@ class Memory:
         """Undo a merge: the exact prior membership comes back."""
         return self._call("unmerge_entities", merge_id=merge_id)
 
+    def merge_proposals(self) -> List[Result]:
+        """The merges this namespace's names propose: each one-word name that
+        abbreviates exactly one longer name, with its rule and reason; those marked
+        ``automatic`` the idle pipeline merges by itself."""
+        return self._call_list("merge_proposals", "proposals")
+
+    def accept_merge_proposal(self, from_id: str, into_id: str) -> Result:
+        """Accept a proposal: an ordinary, reversible merge recording its rule."""
+        return self._call("accept_merge_proposal", **{"from": from_id, "into": into_id})
+
+    def reject_merge_proposal(self, from_id: str, into_id: str) -> Result:
+        """Reject a proposal: the pair becomes cannot-link, never proposed again."""
+        return self._call("reject_merge_proposal", **{"from": from_id, "into": into_id})
+
     def delete_document(self, doc_id: str) -> Result:
         """Delete a document lineage (soft and auditable): its claims stop being
         current testimony. An unknown id is :class:`~remember.DocumentNotFound`."""
@@ -832,6 +846,15 @@ class AsyncMemory:
 
     async def unmerge_entities(self, merge_id: str) -> Result:
         return await self._run(self._memory.unmerge_entities, merge_id)
+
+    async def merge_proposals(self) -> List[Result]:
+        return await self._run(self._memory.merge_proposals)
+
+    async def accept_merge_proposal(self, from_id: str, into_id: str) -> Result:
+        return await self._run(self._memory.accept_merge_proposal, from_id, into_id)
+
+    async def reject_merge_proposal(self, from_id: str, into_id: str) -> Result:
+        return await self._run(self._memory.reject_merge_proposal, from_id, into_id)
 
     async def delete_document(self, doc_id: str) -> Result:
         return await self._run(self._memory.delete_document, doc_id)

@@ -465,6 +465,58 @@ fn entities_facts_trace_and_merge_from_the_command_line() {
 }
 
 #[test]
+fn merge_proposals_from_the_command_line() {
+    let cli = Cli::new();
+    for (name, body) in [
+        (
+            "crew.md",
+            "# Crew\n\nKofi Asante lives in Leeds.\n\nLena Vogt lives in Munich.\n",
+        ),
+        (
+            "plan.md",
+            "# Plan\n\nThe plan was approved by Asante.\n\nThe venue was booked by Vogt.\n",
+        ),
+    ] {
+        let path = cli.write(name, body);
+        cli.ok_json(&["ingest", path.to_str().unwrap(), "--wait", "--json"]);
+    }
+    let listed = cli.ok_json(&["entities", "proposals", "list", "--json"]);
+    let proposals = listed["proposals"].as_array().unwrap();
+    let pairs: Vec<(&str, &str)> = proposals
+        .iter()
+        .map(|p| {
+            (
+                p["from_name"].as_str().unwrap(),
+                p["into_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("Asante", "Kofi Asante"), ("Vogt", "Lena Vogt")]);
+    let ids = |p: &Value| {
+        (
+            p["from"].as_str().unwrap().to_string(),
+            p["into"].as_str().unwrap().to_string(),
+        )
+    };
+    let (from, into) = ids(&proposals[0]);
+    let merge = cli.ok_json(&["entities", "proposals", "accept", &from, &into, "--json"]);
+    assert_eq!(merge["snapshot"]["reason"]["rule"], "short_form_last_word");
+    let shown = cli.ok_json(&["entities", "show", &from, "--json"]);
+    assert_eq!(shown["entity"]["entity_id"], into.as_str());
+    let (from, into) = ids(&proposals[1]);
+    cli.ok_json(&["entities", "proposals", "reject", &from, &into, "--json"]);
+    let listed = cli.ok_json(&["entities", "proposals", "list", "--json"]);
+    assert_eq!(listed["proposals"].as_array().unwrap().len(), 0, "{listed}");
+    // Deciding it again is refused: nothing proposes it any more.
+    let out = cli.run(&["entities", "proposals", "accept", &from, &into, "--json"]);
+    assert!(!out.status.success());
+    let err: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "not_found");
+    let out = cli.run(&["entities", "proposals", "reject", "nope", &into, "--json"]);
+    assert!(!out.status.success());
+}
+
+#[test]
 fn operations_and_ask_from_the_command_line() {
     let cli = Cli::new();
     let path = cli.write(

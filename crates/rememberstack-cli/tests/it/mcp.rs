@@ -78,7 +78,7 @@ fn mcp_over_stdio_serves_the_catalogue_and_answers() {
                 Some(true)
             );
         }
-        assert_eq!(tools.len(), registry.len() + 8, "{tools:?}");
+        assert_eq!(tools.len(), registry.len() + 11, "{tools:?}");
 
         let (err, receipt) = call(
             &c,
@@ -114,7 +114,7 @@ fn mcp_over_stdio_serves_the_catalogue_and_answers() {
         // Read-only: the write tools are neither listed nor callable.
         let r = start(&db, true).await;
         let tools = r.list_all_tools().await.unwrap();
-        assert_eq!(tools.len(), registry.len() + 4);
+        assert_eq!(tools.len(), registry.len() + 5);
         assert!(tools.iter().all(|t| t.name != "ingest"));
         let (err, body) = call(
             &r,

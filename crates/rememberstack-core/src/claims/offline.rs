@@ -914,18 +914,52 @@ const EXPLETIVE_NEXT: &[&str] = &[
     "turned", "would", "will", "might", "may", "could", "should", "can", "must", "has", "had",
 ];
 
-/// A sentence-initial third-person pronoun of `text`: its byte range, what it can
-/// refer to and whether it is possessive. A contraction (`She's`) is none.
+/// Time and sequence adverbs that may stand before a sentence's subject
+/// (`Previously she lived in Lyon.`): the pronoun after one is still the subject.
+const LEADING_ADVERBS: &[&str] = &[
+    "previously",
+    "formerly",
+    "earlier",
+    "later",
+    "then",
+    "afterwards",
+    "afterward",
+    "eventually",
+    "finally",
+    "meanwhile",
+    "now",
+    "today",
+    "currently",
+    "recently",
+    "still",
+    "also",
+];
+
+/// A sentence-initial third-person pronoun of `text`, or one right after a leading
+/// time adverb: its byte range, what it can refer to and whether it is possessive.
+/// A contraction (`She's`) is none.
 fn leading_pronoun(text: &str) -> Option<(usize, usize, Referent, bool)> {
-    let &(a, b) = word_spans(text).first()?;
-    if !text[..a]
+    let spans = word_spans(text);
+    let &(a0, b0) = spans.first()?;
+    if !text[..a0]
         .chars()
         .all(|c| c.is_whitespace() || matches!(c, '"' | '\u{201C}' | '(' | '*' | '-'))
     {
         return None;
     }
+    let adverb = LEADING_ADVERBS.contains(&text[a0..b0].to_lowercase().as_str())
+        && text[a0..b0].starts_with(char::is_uppercase);
+    let (a, b) = match spans.get(1) {
+        Some(&(a1, b1))
+            if adverb && text[b0..a1].chars().all(|c| c.is_whitespace() || c == ',') =>
+        {
+            (a1, b1)
+        }
+        _ => (a0, b0),
+    };
     let word = &text[a..b];
-    if !word.chars().next().is_some_and(char::is_uppercase)
+    if (a == a0 && !word.chars().next().is_some_and(char::is_uppercase))
+        || (a != a0 && !word.chars().all(char::is_lowercase))
         || word.contains(is_apostrophe)
         || text[b..].starts_with(is_apostrophe)
     {
@@ -962,8 +996,12 @@ enum Antecedent {
 
 /// The antecedent of a leading pronoun of `referent` kind in the passage before
 /// target `k`: the nearest earlier passage of the same section (at most three
-/// back; a heading ends the search) that holds a compatible name decides, and only
-/// when it holds exactly one (`They` also needs no person named there).
+/// back; a heading ends the search) that holds a compatible name decides. A
+/// passage that itself opens with a pronoun of the same kind continues the same
+/// referent and is passed over (`Nadia Petrescu finished … She joined Tidewell
+/// Energy … Her team …`: `Her` is Nadia's). In the deciding passage, one compatible
+/// name is the antecedent; of several, the one that opens the passage (its
+/// subject) is; otherwise there is none. `They` also needs no person named there.
 fn antecedent(bundle: &ContextBundle, k: usize, referent: Referent) -> Antecedent {
     let earlier = bundle.target[..k]
         .iter()
@@ -974,8 +1012,11 @@ fn antecedent(bundle: &ContextBundle, k: usize, referent: Referent) -> Anteceden
         if p.turn.is_some() || is_heading(&p.text) {
             break;
         }
-        let mut people: Vec<&str> = Vec::new();
-        let mut things: Vec<&str> = Vec::new();
+        if leading_pronoun(&p.text).is_some_and(|(_, _, r, _)| r == referent) {
+            continue;
+        }
+        let mut people: Vec<(usize, &str)> = Vec::new();
+        let mut things: Vec<(usize, &str)> = Vec::new();
         for (s, e) in crate::facts::offline::names_in(&p.text) {
             let name = &p.text[s..e];
             let words = word_spans(name).len();
@@ -984,8 +1025,8 @@ fn antecedent(bundle: &ContextBundle, k: usize, referent: Referent) -> Anteceden
             } else {
                 &mut things
             };
-            if !list.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                list.push(name);
+            if !list.iter().any(|(_, n)| n.eq_ignore_ascii_case(name)) {
+                list.push((s, name));
             }
         }
         let compatible = match referent {
@@ -995,9 +1036,17 @@ fn antecedent(bundle: &ContextBundle, k: usize, referent: Referent) -> Anteceden
         if compatible.is_empty() {
             continue;
         }
-        let fits = referent != Referent::Group || people.is_empty();
+        if referent == Referent::Group && !people.is_empty() {
+            return Antecedent::Unresolved;
+        }
+        let opens = |at: usize| {
+            word_spans(&p.text)
+                .first()
+                .is_some_and(|&(first, _)| first == at)
+        };
         return match compatible.as_slice() {
-            [one] if fits => Antecedent::Name((*one).to_string()),
+            [(_, one)] => Antecedent::Name((*one).to_string()),
+            [(at, subject), ..] if opens(*at) => Antecedent::Name((*subject).to_string()),
             _ => Antecedent::Unresolved,
         };
     }
@@ -1785,10 +1834,26 @@ mod tests {
             .unwrap(),
             "Bruno Keller's office is in Lyon."
         );
-        // Two people: the pronoun stays.
+        // Two people: the subject of the sentence before, when it opens it; else the
+        // pronoun stays.
         assert_eq!(
             document_claims(&["Alice Moreno met Bruno Keller. She moved to Lyon in 2024."])[1],
+            "Alice Moreno moved to Lyon in 2024."
+        );
+        assert_eq!(
+            document_claims(&["In 2023 Alice Moreno met Bruno Keller. She moved to Lyon in 2024."])
+                [1],
             "She moved to Lyon in 2024."
+        );
+        // A pronoun chain: the sentence before opens with a pronoun of the same kind,
+        // so its referent carries on (the organisation it names is passed over).
+        assert_eq!(
+            document_claims(&[
+                "Nadia Petrescu studied in Cluj until 2023. She joined Tidewell Energy in 2024. Her team is based in Bucharest."
+            ])
+            .last()
+            .unwrap(),
+            "Nadia Petrescu's team is based in Bucharest."
         );
         // `They` where a person is named stays; `It` before `is` refers to nothing.
         assert_eq!(
@@ -1804,8 +1869,25 @@ mod tests {
             document_claims(&["Alice Moreno joined Acme. She's based in Lyon since 2024."])[1],
             "She's based in Lyon since 2024."
         );
+        // A pronoun after a leading time adverb is still the subject.
+        assert_eq!(
+            document_claims(&[
+                "Odile Marchetti moved to Marseille in August 2025.",
+                "Previously she lived in Lyon."
+            ])[1],
+            "Previously Odile Marchetti lived in Lyon."
+        );
+        assert_eq!(
+            document_claims(&[
+                "Odile Marchetti moved to Marseille.",
+                "Previously, Lyon was home."
+            ])[1],
+            "Previously, Lyon was home."
+        );
         // What stays is flagged as needing its source's context.
         assert!(needs_context("She liked the plan."));
+        assert!(needs_context("Later, they sold it."));
+        assert!(!needs_context("Previously Lyon was home."));
         assert!(needs_context("Their office moved."));
         assert!(!needs_context("Alice Moreno liked the plan."));
         assert!(!needs_context("It is raining there."));

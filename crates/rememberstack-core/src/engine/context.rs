@@ -978,6 +978,7 @@ impl Engine {
         let filter = scope.filter(ns, members.clone());
         let searched = self.search_facts_in(&req, filter.clone()).await?;
         let mut candidates: Vec<FactResult> = searched.results.clone();
+        let shape = QuestionShape::of(input.query.trim());
         // The neighbourhood: every fact touching an anchor in scope, after the
         // text matches (it has no text score). It is ranked by its keys; whole
         // records are read only for the page.
@@ -1008,13 +1009,15 @@ impl Engine {
                 }
                 hit.len()
             };
-            // (anchors, fused, statement, id, index into `candidates` or None).
-            let mut ranked: Vec<(usize, f64, String, FactId, Option<usize>)> = candidates
+            // (anchors, answers the question's shape, fused, statement, id, index
+            // into `candidates` or None).
+            let mut ranked: Vec<(usize, bool, f64, String, FactId, Option<usize>)> = candidates
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
                     (
                         anchors_of(c.fact.subject, c.fact.object),
+                        shape.answered_by(&c.fact),
                         c.scores.fused,
                         c.fact.statement.clone(),
                         c.fact.fact_id,
@@ -1024,6 +1027,7 @@ impl Engine {
                 .chain(around.into_iter().map(|k| {
                     (
                         anchors_of(k.subject, k.object),
+                        false,
                         0.0,
                         k.statement,
                         k.fact_id,
@@ -1033,16 +1037,17 @@ impl Engine {
                 .collect();
             ranked.sort_by(|a, b| {
                 b.0.cmp(&a.0)
-                    .then_with(|| b.1.total_cmp(&a.1))
-                    .then_with(|| a.2.cmp(&b.2))
+                    .then_with(|| b.1.cmp(&a.1))
+                    .then_with(|| b.2.total_cmp(&a.2))
                     .then_with(|| a.3.cmp(&b.3))
+                    .then_with(|| a.4.cmp(&b.4))
             });
             available = ranked.len();
             let page: Vec<(usize, FactId, Option<usize>)> = ranked
                 .into_iter()
                 .skip(offset)
                 .take(k)
-                .map(|(anchors, _, _, id, index)| (anchors, id, index))
+                .map(|(anchors, _, _, _, id, index)| (anchors, id, index))
                 .collect();
             let wanted: Vec<FactId> = page.iter().filter(|p| p.2.is_none()).map(|p| p.1).collect();
             let mut records: HashMap<FactId, FactRecord> = self
@@ -1078,6 +1083,8 @@ impl Engine {
                 })
                 .collect();
         } else {
+            // Stable: within each tier the text ranking stands.
+            candidates.sort_by_key(|c| std::cmp::Reverse(shape.answered_by(&c.fact)));
             candidates = candidates.into_iter().skip(offset).take(k).collect();
         }
         let presented = self
@@ -1297,6 +1304,60 @@ impl Engine {
             claims_and_sources,
             facts,
         })
+    }
+}
+
+/// What a question asks for, by its words: the core predicates its question words
+/// name ("Where does Alice *work*?" asks for `works_for`) and the names it
+/// mentions. A fact of an asked predicate whose subject the question names
+/// answers its shape and ranks right after the anchors, before the text score:
+/// the employer of the named person, not the fact sharing the most words.
+struct QuestionShape {
+    asked: Vec<&'static str>,
+    /// Its words, lowercased.
+    words: Vec<String>,
+    /// Its capitalised words, lowercased.
+    names: Vec<String>,
+}
+
+impl QuestionShape {
+    fn of(question: &str) -> Self {
+        let raw: Vec<&str> = question
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        QuestionShape {
+            asked: crate::facts::predicates::asked_for(question),
+            words: raw.iter().map(|w| w.to_lowercase()).collect(),
+            names: raw
+                .iter()
+                .filter(|w| w.starts_with(char::is_uppercase))
+                .map(|w| w.to_lowercase())
+                .collect(),
+        }
+    }
+
+    /// Whether `fact` is a relation the question asks for about an entity it
+    /// names: the subject's whole name, or its first word (three letters or more)
+    /// written as a name.
+    fn answered_by(&self, fact: &FactRecord) -> bool {
+        let Some(predicate) = fact.predicate.as_deref() else {
+            return false;
+        };
+        if !self.asked.contains(&predicate) {
+            return false;
+        }
+        let name: Vec<String> = fact
+            .subject_name
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let Some(first) = name.first() else {
+            return false;
+        };
+        self.words.windows(name.len()).any(|w| w == name.as_slice())
+            || (first.chars().count() >= 3 && self.names.contains(first))
     }
 }
 
@@ -1563,7 +1624,58 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::same_word;
+    use super::{QuestionShape, same_word};
+    use crate::claims::{Precision, ValidityKind};
+    use crate::facts::{FactKind, FactRecord, Window};
+    use crate::ids::{EntityId, FactId, NamespaceId};
+
+    fn relation(subject: &str, predicate: &str, object: &str) -> FactRecord {
+        let t = chrono::DateTime::UNIX_EPOCH;
+        FactRecord {
+            fact_id: FactId(uuid::Uuid::from_u128(1)),
+            namespace_id: NamespaceId(uuid::Uuid::from_u128(2)),
+            kind: FactKind::Relation,
+            subject: EntityId(uuid::Uuid::from_u128(3)),
+            subject_name: subject.into(),
+            predicate: Some(predicate.into()),
+            object: Some(EntityId(uuid::Uuid::from_u128(4))),
+            object_name: Some(object.into()),
+            statement: format!("{subject} {predicate} {object}"),
+            window: Window {
+                valid_from: None,
+                valid_until: None,
+                precision: Precision::Day,
+            },
+            validity_kind: ValidityKind::State,
+            recorded_at: t,
+            invalidated_at: None,
+            closed_reason: None,
+            contradiction_group: None,
+            superseded_by: None,
+            evidence_count: 1,
+            contradict_count: 0,
+            embedding_key: String::new(),
+            updated_at: t,
+        }
+    }
+
+    #[test]
+    fn a_question_is_answered_by_the_asked_relation_of_the_named_subject() {
+        let q = QuestionShape::of("Where does Alice Moreno work now?");
+        assert!(q.answered_by(&relation("Alice Moreno", "works_for", "Globex")));
+        // Not the other relation of the same person, nor another person's employer.
+        assert!(!q.answered_by(&relation("Alice Moreno", "located_in", "Madrid")));
+        assert!(!q.answered_by(&relation("Bruno Keller", "works_for", "Globex")));
+        // A first name written as a name stands for the whole name.
+        let q = QuestionShape::of("Where does Alice live?");
+        assert!(q.answered_by(&relation("Alice Moreno", "located_in", "Madrid")));
+        // ... but not a lowercase word that happens to be one.
+        let q = QuestionShape::of("where do the rose growers live?");
+        assert!(!q.answered_by(&relation("Rose Tyler", "located_in", "London")));
+        // A question asking for no relation ranks nothing first.
+        let q = QuestionShape::of("What did Alice Moreno say about Globex?");
+        assert!(!q.answered_by(&relation("Alice Moreno", "works_for", "Globex")));
+    }
 
     #[test]
     fn words_match_up_to_an_ending_but_short_ones_only_whole() {

@@ -56,6 +56,10 @@ pub struct FactsConfig {
     pub resolve_retries: u32,
     /// Candidate facts shown to the adjudicator for a hub entity.
     pub hub_top_k: usize,
+    /// The blast-radius guard of automatic merges: a merge proposal moving more
+    /// mentions than this waits for a caller's `accept`; 0 merges nothing
+    /// automatically.
+    pub auto_merge_max_mentions: u64,
 }
 
 impl Default for FactsConfig {
@@ -66,6 +70,7 @@ impl Default for FactsConfig {
             t4_candidates: 8,
             resolve_retries: 3,
             hub_top_k: 20,
+            auto_merge_max_mentions: 50,
         }
     }
 }
@@ -2830,6 +2835,18 @@ impl Engine {
         from: EntityId,
         into: EntityId,
     ) -> Result<MergeEvent> {
+        self.merge_because(namespace, from, into, None).await
+    }
+
+    /// [`Self::merge_entities`], its event recording `reason` (a rule name and who
+    /// decided: never a name, which would outlive a forget).
+    pub(super) async fn merge_because(
+        &self,
+        namespace: &str,
+        from: EntityId,
+        into: EntityId,
+        reason: Option<serde_json::Value>,
+    ) -> Result<MergeEvent> {
         let ns = self.namespace_or_not_found(namespace).await?;
         if from == into {
             return Err(Error::invalid_input(
@@ -2861,10 +2878,16 @@ impl Engine {
             into,
             // Ids only: a name in an audit row would outlive a forget of the
             // document it came from.
-            snapshot: serde_json::json!({
-                "from": {"entity": from, "members": from_members},
-                "into": {"entity": into, "members": into_members},
-            }),
+            snapshot: {
+                let mut snapshot = serde_json::json!({
+                    "from": {"entity": from, "members": from_members},
+                    "into": {"entity": into, "members": into_members},
+                });
+                if let Some(reason) = reason {
+                    snapshot["reason"] = reason;
+                }
+                snapshot
+            },
             created_at: self.clock.now(),
             reverted_at: None,
         };

@@ -25,6 +25,7 @@ mod facts;
 mod keys;
 mod lifecycle;
 mod primitives;
+mod proposals;
 mod query_vectors;
 mod search;
 
@@ -46,6 +47,7 @@ pub use primitives::{
     HydratedRecord, NEIGHBORHOOD_MAX_DEPTH, NEIGHBORHOOD_MAX_EXPANSIONS, NEIGHBORHOOD_MAX_FRONTIER,
     NEIGHBORHOOD_MAX_RESULTS, NeighborhoodRequest, PathResult, RecordRef,
 };
+pub use proposals::{AUTO_MERGES_PER_PASS, MAX_PROPOSAL_SCAN, MergeProposal};
 
 /// The version of the deterministic embedding-input policy (D80).
 pub const EMBED_INPUT_POLICY_VERSION: &str = "embed-input-v1";
@@ -504,6 +506,9 @@ pub struct Engine {
     cursor_key: Arc<[u8; 32]>,
     /// Recent queries' vectors: the searches of one operation share one embedding.
     query_vectors: Arc<query_vectors::QueryVectors>,
+    /// Per namespace, the change stamp the last idle merge-proposal pass of this
+    /// process saw: an unchanged namespace is not scanned again.
+    merge_pass_stamps: Arc<std::sync::Mutex<HashMap<NamespaceId, u64>>>,
 }
 
 /// Read-side aggregates (freshness, vector coverage) per namespace and key, each
@@ -607,6 +612,7 @@ impl Engine {
             aggregates: Arc::default(),
             query_vectors: Arc::default(),
             resumed: Arc::default(),
+            merge_pass_stamps: Arc::default(),
             cursor_key: Arc::new([0; 32]),
         };
         let engine = Engine {
@@ -1101,8 +1107,10 @@ impl Engine {
             .await?;
         let mut report = DrainReport::default();
         let Some(first) = items.first() else {
-            // Idle: refreshes another worker did not live to apply are done here.
+            // Idle: refreshes another worker did not live to apply are done here,
+            // and the names that turned out to be one entity are merged.
             self.refresh_due_currency().await?;
+            Box::pin(self.apply_merge_proposals()).await?;
             return Ok((0, report));
         };
         let stage = first.stage;

@@ -42,8 +42,6 @@ fn fold_latin(c: char) -> Option<&'static str> {
     Some(s)
 }
 
-/// Unicode-lowercases `s` and folds Latin diacritics (see [`lemma`]); no other
-/// change. Shared with the predicate normalizer.
 /// Whether the one-word lemma `short` abbreviates the lemma `long` within one
 /// document: `long` has two or more words and `short` is its first or last
 /// (`alice` → `alice moreno`, `moreno` → `alice moreno`), or `long` is one word
@@ -82,6 +80,8 @@ pub fn short_form_of<'b>(
     found
 }
 
+/// Unicode-lowercases `s` and folds Latin diacritics (see [`lemma`]); no other
+/// change. Shared with the predicate normalizer.
 pub(crate) fn fold_lower(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {

@@ -174,8 +174,12 @@ pub const RULE_EARLIER_VALUE: &str =
 /// See [`RULE_LATER_VALUE`].
 pub const RULE_CHANGE_CUE: &str = "single-valued predicate: a change cue (now, no longer, moved, left, since) marks the new value";
 /// See [`RULE_LATER_VALUE`].
-pub const RULE_SAME_PERIOD: &str =
-    "single-valued predicate: another source gives another value for the same time";
+pub const RULE_SAME_PERIOD: &str = "single-valued predicate: another source gives another value for the same time (said within 30 days, undated, no change cue)";
+
+/// Two undated values said less than this many days apart by different sources,
+/// with no change cue, are about the same time: they contradict rather than
+/// supersede.
+pub const SAME_PERIOD_DAYS: i64 = 30;
 
 /// Words and phrases that say a state changed: `now`, `no longer`, `moved to`,
 /// `left`, `quit`, `since`, ….
@@ -218,6 +222,8 @@ pub fn has_change_cue(text: &str) -> bool {
 ///    assertion's start — with the latest start: the assertion's start is its
 ///    window's start, else when its source said it; a rival's is its window's
 ///    start, else the latest time its testimony (`said`) was said.
+///    * neither window dated, no change cue, another source, said less than
+///      [`SAME_PERIOD_DAYS`] days apart: they **contradict** (the same time);
 ///    * a later start **supersedes** the rival (closed at that start);
 ///    * an earlier start is **superseded by** the rival;
 ///    * the same start supersedes when the claim carries a change cue (`cue`),
@@ -265,6 +271,21 @@ pub fn offline_decide(
     let Some((rival, rival_start, testimony)) = rival else {
         return OfflineVerdict::New;
     };
+    let other_source = testimony.iter().any(|s| s.document != a.document_id);
+    let undated = a.window.valid_from.is_none() && rival.window.valid_from.is_none();
+    if !cue
+        && undated
+        && other_source
+        && start != rival_start
+        && (start - rival_start).num_days().abs() < SAME_PERIOD_DAYS
+    {
+        // Two sources a few days apart, neither dating its value nor saying it
+        // changed: they disagree about the same time.
+        return OfflineVerdict::Contradict {
+            fact: rival.fact_id,
+            rule: RULE_SAME_PERIOD,
+        };
+    }
     if start > rival_start {
         return OfflineVerdict::Supersede {
             fact: rival.fact_id,
@@ -1054,6 +1075,23 @@ mod tests {
                 fact: fid(1),
                 at: ts(2026, 6, 1),
                 rule: RULE_EARLIER_VALUE
+            }
+        );
+        // Said 20 days apart by two sources, undated, no cue: the same time.
+        assert_eq!(
+            offline_decide(&globex, false, candidates, &said_at(ts(2026, 2, 18), 0x99)),
+            OfflineVerdict::Contradict {
+                fact: fid(1),
+                rule: RULE_SAME_PERIOD
+            }
+        );
+        // A change cue, or a dated value, supersedes at any distance.
+        assert_eq!(
+            offline_decide(&globex, true, candidates, &said_at(ts(2026, 2, 18), 0x99)),
+            OfflineVerdict::Supersede {
+                fact: fid(1),
+                at: ts(2026, 3, 10),
+                rule: RULE_LATER_VALUE
             }
         );
         // The same time: another source contradicts, a change cue supersedes, the

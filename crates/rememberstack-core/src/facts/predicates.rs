@@ -335,6 +335,45 @@ impl<'de> Deserialize<'de> for Predicate {
     }
 }
 
+/// Question words that ask for a predicate's value: "Where does Alice *work*?"
+/// asks for `works_for`, "Where does she *live*?" for `located_in`. Whole words,
+/// lowercase; only present forms and nouns, so a question about what someone
+/// once *worked on* does not ask for an employer.
+const QUESTION_CUES: &[(&str, &[&str])] = &[
+    (
+        "works_for",
+        &[
+            "work", "works", "working", "job", "employer", "employed", "employs",
+        ],
+    ),
+    (
+        "located_in",
+        &[
+            "live", "lives", "living", "reside", "resides", "residing", "based", "located",
+        ],
+    ),
+    (
+        "reports_to",
+        &["report", "reports", "reporting", "boss", "manager"],
+    ),
+    ("founded", &["founded", "founder", "founders"]),
+    ("authored", &["wrote", "author", "authored"]),
+];
+
+/// The core predicates a question asks for, by its [`QUESTION_CUES`] words.
+pub fn asked_for(question: &str) -> Vec<&'static str> {
+    let words: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    QUESTION_CUES
+        .iter()
+        .filter(|(_, cues)| words.iter().any(|w| cues.contains(&w.as_str())))
+        .map(|(name, _)| *name)
+        .collect()
+}
+
 /// Maps a free natural-language phrase to a predicate (D5): after
 /// normalization (lowercase, diacritics folded, words joined with `_`), an
 /// exact core name or synonym match gives that core predicate; otherwise the
@@ -407,6 +446,23 @@ mod tests {
         "uses",
         "reports_to",
     ];
+
+    #[test]
+    fn questions_ask_for_predicates_by_their_words() {
+        assert_eq!(
+            asked_for("Where does Alice Moreno work now?"),
+            ["works_for"]
+        );
+        assert_eq!(asked_for("Where is she living these days?"), ["located_in"]);
+        assert!(asked_for("What has Alice worked on?").is_empty());
+        assert!(asked_for("Who is the networker?").is_empty());
+        for (name, _) in QUESTION_CUES {
+            assert!(
+                core_by_name(name).is_some(),
+                "{name} is not a core predicate"
+            );
+        }
+    }
 
     #[test]
     fn all_sixteen_in_order() {

@@ -665,6 +665,89 @@ async fn offline_a_short_form_in_one_document_is_its_longer_name() {
 }
 
 #[tokio::test]
+async fn offline_names_across_documents_are_proposed_and_the_unambiguous_merged() {
+    for h in stores().await {
+        let memory = memory_with(&h, FactModels::default()).await;
+        ingest(
+            &memory,
+            "hr",
+            "# HR\n\nMarta Ilves works for Halvard Bank.\n\nKofi Asante lives in Leeds.\n\nLena Vogt lives in Munich.\n",
+            "2024-04-01T00:00:00Z",
+        )
+        .await;
+        ingest(
+            &memory,
+            "kickoff",
+            "# Kickoff\n\nThe budget was reviewed by Marta.\n\nThe plan was approved by Asante.\n\nThe venue was booked by Vogt.\n",
+            "2024-09-01T00:00:00Z",
+        )
+        .await;
+        // `Marta` is the first word of one name only: merged by the idle pass, an
+        // ordinary merge whose event records the rule.
+        assert!(
+            entity_ids_named(&memory, "Marta").await.is_empty(),
+            "{}",
+            h.kind
+        );
+        let marta = memory.entity("Marta Ilves").await.unwrap();
+        let merge = marta
+            .merges
+            .iter()
+            .find(|m| m.reverted_at.is_none())
+            .unwrap_or_else(|| panic!("{}: no merge into Marta Ilves", h.kind));
+        assert_eq!(merge.into, marta.entity.entity_id);
+        assert_eq!(merge.snapshot["reason"]["rule"], "short_form_first_word");
+        assert_eq!(merge.snapshot["reason"]["by"], "automatic");
+        // A family name in another document is only proposed (no shared document).
+        let proposals = memory.merge_proposals().await.unwrap();
+        let names: Vec<(&str, &str, bool)> = proposals
+            .iter()
+            .map(|p| (p.from_name.as_str(), p.into_name.as_str(), p.automatic))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("Asante", "Kofi Asante", false),
+                ("Vogt", "Lena Vogt", false)
+            ],
+            "{}",
+            h.kind
+        );
+        let (asante, vogt) = (&proposals[0], &proposals[1]);
+        assert_eq!(asante.rule, "short_form_last_word");
+        // Accept one: merged, reversibly.
+        let event = memory
+            .accept_merge_proposal(asante.from, asante.into)
+            .await
+            .unwrap();
+        assert_eq!(event.snapshot["reason"]["by"], "accepted");
+        assert!(entity_ids_named(&memory, "Asante").await.is_empty());
+        memory.unmerge_entities(event.merge_id).await.unwrap();
+        assert_eq!(entity_ids_named(&memory, "Asante").await.len(), 1);
+        // Reject the other: never proposed again, and a second decision on it is
+        // refused as no longer proposed.
+        memory
+            .reject_merge_proposal(vogt.from, vogt.into)
+            .await
+            .unwrap();
+        let left: Vec<String> = memory
+            .merge_proposals()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.from_name)
+            .collect();
+        assert_eq!(left, ["Asante"], "{}", h.kind);
+        let again = memory
+            .accept_merge_proposal(vogt.from, vogt.into)
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), rememberstack::ErrorCode::NotFound);
+        assert!(entity_ids_named(&memory, "Vogt").await.len() == 1);
+    }
+}
+
+#[tokio::test]
 async fn supersession_with_an_unknown_start_caps_nothing() {
     for h in stores().await {
         let judge = JudgeModel::new(verdicts(vec![json!({
