@@ -1316,8 +1316,8 @@ struct QuestionShape {
     asked: Vec<&'static str>,
     /// Its words, lowercased.
     words: Vec<String>,
-    /// Its capitalised words, lowercased.
-    names: Vec<String>,
+    /// Its runs of capitalised words (the names it writes), lowercased.
+    names: Vec<Vec<String>>,
 }
 
 impl QuestionShape {
@@ -1326,20 +1326,29 @@ impl QuestionShape {
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
             .collect();
+        let mut names: Vec<Vec<String>> = Vec::new();
+        let mut run: Vec<String> = Vec::new();
+        for w in &raw {
+            if w.starts_with(char::is_uppercase) {
+                run.push(w.to_lowercase());
+            } else if !run.is_empty() {
+                names.push(std::mem::take(&mut run));
+            }
+        }
+        if !run.is_empty() {
+            names.push(run);
+        }
         QuestionShape {
             asked: crate::facts::predicates::asked_for(question),
             words: raw.iter().map(|w| w.to_lowercase()).collect(),
-            names: raw
-                .iter()
-                .filter(|w| w.starts_with(char::is_uppercase))
-                .map(|w| w.to_lowercase())
-                .collect(),
+            names,
         }
     }
 
     /// Whether `fact` is a relation the question asks for about an entity it
     /// names: the subject's whole name, or its first word (three letters or more)
-    /// written as a name.
+    /// written as a name on its own (`Alice` stands for `Alice Moreno`; `Alice
+    /// Keller` does not).
     fn answered_by(&self, fact: &FactRecord) -> bool {
         let Some(predicate) = fact.predicate.as_deref() else {
             return false;
@@ -1357,7 +1366,11 @@ impl QuestionShape {
             return false;
         };
         self.words.windows(name.len()).any(|w| w == name.as_slice())
-            || (first.chars().count() >= 3 && self.names.contains(first))
+            || (first.chars().count() >= 3
+                && self
+                    .names
+                    .iter()
+                    .any(|run| run.as_slice() == [first.clone()]))
     }
 }
 
@@ -1669,7 +1682,10 @@ mod tests {
         // A first name written as a name stands for the whole name.
         let q = QuestionShape::of("Where does Alice live?");
         assert!(q.answered_by(&relation("Alice Moreno", "located_in", "Madrid")));
-        // ... but not a lowercase word that happens to be one.
+        // ... but not within another full name ...
+        let q = QuestionShape::of("Where does Alice Keller live?");
+        assert!(!q.answered_by(&relation("Alice Moreno", "located_in", "Madrid")));
+        // ... nor a lowercase word that happens to be one.
         let q = QuestionShape::of("where do the rose growers live?");
         assert!(!q.answered_by(&relation("Rose Tyler", "located_in", "London")));
         // A question asking for no relation ranks nothing first.

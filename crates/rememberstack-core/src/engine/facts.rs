@@ -3085,8 +3085,6 @@ pub fn profile_summary(e: &EntityRecord, salient: &[FactRecord]) -> String {
     out
 }
 
-/// The staged assertions of one normalized claim. A relation whose ends resolved to
-/// the same entity, or whose ends were not resolved, is skipped.
 /// What offline verdicts read besides an entity's block (see
 /// [`Engine::offline_inputs`]).
 struct OfflineInputs {
@@ -3095,6 +3093,8 @@ struct OfflineInputs {
     cues: HashSet<ClaimId>,
 }
 
+/// The staged assertions of one normalized claim. A relation whose ends resolved to
+/// the same entity, or whose ends were not resolved, is skipped.
 fn assertions_for(
     item: &WorkItem,
     claim: &ClaimRecord,

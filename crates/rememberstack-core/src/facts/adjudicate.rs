@@ -174,6 +174,8 @@ pub const RULE_EARLIER_VALUE: &str =
 /// See [`RULE_LATER_VALUE`].
 pub const RULE_CHANGE_CUE: &str = "single-valued predicate: a change cue (now, no longer, moved, left, since) marks the new value";
 /// See [`RULE_LATER_VALUE`].
+pub const RULE_LATER_REPORT: &str = "single-valued predicate: a dated change reported after an undated value, dated within 30 days of it, replaces it";
+/// See [`RULE_LATER_VALUE`].
 pub const RULE_SAME_PERIOD: &str = "single-valued predicate: another source gives another value for the same time (said within 30 days, undated, no change cue)";
 
 /// Two undated values said less than this many days apart by different sources,
@@ -225,7 +227,11 @@ pub fn has_change_cue(text: &str) -> bool {
 ///    * neither window dated, no change cue, another source, said less than
 ///      [`SAME_PERIOD_DAYS`] days apart: they **contradict** (the same time);
 ///    * a later start **supersedes** the rival (closed at that start);
-///    * an earlier start is **superseded by** the rival;
+///    * an earlier start supersedes an undated rival when it was said after all
+///      the rival's testimony and its window may end less than
+///      [`SAME_PERIOD_DAYS`] days before the rival's last saying (a change
+///      reported late, [`RULE_LATER_REPORT`]);
+///    * an earlier start is otherwise **superseded by** the rival;
 ///    * the same start supersedes when the claim carries a change cue (`cue`),
 ///      **contradicts** when the rival's testimony comes from other sources, and
 ///      is otherwise new (one source listing two values);
@@ -267,7 +273,10 @@ pub fn offline_decide(
                 .or_else(|| testimony.iter().map(|s| s.at).max())?;
             Some((f, at, testimony))
         })
-        .max_by_key(|(f, at, _)| (*at, f.recorded_at));
+        // Ties go to the fact created last: its id is minted in creation order,
+        // unlike `recorded_at`, which a batch shares among its facts (so the
+        // choice would depend on where batch boundaries fell).
+        .max_by_key(|(f, at, _)| (*at, f.fact_id));
     let Some((rival, rival_start, testimony)) = rival else {
         return OfflineVerdict::New;
     };
@@ -293,6 +302,21 @@ pub fn offline_decide(
             rule: RULE_LATER_VALUE,
         };
     }
+    if start < rival_start
+        && a.window.valid_from.is_some()
+        && rival.window.valid_from.is_none()
+        && testimony.iter().all(|s| s.at < a.asserted_at)
+        && (rival_start - latest_start(&a.window)).num_days() < SAME_PERIOD_DAYS
+    {
+        // "Still at Acme" on Monday, then on Friday "I joined Globex last week":
+        // the change is the newer report. A change dated well before the undated
+        // value is history instead (the next rule).
+        return OfflineVerdict::Supersede {
+            fact: rival.fact_id,
+            at: start,
+            rule: RULE_LATER_REPORT,
+        };
+    }
     if start < rival_start {
         return OfflineVerdict::SupersededBy {
             fact: rival.fact_id,
@@ -314,6 +338,26 @@ pub fn offline_decide(
         };
     }
     OfflineVerdict::New
+}
+
+/// The latest instant a dated window's start may stand for: its end when it has
+/// one, else the end of its start's calendar unit (`April 2024` may mean April
+/// 30).
+fn latest_start(w: &Window) -> Timestamp {
+    let Some(from) = w.valid_from else {
+        return Timestamp::MIN_UTC;
+    };
+    if let Some(until) = w.valid_until.filter(|u| *u > from) {
+        return until;
+    }
+    let days = match w.precision {
+        Precision::Day => 1,
+        Precision::Month => 31,
+        Precision::Quarter => 92,
+        Precision::Year => 366,
+        Precision::Instant | Precision::Open | Precision::Unknown => 0,
+    };
+    from + chrono::Duration::days(days)
 }
 
 /// The precision of a window built from `w`'s bounds when its recorded precision
@@ -1074,6 +1118,55 @@ mod tests {
             OfflineVerdict::SupersededBy {
                 fact: fid(1),
                 at: ts(2026, 6, 1),
+                rule: RULE_EARLIER_VALUE
+            }
+        );
+        // A dated change reported after an undated value whose saying it may
+        // precede by days ("still at Acme" on 5 March, "joined Globex in
+        // February" on 10 March) is the newer report ...
+        let february = works(
+            GLOBEX,
+            "Alice works for Globex",
+            window(Some(ts(2026, 2, 1)), None, Precision::Month),
+        );
+        assert_eq!(
+            offline_decide(&february, false, candidates, &said_at(ts(2026, 3, 5), 0x99)),
+            OfflineVerdict::Supersede {
+                fact: fid(1),
+                at: ts(2026, 2, 1),
+                rule: RULE_LATER_REPORT
+            }
+        );
+        // ... but not when the undated value was said after it, nor when the
+        // change is dated well before that value was said (history).
+        assert_eq!(
+            offline_decide(
+                &february,
+                false,
+                candidates,
+                &said_at(ts(2026, 3, 12), 0x99)
+            ),
+            OfflineVerdict::SupersededBy {
+                fact: fid(1),
+                at: ts(2026, 3, 12),
+                rule: RULE_EARLIER_VALUE
+            }
+        );
+        let last_june = works(
+            GLOBEX,
+            "Alice works for Globex",
+            window(Some(ts(2025, 6, 1)), None, Precision::Month),
+        );
+        assert_eq!(
+            offline_decide(
+                &last_june,
+                false,
+                candidates,
+                &said_at(ts(2026, 3, 5), 0x99)
+            ),
+            OfflineVerdict::SupersededBy {
+                fact: fid(1),
+                at: ts(2026, 3, 5),
                 rule: RULE_EARLIER_VALUE
             }
         );

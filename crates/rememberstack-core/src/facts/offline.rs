@@ -556,7 +556,10 @@ fn is_leading_gerund(word: &str) -> bool {
 
 fn is_full_calendar_word(word: &str) -> bool {
     let l = lower(word);
-    MONTHS.contains(&l.as_str()) || WEEKDAYS.contains(&l.as_str()) || SEASONS.contains(&l.as_str())
+    MONTHS.contains(&l.as_str())
+        || WEEKDAYS.contains(&l.as_str())
+        || WEEKDAYS.contains(&l.strip_suffix('s').unwrap_or(""))
+        || SEASONS.contains(&l.as_str())
 }
 
 fn is_calendar_word(word: &str) -> bool {
@@ -703,6 +706,16 @@ fn is_forced(text: &str, at: usize) -> bool {
                 }
                 continue;
             }
+            // A dash between spaces separates clauses (`Family is important - Even
+            // though …`); a list marker's dash is followed back to its line start.
+            '-' | '\u{2013}' | '\u{2014}'
+                if before[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|p| p.is_whitespace() && p != '\n') =>
+            {
+                return true;
+            }
             '\'' | '\u{2018}' | '(' | '[' | '*' | '-' | '\u{2022}' | '>' | '#' | '_'
             | '\u{2013}' | '\u{2014}' => continue,
             '.' | '!' | '?' | ':' | '\n' | '\u{2026}' => return true,
@@ -765,6 +778,9 @@ fn name_runs(text: &str, tokens: &[Token], known: &[Vec<String>]) -> Vec<(usize,
         }
         i = j + 1;
         let forced = is_forced(text, tokens[words[0]].start);
+        // A quoted run of two or more words is a title: its first word stays
+        // (`'Finding Freedom'`, `"Keep Going"`).
+        let quoted = text[..tokens[words[0]].start].ends_with(['"', '\'', '\u{201C}', '\u{2018}']);
         let lowered: Vec<String> = words.iter().map(|&w| lower(word(w))).collect();
         // A known name inside a forced run: what precedes it is not part of it.
         let mut k = 0;
@@ -784,8 +800,8 @@ fn name_runs(text: &str, tokens: &[Token], known: &[Vec<String>]) -> Vec<(usize,
             let more = k + 1 < words.len();
             is_stop_word(w)
                 || is_full_calendar_word(w)
-                || (more && is_leading_gerund(w))
-                || (forced && more && english::never_starts_name(w))
+                || (more && !quoted && is_leading_gerund(w))
+                || (forced && more && !quoted && english::never_starts_name(w))
         } {
             k += 1;
         }
@@ -955,6 +971,8 @@ const VERB_TABLE: &[(&str, &str, bool)] = &[
     ("worked at", "works_for", false),
     ("work at", "works_for", false),
     ("working at", "works_for", false),
+    ("started at", "works_for", false),
+    ("starting at", "works_for", false),
     ("employed by", "works_for", false),
     ("employed at", "works_for", false),
     ("an employee of", "works_for", false),
@@ -971,6 +989,7 @@ const VERB_TABLE: &[(&str, &str, bool)] = &[
     ("belongs to", "member_of", false),
     ("belonged to", "member_of", false),
     ("lives in", "located_in", false),
+    ("live in", "located_in", false),
     ("lived in", "located_in", false),
     ("living in", "located_in", false),
     ("based in", "located_in", false),
@@ -2147,6 +2166,15 @@ mod tests {
                 &["Gina asked \"", "\" and Jon said \""]
             ),
             ["Gina", "Jon"]
+        );
+        // A spaced dash starts a clause; a quoted title keeps its gerund.
+        assert_eq!(
+            names_with("Family matters to Maria - Even Oslo is far.", &[]),
+            ["Maria", "Oslo"]
+        );
+        assert_eq!(
+            names_with("We danced a piece called \"Finding Freedom.\"", &[]),
+            ["Finding Freedom"]
         );
         // A pronoun with 's is not a name; shouting is not a name.
         assert_eq!(names_with("She's moving to Oslo.", &[]), ["Oslo"]);
