@@ -509,6 +509,9 @@ pub struct Engine {
     /// Per namespace, the change stamp the last idle merge-proposal pass of this
     /// process saw: an unchanged namespace is not scanned again.
     merge_pass_stamps: Arc<std::sync::Mutex<HashMap<NamespaceId, u64>>>,
+    /// Whether the idle merge-proposal pass already ran since this process last
+    /// ran work.
+    merge_pass_idle: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Read-side aggregates (freshness, vector coverage) per namespace and key, each
@@ -613,6 +616,7 @@ impl Engine {
             query_vectors: Arc::default(),
             resumed: Arc::default(),
             merge_pass_stamps: Arc::default(),
+            merge_pass_idle: Arc::default(),
             cursor_key: Arc::new([0; 32]),
         };
         let engine = Engine {
@@ -1110,9 +1114,18 @@ impl Engine {
             // Idle: refreshes another worker did not live to apply are done here,
             // and the names that turned out to be one entity are merged.
             self.refresh_due_currency().await?;
-            Box::pin(self.apply_merge_proposals()).await?;
+            // Only after this process ran work (or on its first idle look): an idle
+            // poll of a quiet store reads nothing.
+            if !self
+                .merge_pass_idle
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
+                Box::pin(self.apply_merge_proposals()).await?;
+            }
             return Ok((0, report));
         };
+        self.merge_pass_idle
+            .store(false, std::sync::atomic::Ordering::Release);
         let stage = first.stage;
         let claimed = items.len();
         let started = std::time::Instant::now();
