@@ -1446,14 +1446,14 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     /// written. Returns the entity of the decision that stands.
     async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp)
     -> Result<EntityId>;
-    /// Record the cannot-link pair `x`–`y` (stored ordered), decided by
-    /// `decided_by` (e.g. `rejected:short_form_first_word`); an existing pair
-    /// stands.
+    /// Record the cannot-link pair `a`–`b`, `a < b` (the engine orders it),
+    /// decided by `decided_by` (e.g. `rejected:short_form_first_word`); an existing
+    /// pair stands.
     async fn add_exclusion(
         &self,
         ns: NamespaceId,
-        x: EntityId,
-        y: EntityId,
+        a: EntityId,
+        b: EntityId,
         decided_by: &str,
     ) -> Result<()>;
     /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.

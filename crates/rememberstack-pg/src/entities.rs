@@ -549,14 +549,10 @@ impl PgStore {
     pub(crate) async fn add_exclusion_impl(
         &self,
         ns: NamespaceId,
-        x: EntityId,
-        y: EntityId,
+        a: EntityId,
+        b: EntityId,
         decided_by: &str,
     ) -> Result<()> {
-        if x == y {
-            return Err(Error::invalid_input("an entity cannot exclude itself"));
-        }
-        let (a, b) = if x < y { (x, y) } else { (y, x) };
         sqlx::query(
             "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
              VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",

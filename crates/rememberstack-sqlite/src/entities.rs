@@ -946,14 +946,10 @@ impl SqliteStore {
     pub(crate) async fn add_exclusion_impl(
         &self,
         ns: NamespaceId,
-        x: EntityId,
-        y: EntityId,
+        a: EntityId,
+        b: EntityId,
         decided_by: &str,
     ) -> Result<()> {
-        if x == y {
-            return Err(Error::invalid_input("an entity cannot exclude itself"));
-        }
-        let (a, b) = if x < y { (x, y) } else { (y, x) };
         sqlx::query(
             "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
              VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",

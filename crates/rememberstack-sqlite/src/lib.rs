@@ -2220,11 +2220,11 @@ impl MemoryStore for SqliteStore {
     async fn add_exclusion(
         &self,
         ns: NamespaceId,
-        x: EntityId,
-        y: EntityId,
+        a: EntityId,
+        b: EntityId,
         decided_by: &str,
     ) -> Result<()> {
-        self.add_exclusion_impl(ns, x, y, decided_by).await
+        self.add_exclusion_impl(ns, a, b, decided_by).await
     }
 
     async fn exclusions(

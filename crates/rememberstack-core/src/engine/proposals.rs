@@ -151,6 +151,9 @@ impl Engine {
             .collect();
         let guard = self.config.facts.auto_merge_max_mentions;
         let mut out = Vec::with_capacity(pairs.len());
+        // One longer name may be proposed for several short forms (`Marta` and
+        // `Ilves`): its documents are read once.
+        let mut documents: HashMap<EntityId, BTreeSet<DocumentId>> = HashMap::new();
         for (i, j, r) in pairs {
             let (short, long) = (&entities[i], &entities[j]);
             let key = if short.entity_id < long.entity_id {
@@ -161,9 +164,14 @@ impl Engine {
             if excluded.contains(&key) {
                 continue;
             }
-            let a = self.documents_naming(ns, short.entity_id).await?;
-            let b = self.documents_naming(ns, long.entity_id).await?;
-            let shared_documents = a.intersection(&b).count();
+            for e in [short.entity_id, long.entity_id] {
+                if let std::collections::hash_map::Entry::Vacant(slot) = documents.entry(e) {
+                    slot.insert(self.documents_naming(ns, e).await?);
+                }
+            }
+            let shared_documents = documents[&short.entity_id]
+                .intersection(&documents[&long.entity_id])
+                .count();
             let automatic = guard > 0
                 && short.mention_count <= guard
                 && (r == rule::FIRST_WORD || shared_documents > 0);
@@ -283,8 +291,15 @@ impl Engine {
         validate_namespace(namespace)?;
         let ns = self.namespace_or_not_found(namespace).await?;
         let p = self.proposal(ns, namespace, from, into).await?;
+        // A proposal never pairs an entity with itself; the pair is stored ordered,
+        // as every cannot-link pair is.
+        let (a, b) = if from < into {
+            (from, into)
+        } else {
+            (into, from)
+        };
         self.store
-            .add_exclusion(ns, from, into, &format!("rejected:{}", p.rule))
+            .add_exclusion(ns, a, b, &format!("rejected:{}", p.rule))
             .await?;
         Ok(p)
     }

@@ -303,10 +303,10 @@ pub fn offline_decide(
         };
     }
     if start < rival_start
-        && a.window.valid_from.is_some()
+        && let Some(from) = a.window.valid_from
         && rival.window.valid_from.is_none()
         && testimony.iter().all(|s| s.at < a.asserted_at)
-        && (rival_start - latest_start(&a.window)).num_days() < SAME_PERIOD_DAYS
+        && (rival_start - latest_start(from, &a.window)).num_days() < SAME_PERIOD_DAYS
     {
         // "Still at Acme" on Monday, then on Friday "I joined Globex last week":
         // the change is the newer report. A change dated well before the undated
@@ -340,13 +340,10 @@ pub fn offline_decide(
     OfflineVerdict::New
 }
 
-/// The latest instant a dated window's start may stand for: its end when it has
+/// The latest instant a window starting at `from` may mean: its end when it has
 /// one, else the end of its start's calendar unit (`April 2024` may mean April
 /// 30).
-fn latest_start(w: &Window) -> Timestamp {
-    let Some(from) = w.valid_from else {
-        return Timestamp::MIN_UTC;
-    };
+fn latest_start(from: Timestamp, w: &Window) -> Timestamp {
     if let Some(until) = w.valid_until.filter(|u| *u > from) {
         return until;
     }
