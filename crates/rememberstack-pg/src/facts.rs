@@ -629,6 +629,50 @@ impl PgStore {
             .await
             .map_err(db_err)?;
         }
+        // Chain decisions: each fact's window, successor and group as given, and its
+        // contradict-stance evidence exactly the given claims.
+        for l in &commit.links {
+            sqlx::query(
+                "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3,
+                     superseded_by = $4, contradiction_group = $5, updated_at = $6
+                 WHERE namespace_id = $7 AND id = $8",
+            )
+            .bind(l.window.valid_from)
+            .bind(l.window.valid_until)
+            .bind(precision_str(&l.window.precision)?)
+            .bind(l.superseded_by.map(|f| f.to_string()))
+            .bind(l.contradiction_group.map(|g| g.to_string()))
+            .bind(now)
+            .bind(&ns_s)
+            .bind(l.fact.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
+            sqlx::query(
+                "DELETE FROM fact_evidence WHERE namespace_id = $1 AND fact_id = $2
+                     AND stance = 'contradict' AND NOT (claim_id = ANY($3))",
+            )
+            .bind(&ns_s)
+            .bind(l.fact.to_string())
+            .bind(&keep)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            for c in &keep {
+                sqlx::query(
+                    "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                     VALUES ($1, $2, $3, 'contradict', $4) ON CONFLICT DO NOTHING",
+                )
+                .bind(&ns_s)
+                .bind(l.fact.to_string())
+                .bind(c)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
         let t = &commit.transcript;
         sqlx::query(
             "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,

@@ -253,6 +253,7 @@ fn new_fact_commit(
         windows: vec![],
         contradiction: None,
         superseded: None,
+        links: vec![],
         transcript: AdjudicationRecord {
             adjudication_id: AdjudicationId::new(),
             namespace_id: ns,

@@ -8,7 +8,7 @@ use crate::{
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
-    FactRecord, NewFact, PredicateRow, Stance, Window,
+    FactLink, FactRecord, NewFact, PredicateRow, Stance, Window,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -740,6 +740,7 @@ impl SqliteStore {
                 .await
                 .map_err(db_err)?;
             }
+            apply_links(&mut tx, &ns_s, &c.links, &at(c)).await?;
         }
         let mut transcripts: Vec<(&AdjudicationRecord, String, String)> = Vec::new();
         for c in &fresh {
@@ -913,6 +914,7 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         }
+        apply_links(&mut tx, &ns_s, &commit.links, &at).await?;
         let t = &commit.transcript;
         sqlx::query(
             "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
@@ -1212,6 +1214,65 @@ impl SqliteStore {
 }
 
 /// The error of a commit whose lease is gone.
+/// Write chain decisions ([`FactLink`]): each fact's window, successor and
+/// contradiction group as given, and its contradict-stance evidence exactly the
+/// given claims (the fact counts follow through the evidence triggers).
+async fn apply_links(
+    conn: &mut sqlx::SqliteConnection,
+    ns_s: &str,
+    links: &[FactLink],
+    at: &str,
+) -> Result<()> {
+    for l in links {
+        sqlx::query(
+            "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, superseded_by = ?,
+                 contradiction_group = ?, updated_at = ?
+             WHERE namespace_id = ? AND id = ?",
+        )
+        .bind(l.window.valid_from.as_ref().map(to_rfc3339))
+        .bind(l.window.valid_until.as_ref().map(to_rfc3339))
+        .bind(enum_str(&l.window.precision)?)
+        .bind(l.superseded_by.map(|f| f.to_string()))
+        .bind(l.contradiction_group.map(|g| g.to_string()))
+        .bind(at)
+        .bind(ns_s)
+        .bind(l.fact.to_string())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
+        let sql = format!(
+            "DELETE FROM fact_evidence WHERE namespace_id = ? AND fact_id = ? AND stance = 'contradict'{}",
+            if keep.is_empty() {
+                String::new()
+            } else {
+                format!(" AND claim_id NOT IN ({})", in_list(keep.len()))
+            }
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql))
+            .bind(ns_s)
+            .bind(l.fact.to_string());
+        for c in &keep {
+            q = q.bind(c);
+        }
+        q.execute(&mut *conn).await.map_err(db_err)?;
+        for c in &keep {
+            sqlx::query(
+                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                 VALUES (?, ?, ?, 'contradict', ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(ns_s)
+            .bind(l.fact.to_string())
+            .bind(c)
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        }
+    }
+    Ok(())
+}
+
 fn lease_lost(lease: &Lease) -> Error {
     Error::new(
         ErrorCode::LeaseLost,
@@ -1411,6 +1472,7 @@ mod tests {
             windows: vec![],
             contradiction: None,
             superseded: None,
+            links: vec![],
             transcript: AdjudicationRecord {
                 adjudication_id: AdjudicationId::new(),
                 namespace_id: ns,

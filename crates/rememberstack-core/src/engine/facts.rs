@@ -14,10 +14,10 @@ use crate::entities::t4::{T4Candidate, T4Input, T4Verdict, parse_t4, t4_request}
 use crate::entities::*;
 use crate::entities::{BlockingKey, alias_keys, query_keys};
 use crate::facts::adjudicate::{
-    AdjudicationInput, ChatVerdict, OfflineVerdict, Said, adjudication_request, has_change_cue,
-    merged_window, offline_decide, offline_verdict, parse_adjudication, statement_codes,
-    supersede_close,
+    AdjudicationInput, ChatVerdict, Said, adjudication_request, has_change_cue, identical,
+    merged_window, offline_verdict, parse_adjudication, statement_codes, supersede_close,
 };
+use crate::facts::chain::{ChainFact, rechain};
 use crate::facts::normalization::{
     NormalizeInput, NormalizedClaim, normalization_request, parse_normalization,
 };
@@ -1746,9 +1746,19 @@ impl Engine {
             })
             .collect();
         let inputs = self.offline_inputs(ns, pending.values().flatten()).await?;
-        let mut said = self
-            .offline_said(ns, blocks.values().flatten().map(|(f, _)| f))
-            .await?;
+        // The chains of the roots whose pending assertions include a single-valued
+        // relation (the rest never read one).
+        let chain_roots: Vec<EntityId> = pending
+            .iter()
+            .filter(|(_, list)| {
+                list.iter()
+                    .any(|a| a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()))
+            })
+            .filter_map(|(e, _)| roots.get(e).map(|r| r.entity_id))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut chains = self.offline_chains(ns, &chain_roots).await?;
         let mut commits = Vec::new();
         let mut drained: HashSet<EntityId> = HashSet::new();
         let mut decided: Vec<&WorkItem> = Vec::new();
@@ -1780,7 +1790,7 @@ impl Engine {
                 &assertions,
                 block,
                 &inputs,
-                &mut said,
+                &mut chains,
                 &mut touched,
             ) {
                 Ok(c) => {
@@ -1914,55 +1924,94 @@ impl Engine {
     ) -> StageResult<()> {
         let ns = item.namespace_id;
         let inputs = self.offline_inputs(ns, assertions).await?;
-        let mut said = self.offline_said(ns, block.iter().map(|(f, _)| f)).await?;
+        let chain_roots: Vec<EntityId> = if assertions
+            .iter()
+            .any(|a| a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()))
+        {
+            vec![root.entity_id]
+        } else {
+            vec![]
+        };
+        let mut chains = self.offline_chains(ns, &chain_roots).await?;
         let commits =
-            self.offline_commits(item, root, assertions, block, &inputs, &mut said, touched)?;
+            self.offline_commits(item, root, assertions, block, &inputs, &mut chains, touched)?;
         self.store.apply_assertions(ns, commits).await?;
         Ok(())
     }
 
-    /// The testimony behind the single-valued relations among `facts` (when and in
-    /// which lineage each current supporting claim was said): what the offline
-    /// adjudicator orders two values by when their windows do not.
-    async fn offline_said<'a>(
+    /// The single-valued chains of `roots` ([`crate::facts::chain`]): per root and
+    /// predicate, every fact of which the root is the subject that is not
+    /// invalidated (superseded ones included), with its supporting testimony and
+    /// the claims recorded as contradicting it. At most [`MAX_CHAIN_FACTS`] per
+    /// root, the most recently recorded.
+    async fn offline_chains(
         &self,
         ns: NamespaceId,
-        facts: impl IntoIterator<Item = &'a FactRecord>,
-    ) -> Result<HashMap<FactId, Vec<Said>>> {
-        // Collected before the first await: the iterator need not be `Send`.
-        let wanted: BTreeSet<FactId> = facts
-            .into_iter()
-            .filter(|f| {
-                f.kind == FactKind::Relation
-                    && f.predicate
-                        .as_deref()
-                        .and_then(|p| Predicate::parse(p).ok())
-                        .is_some_and(|p| p.is_single_valued())
-            })
-            .map(|f| f.fact_id)
-            .collect();
-        let mut out: HashMap<FactId, Vec<Said>> = HashMap::new();
-        for fact in wanted {
-            let rows: Vec<ClaimId> = self
+        roots: &[EntityId],
+    ) -> Result<HashMap<(EntityId, String), Vec<ChainEntry>>> {
+        let mut out: HashMap<(EntityId, String), Vec<ChainEntry>> = HashMap::new();
+        for root in roots {
+            let mut facts: Vec<FactRecord> = self
                 .store
-                .fact_evidence(ns, fact)
+                .list_facts(
+                    &FactFilter {
+                        namespace_id: ns,
+                        entities: vec![*root],
+                        at: None,
+                        history: true,
+                        overlap: None,
+                        documents: None,
+                        group: None,
+                        unsupported: true,
+                    },
+                    10_000,
+                )
                 .await?
                 .into_iter()
-                .filter(|e| e.stance == Stance::Support && e.is_current)
-                .map(|e| e.claim_id)
+                .filter(|f| {
+                    f.subject == *root
+                        && f.invalidated_at.is_none()
+                        && f.kind == FactKind::Relation
+                        && single_valued(f.predicate.as_deref())
+                })
                 .collect();
-            let claims = self.store.claims(ns, &rows).await?;
-            out.insert(
-                fact,
-                claims
+            facts.sort_by_key(|f| std::cmp::Reverse((f.recorded_at, f.fact_id)));
+            facts.truncate(MAX_CHAIN_FACTS);
+            for fact in facts {
+                let evidence = self.store.fact_evidence(ns, fact.fact_id).await?;
+                let support: Vec<ClaimId> = evidence
+                    .iter()
+                    .filter(|e| e.stance == Stance::Support)
+                    .map(|e| e.claim_id)
+                    .collect();
+                let contradicted_by: BTreeSet<ClaimId> = evidence
+                    .iter()
+                    .filter(|e| e.stance == Stance::Contradict)
+                    .map(|e| e.claim_id)
+                    .collect();
+                let support = self
+                    .store
+                    .claims(ns, &support)
+                    .await?
                     .into_iter()
-                    .map(|c| Said {
-                        claim: c.claim_id,
-                        document: c.document_id,
-                        at: c.asserted_at,
+                    .map(|c| Support {
+                        said: Said {
+                            claim: c.claim_id,
+                            document: c.document_id,
+                            at: c.asserted_at,
+                        },
+                        window: relation_window(&c.validity),
+                        current: c.is_current,
+                        cue: has_change_cue(&c.text),
                     })
-                    .collect(),
-            );
+                    .collect();
+                let key = (*root, fact.predicate.clone().unwrap_or_default());
+                out.entry(key).or_default().push(ChainEntry {
+                    fact,
+                    support,
+                    contradicted_by,
+                });
+            }
         }
         Ok(out)
     }
@@ -2028,7 +2077,9 @@ impl Engine {
 
     /// The offline commits of a unit's `assertions`, each verdict decided against
     /// `block` as the earlier ones left it (the block is updated in memory as each
-    /// commit will land). Fails, changing nothing, when an object does not exist.
+    /// commit will land). A relation of a single-valued predicate is decided
+    /// against its whole chain in `chains` instead ([`Self::chain_apply`]). Fails,
+    /// changing nothing, when an object does not exist.
     #[allow(clippy::too_many_arguments)]
     fn offline_commits(
         &self,
@@ -2037,7 +2088,7 @@ impl Engine {
         assertions: &[Assertion],
         block: &mut Vec<(FactRecord, Vec<u64>)>,
         inputs: &OfflineInputs,
-        said: &mut HashMap<FactId, Vec<Said>>,
+        chains: &mut HashMap<(EntityId, String), Vec<ChainEntry>>,
         touched: &mut BTreeSet<EntityId>,
     ) -> StageResult<Vec<ApplyCommit>> {
         let (object_roots, labels) = (&inputs.object_roots, &inputs.labels);
@@ -2067,72 +2118,211 @@ impl Engine {
                 object_name = Some(object.canonical_name.clone());
             }
             let at = self.clock.now();
+            // As stored: to the millisecond.
+            let stored_at = crate::time::parse_rfc3339(&crate::time::to_rfc3339(&at)).unwrap_or(at);
+            let record = |nf: &NewFact| FactRecord {
+                fact_id: nf.fact_id,
+                namespace_id: ns,
+                kind: nf.kind,
+                subject: nf.subject,
+                subject_name: root.canonical_name.clone(),
+                predicate: nf.predicate.clone(),
+                object: nf.object,
+                object_name: object_name.clone(),
+                statement: nf.statement.clone(),
+                window: nf.window.clone(),
+                validity_kind: nf.validity_kind,
+                recorded_at: stored_at,
+                invalidated_at: None,
+                closed_reason: None,
+                contradiction_group: None,
+                superseded_by: None,
+                evidence_count: 1,
+                contradict_count: 0,
+                embedding_key: nf.embedding_key.clone(),
+                updated_at: stored_at,
+            };
+            if a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()) {
+                let chain = chains
+                    .entry((root.entity_id, a.predicate.clone().unwrap_or_default()))
+                    .or_default();
+                let cue = inputs.cues.contains(&a.claim_id);
+                let commit = self.chain_apply(item, &a, chain, labels, cue, at, &record);
+                // The block holds the root's live facts: the new fact, and every fact
+                // of the chain as the decision leaves it (a fact that is live again
+                // rejoins it).
+                for l in &commit.links {
+                    let Some(e) = chain.iter().find(|e| e.fact.fact_id == l.fact) else {
+                        continue;
+                    };
+                    match block.iter_mut().find(|(f, _)| f.fact_id == l.fact) {
+                        Some((f, _)) => *f = e.fact.clone(),
+                        None if e.fact.superseded_by.is_none() => {
+                            block.push((e.fact.clone(), statement_codes(&e.fact.statement)));
+                        }
+                        None => {}
+                    }
+                }
+                if let Some(nf) = &commit.new_fact
+                    && !block.iter().any(|(f, _)| f.fact_id == nf.fact_id)
+                {
+                    block.push((record(nf), statement_codes(&nf.statement)));
+                }
+                commits.push(commit);
+                continue;
+            }
             let candidates = self.nominate(&a, block);
-            let cue = inputs.cues.contains(&a.claim_id);
-            let commit = self.offline_apply(item, &a, &candidates, labels, said, cue, at);
+            let commit = self.offline_apply(item, &a, &candidates, labels, at);
             // What later verdicts read of the block once this commit lands: revised
-            // windows, a supersession, the new fact (as stored: to the millisecond) and
-            // the testimony behind them.
+            // windows and the new fact.
             for (fact, w) in &commit.windows {
                 if let Some((f, _)) = block.iter_mut().find(|(f, _)| f.fact_id == *fact) {
                     f.window = w.clone();
                 }
             }
-            if let Some((group, members)) = &commit.contradiction {
-                for (f, _) in block.iter_mut() {
-                    if members.contains(&f.fact_id) {
-                        f.contradiction_group = Some(*group);
-                    }
-                }
-            }
-            let superseded = commit.superseded;
-            if let Some((predecessor, successor)) = superseded
-                && let Some((f, _)) = block.iter_mut().find(|(f, _)| f.fact_id == predecessor)
-            {
-                f.superseded_by = Some(successor);
-            }
-            let testimony = Said {
-                claim: a.claim_id,
-                document: a.document_id,
-                at: a.asserted_at,
-            };
-            for (fact, _, stance) in &commit.evidence {
-                if *stance == Stance::Support {
-                    said.entry(*fact).or_default().push(testimony);
-                }
-            }
             if let Some(nf) = &commit.new_fact {
-                let stored_at =
-                    crate::time::parse_rfc3339(&crate::time::to_rfc3339(&at)).unwrap_or(at);
-                block.push((
-                    FactRecord {
-                        fact_id: nf.fact_id,
-                        namespace_id: ns,
-                        kind: nf.kind,
-                        subject: nf.subject,
-                        subject_name: root.canonical_name.clone(),
-                        predicate: nf.predicate.clone(),
-                        object: nf.object,
-                        object_name,
-                        statement: nf.statement.clone(),
-                        window: nf.window.clone(),
-                        validity_kind: nf.validity_kind,
-                        recorded_at: stored_at,
-                        invalidated_at: None,
-                        closed_reason: None,
-                        contradiction_group: commit.contradiction.as_ref().map(|(group, _)| *group),
-                        superseded_by: superseded.filter(|(p, _)| *p == nf.fact_id).map(|(_, s)| s),
-                        evidence_count: 1,
-                        contradict_count: 0,
-                        embedding_key: nf.embedding_key.clone(),
-                        updated_at: stored_at,
-                    },
-                    statement_codes(&nf.statement),
-                ));
+                block.push((record(nf), statement_codes(&nf.statement)));
             }
             commits.push(commit);
         }
         Ok(commits)
+    }
+
+    /// The offline commit of a single-valued relation `a` against its whole
+    /// `chain` (every value of the subject's predicate, superseded ones included):
+    /// evidence for an identical statement whose own window is compatible, else a
+    /// new fact; then the chain is decided again ([`rechain`]) and the commit
+    /// carries the links of every fact the decision changes. The transcript's
+    /// verdict names what became of the assertion's fact — `superseded` (a later
+    /// value replaces it), `supersede` (it replaced a value), `contradict` — with
+    /// the rule, else `evidence` or `new`; its input lists every link changed.
+    /// `chain` is left as the commit will store it.
+    #[allow(clippy::too_many_arguments)]
+    fn chain_apply(
+        &self,
+        item: &WorkItem,
+        a: &Assertion,
+        chain: &mut Vec<ChainEntry>,
+        labels_with_vectors: &HashSet<String>,
+        cue: bool,
+        at: Timestamp,
+        record: &dyn Fn(&NewFact) -> FactRecord,
+    ) -> ApplyCommit {
+        let candidate_ids: Vec<FactId> = chain.iter().map(|e| e.fact.fact_id).collect();
+        let same = chain
+            .iter()
+            .filter(|e| identical(a, &e.fact) && a.window.compatible(&e.own_window()))
+            .min_by_key(|e| {
+                (
+                    e.own_window().valid_from,
+                    e.fact.statement.clone(),
+                    e.fact.fact_id,
+                )
+            })
+            .map(|e| e.fact.fact_id);
+        let (verdict, reason) = match same {
+            Some(_) => ("evidence", "identical statement with a compatible window"),
+            None if chain.is_empty() => ("new", "no live fact of the entity to compare with"),
+            None => (
+                "new",
+                "offline adjudicator: no identical statement with a compatible window",
+            ),
+        };
+        let mut c = self.assemble_apply(
+            item,
+            a,
+            &candidate_ids,
+            labels_with_vectors,
+            (verdict, same, same),
+            (
+                reason.into(),
+                serde_json::Value::Null,
+                None,
+                OFFLINE_ADJUDICATOR_VERSION.into(),
+            ),
+            at,
+        );
+        let support = Support {
+            said: Said {
+                claim: a.claim_id,
+                document: a.document_id,
+                at: a.asserted_at,
+            },
+            window: a.window.clone(),
+            current: true,
+            cue,
+        };
+        match same {
+            Some(fact) => {
+                if let Some(e) = chain.iter_mut().find(|e| e.fact.fact_id == fact) {
+                    e.support.push(support);
+                }
+            }
+            None => {
+                if let Some(nf) = &c.new_fact {
+                    chain.push(ChainEntry {
+                        fact: record(nf),
+                        support: vec![support],
+                        contradicted_by: BTreeSet::new(),
+                    });
+                }
+            }
+        }
+        let links = relink(chain);
+        let result = c.transcript.result_fact;
+        let mine = chain.iter().find(|e| e.fact.fact_id == result);
+        let rule_of = |fact: FactId| {
+            links
+                .iter()
+                .find(|(l, _)| l.fact == fact)
+                .and_then(|(_, r)| *r)
+        };
+        let replaced = links
+            .iter()
+            .find(|(l, _)| l.fact != result && l.superseded_by == Some(result))
+            .map(|(l, r)| (l.fact, *r));
+        let rival = mine.and_then(|m| m.fact.contradiction_group).and_then(|g| {
+            chain
+                .iter()
+                .find(|e| e.fact.fact_id != result && e.fact.contradiction_group == Some(g))
+                .map(|e| e.fact.fact_id)
+        });
+        let decided = match (mine.and_then(|m| m.fact.superseded_by), replaced, rival) {
+            (Some(successor), _, _) => Some(("superseded", successor, rule_of(result))),
+            (None, Some((predecessor, rule)), _) => Some(("supersede", predecessor, rule)),
+            (None, None, Some(other)) => Some(("contradict", other, rule_of(result))),
+            _ => None,
+        };
+        if let Some((verdict, target, rule)) = decided {
+            c.transcript.verdict = verdict.into();
+            c.transcript.target_fact = Some(target);
+            c.transcript.reason = rule
+                .unwrap_or(crate::facts::adjudicate::RULE_LATER_VALUE)
+                .into();
+        }
+        if c.transcript.verdict == "new" {
+            // A new fact is stamped with the configured adjudicator's generation.
+            c.transcript.adjudicator_version = self.adjudicator_version();
+        }
+        let changed: Vec<serde_json::Value> = links
+            .iter()
+            .map(|(l, rule)| {
+                serde_json::json!({
+                    "fact": l.fact,
+                    "superseded_by": l.superseded_by,
+                    "valid_until": l.window.valid_until.as_ref().map(crate::time::to_rfc3339),
+                    "contradiction_group": l.contradiction_group,
+                    "rule": rule,
+                })
+            })
+            .collect();
+        c.transcript.input = serde_json::json!({
+            "assertion": a,
+            "candidates": candidate_ids,
+            "rule": {"identical": same.is_some(), "chain": changed},
+        });
+        c.links = links.into_iter().map(|(l, _)| l).collect();
+        c
     }
 
     /// The live facts an entity takes part in (as subject or object), current view;
@@ -2232,6 +2422,7 @@ impl Engine {
             windows: vec![],
             contradiction: None,
             superseded: None,
+            links: vec![],
             transcript: AdjudicationRecord {
                 adjudication_id: AdjudicationId::new(),
                 namespace_id: ns,
@@ -2250,133 +2441,68 @@ impl Engine {
         }
     }
 
-    /// The offline commit of `a` against its `candidates`, as [`offline_decide`]
-    /// decides it: evidence for an identical statement with a compatible window
-    /// (revising its window), a supersession either way or a contradiction between
-    /// two values of a single-valued predicate, else a new fact. `said` is the
-    /// testimony behind the candidates; `cue` whether `a`'s claim carries a change
-    /// cue.
-    #[allow(clippy::too_many_arguments)]
+    /// The offline commit of `a` against its `candidates`: evidence for an
+    /// identical statement with a compatible window (revising its window), else a
+    /// new fact. (A single-valued relation is decided as a chain instead:
+    /// [`Self::chain_apply`].)
     fn offline_apply(
         &self,
         item: &WorkItem,
         a: &Assertion,
         candidates: &[FactRecord],
         labels_with_vectors: &HashSet<String>,
-        said: &HashMap<FactId, Vec<Said>>,
-        cue: bool,
         at: Timestamp,
     ) -> ApplyCommit {
         let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
-        let rule_input = |extra: serde_json::Value| serde_json::json!({"assertion": a, "candidates": candidate_ids, "rule": extra});
-        let version = OFFLINE_ADJUDICATOR_VERSION.to_string();
-        let decided =
-            |verdict: &str, target: Option<FactId>, evidence_for, reason: String, rule| {
-                // A new fact is stamped with the configured adjudicator's generation
-                // (offline or not): a chat adjudicator sends here what it need not judge.
-                let version = if verdict == "new" {
-                    self.adjudicator_version()
-                } else {
-                    version.clone()
-                };
-                self.assemble_apply(
-                    item,
-                    a,
-                    &candidate_ids,
-                    labels_with_vectors,
-                    (verdict, target, evidence_for),
-                    (reason, rule_input(rule), None, version),
-                    at,
-                )
-            };
-        let find = |fact: FactId| candidates.iter().find(|f| f.fact_id == fact);
-        match offline_decide(a, cue, candidates, said) {
-            OfflineVerdict::Evidence { fact } => {
-                let revised = find(fact).and_then(|f| merged_window(&f.window, &a.window));
-                let mut c = decided(
-                    "evidence",
-                    Some(fact),
-                    Some(fact),
+        let input = |identical: bool, revision: Option<&Window>| {
+            serde_json::json!({
+                "assertion": a,
+                "candidates": candidate_ids,
+                "rule": {"identical": identical, "window_revision": revision},
+            })
+        };
+        if let Some(fact) = offline_verdict(a, candidates) {
+            let revised = candidates
+                .iter()
+                .find(|f| f.fact_id == fact)
+                .and_then(|f| merged_window(&f.window, &a.window));
+            let mut c = self.assemble_apply(
+                item,
+                a,
+                &candidate_ids,
+                labels_with_vectors,
+                ("evidence", Some(fact), Some(fact)),
+                (
                     "identical statement with a compatible window".into(),
-                    serde_json::json!({"identical": true, "window_revision": revised}),
-                );
-                c.windows = revised.map(|w| vec![(fact, w)]).unwrap_or_default();
-                return c;
-            }
-            OfflineVerdict::Supersede {
-                fact,
-                at: start,
-                rule,
-            } => {
-                if let Some(capped) = find(fact)
-                    .and_then(|p| supersede_close(&p.window, p.validity_kind, Some(start)))
-                {
-                    let mut c = decided(
-                        "supersede",
-                        Some(fact),
-                        None,
-                        rule.into(),
-                        serde_json::json!({"name": rule, "closes_at": start}),
-                    );
-                    c.superseded = Some((fact, c.transcript.result_fact));
-                    c.windows = vec![(fact, capped)];
-                    return c;
-                }
-            }
-            OfflineVerdict::SupersededBy {
-                fact,
-                at: end,
-                rule,
-            } => {
-                if let Some(capped) = supersede_close(&a.window, a.validity_kind, Some(end)) {
-                    let mut c = decided(
-                        "superseded",
-                        Some(fact),
-                        None,
-                        rule.into(),
-                        serde_json::json!({"name": rule, "closes_at": end}),
-                    );
-                    let id = c.transcript.result_fact;
-                    if let Some(f) = c.new_fact.as_mut() {
-                        f.window = capped;
-                    }
-                    c.superseded = Some((id, fact));
-                    return c;
-                }
-            }
-            OfflineVerdict::Contradict { fact, rule } => {
-                let mut c = decided(
-                    "contradict",
-                    Some(fact),
+                    input(true, revised.as_ref()),
                     None,
-                    rule.into(),
-                    serde_json::json!({"name": rule}),
-                );
-                let id = c.transcript.result_fact;
-                let group = find(fact)
-                    .and_then(|f| f.contradiction_group)
-                    .unwrap_or_else(uuid::Uuid::new_v4);
-                // Symmetric stances, as a chat verdict records them.
-                c.evidence.push((fact, a.claim_id, Stance::Contradict));
-                for s in said.get(&fact).into_iter().flatten() {
-                    c.evidence.push((id, s.claim, Stance::Contradict));
-                }
-                c.contradiction = Some((group, vec![fact, id]));
-                return c;
-            }
-            OfflineVerdict::New => {}
+                    OFFLINE_ADJUDICATOR_VERSION.to_string(),
+                ),
+                at,
+            );
+            c.windows = revised.map(|w| vec![(fact, w)]).unwrap_or_default();
+            return c;
         }
         let reason = if candidates.is_empty() {
             "no live fact of the entity to compare with"
         } else {
             "offline adjudicator: no identical statement with a compatible window"
         };
-        decided(
-            "new",
-            None,
-            None,
-            reason.into(),
-            serde_json::json!({"identical": false}),
+        // A new fact is stamped with the configured adjudicator's generation
+        // (offline or not): a chat adjudicator sends here what it need not judge.
+        self.assemble_apply(
+            item,
+            a,
+            &candidate_ids,
+            labels_with_vectors,
+            ("new", None, None),
+            (
+                reason.into(),
+                input(false, None),
+                None,
+                self.adjudicator_version(),
+            ),
+            at,
         )
     }
 
@@ -2524,15 +2650,7 @@ impl Engine {
             }
         } else {
             // Only evidence or new reach here (no candidates, or an identical one).
-            self.offline_apply(
-                item,
-                a,
-                &candidates,
-                &labels_with_vectors,
-                &HashMap::new(),
-                false,
-                self.clock.now(),
-            )
+            self.offline_apply(item, a, &candidates, &labels_with_vectors, self.clock.now())
         };
         let changed = commit.changed_facts();
         self.store
@@ -3093,6 +3211,150 @@ struct OfflineInputs {
     cues: HashSet<ClaimId>,
 }
 
+/// The window a claim gives a relation: its own, but a relation is a state, so an
+/// event claim ("joined in February 2026") starts it and the event's own end is
+/// not the state's end.
+fn relation_window(validity: &crate::claims::Validity) -> Window {
+    Window {
+        valid_from: validity.from,
+        valid_until: if validity.kind == ValidityKind::Event && validity.from.is_some() {
+            None
+        } else {
+            validity.until
+        },
+        precision: validity.precision,
+    }
+}
+
+/// Whether `predicate` names a single-valued predicate (one value at a time).
+fn single_valued(predicate: Option<&str>) -> bool {
+    predicate
+        .and_then(|p| Predicate::parse(p).ok())
+        .is_some_and(|p| p.is_single_valued())
+}
+
+/// Facts of one root read into its single-valued chains, at most (the most
+/// recently recorded): a bound on what one unit reads, far above any real chain.
+const MAX_CHAIN_FACTS: usize = 500;
+
+/// A fact of a single-valued chain as the offline adjudicator keeps it while a
+/// batch is decided: the fact as stored (or as the batch will store it), its
+/// supporting testimony and the claims recorded as contradicting it.
+struct ChainEntry {
+    fact: FactRecord,
+    support: Vec<Support>,
+    contradicted_by: BTreeSet<ClaimId>,
+}
+
+impl ChainEntry {
+    /// The window its testimony gives, before any supersession capped it: the
+    /// windows of its supporting claims merged in the order they were said (a
+    /// known bound never moves), as evidence verdicts merge them.
+    fn own_window(&self) -> Window {
+        let mut support: Vec<&Support> = self.support.iter().collect();
+        support.sort_by_key(|s| (s.said.at, s.window.valid_from, s.window.valid_until));
+        let mut it = support.into_iter();
+        let Some(first) = it.next() else {
+            return self.fact.window.clone();
+        };
+        let mut w = first.window.clone();
+        for s in it {
+            if let Some(m) = merged_window(&w, &s.window) {
+                w = m;
+            }
+        }
+        w
+    }
+
+    /// The fact as the chain rule reads it.
+    fn chain_fact(&self) -> ChainFact {
+        ChainFact {
+            fact_id: self.fact.fact_id,
+            object: self.fact.object,
+            statement: self.fact.statement.clone(),
+            validity_kind: self.fact.validity_kind,
+            window: self.own_window(),
+            said: self
+                .support
+                .iter()
+                .filter(|s| s.current)
+                .map(|s| s.said)
+                .collect(),
+            cue: self.support.iter().any(|s| s.current && s.cue),
+        }
+    }
+}
+
+/// One supporting claim of a chain fact.
+#[derive(Clone)]
+struct Support {
+    said: Said,
+    /// The window the claim gives the relation.
+    window: Window,
+    /// Whether the claim is current testimony.
+    current: bool,
+    /// Whether the claim carries a change cue.
+    cue: bool,
+}
+
+/// Decide `chain` again ([`rechain`]) and bring it to the decision: the links of
+/// every fact whose window, successor, group or contradicting claims change, as
+/// the entries now hold them, with the rule behind each.
+fn relink(chain: &mut [ChainEntry]) -> Vec<(FactLink, Option<&'static str>)> {
+    let facts: Vec<ChainFact> = chain.iter().map(ChainEntry::chain_fact).collect();
+    let states = rechain(&facts);
+    // A group keeps the smallest id its members already carry, else gets one.
+    let mut groups: HashMap<usize, uuid::Uuid> = HashMap::new();
+    for (i, st) in states.iter().enumerate() {
+        if let Some(g) = st.group
+            && let Some(id) = chain[i].fact.contradiction_group
+        {
+            let slot = groups.entry(g).or_insert(id);
+            *slot = (*slot).min(id);
+        }
+    }
+    let mut out = Vec::new();
+    for i in 0..chain.len() {
+        let st = &states[i];
+        let group = st
+            .group
+            .map(|g| *groups.entry(g).or_insert_with(uuid::Uuid::new_v4));
+        let contradicted_by: BTreeSet<ClaimId> = match st.group {
+            None => BTreeSet::new(),
+            Some(g) => states
+                .iter()
+                .zip(&facts)
+                .enumerate()
+                .filter(|(j, (other, _))| *j != i && other.group == Some(g))
+                .flat_map(|(_, (_, f))| f.said.iter().map(|s| s.claim))
+                .collect(),
+        };
+        let e = &mut chain[i];
+        if e.fact.window == st.window
+            && e.fact.superseded_by == st.superseded_by
+            && e.fact.contradiction_group == group
+            && e.contradicted_by == contradicted_by
+        {
+            continue;
+        }
+        e.fact.window = st.window.clone();
+        e.fact.superseded_by = st.superseded_by;
+        e.fact.contradiction_group = group;
+        e.contradicted_by = contradicted_by.clone();
+        out.push((
+            FactLink {
+                fact: e.fact.fact_id,
+                window: st.window.clone(),
+                superseded_by: st.superseded_by,
+                contradiction_group: group,
+                contradicted_by: contradicted_by.into_iter().collect(),
+            },
+            st.rule,
+        ));
+    }
+    out
+}
+
 /// The staged assertions of one normalized claim. A relation whose ends resolved to
 /// the same entity, or whose ends were not resolved, is skipped.
 fn assertions_for(
@@ -3135,17 +3397,7 @@ fn assertions_for(
         if s == o {
             continue;
         }
-        // A relation is a state: an event claim ("joined in February 2026") starts it;
-        // the event's own end is not the state's end.
-        let window = if validity.kind == ValidityKind::Event && validity.from.is_some() {
-            Window {
-                valid_from: validity.from,
-                valid_until: None,
-                precision: validity.precision,
-            }
-        } else {
-            claim_window.clone()
-        };
+        let window = relation_window(validity);
         push(
             FactKind::Relation,
             *s,

@@ -8,6 +8,7 @@
 //! are distinct document lineages with current testimony per stance (D54).
 
 pub mod adjudicate;
+pub mod chain;
 pub mod english;
 pub mod normalization;
 pub mod offline;
@@ -24,9 +25,10 @@ use uuid::Uuid;
 /// The normalizer generation used without a chat model.
 pub const OFFLINE_NORMALIZER_VERSION: &str = "normalizer-offline-2026.12a";
 /// The offline adjudicator generation: an identical statement with compatible
-/// windows is evidence; two values of a single-valued predicate supersede or
-/// contradict (see [`adjudicate::offline_decide`]); anything else is `new`.
-pub const OFFLINE_ADJUDICATOR_VERSION: &str = "adjudicator-offline-2026.12a";
+/// windows is evidence; the values of a single-valued predicate are ordered and
+/// supersede or contradict as a chain decided again whenever it changes (see
+/// [`chain::rechain`]); anything else is `new`.
+pub const OFFLINE_ADJUDICATOR_VERSION: &str = "adjudicator-offline-2026.12b";
 /// The chat adjudicator generation.
 pub const ADJUDICATOR_VERSION: &str = "adjudicator-2026.11a";
 
@@ -300,6 +302,26 @@ pub struct ApplyCommit {
     pub transcript: AdjudicationRecord,
     /// Work to enqueue in the same transaction (the new fact's label embedding).
     pub follow_up: Vec<crate::ledger::NewWork>,
+    /// Facts whose links a chain decision rewrites, applied last (absolute
+    /// states, not changes: applying them twice leaves the same facts).
+    pub links: Vec<FactLink>,
+}
+
+/// A fact's window, successor, contradiction group and contradicting claims as
+/// a single-valued chain decision leaves them ([`chain::rechain`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FactLink {
+    /// The fact.
+    pub fact: FactId,
+    /// Its window.
+    pub window: Window,
+    /// The fact that replaced it.
+    pub superseded_by: Option<FactId>,
+    /// The contradiction group it stands in.
+    pub contradiction_group: Option<Uuid>,
+    /// Every claim that contradicts it: contradict-stance evidence rows of the
+    /// fact for other claims are removed, missing ones added.
+    pub contradicted_by: Vec<ClaimId>,
 }
 
 impl ApplyCommit {
@@ -315,6 +337,7 @@ impl ApplyCommit {
         if let Some((old, new)) = self.superseded {
             changed.extend([old, new]);
         }
+        changed.extend(self.links.iter().map(|l| l.fact));
         changed.sort();
         changed.dedup();
         changed

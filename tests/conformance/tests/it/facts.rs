@@ -639,6 +639,118 @@ async fn offline_a_later_value_supersedes_and_the_same_time_contradicts() {
     }
 }
 
+/// A fact's adjudicated state named by content: statement, window, successor's
+/// statement, whether it stands in a contradiction group.
+fn chain_digest(facts: &[FactRecord]) -> Vec<String> {
+    let mut out: Vec<String> = facts
+        .iter()
+        .map(|f| {
+            let successor = f
+                .superseded_by
+                .and_then(|s| facts.iter().find(|x| x.fact_id == s))
+                .map(|x| x.statement.as_str())
+                .unwrap_or("");
+            format!(
+                "{} | {:?} .. {:?} | superseded by: {successor} | group: {}",
+                f.statement,
+                f.window.valid_from,
+                f.window.valid_until,
+                f.contradiction_group.is_some()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn offline_single_valued_facts_do_not_depend_on_the_order_testimony_arrives() {
+    let docs = [
+        (
+            "hr-2023",
+            "# HR 2023\n\nAlice Moreno works for Acme. Alice Moreno lives in Oslo.\n",
+            "2023-01-10T00:00:00Z",
+        ),
+        (
+            "hr-2024",
+            "# HR 2024\n\nAlice Moreno moved to Bergen in March 2024.\n",
+            "2024-04-02T00:00:00Z",
+        ),
+        (
+            "hr-2025",
+            "# HR 2025\n\nAlice Moreno works for Globex now. Alice Moreno lives in Madrid.\n",
+            "2025-06-01T00:00:00Z",
+        ),
+        (
+            "badge",
+            "# Badge\n\nAlice Moreno lives in Seville.\n",
+            "2025-06-10T00:00:00Z",
+        ),
+    ];
+    for (h, late) in stores().await.into_iter().zip(stores().await) {
+        // In the order things happened, and with the newest first and the
+        // oldest last.
+        let in_order = memory_with(&h, FactModels::default()).await;
+        for (slug, text, time) in docs {
+            ingest(&in_order, slug, text, time).await;
+        }
+        let scrambled = memory_with(&late, FactModels::default()).await;
+        for i in [3, 2, 0, 1] {
+            let (slug, text, time) = docs[i];
+            ingest(&scrambled, slug, text, time).await;
+        }
+        let expected = chain_digest(&all_facts(&in_order, true).await);
+        assert_eq!(
+            chain_digest(&all_facts(&scrambled, true).await),
+            expected,
+            "{}",
+            h.kind
+        );
+        // And the decision itself: Globex replaced Acme; Oslo, then Bergen, then
+        // two sources disagreeing about Madrid and Seville.
+        let current = all_facts(&scrambled, false).await;
+        assert_eq!(
+            named(&current, "works for").len(),
+            1,
+            "{}: {current:#?}",
+            h.kind
+        );
+        assert_eq!(named(&current, "Globex").len(), 1, "{}", h.kind);
+        for gone in ["Oslo", "Bergen", "Acme"] {
+            assert!(named(&current, gone).is_empty(), "{}: {current:#?}", h.kind);
+        }
+        let (madrid, seville) = (named(&current, "Madrid"), named(&current, "Seville"));
+        assert_eq!(
+            (madrid.len(), seville.len()),
+            (1, 1),
+            "{}: {current:#?}",
+            h.kind
+        );
+        assert!(madrid[0].contradiction_group.is_some(), "{}", h.kind);
+        assert_eq!(
+            madrid[0].contradiction_group,
+            seville[0].contradiction_group
+        );
+        assert_eq!(
+            (madrid[0].contradict_count, seville[0].contradict_count),
+            (1, 1),
+            "{}",
+            h.kind
+        );
+        let history = all_facts(&scrambled, true).await;
+        let oslo = named(&history, "Oslo");
+        let bergen = named(&history, "Bergen");
+        assert_eq!(
+            (oslo.len(), bergen.len()),
+            (1, 1),
+            "{}: {history:#?}",
+            h.kind
+        );
+        assert_eq!(oslo[0].superseded_by, Some(bergen[0].fact_id), "{}", h.kind);
+        assert_eq!(oslo[0].window.valid_until, Some(at("2024-03-01T00:00:00Z")));
+    }
+}
+
 #[tokio::test]
 async fn offline_a_short_form_in_one_document_is_its_longer_name() {
     for h in stores().await {

@@ -1,0 +1,483 @@
+//! Single-valued chains: the offline rule that orders the values of one
+//! single-valued predicate of one subject (where Alice works, where she lives)
+//! and decides which replaces which.
+//!
+//! The outcome is a function of the set of values and their testimony alone.
+//! Every time testimony about a chain lands, the whole chain is decided again
+//! from its facts' own windows (before any supersession capped them) and their
+//! current supporting claims, and only the differences are written. So the order
+//! in which testimony arrives — a document about last year ingested after this
+//! year's, a run killed and resumed with its units in another order — never
+//! changes which value is current, which closed when, or which stand in a
+//! contradiction group.
+//!
+//! The rules, in chain order (a value's start is its window's start, else the
+//! latest time its testimony was said):
+//!
+//! * a value whose own window ended before the next one starts has simply ended;
+//! * another value that starts later **supersedes** every live rival value: their
+//!   windows close at its start ([`RULE_LATER_VALUE`]);
+//! * two undated values said less than [`SAME_PERIOD_DAYS`] days apart by
+//!   different sources, the later with no change cue, are about the same time:
+//!   they **contradict** and both stand in one group ([`RULE_SAME_PERIOD`]);
+//! * a dated change said after an undated value, and dated at most
+//!   [`SAME_PERIOD_DAYS`] days before that value was said, is the newer report: it
+//!   comes after the undated value and supersedes it at its own start
+//!   ([`RULE_LATER_REPORT`]);
+//! * two values with the same start: a change cue supersedes
+//!   ([`RULE_CHANGE_CUE`]), another source contradicts, one source listing two
+//!   values keeps both;
+//! * a value with no current testimony takes no part: it is left unlinked.
+
+use crate::claims::{Precision, ValidityKind};
+use crate::facts::Window;
+use crate::facts::adjudicate::{
+    RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_SAME_PERIOD, SAME_PERIOD_DAYS, Said,
+    supersede_close,
+};
+use crate::ids::{EntityId, FactId};
+use crate::time::Timestamp;
+
+/// One fact of a chain as the rule reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainFact {
+    /// The fact.
+    pub fact_id: FactId,
+    /// Its value (the relation's object).
+    pub object: Option<EntityId>,
+    /// Its statement (orders values with the same start).
+    pub statement: String,
+    /// Its validity kind (a measurement for a period is never capped).
+    pub validity_kind: ValidityKind,
+    /// The window its testimony gives, before any supersession capped it.
+    pub window: Window,
+    /// Its current supporting testimony.
+    pub said: Vec<Said>,
+    /// Whether a current supporting claim carries a change cue.
+    pub cue: bool,
+}
+
+/// What the rule decides for one fact of a chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainState {
+    /// Its window: its own, closed at its successor's start when superseded.
+    pub window: Window,
+    /// The fact that replaced it.
+    pub superseded_by: Option<FactId>,
+    /// The rule that closed it (with `superseded_by`) or grouped it.
+    pub rule: Option<&'static str>,
+    /// The contradiction group it stands in, named by the index (into the input)
+    /// of the group's first member in chain order.
+    pub group: Option<usize>,
+}
+
+/// The latest instant a window starting at `from` may mean: its end when it has
+/// one, else the end of its start's calendar unit (`April 2024` may mean April 30).
+pub fn latest_start(from: Timestamp, w: &Window) -> Timestamp {
+    if let Some(until) = w.valid_until.filter(|u| *u > from) {
+        return until;
+    }
+    let days = match w.precision {
+        Precision::Day => 1,
+        Precision::Month => 31,
+        Precision::Quarter => 92,
+        Precision::Year => 366,
+        Precision::Instant | Precision::Open | Precision::Unknown => 0,
+    };
+    from + chrono::Duration::days(days)
+}
+
+/// A placed fact: its index, where it sorts, and where its value starts.
+struct Placed {
+    i: usize,
+    /// The chain order: the start, or (a later report) the undated value it follows.
+    key: Timestamp,
+    /// Ordered after an undated value said before it ([`RULE_LATER_REPORT`]).
+    late: bool,
+    /// Where the value starts: the window's start, else the latest saying.
+    start: Timestamp,
+}
+
+/// Decide a chain: one [`ChainState`] per input fact, in input order. The input
+/// order does not matter: the result depends on the facts alone.
+pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
+    let mut out: Vec<ChainState> = facts
+        .iter()
+        .map(|f| ChainState {
+            window: f.window.clone(),
+            superseded_by: None,
+            rule: None,
+            group: None,
+        })
+        .collect();
+    let last_said = |f: &ChainFact| f.said.iter().map(|s| s.at).max();
+    let mut placed: Vec<Placed> = facts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            // Without current testimony a value takes no part.
+            let said = last_said(f)?;
+            let start = f.window.valid_from.unwrap_or(said);
+            Some(Placed {
+                i,
+                key: start,
+                late: false,
+                start,
+            })
+        })
+        .collect();
+    // Undated values: (start = latest saying, index).
+    let undated: Vec<(Timestamp, usize)> = placed
+        .iter()
+        .filter(|p| facts[p.i].window.valid_from.is_none())
+        .map(|p| (p.start, p.i))
+        .collect();
+    for p in &mut placed {
+        let f = &facts[p.i];
+        let (Some(from), Some(reported)) = (f.window.valid_from, last_said(f)) else {
+            continue;
+        };
+        let latest = latest_start(from, &f.window);
+        for &(said, u) in &undated {
+            // "Still at Acme" on Monday, then on Friday "I joined Globex last week":
+            // the change is the newer report. A change dated well before the
+            // undated value was said is history instead.
+            if facts[u].object != f.object
+                && said > from
+                && said < reported
+                && (said - latest).num_days() < SAME_PERIOD_DAYS
+                && said >= p.key
+            {
+                p.key = said;
+                p.late = true;
+            }
+        }
+    }
+    placed.sort_by(|a, b| {
+        (a.key, a.late, &facts[a.i].statement, facts[a.i].fact_id).cmp(&(
+            b.key,
+            b.late,
+            &facts[b.i].statement,
+            facts[b.i].fact_id,
+        ))
+    });
+    // The values live so far, in chain order.
+    let mut live: Vec<&Placed> = Vec::new();
+    for p in &placed {
+        let f = &facts[p.i];
+        // A value whose own window ended by this start has simply ended.
+        live.retain(|q| facts[q.i].window.valid_until.is_none_or(|u| u > p.start));
+        let Some(rival) = live
+            .iter()
+            .rev()
+            .find(|q| facts[q.i].object != f.object)
+            .copied()
+        else {
+            // Nothing to compare with, or the same value again.
+            live.push(p);
+            continue;
+        };
+        let r = &facts[rival.i];
+        let other_source = f
+            .said
+            .iter()
+            .any(|s| r.said.iter().any(|t| t.document != s.document));
+        let undated = f.window.valid_from.is_none() && r.window.valid_from.is_none();
+        let contradicts = if p.key == rival.key && !p.late && !rival.late {
+            !f.cue && other_source
+        } else {
+            !f.cue
+                && undated
+                && other_source
+                && (p.key - rival.key).num_days().abs() < SAME_PERIOD_DAYS
+        };
+        if contradicts {
+            let group = out[rival.i].group.unwrap_or(rival.i);
+            out[rival.i].group = Some(group);
+            out[p.i].group = Some(group);
+            out[p.i].rule = Some(RULE_SAME_PERIOD);
+            live.push(p);
+            continue;
+        }
+        let later = p.key > rival.key || (p.key == rival.key && p.late && !rival.late);
+        if !later && !f.cue {
+            // One source listing two values for the same time: both stand.
+            live.push(p);
+            continue;
+        }
+        let rule = if p.late {
+            RULE_LATER_REPORT
+        } else if later {
+            RULE_LATER_VALUE
+        } else {
+            RULE_CHANGE_CUE
+        };
+        let mut kept: Vec<&Placed> = Vec::new();
+        for q in live.drain(..) {
+            let prior = &facts[q.i];
+            if prior.object == f.object {
+                kept.push(q);
+                continue;
+            }
+            match supersede_close(&prior.window, prior.validity_kind, Some(p.start)) {
+                Some(w) => {
+                    out[q.i].window = w;
+                    out[q.i].superseded_by = Some(f.fact_id);
+                    out[q.i].rule = Some(rule);
+                }
+                // Its window does not hold the new start (it begins there or after):
+                // nothing to close, both stand.
+                None => kept.push(q),
+            }
+        }
+        live = kept;
+        live.push(p);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ClaimId, DocumentId};
+    use chrono::TimeZone;
+    use uuid::Uuid;
+
+    fn ts(y: i32, m: u32, d: u32) -> Timestamp {
+        chrono::Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).unwrap()
+    }
+
+    fn said(at: Timestamp, doc: u128, claim: u128) -> Said {
+        Said {
+            claim: ClaimId(Uuid::from_u128(claim)),
+            document: DocumentId(Uuid::from_u128(doc)),
+            at,
+        }
+    }
+
+    /// A fact of value `object` (1 = Acme, 2 = Globex, 3 = Initech).
+    fn value(id: u128, object: u128, from: Option<Timestamp>, said: Vec<Said>) -> ChainFact {
+        let name = ["", "Acme", "Globex", "Initech"][object as usize];
+        ChainFact {
+            fact_id: FactId(Uuid::from_u128(id)),
+            object: Some(EntityId(Uuid::from_u128(object))),
+            statement: format!("Alice works for {name}."),
+            validity_kind: ValidityKind::State,
+            window: Window {
+                valid_from: from,
+                valid_until: None,
+                precision: if from.is_some() {
+                    Precision::Month
+                } else {
+                    Precision::Unknown
+                },
+            },
+            said,
+            cue: false,
+        }
+    }
+
+    fn fid(id: u128) -> Option<FactId> {
+        Some(FactId(Uuid::from_u128(id)))
+    }
+
+    /// Every rotation and the reverse of `facts` decide the same, fact by fact.
+    fn same_in_any_order(facts: &[ChainFact]) -> Vec<ChainState> {
+        let expected = rechain(facts);
+        let by_id = |facts: &[ChainFact], states: Vec<ChainState>| {
+            let mut v: Vec<(FactId, ChainState)> =
+                facts.iter().map(|f| f.fact_id).zip(states).collect();
+            v.sort_by_key(|(id, _)| *id);
+            // Groups are named by index: compare them by their members instead.
+            v.into_iter()
+                .map(|(id, s)| (id, s.window, s.superseded_by, s.rule, s.group.is_some()))
+                .collect::<Vec<_>>()
+        };
+        let want = by_id(facts, expected.clone());
+        let mut order: Vec<ChainFact> = facts.to_vec();
+        for _ in 0..facts.len() {
+            order.rotate_left(1);
+            assert_eq!(by_id(&order, rechain(&order)), want);
+        }
+        order.reverse();
+        assert_eq!(by_id(&order, rechain(&order)), want);
+        expected
+    }
+
+    #[test]
+    fn a_later_value_supersedes_in_any_arrival_order() {
+        let facts = [
+            value(1, 1, None, vec![said(ts(2023, 1, 10), 10, 1)]),
+            value(2, 2, None, vec![said(ts(2024, 3, 1), 11, 2)]),
+            value(3, 3, None, vec![said(ts(2025, 6, 1), 12, 3)]),
+        ];
+        let s = same_in_any_order(&facts);
+        assert_eq!(s[0].superseded_by, fid(2));
+        assert_eq!(s[0].window.valid_until, Some(ts(2024, 3, 1)));
+        assert_eq!(s[0].rule, Some(RULE_LATER_VALUE));
+        assert_eq!(s[1].superseded_by, fid(3));
+        assert_eq!(s[1].window.valid_until, Some(ts(2025, 6, 1)));
+        assert_eq!(s[2].superseded_by, None);
+        assert_eq!(s[2].window.valid_until, None);
+    }
+
+    #[test]
+    fn a_dated_start_beats_the_said_at_time() {
+        // Globex said in 2023 to have started in 2021; Acme said (undated) in 2022.
+        let facts = [
+            value(1, 1, None, vec![said(ts(2022, 5, 1), 10, 1)]),
+            value(
+                2,
+                2,
+                Some(ts(2021, 1, 1)),
+                vec![said(ts(2023, 1, 1), 11, 2)],
+            ),
+        ];
+        let s = same_in_any_order(&facts);
+        // Globex started first: Acme (2022) replaced it.
+        assert_eq!(s[1].superseded_by, fid(1));
+        assert_eq!(s[1].window.valid_until, Some(ts(2022, 5, 1)));
+        assert_eq!(s[0].superseded_by, None);
+    }
+
+    #[test]
+    fn a_change_reported_after_an_undated_value_replaces_it() {
+        // "Still at Acme" on 5 March, "joined Globex in February" on 10 March.
+        let facts = [
+            value(1, 1, None, vec![said(ts(2026, 3, 5), 10, 1)]),
+            value(
+                2,
+                2,
+                Some(ts(2026, 2, 1)),
+                vec![said(ts(2026, 3, 10), 11, 2)],
+            ),
+        ];
+        let s = same_in_any_order(&facts);
+        assert_eq!(s[0].superseded_by, fid(2));
+        assert_eq!(s[0].rule, Some(RULE_LATER_REPORT));
+        assert_eq!(s[0].window.valid_until, Some(ts(2026, 2, 1)));
+        assert_eq!(s[1].superseded_by, None);
+        // Not when the undated value was said after the report ...
+        let after = [
+            value(1, 1, None, vec![said(ts(2026, 3, 12), 10, 1)]),
+            facts[1].clone(),
+        ];
+        let s = same_in_any_order(&after);
+        assert_eq!(s[1].superseded_by, fid(1));
+        assert_eq!(s[0].superseded_by, None);
+        // ... nor when the change is dated well before it (history).
+        let history = [
+            facts[0].clone(),
+            value(
+                2,
+                2,
+                Some(ts(2025, 6, 1)),
+                vec![said(ts(2026, 3, 10), 11, 2)],
+            ),
+        ];
+        let s = same_in_any_order(&history);
+        assert_eq!(s[1].superseded_by, fid(1));
+        assert_eq!(s[1].window.valid_until, Some(ts(2026, 3, 5)));
+    }
+
+    #[test]
+    fn undated_values_from_two_sources_in_the_same_weeks_contradict() {
+        let facts = [
+            value(1, 1, None, vec![said(ts(2026, 2, 18), 10, 1)]),
+            value(2, 2, None, vec![said(ts(2026, 3, 10), 11, 2)]),
+        ];
+        let s = same_in_any_order(&facts);
+        assert!(s[0].group.is_some() && s[0].group == s[1].group);
+        assert_eq!(s[0].superseded_by, None);
+        assert_eq!(s[1].superseded_by, None);
+        assert_eq!(s[1].rule, Some(RULE_SAME_PERIOD));
+        // A change cue supersedes instead.
+        let mut cued = facts.clone();
+        cued[1].cue = true;
+        let s = same_in_any_order(&cued);
+        assert_eq!(s[0].group, None);
+        assert_eq!(s[0].superseded_by, fid(2));
+        // One source saying both: no contradiction, the later replaces.
+        let one = [
+            value(1, 1, None, vec![said(ts(2026, 2, 18), 10, 1)]),
+            value(2, 2, None, vec![said(ts(2026, 3, 10), 10, 2)]),
+        ];
+        let s = same_in_any_order(&one);
+        assert_eq!(s[0].group, None);
+        assert_eq!(s[0].superseded_by, fid(2));
+        // A later value replaces both members of a group.
+        let mut three = facts.to_vec();
+        three.push(value(3, 3, None, vec![said(ts(2026, 9, 1), 12, 3)]));
+        let s = same_in_any_order(&three);
+        assert_eq!(s[0].superseded_by, fid(3));
+        assert_eq!(s[1].superseded_by, fid(3));
+        assert!(s[0].group.is_some());
+    }
+
+    #[test]
+    fn the_same_time_from_one_source_keeps_both_and_a_cue_decides() {
+        let at = ts(2026, 3, 10);
+        let facts = [
+            value(1, 1, None, vec![said(at, 10, 1)]),
+            value(2, 2, None, vec![said(at, 10, 2)]),
+        ];
+        let s = same_in_any_order(&facts);
+        assert!(
+            s.iter()
+                .all(|s| s.superseded_by.is_none() && s.group.is_none())
+        );
+        let other = [
+            value(1, 1, None, vec![said(at, 10, 1)]),
+            value(2, 2, None, vec![said(at, 11, 2)]),
+        ];
+        let s = same_in_any_order(&other);
+        assert!(s[0].group.is_some() && s[0].group == s[1].group);
+    }
+
+    #[test]
+    fn the_same_value_again_keeps_it_current_and_ended_values_are_history() {
+        // Acme, then Globex, then Acme again (another statement of the same value).
+        let mut again = value(3, 1, None, vec![said(ts(2025, 1, 1), 12, 3)]);
+        again.statement = "Alice is working at Acme.".into();
+        let facts = [
+            value(1, 1, None, vec![said(ts(2023, 1, 1), 10, 1)]),
+            value(2, 2, None, vec![said(ts(2024, 1, 1), 11, 2)]),
+            again,
+        ];
+        let s = same_in_any_order(&facts);
+        assert_eq!(s[0].superseded_by, fid(2));
+        assert_eq!(s[1].superseded_by, fid(3));
+        assert_eq!(s[2].superseded_by, None);
+        // A value whose window ended before the next began is not superseded.
+        let mut ended = value(
+            1,
+            1,
+            Some(ts(2019, 1, 1)),
+            vec![said(ts(2023, 1, 1), 10, 1)],
+        );
+        ended.window.valid_until = Some(ts(2021, 1, 1));
+        let facts = [
+            ended,
+            value(
+                2,
+                2,
+                Some(ts(2022, 1, 1)),
+                vec![said(ts(2023, 1, 1), 10, 2)],
+            ),
+        ];
+        let s = same_in_any_order(&facts);
+        assert_eq!(s[0].superseded_by, None);
+        assert_eq!(s[0].window.valid_until, Some(ts(2021, 1, 1)));
+    }
+
+    #[test]
+    fn a_value_without_current_testimony_takes_no_part() {
+        let facts = [
+            value(1, 1, None, vec![said(ts(2023, 1, 1), 10, 1)]),
+            value(2, 2, Some(ts(2024, 1, 1)), vec![]),
+        ];
+        let s = same_in_any_order(&facts);
+        assert!(s.iter().all(|s| s.superseded_by.is_none()));
+        assert_eq!(s[1].window, facts[1].window);
+    }
+}
