@@ -21,7 +21,11 @@
 //!   verb (`said`, `believes`, `opposes`, … optionally after one of `has`, `had`,
 //!   `also`, `strongly`, `publicly`, `firmly`, `repeatedly`, `still`), or the claim
 //!   reads "According to <Holder>, …", the output is the holder alone with one
-//!   observation whose statement is the claim text.
+//!   observation whose statement is the claim text. A conversation turn that
+//!   claim extraction kept as `Speaker said: …` (its added context holds
+//!   `Speaker said:`) is not a stance: the speaker holds the observation, every
+//!   name in the turn is a reference, and the words said give relations as below,
+//!   with a standalone `I` standing for the speaker.
 //! * **Relations** come from the words between two consecutive entity mentions:
 //!   after leading auxiliaries/adverbs (`has`, `is`, `been`, `now`, …) and
 //!   trailing determiners are dropped, a table of verb phrases gives the core
@@ -96,6 +100,40 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
     }
     let statement = text.trim().to_string();
 
+    if let Some(said) = turn_prefix(text, &input.added_context)
+        && mentions[0].end <= said
+    {
+        // A conversation turn kept as `Speaker said: …`: the speaker holds the
+        // turn as an observation, and what they said gives relations like any
+        // sentence, with `I` standing for the speaker ("I live in Edinburgh").
+        let speaker = mentions[0].entity;
+        let mut spoken: Vec<Mention> = mentions
+            .iter()
+            .filter(|m| m.start >= said)
+            .cloned()
+            .collect();
+        spoken.extend(
+            tokens
+                .iter()
+                .filter(|t| t.start >= said && text.get(t.start..t.end) == Some("I"))
+                .map(|t| Mention {
+                    entity: speaker,
+                    start: t.start,
+                    end: t.end,
+                }),
+        );
+        spoken.sort_by_key(|m| m.start);
+        let (relations, _) = find_relations(text, &spoken, &entities);
+        return NormalizedClaim {
+            entities,
+            relations,
+            observations: vec![ObservationDraft {
+                entity: speaker,
+                statement,
+            }],
+        };
+    }
+
     if is_stance(text, &mentions[0]) {
         let holder = entities.swap_remove(mentions[0].entity);
         return NormalizedClaim {
@@ -128,6 +166,17 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
         relations,
         observations,
     }
+}
+
+/// Where the words of a conversation turn start when the claim reads
+/// `Speaker said: …` with that attribution added by claim extraction (its added
+/// context says so): the byte after the colon. A document's own "Bob said: …"
+/// is not a turn and stays a stance.
+fn turn_prefix(text: &str, added: &[String]) -> Option<usize> {
+    added
+        .iter()
+        .find(|a| a.ends_with(" said:") && text.starts_with(a.as_str()))
+        .map(String::len)
 }
 
 /// One occurrence of an entity in the claim.
@@ -1400,6 +1449,10 @@ const AFTER_OBJECT: &[&str] = &[
     "here",
     "online",
     "remotely",
+    "these",
+    "so",
+    "though",
+    "still",
 ];
 
 /// Whether the mention ending at `end` stands as a whole noun phrase: it is
@@ -2202,6 +2255,57 @@ mod tests {
         assert_eq!(
             names_with("Alice Smith of Acme spoke.", &[]),
             ["Alice Smith", "Acme"]
+        );
+    }
+
+    fn turn(claim: &str, speaker: &str) -> NormalizedClaim {
+        normalize_offline(&NormalizeInput {
+            claim_text: claim.into(),
+            added_context: vec![format!("{speaker} said:")],
+            document_title: "Chat".into(),
+            validity: Validity::unknown(ValidityKind::State),
+        })
+    }
+
+    #[test]
+    fn what_a_speaker_said_gives_relations_with_i_as_the_speaker() {
+        let n = turn(
+            "Ewan McAllister said: I live in Edinburgh now, so I only go in on Thursdays.",
+            "Ewan McAllister",
+        );
+        assert_eq!(names(&n), vec!["Ewan McAllister", "Edinburgh"]);
+        assert_eq!(
+            rels(&n),
+            vec![(
+                "Ewan McAllister".to_string(),
+                "located_in".to_string(),
+                "Edinburgh".to_string()
+            )]
+        );
+        // The speaker holds the turn.
+        assert_eq!(n.observations.len(), 1);
+        assert_eq!(n.observations[0].entity, 0);
+        let n = turn("Milo said: Vera works at Halvard Bank now.", "Milo");
+        assert_eq!(
+            rels(&n),
+            vec![(
+                "Vera".to_string(),
+                "works_for".to_string(),
+                "Halvard Bank".to_string()
+            )]
+        );
+        // The same words in a document are a stance: the holder alone.
+        let quoted = run("Milo said: Vera works at Halvard Bank now.");
+        assert_eq!(names(&quoted), vec!["Milo"]);
+        assert!(quoted.relations.is_empty());
+        // A progressive with a time phrase after the object still relates.
+        assert_eq!(
+            rels(&run("Grace Whitfield is working at Luma Print these days.")),
+            vec![(
+                "Grace Whitfield".to_string(),
+                "works_for".to_string(),
+                "Luma Print".to_string()
+            )]
         );
     }
 }
