@@ -15,7 +15,8 @@ use crate::entities::*;
 use crate::entities::{BlockingKey, alias_keys, query_keys};
 use crate::facts::adjudicate::{
     AdjudicationInput, ChatVerdict, Said, adjudication_request, has_change_cue, identical,
-    merged_window, offline_verdict, parse_adjudication, statement_codes, supersede_close,
+    merged_window, offline_verdict, parse_adjudication, reports_past_state, statement_codes,
+    supersede_close,
 };
 use crate::facts::chain::{ChainFact, rechain};
 use crate::facts::normalization::{
@@ -2002,6 +2003,7 @@ impl Engine {
                         },
                         window: relation_window(&c.validity),
                         current: c.is_current,
+                        past: reports_past_state(&c.text),
                         cue: has_change_cue(&c.text),
                     })
                     .collect();
@@ -2057,21 +2059,21 @@ impl Engine {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let cues = if single.is_empty() {
-            HashSet::new()
-        } else {
-            self.store
-                .claims(ns, &single)
-                .await?
-                .into_iter()
-                .filter(|c| has_change_cue(&c.text))
-                .map(|c| c.claim_id)
-                .collect()
-        };
+        let (mut cues, mut past) = (HashSet::new(), HashSet::new());
+        if !single.is_empty() {
+            for c in self.store.claims(ns, &single).await? {
+                if reports_past_state(&c.text) {
+                    past.insert(c.claim_id);
+                } else if has_change_cue(&c.text) {
+                    cues.insert(c.claim_id);
+                }
+            }
+        }
         Ok(OfflineInputs {
             object_roots,
             labels,
             cues,
+            past,
         })
     }
 
@@ -2146,8 +2148,11 @@ impl Engine {
                 let chain = chains
                     .entry((root.entity_id, a.predicate.clone().unwrap_or_default()))
                     .or_default();
-                let cue = inputs.cues.contains(&a.claim_id);
-                let commit = self.chain_apply(item, &a, chain, labels, cue, at, &record);
+                let tense = (
+                    inputs.cues.contains(&a.claim_id),
+                    inputs.past.contains(&a.claim_id),
+                );
+                let commit = self.chain_apply(item, &a, chain, labels, tense, at, &record);
                 // The block holds the root's live facts: the new fact, and every fact
                 // of the chain as the decision leaves it (a fact that is live again
                 // rejoins it).
@@ -2204,7 +2209,7 @@ impl Engine {
         a: &Assertion,
         chain: &mut Vec<ChainEntry>,
         labels_with_vectors: &HashSet<String>,
-        cue: bool,
+        (cue, past): (bool, bool),
         at: Timestamp,
         record: &dyn Fn(&NewFact) -> FactRecord,
     ) -> ApplyCommit {
@@ -2250,6 +2255,7 @@ impl Engine {
             },
             window: a.window.clone(),
             current: true,
+            past,
             cue,
         };
         match same {
@@ -3209,6 +3215,8 @@ struct OfflineInputs {
     object_roots: HashMap<EntityId, EntityRecord>,
     labels: HashSet<String>,
     cues: HashSet<ClaimId>,
+    /// Claims of single-valued relations that report the state as over.
+    past: HashSet<ClaimId>,
 }
 
 /// The window a claim gives a relation: its own, but a relation is a state, so an
@@ -3277,10 +3285,16 @@ impl ChainEntry {
             said: self
                 .support
                 .iter()
-                .filter(|s| s.current)
+                .filter(|s| s.current && !s.past)
                 .map(|s| s.said)
                 .collect(),
-            cue: self.support.iter().any(|s| s.current && s.cue),
+            past: self
+                .support
+                .iter()
+                .filter(|s| s.current && s.past)
+                .map(|s| s.said)
+                .collect(),
+            cue: self.support.iter().any(|s| s.current && s.cue && !s.past),
         }
     }
 }
@@ -3293,6 +3307,8 @@ struct Support {
     window: Window,
     /// Whether the claim is current testimony.
     current: bool,
+    /// Whether the claim reports the state as over.
+    past: bool,
     /// Whether the claim carries a change cue.
     cue: bool,
 }

@@ -134,6 +134,8 @@ pub const RULE_CHANGE_CUE: &str = "single-valued predicate: a change cue (now, n
 /// See [`RULE_LATER_VALUE`].
 pub const RULE_LATER_REPORT: &str = "single-valued predicate: a dated change reported after an undated value, dated within 30 days of it, replaces it";
 /// See [`RULE_LATER_VALUE`].
+pub const RULE_PAST_REPORT: &str = "single-valued predicate: a value only ever reported as past (previously, lived, worked) is history: the value live when it was said replaced it";
+/// See [`RULE_LATER_VALUE`].
 pub const RULE_SAME_PERIOD: &str = "single-valued predicate: another source gives another value for the same time (said within 30 days, undated, no change cue)";
 
 /// Two undated values said less than this many days apart by different sources,
@@ -171,6 +173,21 @@ pub fn has_change_cue(text: &str) -> bool {
         || words
             .windows(2)
             .any(|p| p[0] == "no" && p[1] == "longer" || p[0] == "these" && p[1] == "days")
+}
+
+/// Words that report a state as over by the time it is said: `previously`,
+/// `formerly`, `used to`, and the past of the state verbs (`lived`, `worked`,
+/// `resided`). "Previously she lived in Lyon" says where she lived, not where she
+/// lives: it does not renew the value.
+pub fn reports_past_state(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    const PAST: &[&str] = &["previously", "formerly", "lived", "worked", "resided"];
+    words.iter().any(|w| PAST.contains(&w.as_str()))
+        || words.windows(2).any(|p| p[0] == "used" && p[1] == "to")
 }
 
 /// The precision of a window built from `w`'s bounds when its recorded precision
@@ -875,6 +892,9 @@ mod tests {
         assert!(has_change_cue("She moved to Madrid."));
         assert!(!has_change_cue("Alice Moreno works for Acme."));
         assert!(!has_change_cue("Nobody knows."));
+        assert!(reports_past_state("Previously Odile lived in Lyon."));
+        assert!(reports_past_state("Alice used to work for Acme."));
+        assert!(!reports_past_state("Alice lives in Lyon."));
     }
 
     #[test]

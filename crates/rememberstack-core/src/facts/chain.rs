@@ -27,13 +27,19 @@
 //! * two values with the same start: a change cue supersedes
 //!   ([`RULE_CHANGE_CUE`]), another source contradicts, one source listing two
 //!   values keeps both;
+//! * a value only ever reported as past ("previously she lived in Lyon") is
+//!   history: it never replaces a value, and the value live when it was said
+//!   replaces it ([`RULE_PAST_REPORT`]); past-tense testimony never renews a value
+//!   that present-tense testimony places;
 //! * a value with no current testimony takes no part: it is left unlinked.
 
 use crate::claims::{Precision, ValidityKind};
 use crate::facts::Window;
+#[cfg(doc)]
+use crate::facts::adjudicate::reports_past_state;
 use crate::facts::adjudicate::{
-    RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_SAME_PERIOD, SAME_PERIOD_DAYS, Said,
-    supersede_close,
+    RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_PAST_REPORT, RULE_SAME_PERIOD,
+    SAME_PERIOD_DAYS, Said, supersede_close,
 };
 use crate::ids::{EntityId, FactId};
 use crate::time::Timestamp;
@@ -51,9 +57,13 @@ pub struct ChainFact {
     pub validity_kind: ValidityKind,
     /// The window its testimony gives, before any supersession capped it.
     pub window: Window,
-    /// Its current supporting testimony.
+    /// Its current supporting testimony that reports the value as it is.
     pub said: Vec<Said>,
-    /// Whether a current supporting claim carries a change cue.
+    /// Its current supporting testimony that reports the value as over
+    /// ([`reports_past_state`]): it places a value nothing else places, and never
+    /// renews it.
+    pub past: Vec<Said>,
+    /// Whether a current supporting claim (of `said`) carries a change cue.
     pub cue: bool,
 }
 
@@ -96,6 +106,8 @@ struct Placed {
     late: bool,
     /// Where the value starts: the window's start, else the latest saying.
     start: Timestamp,
+    /// Only ever reported as past.
+    history: bool,
 }
 
 /// Decide a chain: one [`ChainState`] per input fact, in input order. The input
@@ -115,21 +127,23 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
-            // Without current testimony a value takes no part.
-            let said = last_said(f)?;
+            // Without current testimony a value takes no part; testimony of it as
+            // past places it (when first said) only when nothing else does.
+            let said = last_said(f).or_else(|| f.past.iter().map(|s| s.at).min())?;
             let start = f.window.valid_from.unwrap_or(said);
             Some(Placed {
                 i,
                 key: start,
                 late: false,
                 start,
+                history: f.said.is_empty() && f.window.valid_from.is_none(),
             })
         })
         .collect();
-    // Undated values: (start = latest saying, index).
+    // Undated values reported as they are: (start = latest saying, index).
     let undated: Vec<(Timestamp, usize)> = placed
         .iter()
-        .filter(|p| facts[p.i].window.valid_from.is_none())
+        .filter(|p| facts[p.i].window.valid_from.is_none() && !p.history)
         .map(|p| (p.start, p.i))
         .collect();
     for p in &mut placed {
@@ -178,6 +192,15 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             continue;
         };
         let r = &facts[rival.i];
+        if p.history {
+            // Reported only as past: the value live when it was said replaced it.
+            if let Some(w) = supersede_close(&f.window, f.validity_kind, Some(rival.start)) {
+                out[p.i].window = w;
+                out[p.i].superseded_by = Some(r.fact_id);
+                out[p.i].rule = Some(RULE_PAST_REPORT);
+            }
+            continue;
+        }
         let other_source = f
             .said
             .iter()
@@ -273,6 +296,7 @@ mod tests {
                 },
             },
             said,
+            past: vec![],
             cue: false,
         }
     }
@@ -479,5 +503,32 @@ mod tests {
         let s = same_in_any_order(&facts);
         assert!(s.iter().all(|s| s.superseded_by.is_none()));
         assert_eq!(s[1].window, facts[1].window);
+    }
+
+    #[test]
+    fn a_value_reported_as_past_is_history() {
+        // Lyon said as current in 2024 and as past ("previously she lived in Lyon")
+        // in September 2025, with a move to Marseille dated August 2025.
+        let mut lyon = value(1, 1, None, vec![said(ts(2024, 3, 1), 10, 1)]);
+        lyon.past = vec![said(ts(2025, 9, 5), 11, 3)];
+        let marseille = value(
+            2,
+            2,
+            Some(ts(2025, 8, 1)),
+            vec![said(ts(2025, 9, 5), 11, 2)],
+        );
+        let s = same_in_any_order(&[lyon, marseille]);
+        assert_eq!(s[0].superseded_by, fid(2));
+        assert_eq!(s[0].window.valid_until, Some(ts(2025, 8, 1)));
+        assert_eq!(s[1].superseded_by, None);
+        // Only ever said as past: the value live when it was said replaced it,
+        // however late it was said, and it replaces nothing.
+        let mut acme = value(3, 3, None, vec![]);
+        acme.past = vec![said(ts(2026, 1, 1), 12, 4)];
+        let globex = value(4, 2, None, vec![said(ts(2025, 1, 1), 10, 5)]);
+        let s = same_in_any_order(&[acme, globex]);
+        assert_eq!(s[0].superseded_by, fid(4));
+        assert_eq!(s[0].rule, Some(RULE_PAST_REPORT));
+        assert_eq!(s[1].superseded_by, None);
     }
 }

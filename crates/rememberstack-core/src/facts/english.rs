@@ -1437,6 +1437,14 @@ pub fn never_starts_name(word: &str) -> bool {
     sets().0.contains(w.as_str()) || is_adverb(&w) || is_verb_form(&w)
 }
 
+/// Whether `word` is one of the listed words that never begin a name
+/// (interjections, discourse words, pronouns, auxiliaries, adverbs such as
+/// `just`), without the morphology of [`never_starts_name`]: alone, it is no name
+/// even where its capital is not forced ("Remember, Jon, Just do it!").
+pub fn is_function_word(word: &str) -> bool {
+    sets().0.contains(key(word).as_str())
+}
+
 /// Whether `word` is a common English word: as a single forced word it is not an
 /// entity.
 pub fn is_common_word(word: &str) -> bool {

@@ -72,10 +72,25 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
     let mut lemmas: Vec<String> = Vec::new();
     let mut mentions: Vec<Mention> = Vec::new();
     let known = known_names(&input.added_context);
-    for (start, end) in name_runs(text, &tokens, &known) {
+    let turn = turn_prefix(text, &input.added_context);
+    for (start, mut end) in name_runs(text, &tokens, &known) {
+        // In what a speaker said, `I` after a name and before a lowercase word is
+        // the speaker, not a regnal number ("Tell Vera I said hi").
+        if turn.is_some_and(|said| start >= said)
+            && text.get(..end).is_some_and(|t| t.ends_with(" I"))
+            && end - 2 > start
+            && text.get(end..).is_some_and(|rest| {
+                rest.starts_with(' ') && rest[1..].starts_with(|c: char| c.is_lowercase())
+            })
+        {
+            end -= 2;
+        }
         let Some(surface) = text.get(start..end) else {
             continue;
         };
+        if !surface.contains(char::is_whitespace) && english::is_function_word(surface) {
+            continue;
+        }
         let l = lemma(surface);
         if l.is_empty() || l == title {
             continue;
@@ -100,7 +115,7 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
     }
     let statement = text.trim().to_string();
 
-    if let Some(said) = turn_prefix(text, &input.added_context)
+    if let Some(said) = turn
         && mentions[0].end <= said
     {
         // A conversation turn kept as `Speaker said: …`: the speaker holds the
@@ -123,12 +138,38 @@ pub fn normalize_offline(input: &NormalizeInput) -> NormalizedClaim {
                 }),
         );
         spoken.sort_by_key(|m| m.start);
-        let (relations, _) = find_relations(text, &spoken, &entities);
+        let (mut relations, _) = find_relations(text, &spoken, &entities);
+        // Chat sentences open with imperatives and feelings ("Cherish the
+        // moments", "Obstacles are inevitable"): a one-word name whose every
+        // mention is a forced capital counts only where a relation shows it is one
+        // ("Vera works at Halvard Bank").
+        let keep: Vec<bool> = (0..entities.len())
+            .map(|e| {
+                e == speaker
+                    || relations.iter().any(|r| r.subject == e || r.object == e)
+                    || entities[e].name.contains(char::is_whitespace)
+                    || mentions
+                        .iter()
+                        .any(|m| m.entity == e && !is_forced(text, m.start))
+            })
+            .collect();
+        let mut index = vec![usize::MAX; entities.len()];
+        let mut kept = Vec::new();
+        for (e, entity) in entities.into_iter().enumerate() {
+            if keep[e] {
+                index[e] = kept.len();
+                kept.push(entity);
+            }
+        }
+        for r in &mut relations {
+            r.subject = index[r.subject];
+            r.object = index[r.object];
+        }
         return NormalizedClaim {
-            entities,
+            entities: kept,
             relations,
             observations: vec![ObservationDraft {
-                entity: speaker,
+                entity: index[speaker],
                 statement,
             }],
         };
@@ -2294,6 +2335,20 @@ mod tests {
                 "Halvard Bank".to_string()
             )]
         );
+        // A lone forced capital is a name only where a relation shows it.
+        let n = turn(
+            "Mel said: Obstacles are inevitable. Cherish the moments with Caroline.",
+            "Mel",
+        );
+        assert_eq!(names(&n), vec!["Mel", "Caroline"]);
+        // A function word alone is no name, even mid-sentence.
+        assert_eq!(
+            names(&turn("Mel said: Remember Jon, Just do it!", "Mel")),
+            vec!["Mel", "Jon"]
+        );
+        // `I` after a name is the speaker.
+        let n = turn("Dora said: Tell Vera I said hi!", "Dora");
+        assert_eq!(names(&n), vec!["Dora", "Vera"]);
         // The same words in a document are a stance: the holder alone.
         let quoted = run("Milo said: Vera works at Halvard Bank now.");
         assert_eq!(names(&quoted), vec!["Milo"]);
