@@ -2000,6 +2000,8 @@ impl Engine {
                             claim: c.claim_id,
                             document: c.document_id,
                             at: c.asserted_at,
+                            from: c.validity.from,
+                            turn: turn_position(&c),
                         },
                         window: relation_window(&c.validity),
                         current: c.is_current,
@@ -2059,9 +2061,12 @@ impl Engine {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let (mut cues, mut past) = (HashSet::new(), HashSet::new());
+        let (mut cues, mut past, mut turns) = (HashSet::new(), HashSet::new(), HashMap::new());
         if !single.is_empty() {
             for c in self.store.claims(ns, &single).await? {
+                if let Some(at) = turn_position(&c) {
+                    turns.insert(c.claim_id, at);
+                }
                 if reports_past_state(&c.text) {
                     past.insert(c.claim_id);
                 } else if has_change_cue(&c.text) {
@@ -2074,6 +2079,7 @@ impl Engine {
             labels,
             cues,
             past,
+            turns,
         })
     }
 
@@ -2151,6 +2157,7 @@ impl Engine {
                 let tense = (
                     inputs.cues.contains(&a.claim_id),
                     inputs.past.contains(&a.claim_id),
+                    inputs.turns.get(&a.claim_id).copied(),
                 );
                 let commit = self.chain_apply(item, &a, chain, labels, tense, at, &record);
                 // The block holds the root's live facts: the new fact, and every fact
@@ -2209,7 +2216,7 @@ impl Engine {
         a: &Assertion,
         chain: &mut Vec<ChainEntry>,
         labels_with_vectors: &HashSet<String>,
-        (cue, past): (bool, bool),
+        (cue, past, turn): (bool, bool, Option<u64>),
         at: Timestamp,
         record: &dyn Fn(&NewFact) -> FactRecord,
     ) -> ApplyCommit {
@@ -2252,6 +2259,8 @@ impl Engine {
                 claim: a.claim_id,
                 document: a.document_id,
                 at: a.asserted_at,
+                from: a.window.valid_from,
+                turn,
             },
             window: a.window.clone(),
             current: true,
@@ -3217,6 +3226,15 @@ struct OfflineInputs {
     cues: HashSet<ClaimId>,
     /// Claims of single-valued relations that report the state as over.
     past: HashSet<ClaimId>,
+    /// Where claims of single-valued relations said in a turn were said.
+    turns: HashMap<ClaimId, u64>,
+}
+
+/// Where a claim was said in a conversation turn: the byte offset of its first
+/// span in its first version, when that span falls in a turn.
+fn turn_position(c: &ClaimRecord) -> Option<u64> {
+    let o = c.occurrences.first().filter(|o| !o.event_ids.is_empty())?;
+    o.spans.first().map(|s| s.start as u64)
 }
 
 /// The window a claim gives a relation: its own, but a relation is a state, so an

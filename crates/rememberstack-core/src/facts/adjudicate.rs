@@ -124,6 +124,11 @@ pub struct Said {
     pub document: DocumentId,
     /// When the source said it.
     pub at: Timestamp,
+    /// The world-time start the claim gives the value, if it gives one.
+    pub from: Option<Timestamp>,
+    /// Where a conversation turn said it (its byte offset in the document), so
+    /// that turns said at one time keep their order; `None` outside turns.
+    pub turn: Option<u64>,
 }
 
 /// Rule names, as the adjudication transcript records them.

@@ -11,12 +11,15 @@
 //! changes which value is current, which closed when, or which stand in a
 //! contradiction group.
 //!
-//! The rules, in chain order (a value's start is its window's start, else the
-//! latest time its testimony was said):
+//! The rules, in chain order. A value is placed by its latest testimony: that
+//! claim's world-time start, else when it was said ("still working at Lucerne"
+//! said in 2023 places Lucerne in 2023, after a job taken in 2022); turns of one
+//! conversation said at one time keep their order.
 //!
 //! * a value whose own window ended before the next one starts has simply ended;
-//! * another value that starts later **supersedes** every live rival value: their
-//!   windows close at its start ([`RULE_LATER_VALUE`]);
+//! * another value placed later **supersedes** every live rival value: their
+//!   windows close where the new value is first known to hold after they began
+//!   ([`RULE_LATER_VALUE`]);
 //! * two undated values said less than [`SAME_PERIOD_DAYS`] days apart by
 //!   different sources, the later with no change cue, are about the same time:
 //!   they **contradict** and both stand in one group ([`RULE_SAME_PERIOD`]);
@@ -41,7 +44,7 @@ use crate::facts::adjudicate::{
     RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_PAST_REPORT, RULE_SAME_PERIOD,
     SAME_PERIOD_DAYS, Said, supersede_close,
 };
-use crate::ids::{EntityId, FactId};
+use crate::ids::{DocumentId, EntityId, FactId};
 use crate::time::Timestamp;
 
 /// One fact of a chain as the rule reads it.
@@ -104,8 +107,11 @@ struct Placed {
     key: Timestamp,
     /// Ordered after an undated value said before it ([`RULE_LATER_REPORT`]).
     late: bool,
-    /// Where the value starts: the window's start, else the latest saying.
+    /// Where the value starts, as its latest testimony has it: that claim's
+    /// world-time start, else when it was said.
     start: Timestamp,
+    /// The lineage and turn of that testimony.
+    source: Option<(DocumentId, Option<u64>)>,
     /// Only ever reported as past.
     history: bool,
 }
@@ -122,58 +128,92 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             group: None,
         })
         .collect();
-    let last_said = |f: &ChainFact| f.said.iter().map(|s| s.at).max();
+    // A testimony's time: the world-time start it gives, else when it was said.
+    let time = |s: &Said| s.from.unwrap_or(s.at);
     let mut placed: Vec<Placed> = facts
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
-            // Without current testimony a value takes no part; testimony of it as
-            // past places it (when first said) only when nothing else does.
-            let said = last_said(f).or_else(|| f.past.iter().map(|s| s.at).min())?;
-            let start = f.window.valid_from.unwrap_or(said);
+            // The latest testimony places a value ("still at Acme" renews it); turns
+            // said at one time keep their order. Without current testimony a value
+            // takes no part; testimony of it as past places it (when first said)
+            // only when nothing else does.
+            let (start, source, history) = match f.said.iter().max_by_key(|s| (time(s), s.turn)) {
+                Some(s) => (time(s), Some((s.document, s.turn)), false),
+                None => {
+                    let s = f.past.iter().min_by_key(|s| (s.at, s.turn))?;
+                    let start = f.window.valid_from.unwrap_or(s.at);
+                    (start, None, f.window.valid_from.is_none())
+                }
+            };
             Some(Placed {
                 i,
                 key: start,
                 late: false,
                 start,
-                history: f.said.is_empty() && f.window.valid_from.is_none(),
+                source,
+                history,
             })
         })
         .collect();
-    // Undated values reported as they are: (start = latest saying, index).
-    let undated: Vec<(Timestamp, usize)> = placed
+    // Values whose latest testimony is undated ("still at Acme"): where that
+    // places them (when it was said), and when and in which turn it was said.
+    let undated: Vec<(Timestamp, (Timestamp, Option<u64>), usize)> = placed
         .iter()
-        .filter(|p| facts[p.i].window.valid_from.is_none() && !p.history)
-        .map(|p| (p.start, p.i))
+        .filter(|p| !p.history)
+        .filter_map(|p| {
+            let f = &facts[p.i];
+            let s = f.said.iter().max_by_key(|s| (time(s), s.turn))?;
+            s.from.is_none().then_some((p.start, (s.at, s.turn), p.i))
+        })
         .collect();
     for p in &mut placed {
         let f = &facts[p.i];
-        let (Some(from), Some(reported)) = (f.window.valid_from, last_said(f)) else {
+        // A value placed by a dated claim, and when it was last reported.
+        let dated = f
+            .said
+            .iter()
+            .max_by_key(|s| (time(s), s.turn))
+            .is_some_and(|s| s.from.is_some());
+        let Some(reported) = f.said.iter().map(|s| (s.at, s.turn)).max() else {
             continue;
         };
+        if !dated {
+            continue;
+        }
+        let from = p.start;
         let latest = latest_start(from, &f.window);
-        for &(said, u) in &undated {
-            // "Still at Acme" on Monday, then on Friday "I joined Globex last week":
-            // the change is the newer report. A change dated well before the
-            // undated value was said is history instead.
+        for &(placed_at, said, u) in &undated {
+            // "Still at Acme" on Monday (or in an earlier turn), then "I joined
+            // Globex last week": the change is the newer report. A change dated
+            // well before the undated value was said is history instead.
             if facts[u].object != f.object
-                && said > from
+                && placed_at > from
                 && said < reported
-                && (said - latest).num_days() < SAME_PERIOD_DAYS
-                && said >= p.key
+                && (placed_at - latest).num_days() < SAME_PERIOD_DAYS
+                && placed_at >= p.key
             {
-                p.key = said;
+                p.key = placed_at;
                 p.late = true;
             }
         }
     }
+    let turn = |p: &Placed| p.source.and_then(|(_, t)| t);
     placed.sort_by(|a, b| {
-        (a.key, a.late, &facts[a.i].statement, facts[a.i].fact_id).cmp(&(
-            b.key,
-            b.late,
-            &facts[b.i].statement,
-            facts[b.i].fact_id,
-        ))
+        (
+            a.key,
+            a.late,
+            turn(a),
+            &facts[a.i].statement,
+            facts[a.i].fact_id,
+        )
+            .cmp(&(
+                b.key,
+                b.late,
+                turn(b),
+                &facts[b.i].statement,
+                facts[b.i].fact_id,
+            ))
     });
     // The values live so far, in chain order.
     let mut live: Vec<&Placed> = Vec::new();
@@ -206,8 +246,13 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             .iter()
             .any(|s| r.said.iter().any(|t| t.document != s.document));
         let undated = f.window.valid_from.is_none() && r.window.valid_from.is_none();
+        // Two turns of one conversation said at one time: the later turn is later.
+        let later_turn = matches!(
+            (p.source, rival.source),
+            (Some((d, Some(t))), Some((e, Some(u)))) if d == e && t > u
+        );
         let contradicts = if p.key == rival.key && !p.late && !rival.late {
-            !f.cue && other_source
+            !f.cue && other_source && !later_turn
         } else {
             !f.cue
                 && undated
@@ -222,7 +267,8 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             live.push(p);
             continue;
         }
-        let later = p.key > rival.key || (p.key == rival.key && p.late && !rival.late);
+        let later =
+            p.key > rival.key || (p.key == rival.key && (p.late && !rival.late || later_turn));
         if !later && !f.cue {
             // One source listing two values for the same time: both stand.
             live.push(p);
@@ -242,7 +288,26 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
                 kept.push(q);
                 continue;
             }
-            match supersede_close(&prior.window, prior.validity_kind, Some(p.start)) {
+            // It closes where the new value is first known to hold after it began:
+            // the earliest testimony of the new value after its start ("joined
+            // Globex in March", then "works at Globex" in June: March); a later
+            // report closes it at the reported start.
+            let close = if p.late {
+                p.start
+            } else {
+                f.said
+                    .iter()
+                    .map(time)
+                    .filter(|t| *t > q.start)
+                    .min()
+                    .unwrap_or(p.start)
+            };
+            // Two values dated to one month, one said in a later turn: it closes
+            // when the new value was reported, the one instant known to follow.
+            let reported = f.said.iter().map(|s| s.at).max();
+            let capped = supersede_close(&prior.window, prior.validity_kind, Some(close))
+                .or_else(|| supersede_close(&prior.window, prior.validity_kind, reported));
+            match capped {
                 Some(w) => {
                     out[q.i].window = w;
                     out[q.i].superseded_by = Some(f.fact_id);
@@ -262,7 +327,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ClaimId, DocumentId};
+    use crate::ids::ClaimId;
     use chrono::TimeZone;
     use uuid::Uuid;
 
@@ -275,6 +340,8 @@ mod tests {
             claim: ClaimId(Uuid::from_u128(claim)),
             document: DocumentId(Uuid::from_u128(doc)),
             at,
+            from: None,
+            turn: None,
         }
     }
 
@@ -295,7 +362,8 @@ mod tests {
                     Precision::Unknown
                 },
             },
-            said,
+            // Its testimony gives its start.
+            said: said.into_iter().map(|s| Said { from, ..s }).collect(),
             past: vec![],
             cue: false,
         }
@@ -529,6 +597,86 @@ mod tests {
         let s = same_in_any_order(&[acme, globex]);
         assert_eq!(s[0].superseded_by, fid(4));
         assert_eq!(s[0].rule, Some(RULE_PAST_REPORT));
+        assert_eq!(s[1].superseded_by, None);
+    }
+
+    #[test]
+    fn the_latest_testimony_places_a_value_and_turns_keep_their_order() {
+        // Lucerne from February 2022, Oscorp from May 2022, then "still working
+        // at Lucerne" said in September 2023: Lucerne is current again.
+        let mut lucerne = value(
+            1,
+            1,
+            Some(ts(2022, 2, 1)),
+            vec![said(ts(2022, 2, 20), 10, 1)],
+        );
+        lucerne.said.push(said(ts(2023, 9, 1), 11, 2));
+        let oscorp = value(
+            2,
+            2,
+            Some(ts(2022, 5, 1)),
+            vec![said(ts(2022, 5, 20), 12, 3)],
+        );
+        let s = same_in_any_order(&[lucerne, oscorp]);
+        assert_eq!(s[1].superseded_by, fid(1));
+        assert_eq!(s[1].window.valid_until, Some(ts(2023, 9, 1)));
+        assert_eq!(s[0].superseded_by, None);
+        // A value renewed later closes its predecessor where it began after it.
+        let acme = value(3, 3, None, vec![said(ts(2024, 1, 10), 13, 4)]);
+        let mut globex = value(
+            4,
+            2,
+            Some(ts(2024, 3, 1)),
+            vec![said(ts(2024, 4, 1), 14, 5)],
+        );
+        globex.said.push(said(ts(2024, 6, 1), 15, 6));
+        let s = same_in_any_order(&[acme, globex]);
+        assert_eq!(s[0].superseded_by, fid(4));
+        assert_eq!(s[0].window.valid_until, Some(ts(2024, 3, 1)));
+        // Two turns of one session share its time: the later turn is later.
+        let at = ts(2023, 1, 21);
+        let turn = |t: u64, claim| Said {
+            turn: Some(t),
+            ..said(at, 10, claim)
+        };
+        let facts = [
+            value(1, 1, None, vec![turn(900, 1)]),
+            value(2, 2, None, vec![turn(100, 2)]),
+        ];
+        let s = same_in_any_order(&facts);
+        assert_eq!(s[1].superseded_by, fid(1));
+        assert!(s.iter().all(|s| s.group.is_none()));
+    }
+
+    #[test]
+    fn turns_of_one_session_order_a_change_and_a_renewal() {
+        let at = ts(2025, 6, 13);
+        let turn = |t: u64, claim, from: Option<Timestamp>| Said {
+            turn: Some(t),
+            from,
+            ..said(at, 10, claim)
+        };
+        // Umbrella since March (another session), "still working at Umbrella" in
+        // turn 2, "left Umbrella and joined Lucerne in June" in turn 7.
+        let mut umbrella = value(
+            1,
+            1,
+            Some(ts(2025, 3, 24)),
+            vec![said(ts(2025, 4, 5), 9, 1)],
+        );
+        umbrella.said.push(turn(200, 2, None));
+        let lucerne = value(2, 2, Some(ts(2025, 6, 1)), vec![turn(700, 3, None)]);
+        let s = same_in_any_order(&[umbrella, lucerne]);
+        assert_eq!(s[0].superseded_by, fid(2));
+        assert_eq!(s[0].rule, Some(RULE_LATER_REPORT));
+        assert_eq!(s[0].window.valid_until, Some(ts(2025, 6, 1)));
+        // Two moves dated to one month, in turns 8 and 12: the later turn is
+        // current, and the earlier closes when the later was reported.
+        let chennai = value(3, 3, Some(ts(2024, 3, 1)), vec![turn(800, 4, None)]);
+        let tallinn = value(4, 2, Some(ts(2024, 3, 1)), vec![turn(1200, 5, None)]);
+        let s = same_in_any_order(&[chennai, tallinn]);
+        assert_eq!(s[0].superseded_by, fid(4));
+        assert_eq!(s[0].window.valid_until, Some(at));
         assert_eq!(s[1].superseded_by, None);
     }
 }
