@@ -1437,6 +1437,12 @@ pub fn never_starts_name(word: &str) -> bool {
     sets().0.contains(w.as_str()) || is_adverb(&w) || is_verb_form(&w)
 }
 
+/// Whether `word` is a name with a gerund's ending (`Sterling`, `Reading`,
+/// `Kipling`): not a verb form though it looks like one.
+pub fn is_gerund_name(word: &str) -> bool {
+    NAME_LIKE_GERUND.contains(&key(word).as_str())
+}
+
 /// Whether `word` is one of the listed words that never begin a name
 /// (interjections, discourse words, pronouns, auxiliaries, adverbs such as
 /// `just`), without the morphology of [`never_starts_name`]: alone, it is no name

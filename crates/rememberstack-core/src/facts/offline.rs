@@ -641,7 +641,8 @@ fn is_stop_word(word: &str) -> bool {
 /// A gerund leading a longer run (`Seeing Melanie`) is a verb, not part of the name.
 fn is_leading_gerund(word: &str) -> bool {
     let l = lower(word);
-    l.chars().count() >= 5 && l.ends_with("ing")
+    // Names with a gerund's ending (`Sterling Cooper`, `Reading Festival`) keep it.
+    l.chars().count() >= 5 && l.ends_with("ing") && !english::is_gerund_name(&l)
 }
 
 fn is_full_calendar_word(word: &str) -> bool {
@@ -2345,6 +2346,11 @@ mod tests {
         assert_eq!(
             names(&turn("Mel said: Remember Jon, Just do it!", "Mel")),
             vec!["Mel", "Jon"]
+        );
+        // A name with a gerund's ending keeps its first word.
+        assert_eq!(
+            names(&run("Gustav Petrov is still working at Sterling Cooper.")),
+            vec!["Gustav Petrov", "Sterling Cooper"]
         );
         // `I` after a name is the speaker.
         let n = turn("Dora said: Tell Vera I said hi!", "Dora");
