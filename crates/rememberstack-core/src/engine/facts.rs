@@ -1754,6 +1754,10 @@ impl Engine {
             .filter(|(_, list)| {
                 list.iter()
                     .any(|a| a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()))
+                    || list.iter().any(|a| {
+                        a.kind == FactKind::Observation
+                            && crate::facts::state::mentions_state(&a.statement)
+                    })
             })
             .filter_map(|(e, _)| roots.get(e).map(|r| r.entity_id))
             .collect::<BTreeSet<_>>()
@@ -1925,10 +1929,15 @@ impl Engine {
     ) -> StageResult<()> {
         let ns = item.namespace_id;
         let inputs = self.offline_inputs(ns, assertions).await?;
-        let chain_roots: Vec<EntityId> = if assertions
-            .iter()
-            .any(|a| a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()))
-        {
+        let chain_roots: Vec<EntityId> = if assertions.iter().any(|a| {
+            chain_key(
+                a.kind,
+                a.predicate.as_deref(),
+                &a.statement,
+                &root.canonical_name,
+            )
+            .is_some()
+        }) {
             vec![root.entity_id]
         } else {
             vec![]
@@ -1972,8 +1981,13 @@ impl Engine {
                 .filter(|f| {
                     f.subject == *root
                         && f.invalidated_at.is_none()
-                        && f.kind == FactKind::Relation
-                        && single_valued(f.predicate.as_deref())
+                        && chain_key(
+                            f.kind,
+                            f.predicate.as_deref(),
+                            &f.statement,
+                            &f.subject_name,
+                        )
+                        .is_some()
                 })
                 .collect();
             facts.sort_by_key(|f| std::cmp::Reverse((f.recorded_at, f.fact_id)));
@@ -2009,7 +2023,15 @@ impl Engine {
                         cue: has_change_cue(&c.text),
                     })
                     .collect();
-                let key = (*root, fact.predicate.clone().unwrap_or_default());
+                let Some(key) = chain_key(
+                    fact.kind,
+                    fact.predicate.as_deref(),
+                    &fact.statement,
+                    &fact.subject_name,
+                ) else {
+                    continue;
+                };
+                let key = (*root, key);
                 out.entry(key).or_default().push(ChainEntry {
                     fact,
                     support,
@@ -2050,12 +2072,9 @@ impl Engine {
             .collect();
         let single: Vec<ClaimId> = assertions
             .iter()
-            .filter(|a| {
-                a.kind == FactKind::Relation
-                    && a.predicate
-                        .as_deref()
-                        .and_then(|p| Predicate::parse(p).ok())
-                        .is_some_and(|p| p.is_single_valued())
+            .filter(|a| match a.kind {
+                FactKind::Relation => single_valued(a.predicate.as_deref()),
+                FactKind::Observation => crate::facts::state::mentions_state(&a.statement),
             })
             .map(|a| a.claim_id)
             .collect::<BTreeSet<_>>()
@@ -2150,10 +2169,13 @@ impl Engine {
                 embedding_key: nf.embedding_key.clone(),
                 updated_at: stored_at,
             };
-            if a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()) {
-                let chain = chains
-                    .entry((root.entity_id, a.predicate.clone().unwrap_or_default()))
-                    .or_default();
+            if let Some(key) = chain_key(
+                a.kind,
+                a.predicate.as_deref(),
+                &a.statement,
+                &root.canonical_name,
+            ) {
+                let chain = chains.entry((root.entity_id, key)).or_default();
                 let tense = (
                     inputs.cues.contains(&a.claim_id),
                     inputs.past.contains(&a.claim_id),
@@ -3252,6 +3274,24 @@ fn relation_window(validity: &crate::claims::Validity) -> Window {
     }
 }
 
+/// The chain a fact or assertion belongs to, if any: a single-valued relation's
+/// predicate, or `state:<property>` for an observation that names a state of its
+/// entity (called `name`).
+fn chain_key(
+    kind: FactKind,
+    predicate: Option<&str>,
+    statement: &str,
+    name: &str,
+) -> Option<String> {
+    match kind {
+        FactKind::Relation => {
+            single_valued(predicate).then(|| predicate.unwrap_or_default().to_string())
+        }
+        FactKind::Observation => crate::facts::state::state_of(statement, name)
+            .map(|(property, _)| format!("state:{property}")),
+    }
+}
+
 /// Whether `predicate` names a single-valued predicate (one value at a time).
 fn single_valued(predicate: Option<&str>) -> bool {
     predicate
@@ -3294,9 +3334,17 @@ impl ChainEntry {
 
     /// The fact as the chain rule reads it.
     fn chain_fact(&self) -> ChainFact {
+        let value = match (self.fact.object, self.fact.kind) {
+            (Some(o), _) => o.to_string(),
+            (None, _) => {
+                crate::facts::state::state_of(&self.fact.statement, &self.fact.subject_name)
+                    .map(|(_, v)| v)
+                    .unwrap_or_else(|| self.fact.statement.clone())
+            }
+        };
         ChainFact {
             fact_id: self.fact.fact_id,
-            object: self.fact.object,
+            value,
             statement: self.fact.statement.clone(),
             validity_kind: self.fact.validity_kind,
             window: self.own_window(),

@@ -1,6 +1,7 @@
 //! Single-valued chains: the offline rule that orders the values of one
-//! single-valued predicate of one subject (where Alice works, where she lives)
-//! and decides which replaces which.
+//! single-valued predicate of one subject (where Alice works, where she lives) —
+//! or of one state its observations name (whether she is married, her job title:
+//! [`crate::facts::state`]) — and decides which replaces which.
 //!
 //! The outcome is a function of the set of values and their testimony alone.
 //! Every time testimony about a chain lands, the whole chain is decided again
@@ -44,7 +45,7 @@ use crate::facts::adjudicate::{
     RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_PAST_REPORT, RULE_SAME_PERIOD,
     SAME_PERIOD_DAYS, Said, supersede_close,
 };
-use crate::ids::{DocumentId, EntityId, FactId};
+use crate::ids::{DocumentId, FactId};
 use crate::time::Timestamp;
 
 /// One fact of a chain as the rule reads it.
@@ -52,8 +53,9 @@ use crate::time::Timestamp;
 pub struct ChainFact {
     /// The fact.
     pub fact_id: FactId,
-    /// Its value (the relation's object).
-    pub object: Option<EntityId>,
+    /// Its value: the relation's object, or the state an observation names
+    /// ([`crate::facts::state`]). Facts with the same value are one value.
+    pub value: String,
     /// Its statement (orders values with the same start).
     pub statement: String,
     /// Its validity kind (a measurement for a period is never capped).
@@ -187,7 +189,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             // "Still at Acme" on Monday (or in an earlier turn), then "I joined
             // Globex last week": the change is the newer report. A change dated
             // well before the undated value was said is history instead.
-            if facts[u].object != f.object
+            if facts[u].value != f.value
                 && placed_at > from
                 && said < reported
                 && (placed_at - latest).num_days() < SAME_PERIOD_DAYS
@@ -224,7 +226,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
         let Some(rival) = live
             .iter()
             .rev()
-            .find(|q| facts[q.i].object != f.object)
+            .find(|q| facts[q.i].value != f.value)
             .copied()
         else {
             // Nothing to compare with, or the same value again.
@@ -284,7 +286,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
         let mut kept: Vec<&Placed> = Vec::new();
         for q in live.drain(..) {
             let prior = &facts[q.i];
-            if prior.object == f.object {
+            if prior.value == f.value {
                 kept.push(q);
                 continue;
             }
@@ -350,7 +352,7 @@ mod tests {
         let name = ["", "Acme", "Globex", "Initech"][object as usize];
         ChainFact {
             fact_id: FactId(Uuid::from_u128(id)),
-            object: Some(EntityId(Uuid::from_u128(object))),
+            value: object.to_string(),
             statement: format!("Alice works for {name}."),
             validity_kind: ValidityKind::State,
             window: Window {

@@ -13,6 +13,7 @@ pub mod english;
 pub mod normalization;
 pub mod offline;
 pub mod predicates;
+pub mod state;
 
 use crate::claims::{Precision, ValidityKind};
 use crate::ids::{

@@ -752,6 +752,49 @@ async fn offline_single_valued_facts_do_not_depend_on_the_order_testimony_arrive
 }
 
 #[tokio::test]
+async fn offline_an_observed_state_changes_like_a_single_valued_relation() {
+    let docs = [
+        (
+            "profile-2023",
+            "# Profile 2023\n\nAlice Moreno is single. Alice Moreno works as a staff nurse at Leeds General.\n",
+            "2023-01-10T00:00:00Z",
+        ),
+        (
+            "profile-2025",
+            "# Profile 2025\n\nAlice Moreno is married now. Alice Moreno works as a ward manager at Leeds General.\n",
+            "2025-06-01T00:00:00Z",
+        ),
+    ];
+    for (h, late) in stores().await.into_iter().zip(stores().await) {
+        let in_order = memory_with(&h, FactModels::default()).await;
+        for (slug, text, time) in docs {
+            ingest(&in_order, slug, text, time).await;
+        }
+        let current = all_facts(&in_order, false).await;
+        assert_eq!(named(&current, "married").len(), 1, "{}: {current:#?}", h.kind);
+        assert!(named(&current, "single").is_empty(), "{}: {current:#?}", h.kind);
+        assert_eq!(named(&current, "ward manager").len(), 1, "{}", h.kind);
+        assert!(named(&current, "staff nurse").is_empty(), "{}", h.kind);
+        let history = all_facts(&in_order, true).await;
+        let (single, married) = (named(&history, "single"), named(&history, "married"));
+        assert_eq!((single.len(), married.len()), (1, 1), "{}", h.kind);
+        assert_eq!(single[0].superseded_by, Some(married[0].fact_id), "{}", h.kind);
+        assert_eq!(single[0].window.valid_until, Some(at("2025-06-01T00:00:00Z")));
+        // Newest first decides the same.
+        let scrambled = memory_with(&late, FactModels::default()).await;
+        for (slug, text, time) in docs.iter().rev() {
+            ingest(&scrambled, slug, text, time).await;
+        }
+        assert_eq!(
+            chain_digest(&all_facts(&scrambled, true).await),
+            chain_digest(&history),
+            "{}",
+            h.kind
+        );
+    }
+}
+
+#[tokio::test]
 async fn offline_a_short_form_in_one_document_is_its_longer_name() {
     for h in stores().await {
         let memory = memory_with(&h, FactModels::default()).await;
