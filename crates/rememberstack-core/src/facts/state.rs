@@ -77,37 +77,32 @@ pub fn state_of(statement: &str, name: &str) -> Option<(&'static str, String)> {
             }
         };
         let mut j = verb_at + 1;
+        let at = |k: usize| words.get(k).map(String::as_str);
         match verb {
             "is" | "am" | "'s" => {
-                while words.get(j).is_some_and(|w| ADVERBS.contains(&w.as_str())) {
+                while at(j).is_some_and(|w| ADVERBS.contains(&w)) {
                     j += 1;
                 }
-                if let Some(s) = words.get(j).filter(|w| STATUSES.contains(&w.as_str())) {
-                    return Some(("relationship_status", s.clone()));
+                if let Some(s) = at(j).filter(|w| STATUSES.contains(w)) {
+                    return Some(("relationship_status", s.to_string()));
                 }
             }
-            "got" => {
-                if let Some(s) = words
-                    .get(j)
-                    .filter(|w| matches!(w.as_str(), "married" | "engaged" | "divorced"))
-                {
-                    return Some(("relationship_status", s.clone()));
-                }
+            "got" if matches!(at(j), Some("married" | "engaged" | "divorced")) => {
+                return Some(("relationship_status", words[j].clone()));
             }
-            "works" | "work" | "working" => {
-                if words.get(j).map(String::as_str) == Some("as")
-                    && words.get(j + 1).is_some_and(|w| w == "a" || w == "an")
-                {
-                    let role: Vec<&str> = words[j + 2..]
-                        .iter()
-                        .map(String::as_str)
-                        .take_while(|w| !ROLE_END.contains(w))
-                        .take(5)
-                        .collect();
-                    let lowercase = |w: &&str| statement.contains(*w);
-                    if (1..=4).contains(&role.len()) && role.iter().all(lowercase) {
-                        return Some(("job_title", role.join(" ")));
-                    }
+            "works" | "work" | "working"
+                if at(j) == Some("as") && matches!(at(j + 1), Some("a" | "an")) =>
+            {
+                let role: Vec<&str> = words[j + 2..]
+                    .iter()
+                    .map(String::as_str)
+                    .take_while(|w| !ROLE_END.contains(w))
+                    .take(5)
+                    .collect();
+                // Written in lowercase (a role, not a name).
+                let lowercase = |w: &&str| statement.contains(*w);
+                if (1..=4).contains(&role.len()) && role.iter().all(lowercase) {
+                    return Some(("job_title", role.join(" ")));
                 }
             }
             _ => {}

@@ -771,15 +771,32 @@ async fn offline_an_observed_state_changes_like_a_single_valued_relation() {
             ingest(&in_order, slug, text, time).await;
         }
         let current = all_facts(&in_order, false).await;
-        assert_eq!(named(&current, "married").len(), 1, "{}: {current:#?}", h.kind);
-        assert!(named(&current, "single").is_empty(), "{}: {current:#?}", h.kind);
+        assert_eq!(
+            named(&current, "married").len(),
+            1,
+            "{}: {current:#?}",
+            h.kind
+        );
+        assert!(
+            named(&current, "single").is_empty(),
+            "{}: {current:#?}",
+            h.kind
+        );
         assert_eq!(named(&current, "ward manager").len(), 1, "{}", h.kind);
         assert!(named(&current, "staff nurse").is_empty(), "{}", h.kind);
         let history = all_facts(&in_order, true).await;
         let (single, married) = (named(&history, "single"), named(&history, "married"));
         assert_eq!((single.len(), married.len()), (1, 1), "{}", h.kind);
-        assert_eq!(single[0].superseded_by, Some(married[0].fact_id), "{}", h.kind);
-        assert_eq!(single[0].window.valid_until, Some(at("2025-06-01T00:00:00Z")));
+        assert_eq!(
+            single[0].superseded_by,
+            Some(married[0].fact_id),
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            single[0].window.valid_until,
+            Some(at("2025-06-01T00:00:00Z"))
+        );
         // Newest first decides the same.
         let scrambled = memory_with(&late, FactModels::default()).await;
         for (slug, text, time) in docs.iter().rev() {
