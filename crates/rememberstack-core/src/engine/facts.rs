@@ -1747,19 +1747,16 @@ impl Engine {
             })
             .collect();
         let inputs = self.offline_inputs(ns, pending.values().flatten()).await?;
-        // The chains of the roots whose pending assertions include a single-valued
-        // relation (the rest never read one).
+        // The chains of the roots whose pending assertions belong to one (the rest
+        // never read one).
         let chain_roots: Vec<EntityId> = pending
             .iter()
-            .filter(|(_, list)| {
+            .filter_map(|(e, list)| {
+                let root = roots.get(e)?;
                 list.iter()
-                    .any(|a| a.kind == FactKind::Relation && single_valued(a.predicate.as_deref()))
-                    || list.iter().any(|a| {
-                        a.kind == FactKind::Observation
-                            && crate::facts::state::mentions_state(&a.statement)
-                    })
+                    .any(|a| assertion_chain(a, &root.canonical_name).is_some())
+                    .then_some(root.entity_id)
             })
-            .filter_map(|(e, _)| roots.get(e).map(|r| r.entity_id))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -1929,15 +1926,10 @@ impl Engine {
     ) -> StageResult<()> {
         let ns = item.namespace_id;
         let inputs = self.offline_inputs(ns, assertions).await?;
-        let chain_roots: Vec<EntityId> = if assertions.iter().any(|a| {
-            chain_key(
-                a.kind,
-                a.predicate.as_deref(),
-                &a.statement,
-                &root.canonical_name,
-            )
-            .is_some()
-        }) {
+        let chain_roots: Vec<EntityId> = if assertions
+            .iter()
+            .any(|a| assertion_chain(a, &root.canonical_name).is_some())
+        {
             vec![root.entity_id]
         } else {
             vec![]
@@ -1961,7 +1953,7 @@ impl Engine {
     ) -> Result<HashMap<(EntityId, String), Vec<ChainEntry>>> {
         let mut out: HashMap<(EntityId, String), Vec<ChainEntry>> = HashMap::new();
         for root in roots {
-            let mut facts: Vec<FactRecord> = self
+            let mut facts: Vec<(String, FactRecord)> = self
                 .store
                 .list_facts(
                     &FactFilter {
@@ -1978,21 +1970,20 @@ impl Engine {
                 )
                 .await?
                 .into_iter()
-                .filter(|f| {
-                    f.subject == *root
-                        && f.invalidated_at.is_none()
-                        && chain_key(
-                            f.kind,
-                            f.predicate.as_deref(),
-                            &f.statement,
-                            &f.subject_name,
-                        )
-                        .is_some()
+                .filter(|f| f.subject == *root && f.invalidated_at.is_none())
+                .filter_map(|f| {
+                    let key = chain_key(
+                        f.kind,
+                        f.predicate.as_deref(),
+                        &f.statement,
+                        &f.subject_name,
+                    )?;
+                    Some((key, f))
                 })
                 .collect();
-            facts.sort_by_key(|f| std::cmp::Reverse((f.recorded_at, f.fact_id)));
+            facts.sort_by_key(|(_, f)| std::cmp::Reverse((f.recorded_at, f.fact_id)));
             facts.truncate(MAX_CHAIN_FACTS);
-            for fact in facts {
+            for (key, fact) in facts {
                 let evidence = self.store.fact_evidence(ns, fact.fact_id).await?;
                 let support: Vec<ClaimId> = evidence
                     .iter()
@@ -2023,19 +2014,11 @@ impl Engine {
                         cue: has_change_cue(&c.text),
                     })
                     .collect();
-                let Some(key) = chain_key(
-                    fact.kind,
-                    fact.predicate.as_deref(),
-                    &fact.statement,
-                    &fact.subject_name,
-                ) else {
-                    continue;
-                };
-                let key = (*root, key);
-                out.entry(key).or_default().push(ChainEntry {
+                out.entry((*root, key)).or_default().push(ChainEntry {
                     fact,
                     support,
                     contradicted_by,
+                    rule: None,
                 });
             }
         }
@@ -2169,12 +2152,7 @@ impl Engine {
                 embedding_key: nf.embedding_key.clone(),
                 updated_at: stored_at,
             };
-            if let Some(key) = chain_key(
-                a.kind,
-                a.predicate.as_deref(),
-                &a.statement,
-                &root.canonical_name,
-            ) {
+            if let Some(key) = assertion_chain(&a, &root.canonical_name) {
                 let chain = chains.entry((root.entity_id, key)).or_default();
                 let tense = (
                     inputs.cues.contains(&a.claim_id),
@@ -2245,15 +2223,11 @@ impl Engine {
         let candidate_ids: Vec<FactId> = chain.iter().map(|e| e.fact.fact_id).collect();
         let same = chain
             .iter()
-            .filter(|e| identical(a, &e.fact) && a.window.compatible(&e.own_window()))
-            .min_by_key(|e| {
-                (
-                    e.own_window().valid_from,
-                    e.fact.statement.clone(),
-                    e.fact.fact_id,
-                )
-            })
-            .map(|e| e.fact.fact_id);
+            .filter(|e| identical(a, &e.fact))
+            .map(|e| (e.own_window(), e))
+            .filter(|(w, _)| a.window.compatible(w))
+            .min_by_key(|(w, e)| (w.valid_from, e.fact.statement.clone(), e.fact.fact_id))
+            .map(|(_, e)| e.fact.fact_id);
         let (verdict, reason) = match same {
             Some(_) => ("evidence", "identical statement with a compatible window"),
             None if chain.is_empty() => ("new", "no live fact of the entity to compare with"),
@@ -2301,6 +2275,7 @@ impl Engine {
                         fact: record(nf),
                         support: vec![support],
                         contradicted_by: BTreeSet::new(),
+                        rule: None,
                     });
                 }
             }
@@ -2309,10 +2284,10 @@ impl Engine {
         let result = c.transcript.result_fact;
         let mine = chain.iter().find(|e| e.fact.fact_id == result);
         let rule_of = |fact: FactId| {
-            links
+            chain
                 .iter()
-                .find(|(l, _)| l.fact == fact)
-                .and_then(|(_, r)| *r)
+                .find(|e| e.fact.fact_id == fact)
+                .and_then(|e| e.rule)
         };
         let replaced = links
             .iter()
@@ -2333,9 +2308,11 @@ impl Engine {
         if let Some((verdict, target, rule)) = decided {
             c.transcript.verdict = verdict.into();
             c.transcript.target_fact = Some(target);
-            c.transcript.reason = rule
-                .unwrap_or(crate::facts::adjudicate::RULE_LATER_VALUE)
-                .into();
+            // Every supersession and contradiction the chain rule decides names its
+            // rule (a contradiction the rival opened names it on the rival).
+            if let Some(rule) = rule.or_else(|| rule_of(target)) {
+                c.transcript.reason = rule.into();
+            }
         }
         if c.transcript.verdict == "new" {
             // A new fact is stamped with the configured adjudicator's generation.
@@ -3292,6 +3269,11 @@ fn chain_key(
     }
 }
 
+/// The chain an assertion about the entity called `name` belongs to.
+fn assertion_chain(a: &Assertion, name: &str) -> Option<String> {
+    chain_key(a.kind, a.predicate.as_deref(), &a.statement, name)
+}
+
 /// Whether `predicate` names a single-valued predicate (one value at a time).
 fn single_valued(predicate: Option<&str>) -> bool {
     predicate
@@ -3310,6 +3292,8 @@ struct ChainEntry {
     fact: FactRecord,
     support: Vec<Support>,
     contradicted_by: BTreeSet<ClaimId>,
+    /// The rule behind its link as last decided (transcripts record it).
+    rule: Option<&'static str>,
 }
 
 impl ChainEntry {
@@ -3334,13 +3318,11 @@ impl ChainEntry {
 
     /// The fact as the chain rule reads it.
     fn chain_fact(&self) -> ChainFact {
-        let value = match (self.fact.object, self.fact.kind) {
-            (Some(o), _) => o.to_string(),
-            (None, _) => {
-                crate::facts::state::state_of(&self.fact.statement, &self.fact.subject_name)
-                    .map(|(_, v)| v)
-                    .unwrap_or_else(|| self.fact.statement.clone())
-            }
+        let value = match self.fact.object {
+            Some(o) => o.to_string(),
+            None => crate::facts::state::state_of(&self.fact.statement, &self.fact.subject_name)
+                .map(|(_, v)| v)
+                .unwrap_or_else(|| self.fact.statement.clone()),
         };
         ChainFact {
             fact_id: self.fact.fact_id,
@@ -3412,6 +3394,7 @@ fn relink(chain: &mut [ChainEntry]) -> Vec<(FactLink, Option<&'static str>)> {
                 .collect(),
         };
         let e = &mut chain[i];
+        e.rule = st.rule;
         if e.fact.window == st.window
             && e.fact.superseded_by == st.superseded_by
             && e.fact.contradiction_group == group

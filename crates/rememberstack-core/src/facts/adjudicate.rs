@@ -148,14 +148,19 @@ pub const RULE_SAME_PERIOD: &str = "single-valued predicate: another source give
 /// supersede.
 pub const SAME_PERIOD_DAYS: i64 = 30;
 
+/// The words of `text` in lowercase (apostrophes kept: `don't`), as the cue
+/// readers compare them.
+fn lower_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// Words and phrases that say a state changed: `now`, `no longer`, `moved to`,
 /// `left`, `quit`, `since`, ….
 pub fn has_change_cue(text: &str) -> bool {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = lower_words(text);
     const SINGLE: &[&str] = &[
         "now",
         "since",
@@ -185,11 +190,7 @@ pub fn has_change_cue(text: &str) -> bool {
 /// `resided`). "Previously she lived in Lyon" says where she lived, not where she
 /// lives: it does not renew the value.
 pub fn reports_past_state(text: &str) -> bool {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = lower_words(text);
     const PAST: &[&str] = &["previously", "formerly", "lived", "worked", "resided"];
     words.iter().any(|w| PAST.contains(&w.as_str()))
         || words.windows(2).any(|p| p[0] == "used" && p[1] == "to")

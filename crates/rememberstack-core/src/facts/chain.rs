@@ -45,7 +45,7 @@ use crate::facts::adjudicate::{
     RULE_CHANGE_CUE, RULE_LATER_REPORT, RULE_LATER_VALUE, RULE_PAST_REPORT, RULE_SAME_PERIOD,
     SAME_PERIOD_DAYS, Said, supersede_close,
 };
-use crate::ids::{DocumentId, FactId};
+use crate::ids::FactId;
 use crate::time::Timestamp;
 
 /// One fact of a chain as the rule reads it.
@@ -112,9 +112,9 @@ struct Placed {
     /// Where the value starts, as its latest testimony has it: that claim's
     /// world-time start, else when it was said.
     start: Timestamp,
-    /// The lineage and turn of that testimony.
-    source: Option<(DocumentId, Option<u64>)>,
-    /// Only ever reported as past.
+    /// That testimony; `None` for a value only ever reported as past (history).
+    placing: Option<Said>,
+    /// Only ever reported as past, with no window of its own.
     history: bool,
 }
 
@@ -140,12 +140,15 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             // said at one time keep their order. Without current testimony a value
             // takes no part; testimony of it as past places it (when first said)
             // only when nothing else does.
-            let (start, source, history) = match f.said.iter().max_by_key(|s| (time(s), s.turn)) {
-                Some(s) => (time(s), Some((s.document, s.turn)), false),
+            let placing = f.said.iter().max_by_key(|s| (time(s), s.turn)).copied();
+            let (start, history) = match placing {
+                Some(s) => (time(&s), false),
                 None => {
                     let s = f.past.iter().min_by_key(|s| (s.at, s.turn))?;
-                    let start = f.window.valid_from.unwrap_or(s.at);
-                    (start, None, f.window.valid_from.is_none())
+                    (
+                        f.window.valid_from.unwrap_or(s.at),
+                        f.window.valid_from.is_none(),
+                    )
                 }
             };
             Some(Placed {
@@ -153,7 +156,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
                 key: start,
                 late: false,
                 start,
-                source,
+                placing,
                 history,
             })
         })
@@ -162,27 +165,20 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
     // places them (when it was said), and when and in which turn it was said.
     let undated: Vec<(Timestamp, (Timestamp, Option<u64>), usize)> = placed
         .iter()
-        .filter(|p| !p.history)
         .filter_map(|p| {
-            let f = &facts[p.i];
-            let s = f.said.iter().max_by_key(|s| (time(s), s.turn))?;
-            s.from.is_none().then_some((p.start, (s.at, s.turn), p.i))
+            let s = p.placing.filter(|s| s.from.is_none())?;
+            Some((p.start, (s.at, s.turn), p.i))
         })
         .collect();
     for p in &mut placed {
         let f = &facts[p.i];
         // A value placed by a dated claim, and when it was last reported.
-        let dated = f
-            .said
-            .iter()
-            .max_by_key(|s| (time(s), s.turn))
-            .is_some_and(|s| s.from.is_some());
+        if p.placing.is_none_or(|s| s.from.is_none()) {
+            continue;
+        }
         let Some(reported) = f.said.iter().map(|s| (s.at, s.turn)).max() else {
             continue;
         };
-        if !dated {
-            continue;
-        }
         let from = p.start;
         let latest = latest_start(from, &f.window);
         for &(placed_at, said, u) in &undated {
@@ -200,7 +196,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             }
         }
     }
-    let turn = |p: &Placed| p.source.and_then(|(_, t)| t);
+    let turn = |p: &Placed| p.placing.and_then(|s| s.turn);
     placed.sort_by(|a, b| {
         (
             a.key,
@@ -247,17 +243,17 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
             .said
             .iter()
             .any(|s| r.said.iter().any(|t| t.document != s.document));
-        let undated = f.window.valid_from.is_none() && r.window.valid_from.is_none();
+        let both_undated = f.window.valid_from.is_none() && r.window.valid_from.is_none();
         // Two turns of one conversation said at one time: the later turn is later.
         let later_turn = matches!(
-            (p.source, rival.source),
-            (Some((d, Some(t))), Some((e, Some(u)))) if d == e && t > u
+            (p.placing, rival.placing),
+            (Some(s), Some(t)) if s.document == t.document && s.turn.zip(t.turn).is_some_and(|(a, b)| a > b)
         );
         let contradicts = if p.key == rival.key && !p.late && !rival.late {
             !f.cue && other_source && !later_turn
         } else {
             !f.cue
-                && undated
+                && both_undated
                 && other_source
                 && (p.key - rival.key).num_days().abs() < SAME_PERIOD_DAYS
         };
@@ -329,7 +325,7 @@ pub fn rechain(facts: &[ChainFact]) -> Vec<ChainState> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ClaimId;
+    use crate::ids::{ClaimId, DocumentId};
     use chrono::TimeZone;
     use uuid::Uuid;
 
