@@ -10,7 +10,6 @@
 pub mod affinity;
 pub mod chat;
 pub mod claims;
-pub mod compact;
 pub mod embed;
 pub mod engine;
 pub mod entities;

@@ -1,21 +1,20 @@
 //! Compaction of superseded conversation versions: an append makes a new version
 //! holding every message, so the bytes and derived rows of the versions before it
 //! go once they can no longer be needed (the rules are on
-//! `MemoryStore::compact_conversation`). The statements are shared with the SQLite
-//! store (`rememberstack_core::compact`); here go the row locks. Lexical rows go
-//! with their chunks (`ON DELETE CASCADE`) and originals are rows of
-//! `content_objects`.
+//! `MemoryStore::compact_conversation`). The statements and the compaction of
+//! one version are shared with the SQLite store (`rememberstack_sql::compact`);
+//! here go the row locks. Lexical rows go with their chunks (`ON DELETE CASCADE`)
+//! and originals are rows of `content_objects`.
 
-use crate::forget::{
-    IN_LIST, Tx, delete_unused_vectors, exec, json_list, pg_sql, records, strings,
-};
+use crate::forget::{SqlConn, Tx};
 use crate::{PgStore, db_err};
 use rememberstack_core::Result;
-use rememberstack_core::compact as sql;
 use rememberstack_core::ids::*;
 use rememberstack_core::time::Timestamp;
+use rememberstack_sql::compact::{self as sql, compact_version};
+use rememberstack_sql::{Dialect, exec};
 use sqlx::{AssertSqlSafe, Row};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 
 /// One version chosen for compaction.
 struct Candidate {
@@ -42,9 +41,9 @@ impl PgStore {
             let Some(c) = next_candidate(&mut tx, &ns_s, &doc_s, &mut skip).await? else {
                 return Ok(compacted);
             };
-            compact_version(&mut tx, &ns_s, &c, now).await?;
+            compact_version(&mut SqlConn(&mut tx), &ns_s, &c.id, c.unstarted, now).await?;
             // The original goes unless a retained version holds the same bytes.
-            let shared = sqlx::query(AssertSqlSafe(pg_sql(sql::BYTES_RETAINED)))
+            let shared = sqlx::query(AssertSqlSafe(Dialect::Postgres.render(sql::BYTES_RETAINED)))
                 .bind(&ns_s)
                 .bind(&c.sha256)
                 .fetch_optional(&mut *tx)
@@ -52,7 +51,12 @@ impl PgStore {
                 .map_err(db_err)?
                 .is_some();
             if !shared {
-                exec(&mut tx, sql::DELETE_CONTENT, &[&ns_s, &c.sha256]).await?;
+                exec(
+                    &mut SqlConn(&mut tx),
+                    sql::DELETE_CONTENT,
+                    &[(&ns_s).into(), (&c.sha256).into()],
+                )
+                .await?;
             }
             tx.commit().await.map_err(db_err)?;
             compacted += 1;
@@ -69,10 +73,9 @@ async fn next_candidate(
 ) -> Result<Option<Candidate>> {
     // The lineage row is locked: compactions of one lineage, and appends to it,
     // take turns.
-    let Some(d) = sqlx::query(AssertSqlSafe(pg_sql(&format!(
-        "{} FOR UPDATE",
-        sql::LINEAGE
-    ))))
+    let Some(d) = sqlx::query(AssertSqlSafe(
+        Dialect::Postgres.render(&format!("{} FOR UPDATE", sql::LINEAGE)),
+    ))
     .bind(ns)
     .bind(doc)
     .fetch_optional(&mut **tx)
@@ -92,16 +95,18 @@ async fn next_candidate(
     // Reuse reads the extractions of earlier versions: nothing older than the
     // current version goes before the current version's extraction is complete.
     let current_extracted = match &current_id {
-        Some(v) => sqlx::query(AssertSqlSafe(pg_sql(sql::EXTRACTION_OPEN)))
-            .bind(ns)
-            .bind(v)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(db_err)?
-            .is_none(),
+        Some(v) => sqlx::query(AssertSqlSafe(
+            Dialect::Postgres.render(sql::EXTRACTION_OPEN),
+        ))
+        .bind(ns)
+        .bind(v)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .is_none(),
         None => false,
     };
-    let versions = sqlx::query(AssertSqlSafe(pg_sql(sql::SUPERSEDED)))
+    let versions = sqlx::query(AssertSqlSafe(Dialect::Postgres.render(sql::SUPERSEDED)))
         .bind(ns)
         .bind(doc)
         .bind(latest)
@@ -117,19 +122,17 @@ async fn next_candidate(
         // withdrawal below; rows another transaction holds are skipped, not waited
         // for (a worker committing one of them may be waiting for the lineage row
         // held here), and the version then waits for the next call.
-        let open: Vec<String> = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
-            "{} FOR UPDATE SKIP LOCKED",
-            sql::OPEN_WORK
-        ))))
+        let open: Vec<String> = sqlx::query_scalar(AssertSqlSafe(
+            Dialect::Postgres.render(&format!("{} FOR UPDATE SKIP LOCKED", sql::OPEN_WORK)),
+        ))
         .bind(ns)
         .bind(&id)
         .fetch_all(&mut **tx)
         .await
         .map_err(db_err)?;
-        let all_open: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
-            "SELECT COUNT(*) FROM ({}) open",
-            sql::OPEN_WORK
-        ))))
+        let all_open: i64 = sqlx::query_scalar(AssertSqlSafe(
+            Dialect::Postgres.render(&format!("SELECT COUNT(*) FROM ({}) open", sql::OPEN_WORK)),
+        ))
         .bind(ns)
         .bind(&id)
         .fetch_one(&mut **tx)
@@ -157,68 +160,4 @@ async fn next_candidate(
         skip.insert(id);
     }
     Ok(None)
-}
-
-/// Remove one version's bytes-derived rows, keeping what receipts, audit and reuse
-/// need (see `MemoryStore::compact_conversation`).
-async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestamp) -> Result<()> {
-    let v = c.id.as_str();
-    if c.unstarted {
-        exec(tx, sql::WITHDRAW_UNSTARTED, &[ns, v]).await?;
-    }
-    let chunks = records(tx, sql::VERSION_CHUNKS, &[ns, v]).await?;
-    // (a) Sources of fresh extractions whose input a retained version still uses:
-    // the next version reuses them instead of extracting again.
-    let mut keep: BTreeSet<String> = strings(tx, sql::REUSE_SOURCES, &[ns, v])
-        .await?
-        .into_iter()
-        .collect();
-    // (b) Every claim keeps at least one occurrence: a claim found nowhere outside
-    // this version keeps one of its chunks here.
-    let mut only_here: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in sqlx::query(AssertSqlSafe(pg_sql(sql::ONLY_HERE)))
-        .bind(ns)
-        .bind(v)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?
-    {
-        only_here
-            .entry(r.get("claim_id"))
-            .or_default()
-            .push(r.get("chunk_id"));
-    }
-    for chunks_of_claim in only_here.values() {
-        if !chunks_of_claim.iter().any(|c| keep.contains(c)) {
-            keep.insert(chunks_of_claim[0].clone());
-        }
-    }
-    let mut ids = Vec::new();
-    let mut keys: BTreeSet<String> = BTreeSet::new();
-    for (id, key) in chunks.ids.iter().zip(&chunks.keys) {
-        if !keep.contains(id) {
-            ids.push(id.clone());
-            keys.insert(key.clone());
-        }
-    }
-    let idlist = json_list(&ids);
-    exec(tx, &sql::delete_occurrences(IN_LIST), &[ns, &idlist]).await?;
-    exec(tx, &sql::delete_chunks(IN_LIST), &[ns, &idlist]).await?;
-    for statement in [
-        sql::DELETE_REUSED_DECISIONS,
-        sql::DELETE_BLOCKS,
-        sql::BLANK_REPRESENTATION,
-        sql::DELETE_DONE_WORK,
-    ] {
-        exec(tx, statement, &[ns, v]).await?;
-    }
-    delete_unused_vectors(tx, ns, &keys).await?;
-    sqlx::query(AssertSqlSafe(pg_sql(sql::MARK_COMPACTED)))
-        .bind(now)
-        .bind(ns)
-        .bind(v)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-    Ok(())
 }

@@ -21,10 +21,13 @@ use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
+use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Postgres, Row};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
@@ -34,25 +37,8 @@ const ASSERTION_SELECT: &str = "
            asserted_at, ordinal
     FROM staged_assertions";
 
-/// Facts with their entity names and the D54 counts: distinct lineages with current
-/// testimony per stance.
-const FACT_SELECT: &str = "
-    SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
-           f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
-           f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
-           f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
-           o.canonical_name AS object_name,
-           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
-              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-               AND e.stance = 'support' AND c.is_current) AS evidence_count,
-           (SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
-              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-               AND e.stance = 'contradict' AND c.is_current) AS contradict_count
-    FROM facts f
-    LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
-    LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
+/// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
+static FACT_SELECT: LazyLock<String> = LazyLock::new(|| fact_select(Dialect::Postgres));
 
 /// The largest dimension a pgvector `vector` holds.
 const MAX_DIM: usize = 16_000;
@@ -179,122 +165,23 @@ fn adjudication_row(r: &PgRow) -> Result<AdjudicationRecord> {
     })
 }
 
-/// A bound value of a generated statement.
-#[derive(Clone, Debug)]
-enum Arg {
-    Text(String),
-    Texts(Vec<String>),
-    Time(DateTime<Utc>),
-}
-
-fn bind_args<'q>(mut q: PgQuery<'q>, args: &[Arg]) -> PgQuery<'q> {
+/// `q` with `args` bound in order.
+pub(crate) fn bind_args<'q>(mut q: PgQuery<'q>, args: &[Arg]) -> PgQuery<'q> {
     for a in args {
         q = match a.clone() {
             Arg::Text(s) => q.bind(s),
-            Arg::Texts(v) => q.bind(v),
+            Arg::Int(n) => q.bind(n),
             Arg::Time(t) => q.bind(t),
+            Arg::Texts(v) => q.bind(v),
         };
     }
     q
 }
 
-/// Numbered placeholders for the values of a generated statement.
-struct Params {
-    args: Vec<Arg>,
-    /// Placeholders bound before these (`$1..=$offset`).
-    offset: usize,
-}
-
-impl Params {
-    fn new() -> Self {
-        Self::after(0)
-    }
-
-    /// Values bound after `offset` leading ones.
-    fn after(offset: usize) -> Self {
-        Params {
-            args: Vec::new(),
-            offset,
-        }
-    }
-
-    /// Bind `a` and return its placeholder (`$n`).
-    fn push(&mut self, a: Arg) -> String {
-        self.args.push(a);
-        format!("${}", self.offset + self.args.len())
-    }
-}
-
-/// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values are
-/// bound through `p`. Only placeholders are generated; every value is bound.
+/// Eligibility of facts (alias `f`) under a filter (`rememberstack_sql::facts`):
+/// an SQL condition whose values are bound through `p`.
 fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
-    let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
-    let mut sql = format!("f.namespace_id = {ns}");
-    if !filter.entities.is_empty() {
-        let list = p.push(Arg::Texts(
-            filter.entities.iter().map(|e| e.to_string()).collect(),
-        ));
-        sql.push_str(&format!(
-            " AND (f.subject_id = ANY({list}) OR f.object_id = ANY({list}))"
-        ));
-    }
-    if let Some(documents) = &filter.documents {
-        // Through supporting claims that are current testimony of a scoped lineage.
-        let docs = p.push(Arg::Texts(
-            documents.iter().map(|d| d.to_string()).collect(),
-        ));
-        sql.push_str(&format!(
-            " AND f.id IN (SELECT e.fact_id FROM fact_evidence e
-                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-               WHERE e.namespace_id = {ns} AND e.stance = 'support' AND c.is_current
-                 AND c.document_id = ANY({docs}))"
-        ));
-    }
-    if let Some(group) = filter.group {
-        let g = p.push(Arg::Text(group.to_string()));
-        sql.push_str(&format!(" AND f.contradiction_group = {g}"));
-    }
-    if !filter.history {
-        sql.push_str(" AND f.invalidated_at IS NULL");
-        // Only facts some current testimony supports: testimony that is not promoted
-        // (a candidate or archived note) or no longer current never serves a fact.
-        if !filter.unsupported {
-            sql.push_str(
-                " AND EXISTS (SELECT 1 FROM fact_evidence e
-                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                 AND e.stance = 'support' AND c.is_current)",
-            );
-        }
-        if filter.at.is_none() && filter.overlap.is_none() {
-            // Current view: a superseded fact no longer holds. As of an instant, its
-            // (capped) window decides.
-            sql.push_str(" AND f.superseded_by IS NULL");
-        }
-        if let Some(at) = filter.at {
-            let at = p.push(Arg::Time(at));
-            sql.push_str(&format!(
-                " AND (f.valid_from IS NULL OR f.valid_from <= {at})
-                  AND (f.valid_until IS NULL OR {at} < f.valid_until)"
-            ));
-        }
-        if let Some((from, until)) = filter.overlap {
-            // Half-open windows overlap when each starts before the other ends.
-            if let Some(until) = until {
-                let u = p.push(Arg::Time(until));
-                sql.push_str(&format!(
-                    " AND (f.valid_from IS NULL OR f.valid_from < {u})"
-                ));
-            }
-            if let Some(from) = from {
-                let f = p.push(Arg::Time(from));
-                sql.push_str(&format!(
-                    " AND (f.valid_until IS NULL OR {f} < f.valid_until)"
-                ));
-            }
-        }
-    }
-    sql
+    rememberstack_sql::facts::eligibility(filter, p)
 }
 
 impl PgStore {
@@ -719,10 +606,10 @@ impl PgStore {
         order: &str,
         limit: u32,
     ) -> Result<Vec<PgRow>> {
-        let mut p = Params::new();
+        let mut p = Params::new(Dialect::Postgres);
         let cond = eligibility(filter, &mut p);
         let sql = format!("{select} WHERE {cond} ORDER BY {order} LIMIT {limit}");
-        bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+        bind_args(sqlx::query(AssertSqlSafe(sql)), p.args())
             .fetch_all(self.pool())
             .await
             .map_err(db_err)
@@ -735,7 +622,7 @@ impl PgStore {
     ) -> Result<Vec<FactRecord>> {
         // Subject name bytewise (as SQLite's binary collation), then recorded order.
         self.eligible_facts(
-            FACT_SELECT,
+            &FACT_SELECT,
             filter,
             "COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq",
             limit,
@@ -752,7 +639,7 @@ impl PgStore {
         after: Option<(&str, i64)>,
         limit: u32,
     ) -> Result<Vec<(i64, FactRecord)>> {
-        let mut p = Params::new();
+        let mut p = Params::new(Dialect::Postgres);
         let mut cond = eligibility(filter, &mut p);
         if let Some((name, seq)) = after {
             // The listing's own order as a row value: rows strictly after the last one
@@ -764,9 +651,10 @@ impl PgStore {
             ));
         }
         let sql = format!(
-            "{FACT_SELECT} WHERE {cond} ORDER BY COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq LIMIT {limit}"
+            "{} WHERE {cond} ORDER BY COALESCE(s.canonical_name, '') COLLATE \"C\", f.seq LIMIT {limit}",
+            *FACT_SELECT
         );
-        bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+        bind_args(sqlx::query(AssertSqlSafe(sql)), p.args())
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?
@@ -808,7 +696,10 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(vec![]);
         }
-        let sql = format!("{FACT_SELECT} WHERE f.namespace_id = $1 AND f.id = ANY($2)");
+        let sql = format!(
+            "{} WHERE f.namespace_id = $1 AND f.id = ANY($2)",
+            *FACT_SELECT
+        );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(ns.to_string())
             .bind(ids.iter().map(|i| i.to_string()).collect::<Vec<_>>())
@@ -912,7 +803,7 @@ impl PgStore {
         // as SQLite's FTS5 query). The score is BM25 from the namespace's stored
         // statistics (higher is better, as SQLite's negated `bm25()`); ties in
         // insertion order (`seq`).
-        let mut p = Params::new();
+        let mut p = Params::new(Dialect::Postgres);
         let cond = eligibility(filter, &mut p);
         let q = p.push(Arg::Texts(terms.to_vec()));
         let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
@@ -925,7 +816,7 @@ impl PgStore {
              ORDER BY bm25 DESC, f.seq
              LIMIT {limit}"
         );
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), &p.args)
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), p.args())
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -950,7 +841,7 @@ impl PgStore {
         // A zero query has no direction: SQLite scores every candidate 0 (ties by id).
         let zero = query.iter().all(|x| *x == 0.0);
         // `$1` is the query vector.
-        let mut p = Params::after(1);
+        let mut p = Params::after(Dialect::Postgres, 1);
         let cond = eligibility(filter, &mut p);
         // The generation is written as a literal so the planner can match the partial
         // index's `WHERE generation = '<generation>'` even under a generic plan (a bound
@@ -991,7 +882,7 @@ impl PgStore {
         };
         let q = sqlx::query(AssertSqlSafe(sql)).bind(vector.clone());
         let mut hits = decode(
-            bind_args(q, &p.args)
+            bind_args(q, p.args())
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?,
@@ -999,12 +890,11 @@ impl PgStore {
         if !zero && hits.len() > limit && hits[limit - 1].1 == hits[limit].1 {
             // Ties at the last place go by id (as SQLite's exact scan): read every
             // candidate at that distance.
-            let d = p.push(Arg::Text(String::new()));
-            p.args.pop();
+            let d = p.next();
             let sql = format!("{base} AND ({distance})::float8 = {d}::float8");
             let q = sqlx::query(AssertSqlSafe(sql)).bind(vector);
             let tied = decode(
-                bind_args(q, &p.args)
+                bind_args(q, p.args())
                     .bind(hits[limit].1)
                     .fetch_all(&mut *tx)
                     .await

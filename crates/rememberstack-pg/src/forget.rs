@@ -1,456 +1,75 @@
 //! Hard forget (D74) on PostgreSQL: the scrub of every record derived from a
 //! lineage, the fail-closed episode around it, the vacuum that drops the dead
 //! rows' tuples and index entries, the verification, and the re-honouring of
-//! every manifest when the store connects. The scrub is the SQLite store's,
-//! statement for statement (`rememberstack-sqlite/src/forget.rs`); lexical rows
-//! go with their base rows (`ON DELETE CASCADE`), and originals live in
-//! `content_objects`, so no blob directory is involved.
+//! every manifest when the store connects. The scrub is shared with the SQLite
+//! store (`rememberstack_sql::scrub`); lexical rows go with their base rows
+//! (`ON DELETE CASCADE`), and originals live in `content_objects`, so no blob
+//! directory is involved.
 //!
 //! Note revocation scrubs one revision the same way, inside the transaction
 //! that revokes it.
 
 use crate::{PgStore, db_err, parse_id};
-use rememberstack_core::forget::scrub_sql as sql;
 use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
-use rememberstack_core::store::{NoteRecord, Receipt};
+use rememberstack_core::store::NoteRecord;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::scrub::{self as sql, scrub};
+use rememberstack_sql::{
+    Bind, Conn, Dialect, Kind, LexicalIndex, Value, decode_row, exec, strings,
+};
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 pub(crate) type Tx<'a> = Transaction<'a, Postgres>;
 
-/// The scrub's SQL is written with `?` placeholders (as in the SQLite store);
-/// PostgreSQL numbers them: each `?` becomes `$1`, `$2`, … in order. No statement
-/// here has a `?` inside a string literal.
-pub(crate) fn pg_sql(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut n = 0;
-    for c in sql.chars() {
-        if c == '?' {
-            n += 1;
-            out.push('$');
-            out.push_str(&n.to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+/// A transaction as the shared SQL procedures use it.
+pub(crate) struct SqlConn<'t, 'c>(pub(crate) &'t mut Tx<'c>);
 
-/// A list bound as one JSON array parameter.
-pub(crate) fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
-    serde_json::Value::Array(
-        items
-            .into_iter()
-            .map(|s| serde_json::Value::String(s.as_ref().to_string()))
-            .collect(),
-    )
-    .to_string()
-}
-
-/// `IN` over a JSON array parameter.
-pub(crate) const IN_LIST: &str = "IN (SELECT jsonb_array_elements_text(?::jsonb))";
-
-/// What a scrub removed.
-#[derive(Default)]
-pub(crate) struct Scrubbed {
-    pub(crate) chunks: u64,
-    pub(crate) claims: u64,
-    pub(crate) facts: u64,
-    pub(crate) entities: u64,
-    pub(crate) vectors: u64,
-    pub(crate) receipts_rewritten: u64,
-    /// Content hashes no remaining version holds: their originals went.
-    pub(crate) unreferenced_blobs: Vec<String>,
-    /// Content hashes another live version still holds.
-    pub(crate) shared_blobs: Vec<String>,
-    /// Surviving entities whose facts, aliases or mentions changed.
-    pub(crate) touched: Vec<EntityId>,
-}
-
-pub(crate) async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
-    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
+fn bound<'q>(
+    mut q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    binds: &[Bind<'q>],
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
     for b in binds {
-        q = q.bind(*b);
+        q = match *b {
+            Bind::Text(s) => q.bind(s),
+            Bind::Int(n) => q.bind(n),
+            Bind::Time(t) => q.bind(t),
+        };
     }
-    Ok(q.fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(|r| r.get::<String, _>(0))
-        .collect())
+    q
 }
 
-/// Records selected as `(id, embedding_key)`.
-#[derive(Default)]
-pub(crate) struct Records {
-    pub(crate) ids: Vec<String>,
-    pub(crate) keys: Vec<String>,
-}
-
-pub(crate) async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
-    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
-    for b in binds {
-        q = q.bind(*b);
+impl Conn for SqlConn<'_, '_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
     }
-    let mut out = Records::default();
-    for r in q.fetch_all(&mut **tx).await.map_err(db_err)? {
-        out.ids.push(r.get("id"));
-        out.keys.push(r.get("embedding_key"));
-    }
-    Ok(out)
-}
 
-/// Remove the vectors among `keys` that nothing uses any more.
-pub(crate) async fn delete_unused_vectors(
-    tx: &mut Tx<'_>,
-    ns: &str,
-    keys: &BTreeSet<String>,
-) -> Result<u64> {
-    let sql = format!(
-        "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
-        rememberstack_core::forget::VECTOR_UNUSED
-    );
-    exec(tx, &sql, &[ns, &json_list(keys)]).await
-}
-
-/// A shared scrub statement with this store's `IN` list.
-fn q(template: &str) -> String {
-    sql::with_in(template, IN_LIST)
-}
-
-/// Delete the namespace's rows of `table` whose `column` is in the JSON `list`.
-async fn delete_in(
-    tx: &mut Tx<'_>,
-    ns: &str,
-    table: &str,
-    column: &str,
-    list: &str,
-) -> Result<u64> {
-    exec(tx, &sql::delete_in(table, column, IN_LIST), &[ns, list]).await
-}
-
-/// Whether the query returns a row.
-async fn exists(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<bool> {
-    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
-    for b in binds {
-        q = q.bind(*b);
-    }
-    Ok(q.fetch_optional(&mut **tx).await.map_err(db_err)?.is_some())
-}
-
-pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
-    let mut q = sqlx::query(AssertSqlSafe(pg_sql(sql)));
-    for b in binds {
-        q = q.bind(*b);
-    }
-    Ok(q.execute(&mut **tx).await.map_err(db_err)?.rows_affected())
-}
-
-/// How many rows a paged pass over a namespace's JSON columns reads at a time.
-const PAGE: i64 = 500;
-
-/// `seq` and `text` of the namespace's rows of `table` whose `text` (an SQL
-/// expression over its JSON columns) names any of `ids`, read a page at a time
-/// so that neither the statement nor the memory grows with the store.
-async fn rows_naming(
-    tx: &mut Tx<'_>,
-    table: &str,
-    text: &str,
-    ns: &str,
-    ids: &HashSet<String>,
-) -> Result<Vec<(i64, String)>> {
-    let mut out = Vec::new();
-    if ids.is_empty() {
-        return Ok(out);
-    }
-    let sql = format!(
-        "SELECT seq, {text} AS text FROM {table} WHERE namespace_id = $1 AND seq > $2
-         ORDER BY seq LIMIT $3"
-    );
-    let mut after = 0i64;
-    loop {
-        let rows = sqlx::query(AssertSqlSafe(sql.clone()))
-            .bind(ns)
-            .bind(after)
-            .bind(PAGE)
-            .fetch_all(&mut **tx)
+    async fn execute_rendered(&mut self, sql: &str, binds: &[Bind<'_>]) -> Result<u64> {
+        let q = bound(sqlx::query(AssertSqlSafe(sql.to_string())), binds);
+        Ok(q.execute(&mut **self.0)
             .await
-            .map_err(db_err)?;
-        let Some(last) = rows.last() else { break };
-        after = last.get("seq");
-        for r in &rows {
-            let body: String = r.get("text");
-            if names_any(&body, ids) {
-                out.push((r.get("seq"), body));
-            }
-        }
-        if (rows.len() as i64) < PAGE {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// Remove every record derived from `versions` of lineage `doc` (all of its
-/// versions and the lineage rows themselves when `whole`): representations,
-/// chunks, claims that occur nowhere else, their mentions, decisions, evidence,
-/// normalizations and staged assertions, facts and entities left without
-/// support, vectors no record uses any more, ledger rows and transcripts of the
-/// versions' work, and the forgotten records' traces in receipts and feedback.
-pub(crate) async fn scrub(
-    tx: &mut Tx<'_>,
-    ns: &str,
-    doc: &str,
-    versions: &[String],
-    whole: bool,
-) -> Result<Scrubbed> {
-    let mut out = Scrubbed::default();
-    let vlist = json_list(versions);
-
-    // Chunks of the versions.
-    let chunks = records(tx, &q(sql::CHUNKS_OF_VERSIONS), &[ns, &vlist]).await?;
-    let chunk_ids = chunks.ids;
-    let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
-
-    // Claims: every claim of the lineage, or those occurring only in the versions.
-    let claims = if whole {
-        records(tx, sql::CLAIMS_OF_LINEAGE, &[ns, doc]).await?
-    } else {
-        records(tx, &q(sql::CLAIMS_ONLY_IN_VERSIONS), &[ns, doc, &vlist]).await?
-    };
-    let claim_ids = claims.ids;
-    keys.extend(claims.keys);
-    let clist = json_list(&claim_ids);
-
-    // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
-        .await?
-        .into_iter()
-        .collect();
-    delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
-    let flist_affected = json_list(&affected_facts);
-    let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
-    let fact_ids = facts.ids;
-    keys.extend(facts.keys);
-    let flist = json_list(&fact_ids);
-    // Entities of every affected fact, removed or surviving.
-    let mut entity_candidates: BTreeSet<String> = strings(
-        tx,
-        &q(sql::ENTITIES_OF_FACTS),
-        &[ns, &flist_affected, ns, &flist_affected],
-    )
-    .await?
-    .into_iter()
-    .collect();
-
-    // Removed facts: their events, transcripts, staged assertions (lexical rows
-    // go with their base rows).
-    // A correction's statement lives in its system note (`corrections/<fact id>`)
-    // and was also recorded on the corrected fact's `corrected` event: scrubbing
-    // that note's versions blanks the statement there too, so forgetting or
-    // revoking the correction leaves no copy of its text.
-    for key in strings(tx, &q(sql::CORRECTION_NOTES), &[ns, &vlist]).await? {
-        let fact = key.trim_start_matches("corrections/");
-        exec(
-            tx,
-            "UPDATE fact_events SET detail_json = jsonb_set(detail_json, '{corrected_statement}', 'null'::jsonb)
-             WHERE namespace_id = ? AND fact_id = ? AND event = 'corrected'",
-            &[ns, fact],
-        )
-        .await?;
-    }
-    for (table, column) in sql::BY_FACT {
-        delete_in(tx, ns, table, column, &flist).await?;
-    }
-    // Adjudication transcripts naming a removed fact anywhere (inside the
-    // candidates and input too): the JSON columns are read a page at a time and
-    // searched for the removed ids in Rust, so the statement's size does not grow
-    // with the number of facts removed.
-    let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
-    let naming: Vec<i64> = rows_naming(
-        tx,
-        "adjudications",
-        "candidates_json::text || input_json::text",
-        ns,
-        &removed_facts,
-    )
-    .await?
-    .into_iter()
-    .map(|(seq, _)| seq)
-    .collect();
-    sqlx::query("DELETE FROM adjudications WHERE seq = ANY($1)")
-        .bind(&naming)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-    exec(tx, &q(sql::UNSUPERSEDE), &[ns, &flist]).await?;
-    out.facts = delete_in(tx, ns, "facts", "id", &flist).await?;
-
-    // Claims and everything keyed by them.
-    entity_candidates
-        .extend(strings(tx, &q(sql::ENTITIES_OF_CLAIMS), &[ns, &clist, ns, &clist]).await?);
-    let decisions = strings(tx, &q(sql::DECISIONS_OF_CLAIMS), &[ns, &clist]).await?;
-    let dlist = json_list(&decisions);
-    for (table, column) in sql::BY_CLAIM {
-        delete_in(tx, ns, table, column, &clist).await?;
-    }
-    for (table, column) in sql::BY_DECISION {
-        delete_in(tx, ns, table, column, &dlist).await?;
-    }
-    for (table, column) in sql::BY_VERSION_BEFORE_CHUNKS {
-        delete_in(tx, ns, table, column, &vlist).await?;
-    }
-    out.claims = delete_in(tx, ns, "claims", "id", &clist).await?;
-
-    // Chunks and the versions' representations.
-    out.chunks = delete_in(tx, ns, "chunks", "version_id", &vlist).await?;
-    for (table, column) in sql::BY_VERSION {
-        delete_in(tx, ns, table, column, &vlist).await?;
+            .map_err(db_err)?
+            .rows_affected())
     }
 
-    // Ledger rows of the versions' work (and of the removed records), with their
-    // transcripts and accounting.
-    let mut work: BTreeSet<String> = strings(tx, &q(sql::WORK_OF_VERSIONS), &[ns, &vlist])
-        .await?
-        .into_iter()
-        .collect();
-    let targets = json_list(chunk_ids.iter().chain(&claim_ids).chain(&fact_ids));
-    work.extend(strings(tx, &q(sql::WORK_ON_RECORDS), &[ns, &targets]).await?);
-    let wlist = json_list(&work);
-    for (table, column) in sql::BY_WORK {
-        delete_in(tx, ns, table, column, &wlist).await?;
+    async fn fetch_rendered(
+        &mut self,
+        sql: &str,
+        binds: &[Bind<'_>],
+        kinds: &[Kind],
+    ) -> Result<Vec<Vec<Value>>> {
+        let q = bound(sqlx::query(AssertSqlSafe(sql.to_string())), binds);
+        let rows = q.fetch_all(&mut **self.0).await.map_err(db_err)?;
+        rows.iter().map(|r| decode_row(r, kinds)).collect()
     }
 
-    // Entities: those nothing mentions, no fact names and no survivor redirects
-    // into go, with their aliases, keys, bindings, exclusions and merges.
-    let elist_candidates = json_list(&entity_candidates);
-    let doomed = strings(tx, &q(sql::UNSUPPORTED_ENTITIES), &[ns, &elist_candidates]).await?;
-    let elist = json_list(&doomed);
-    for (table, column) in sql::BY_ENTITY {
-        delete_in(tx, ns, table, column, &elist).await?;
+    /// Lexical rows reference their records (`ON DELETE CASCADE`): nothing to do.
+    async fn delete_lexical(&mut self, _: &str, _: LexicalIndex, _: &[i64]) -> Result<()> {
+        Ok(())
     }
-    // Merge snapshots written before they held only ids carried entity names,
-    // which may be the forgotten document's words: they go.
-    exec(
-        tx,
-        "UPDATE merge_events
-           SET snapshot_json = snapshot_json #- '{from,canonical_name}' #- '{into,canonical_name}'
-         WHERE namespace_id = ? AND snapshot_json::text LIKE '%canonical_name%'",
-        &[ns],
-    )
-    .await?;
-    keys.extend(strings(tx, &q(sql::PROFILE_KEYS), &[ns, &elist_candidates]).await?);
-    out.entities = delete_in(tx, ns, "entities", "id", &elist).await?;
-    // Surviving decisions no longer list removed entities among their candidates
-    // (one paged pass over the namespace's decisions, whatever the number removed).
-    let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
-    for (seq, candidates) in rows_naming(
-        tx,
-        "resolution_decisions",
-        "candidates_json::text",
-        ns,
-        &doomed_set,
-    )
-    .await?
-    {
-        let mut candidates: Vec<serde_json::Value> = serde_json::from_str(&candidates)
-            .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
-        candidates.retain(|c| {
-            !c.get("entity_id")
-                .and_then(|v| v.as_str())
-                .is_some_and(|id| doomed_set.contains(id))
-        });
-        sqlx::query("UPDATE resolution_decisions SET candidates_json = $1 WHERE seq = $2")
-            .bind(serde_json::Value::Array(candidates))
-            .bind(seq)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    // Surviving entities: aliases only the removed mentions carried go; a
-    // canonical name they alone carried yields to a remaining surface; the profile
-    // is cleared (the engine rebuilds it from the surviving facts).
-    for e in entity_candidates
-        .iter()
-        .filter(|e| !doomed_set.contains(*e))
-    {
-        let surfaces = strings(tx, sql::SURFACES, &[ns, e]).await?;
-        if let Some(first) = surfaces.first() {
-            let slist = json_list(&surfaces);
-            exec(tx, &q(sql::STALE_ALIASES), &[ns, e, &slist]).await?;
-            exec(tx, sql::STALE_KEYS, &[ns, e, ns, e]).await?;
-            exec(tx, &q(sql::RENAME), &[first, first, ns, e, &slist, first]).await?;
-        }
-        exec(tx, sql::CLEAR_PROFILE, &[ns, e]).await?;
-        if let Ok(id) = parse_id(e) {
-            out.touched.push(id);
-        }
-    }
-    exec(tx, sql::EMPTY_KEY_COUNTS, &[ns]).await?;
-    exec(tx, sql::UNUSED_PREDICATES, &[ns]).await?;
-
-    // Vectors no remaining record uses.
-    out.vectors = delete_unused_vectors(tx, ns, &keys).await?;
-
-    // The versions' bytes: a hash no other version of the namespace still serves
-    // from goes with them.
-    for sha in strings(tx, &q(sql::SHAS_OF_VERSIONS), &[ns, &vlist]).await? {
-        if !exists(tx, &q(sql::SHA_HELD_ELSEWHERE), &[ns, &sha, &vlist]).await? {
-            exec(
-                tx,
-                "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
-                &[ns, &sha],
-            )
-            .await?;
-            out.unreferenced_blobs.push(sha);
-        } else {
-            out.shared_blobs.push(sha);
-        }
-    }
-
-    if whole {
-        delete_in(tx, ns, "note_requests", "version_id", &vlist).await?;
-        for statement in sql::LINEAGE_ROWS {
-            exec(tx, statement, &[ns, doc]).await?;
-        }
-    }
-
-    // Receipts and feedback: the removed records were never selected.
-    let mut removed: HashSet<String> = HashSet::new();
-    removed.extend(chunk_ids);
-    removed.extend(claim_ids);
-    removed.extend(fact_ids);
-    out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
-    delete_in(tx, ns, "feedback", "item_ref", &json_list(&removed)).await?;
-    Ok(out)
-}
-
-/// Drop `removed` records from every receipt of the namespace that selected them
-/// (the receipts are read a page at a time).
-async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
-    let mut n = 0;
-    for (seq, body) in rows_naming(tx, "recall_receipts", "body_json::text", ns, removed).await? {
-        let mut receipt: Receipt = serde_json::from_str(&body)
-            .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
-        let before = receipt.selections.len();
-        receipt.selections.retain(|s| !removed.contains(&s.id));
-        if receipt.selections.len() == before {
-            continue;
-        }
-        let body = serde_json::to_value(&receipt).map_err(|e| Error::internal(e.to_string()))?;
-        sqlx::query("UPDATE recall_receipts SET body_json = $1 WHERE seq = $2")
-            .bind(body)
-            .bind(seq)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-        n += 1;
-    }
-    Ok(n)
 }
 
 /// The tables a scrub deletes from: vacuumed after a forget so that the dead
@@ -539,7 +158,7 @@ impl PgStore {
         set_lifecycle(&mut tx, &ns_s, &version_s, Admission::Revoked, at).await?;
         unserve(&mut tx, &ns_s, &doc_s, at, "note_revoked").await?;
         let scrubbed = scrub(
-            &mut tx,
+            &mut SqlConn(&mut tx),
             &ns_s,
             &doc_s,
             std::slice::from_ref(&version_s),
@@ -547,18 +166,14 @@ impl PgStore {
         )
         .await?;
         // The tombstone keeps ids, digests and times; the metadata goes with the text.
-        exec(
-            &mut tx,
-            "UPDATE notes SET metadata_json = '{}'::jsonb WHERE namespace_id = ? AND version_id = ?",
-            &[&ns_s, &version_s],
-        )
-        .await?;
-        exec(
-            &mut tx,
-            "UPDATE document_versions SET metadata_json = '{}'::jsonb WHERE namespace_id = ? AND id = ?",
-            &[&ns_s, &version_s],
-        )
-        .await?;
+        for statement in sql::BLANK_NOTE_METADATA {
+            exec(
+                &mut SqlConn(&mut tx),
+                statement,
+                &[(&ns_s).into(), (&version_s).into()],
+            )
+            .await?;
+        }
         let fresh = note_in(&mut tx, &ns_s, &version_s, false)
             .await?
             .ok_or_else(|| Error::store("the revoked note vanished"))?;
@@ -681,15 +296,15 @@ impl PgStore {
                 manifest.version_ids.iter().map(|v| v.to_string()).collect();
             versions.extend(
                 strings(
-                    &mut tx,
-                    "SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-                    &[&ns_s, &doc_s],
+                    &mut SqlConn(&mut tx),
+                    sql::VERSIONS_OF_LINEAGE,
+                    &[(&ns_s).into(), (&doc_s).into()],
                 )
                 .await?,
             );
             let versions: Vec<String> = versions.into_iter().collect();
             report.versions = versions.len() as u64;
-            let scrubbed = scrub(&mut tx, &ns_s, &doc_s, &versions, true).await?;
+            let scrubbed = scrub(&mut SqlConn(&mut tx), &ns_s, &doc_s, &versions, true).await?;
             for sha in &manifest.content_sha256 {
                 sqlx::query(
                     "INSERT INTO forgotten_content (namespace_id, sha256, manifest_id, document_id,
@@ -765,67 +380,10 @@ impl PgStore {
         shared: &[String],
     ) -> Result<Vec<ForgetCheck>> {
         let ns = manifest.namespace_id.to_string();
-        let doc = manifest.document_id.to_string();
-        let vlist = json_list(manifest.version_ids.iter().map(|v| v.to_string()));
-        let owned: Vec<&String> = manifest
-            .content_sha256
-            .iter()
-            .filter(|s| !shared.contains(s))
-            .collect();
-        let slist = json_list(&owned);
-        let mut checks = Vec::new();
-        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
-            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-                "SELECT COUNT(*) FROM {table} WHERE namespace_id = $1 AND {column} = $2"
-            )))
-            .bind(&ns)
-            .bind(&doc)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_err)?;
-            checks.push(ForgetCheck {
-                check: name.into(),
-                remaining: n as u64,
-            });
-        }
-        for &(name, table) in sql::VERIFY_BY_VERSION {
-            let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
-                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
-            ))))
-            .bind(&ns)
-            .bind(&vlist)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_err)?;
-            checks.push(ForgetCheck {
-                check: name.into(),
-                remaining: n as u64,
-            });
-        }
-        let n: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
-            "SELECT COUNT(*) FROM content_objects WHERE namespace_id = ? AND sha256 {IN_LIST}"
-        ))))
-        .bind(&ns)
-        .bind(&slist)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
-        checks.push(ForgetCheck {
-            check: "content_objects".into(),
-            remaining: n as u64,
-        });
-        let guards: i64 = sqlx::query_scalar(AssertSqlSafe(pg_sql(&format!(
-            "SELECT COUNT(*) FROM forgotten_content WHERE namespace_id = ? AND sha256 {IN_LIST}"
-        ))))
-        .bind(&ns)
-        .bind(json_list(&manifest.content_sha256))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
-        checks.push(ForgetCheck {
-            check: "missing_guards".into(),
-            remaining: (manifest.content_sha256.len() as u64).saturating_sub(guards as u64),
-        });
+        let mut checks = {
+            let mut tx = self.pool().begin().await.map_err(db_err)?;
+            sql::verify_records(&mut SqlConn(&mut tx), manifest, shared).await?
+        };
         // Lexical rows whose record is gone (a forgotten row's tokens).
         for (name, lexical, base) in [
             ("chunk_index", "chunk_lexical", "chunks"),

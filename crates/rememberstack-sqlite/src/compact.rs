@@ -1,21 +1,20 @@
 //! Compaction of superseded conversation versions: an append makes a new version
 //! holding every message, so the bytes and derived rows of the versions before it
 //! go once they can no longer be needed (the rules are on
-//! `MemoryStore::compact_conversation`). The statements are shared with the
-//! PostgreSQL store (`rememberstack_core::compact`); here go the FTS rows and blob
-//! files.
+//! `MemoryStore::compact_conversation`). The statements and the compaction of
+//! one version are shared with the PostgreSQL store (`rememberstack_sql::compact`);
+//! here go the choice of the next version, the transaction and the blob files.
 
 use crate::conns::Tx;
-use crate::forget::{
-    IN_LIST, delete_fts, delete_unused_vectors, exec, json_list, records, strings,
-};
-use crate::{SqliteStore, db_err, fts_table};
+use crate::forget::SqlConn;
+use crate::{SqliteStore, db_err};
 use rememberstack_core::Result;
-use rememberstack_core::compact as sql;
 use rememberstack_core::ids::*;
-use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::time::Timestamp;
+use rememberstack_sql::compact::{self as sql, compact_version};
+use rememberstack_sql::exec;
 use sqlx::Row;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 
 /// One version chosen for compaction.
 struct Candidate {
@@ -42,7 +41,7 @@ impl SqliteStore {
             let Some(c) = next_candidate(&mut tx, &ns_s, &doc_s, &mut skip).await? else {
                 return Ok(compacted);
             };
-            compact_version(&mut tx, &ns_s, &c, now).await?;
+            compact_version(&mut SqlConn(&mut tx), &ns_s, &c.id, c.unstarted, now).await?;
             // The bytes go last, under the write lock: an ingest writes its blob
             // inside its own write transaction, so no ingest of the same bytes can
             // slip between this check and the commit. A commit that fails after the
@@ -56,7 +55,12 @@ impl SqliteStore {
                 .map_err(db_err)?
                 .is_some();
             if !shared {
-                exec(&mut tx, sql::DELETE_CONTENT, &[&ns_s, &c.sha256]).await?;
+                exec(
+                    &mut SqlConn(&mut tx),
+                    sql::DELETE_CONTENT,
+                    &[(&ns_s).into(), (&c.sha256).into()],
+                )
+                .await?;
                 self.blobs.remove(&ns_s, &c.sha256).await?;
             }
             tx.commit().await.map_err(db_err)?;
@@ -137,65 +141,4 @@ async fn next_candidate(
         skip.insert(id);
     }
     Ok(None)
-}
-
-/// Remove one version's bytes-derived rows, keeping what receipts, audit and reuse
-/// need (see `MemoryStore::compact_conversation`).
-async fn compact_version(tx: &mut Tx<'_>, ns: &str, c: &Candidate, now: Timestamp) -> Result<()> {
-    let v = c.id.as_str();
-    if c.unstarted {
-        exec(tx, sql::WITHDRAW_UNSTARTED, &[ns, v]).await?;
-    }
-    let chunks = records(tx, sql::VERSION_CHUNKS, &[ns, v]).await?;
-    // (a) Sources of fresh extractions whose input a retained version still uses:
-    // the next version reuses them instead of extracting again.
-    let mut keep: BTreeSet<String> = strings(tx, sql::REUSE_SOURCES, &[ns, v])
-        .await?
-        .into_iter()
-        .collect();
-    // (b) Every claim keeps at least one occurrence: a claim found nowhere outside
-    // this version keeps one of its chunks here.
-    let mut only_here: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in sqlx::query(sql::ONLY_HERE)
-        .bind(ns)
-        .bind(v)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?
-    {
-        only_here
-            .entry(r.get("claim_id"))
-            .or_default()
-            .push(r.get("chunk_id"));
-    }
-    for chunks_of_claim in only_here.values() {
-        if !chunks_of_claim.iter().any(|c| keep.contains(c)) {
-            keep.insert(chunks_of_claim[0].clone());
-        }
-    }
-    let mut seqs = Vec::new();
-    let mut ids = Vec::new();
-    let mut keys: BTreeSet<String> = BTreeSet::new();
-    for ((seq, id), key) in chunks.seqs.iter().zip(&chunks.ids).zip(&chunks.keys) {
-        if !keep.contains(id) {
-            seqs.push(*seq);
-            ids.push(id.clone());
-            keys.insert(key.clone());
-        }
-    }
-    let idlist = json_list(&ids);
-    delete_fts(tx, &fts_table(ns)?, &seqs).await?;
-    exec(tx, &sql::delete_occurrences(IN_LIST), &[ns, &idlist]).await?;
-    exec(tx, &sql::delete_chunks(IN_LIST), &[ns, &idlist]).await?;
-    for statement in [
-        sql::DELETE_REUSED_DECISIONS,
-        sql::DELETE_BLOCKS,
-        sql::BLANK_REPRESENTATION,
-        sql::DELETE_DONE_WORK,
-    ] {
-        exec(tx, statement, &[ns, v]).await?;
-    }
-    delete_unused_vectors(tx, ns, &keys).await?;
-    exec(tx, sql::MARK_COMPACTED, &[&to_rfc3339(&now), ns, v]).await?;
-    Ok(())
 }

@@ -16,9 +16,12 @@ use rememberstack_core::store::MemoryStore;
 use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 /// The namespace's fact FTS5 table (`fact_fts_<uuid>`), rowid = facts.seq.
 pub(crate) fn fact_fts_table(ns: &str) -> Result<String> {
@@ -31,17 +34,8 @@ const ASSERTION_SELECT: &str = "
            asserted_at, ordinal
     FROM staged_assertions";
 
-/// Facts with their entity names and the D54 counts (distinct lineages with current
-/// testimony per stance), which the triggers of migration 0017 keep on the row.
-const FACT_SELECT: &str = "
-    SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
-           f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
-           f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
-           f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
-           o.canonical_name AS object_name, f.evidence_count, f.contradict_count
-    FROM facts f
-    LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
-    LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id";
+/// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
+static FACT_SELECT: LazyLock<String> = LazyLock::new(|| fact_select(Dialect::Sqlite));
 
 fn window_row(r: &SqliteRow) -> Result<Window> {
     Ok(Window {
@@ -119,76 +113,28 @@ fn adjudication_row(r: &SqliteRow) -> Result<AdjudicationRecord> {
     })
 }
 
-/// Eligibility of facts (alias `f`) under a filter: an SQL condition and its bound
-/// values, in order. Only placeholders are generated; every value is bound.
-fn eligibility(filter: &FactFilter) -> (String, Vec<String>) {
-    let mut sql = String::from("f.namespace_id = ?");
-    let mut binds = vec![filter.namespace_id.to_string()];
-    if !filter.entities.is_empty() {
-        // A union of the two index searches: as one `subject IN … OR object IN …`
-        // the planner walked every fact of the namespace (43 ms against 0.4 ms for
-        // one person's facts at 77k claims).
-        let list = in_list(filter.entities.len());
-        sql.push_str(&format!(
-            " AND f.seq IN (SELECT seq FROM facts WHERE namespace_id = ? AND subject_id IN ({list})
-                  UNION ALL SELECT seq FROM facts WHERE namespace_id = ? AND object_id IN ({list}))"
-        ));
-        for _ in 0..2 {
-            binds.push(filter.namespace_id.to_string());
-            binds.extend(filter.entities.iter().map(|e| e.to_string()));
-        }
+/// Eligibility of facts (alias `f`) under a filter (`rememberstack_sql::facts`):
+/// an SQL condition and its values, in order.
+fn eligibility(filter: &FactFilter) -> (String, Vec<Arg>) {
+    let mut p = Params::new(Dialect::Sqlite);
+    let cond = rememberstack_sql::facts::eligibility(filter, &mut p);
+    (cond, p.args().to_vec())
+}
+
+/// `q` with `args` bound in order.
+pub(crate) fn bind_args<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    args: &[Arg],
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    for a in args {
+        q = match a {
+            Arg::Text(s) => q.bind(s.clone()),
+            Arg::Int(n) => q.bind(*n),
+            Arg::Time(t) => q.bind(to_rfc3339(t)),
+            Arg::Texts(v) => q.bind(rememberstack_sql::json_list(v)),
+        };
     }
-    if let Some(documents) = &filter.documents {
-        // Through supporting claims that are current testimony of a scoped lineage.
-        sql.push_str(
-            " AND f.id IN (SELECT e.fact_id FROM fact_evidence e
-                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-               WHERE e.namespace_id = ? AND e.stance = 'support' AND c.is_current = 1
-                 AND c.document_id IN (SELECT value FROM json_each(?)))",
-        );
-        binds.push(filter.namespace_id.to_string());
-        let ids: Vec<String> = documents.iter().map(|d| d.to_string()).collect();
-        binds.push(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()));
-    }
-    if let Some(group) = filter.group {
-        sql.push_str(" AND f.contradiction_group = ?");
-        binds.push(group.to_string());
-    }
-    if !filter.history {
-        sql.push_str(" AND f.invalidated_at IS NULL");
-        // Only facts some current testimony supports: testimony that is not promoted
-        // (a candidate or archived note) or no longer current never serves a fact.
-        if !filter.unsupported {
-            sql.push_str(" AND f.evidence_count > 0");
-        }
-        if filter.at.is_none() && filter.overlap.is_none() {
-            // Current view: a superseded fact no longer holds. As of an instant, its
-            // (capped) window decides.
-            sql.push_str(" AND f.superseded_by IS NULL");
-        }
-        if let Some(at) = filter.at {
-            // RFC 3339 in one fixed format (milliseconds, `Z`) compares as text.
-            sql.push_str(
-                " AND (f.valid_from IS NULL OR f.valid_from <= ?)
-                  AND (f.valid_until IS NULL OR ? < f.valid_until)",
-            );
-            let at = to_rfc3339(&at);
-            binds.push(at.clone());
-            binds.push(at);
-        }
-        if let Some((from, until)) = filter.overlap {
-            // Half-open windows overlap when each starts before the other ends.
-            if let Some(until) = until {
-                sql.push_str(" AND (f.valid_from IS NULL OR f.valid_from < ?)");
-                binds.push(to_rfc3339(&until));
-            }
-            if let Some(from) = from {
-                sql.push_str(" AND (f.valid_until IS NULL OR ? < f.valid_until)");
-                binds.push(to_rfc3339(&from));
-            }
-        }
-    }
-    (sql, binds)
+    q
 }
 
 impl SqliteStore {
@@ -963,11 +909,8 @@ impl SqliteStore {
     ) -> Result<Vec<SqliteRow>> {
         let (cond, binds) = eligibility(filter);
         let sql = format!("{select} WHERE {cond} ORDER BY {order} LIMIT ?");
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for b in binds {
-            q = q.bind(b);
-        }
-        q.bind(limit as i64)
+        bind_args(sqlx::query(AssertSqlSafe(sql)), &binds)
+            .bind(limit as i64)
             .fetch_all(&self.read)
             .await
             .map_err(db_err)
@@ -978,7 +921,7 @@ impl SqliteStore {
         filter: &FactFilter,
         limit: u32,
     ) -> Result<Vec<FactRecord>> {
-        self.eligible_facts(FACT_SELECT, filter, "subject_name, f.seq", limit)
+        self.eligible_facts(&FACT_SELECT, filter, "subject_name, f.seq", limit)
             .await?
             .iter()
             .map(fact_row)
@@ -995,16 +938,16 @@ impl SqliteStore {
         if let Some((name, seq)) = after {
             // The listing's own order as a row value: rows strictly after the last one
             // served, whatever was added or removed since.
-            cond.push_str(" AND (COALESCE(s.canonical_name, ''), f.seq) > (?, CAST(? AS INTEGER))");
-            binds.push(name.to_string());
-            binds.push(seq.to_string());
+            cond.push_str(" AND (COALESCE(s.canonical_name, ''), f.seq) > (?, ?)");
+            binds.push(Arg::Text(name.to_string()));
+            binds.push(Arg::Int(seq));
         }
-        let sql = format!("{FACT_SELECT} WHERE {cond} ORDER BY subject_name, f.seq LIMIT ?");
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for b in binds {
-            q = q.bind(b);
-        }
-        q.bind(limit as i64)
+        let sql = format!(
+            "{} WHERE {cond} ORDER BY subject_name, f.seq LIMIT ?",
+            *FACT_SELECT
+        );
+        bind_args(sqlx::query(AssertSqlSafe(sql)), &binds)
+            .bind(limit as i64)
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?
@@ -1045,7 +988,10 @@ impl SqliteStore {
     ) -> Result<Vec<FactRecord>> {
         let ns_s = ns.to_string();
         let mut by_id: HashMap<FactId, FactRecord> = HashMap::new();
-        let sql = format!("{FACT_SELECT} WHERE f.namespace_id = ? AND f.id IN ({{list}})");
+        let sql = format!(
+            "{} WHERE f.namespace_id = ? AND f.id IN ({{list}})",
+            *FACT_SELECT
+        );
         for r in fetch_in_batches(&self.read, &sql, &[&ns_s], &id_strings(ids)).await? {
             let f = fact_row(&r)?;
             by_id.insert(f.fact_id, f);
@@ -1124,11 +1070,7 @@ impl SqliteStore {
             );
             return self
                 .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
-                    let mut q = sqlx::query(AssertSqlSafe(sql.clone())).bind(list);
-                    for b in &binds {
-                        q = q.bind(b.clone());
-                    }
-                    q
+                    bind_args(sqlx::query(AssertSqlSafe(sql.clone())).bind(list), &binds)
                 })
                 .await?
                 .into_iter()
@@ -1141,15 +1083,14 @@ impl SqliteStore {
              WHERE {fts} MATCH ? AND {cond}
              ORDER BY rank, f.id LIMIT ?"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(fts_query(terms));
-        for b in binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)?;
+        let rows = bind_args(
+            sqlx::query(AssertSqlSafe(sql)).bind(fts_query(terms)),
+            &binds,
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         bm25_hits(&rows)
     }
 
@@ -1174,11 +1115,10 @@ impl SqliteStore {
         let stamp = self.change_stamp(filter.namespace_id).await?;
         let statement = format!("facts|{cond}|{binds:?}");
         let fetch = async {
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(generation);
-            for b in &binds {
-                q = q.bind(b.clone());
-            }
-            q.fetch_all(&self.read).await.map_err(db_err)
+            bind_args(sqlx::query(AssertSqlSafe(sql)).bind(generation), &binds)
+                .fetch_all(&self.read)
+                .await
+                .map_err(db_err)
         };
         let candidates = self
             .vector_cache

@@ -6,128 +6,72 @@
 use crate::claims::claim_fts_table;
 use crate::facts::fact_fts_table;
 use crate::{SqliteStore, db_err, fts_table, parse_id};
-use rememberstack_core::forget::scrub_sql as sql;
 use rememberstack_core::forget::{ForgetCheck, ForgetManifest, ForgetReport, PendingForget};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
-use rememberstack_core::store::{NoteRecord, Receipt};
+use rememberstack_core::store::NoteRecord;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::scrub::{self as sql, Scrubbed};
+use rememberstack_sql::{
+    Bind, Conn, Dialect, Kind, LexicalIndex, Value, decode_row, exec, strings,
+};
 use sqlx::{AssertSqlSafe, Row};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::conns::Tx;
 
-/// A list bound as one JSON array parameter, read with `json_each`.
-pub(crate) fn json_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
-    serde_json::Value::Array(
-        items
-            .into_iter()
-            .map(|s| serde_json::Value::String(s.as_ref().to_string()))
-            .collect(),
-    )
-    .to_string()
-}
+/// A write transaction as the shared SQL procedures use it.
+pub(crate) struct SqlConn<'t, 'c>(pub(crate) &'t mut Tx<'c>);
 
-/// `IN` over a JSON array parameter.
-pub(crate) const IN_LIST: &str = "IN (SELECT value FROM json_each(?))";
-
-/// What a scrub removed.
-#[derive(Default)]
-pub(crate) struct Scrubbed {
-    pub(crate) chunks: u64,
-    pub(crate) claims: u64,
-    pub(crate) facts: u64,
-    pub(crate) entities: u64,
-    pub(crate) vectors: u64,
-    pub(crate) receipts_rewritten: u64,
-    /// Content hashes no remaining version holds: their blobs go.
-    pub(crate) unreferenced_blobs: Vec<String>,
-    /// Content hashes another live version still holds.
-    pub(crate) shared_blobs: Vec<String>,
-    /// Surviving entities whose facts, aliases or mentions changed.
-    pub(crate) touched: Vec<EntityId>,
-}
-
-pub(crate) async fn strings(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Vec<String>> {
-    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
+fn bound<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    binds: &[Bind<'q>],
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
     for b in binds {
-        q = q.bind(*b);
+        q = match *b {
+            Bind::Text(s) => q.bind(s),
+            Bind::Int(n) => q.bind(n),
+            Bind::Time(t) => q.bind(to_rfc3339(&t)),
+        };
     }
-    Ok(q.fetch_all(&mut **tx)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(|r| r.get::<String, _>(0))
-        .collect())
+    q
 }
 
-/// Records selected as `(seq, id, embedding_key)`.
-#[derive(Default)]
-pub(crate) struct Records {
-    pub(crate) seqs: Vec<i64>,
-    pub(crate) ids: Vec<String>,
-    pub(crate) keys: Vec<String>,
-}
-
-pub(crate) async fn records(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<Records> {
-    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
-    for b in binds {
-        q = q.bind(*b);
+impl Conn for SqlConn<'_, '_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
     }
-    let mut out = Records::default();
-    for r in q.fetch_all(&mut **tx).await.map_err(db_err)? {
-        out.seqs.push(r.get("seq"));
-        out.ids.push(r.get("id"));
-        out.keys.push(r.get("embedding_key"));
+
+    async fn execute_rendered(&mut self, sql: &str, binds: &[Bind<'_>]) -> Result<u64> {
+        let q = bound(sqlx::query(AssertSqlSafe(sql.to_string())), binds);
+        Ok(q.execute(&mut **self.0)
+            .await
+            .map_err(db_err)?
+            .rows_affected())
     }
-    Ok(out)
-}
 
-/// Remove the vectors among `keys` that nothing uses any more.
-pub(crate) async fn delete_unused_vectors(
-    tx: &mut Tx<'_>,
-    ns: &str,
-    keys: &BTreeSet<String>,
-) -> Result<u64> {
-    let sql = format!(
-        "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
-        rememberstack_core::forget::VECTOR_UNUSED
-    );
-    exec(tx, &sql, &[ns, &json_list(keys)]).await
-}
-
-/// A shared scrub statement with this store's `IN` list.
-fn q(template: &str) -> String {
-    sql::with_in(template, IN_LIST)
-}
-
-/// Delete the namespace's rows of `table` whose `column` is in the JSON `list`.
-async fn delete_in(
-    tx: &mut Tx<'_>,
-    ns: &str,
-    table: &str,
-    column: &str,
-    list: &str,
-) -> Result<u64> {
-    exec(tx, &sql::delete_in(table, column, IN_LIST), &[ns, list]).await
-}
-
-/// Whether the query returns a row.
-async fn exists(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<bool> {
-    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
-    for b in binds {
-        q = q.bind(*b);
+    async fn fetch_rendered(
+        &mut self,
+        sql: &str,
+        binds: &[Bind<'_>],
+        kinds: &[Kind],
+    ) -> Result<Vec<Vec<Value>>> {
+        let q = bound(sqlx::query(AssertSqlSafe(sql.to_string())), binds);
+        let rows = q.fetch_all(&mut **self.0).await.map_err(db_err)?;
+        rows.iter().map(|r| decode_row(r, kinds)).collect()
     }
-    Ok(q.fetch_optional(&mut **tx).await.map_err(db_err)?.is_some())
-}
 
-pub(crate) async fn exec(tx: &mut Tx<'_>, sql: &str, binds: &[&str]) -> Result<u64> {
-    let mut q = sqlx::query(AssertSqlSafe(sql.to_string()));
-    for b in binds {
-        q = q.bind(*b);
+    /// FTS5 rows are keyed by their record's `seq` (the rowid) and do not go with
+    /// the record: they are deleted here.
+    async fn delete_lexical(&mut self, ns: &str, index: LexicalIndex, seqs: &[i64]) -> Result<()> {
+        let table = match index {
+            LexicalIndex::Chunks => fts_table(ns)?,
+            LexicalIndex::Claims => claim_fts_table(ns)?,
+            LexicalIndex::Facts => fact_fts_table(ns)?,
+        };
+        delete_fts(self.0, &table, seqs).await
     }
-    Ok(q.execute(&mut **tx).await.map_err(db_err)?.rows_affected())
 }
 
 async fn table_exists(tx: &mut Tx<'_>, name: &str) -> Result<bool> {
@@ -146,347 +90,33 @@ pub(crate) async fn delete_fts(tx: &mut Tx<'_>, table: &str, seqs: &[i64]) -> Re
     if seqs.is_empty() || !table_exists(tx, table).await? {
         return Ok(());
     }
-    let list = serde_json::to_string(seqs).map_err(|e| Error::internal(e.to_string()))?;
-    exec(
-        tx,
-        &format!("DELETE FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))"),
-        &[&list],
-    )
-    .await?;
+    let list = rememberstack_sql::json_ints(seqs);
+    sqlx::query(AssertSqlSafe(format!(
+        "DELETE FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))"
+    )))
+    .bind(list)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
     Ok(())
 }
 
-/// How many rows a paged pass over a namespace's JSON columns reads at a time.
-const PAGE: i64 = 500;
-
-/// `seq` and `text` of the namespace's rows of `table` whose `text` (an SQL
-/// expression over its JSON columns) names any of `ids`, read a page at a time
-/// so that neither the statement nor the memory grows with the store.
-async fn rows_naming_with_text(
-    tx: &mut Tx<'_>,
-    table: &str,
-    text: &str,
-    ns: &str,
-    ids: &HashSet<String>,
-) -> Result<Vec<(i64, String)>> {
-    let mut out = Vec::new();
-    if ids.is_empty() {
-        return Ok(out);
-    }
-    let sql = format!(
-        "SELECT seq, {text} AS text FROM {table} WHERE namespace_id = ? AND seq > ?
-         ORDER BY seq LIMIT ?"
-    );
-    let mut after = 0i64;
-    loop {
-        let rows = sqlx::query(AssertSqlSafe(sql.clone()))
-            .bind(ns)
-            .bind(after)
-            .bind(PAGE)
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(db_err)?;
-        let Some(last) = rows.last() else { break };
-        after = last.get("seq");
-        for r in &rows {
-            let body: String = r.get("text");
-            if names_any(&body, ids) {
-                out.push((r.get("seq"), body));
-            }
-        }
-        if (rows.len() as i64) < PAGE {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// The `seq` of the rows [`rows_naming_with_text`] finds.
-async fn rows_naming(
-    tx: &mut Tx<'_>,
-    table: &str,
-    text: &str,
-    ns: &str,
-    ids: &HashSet<String>,
-) -> Result<Vec<i64>> {
-    Ok(rows_naming_with_text(tx, table, text, ns, ids)
-        .await?
-        .into_iter()
-        .map(|(seq, _)| seq)
-        .collect())
-}
-
-fn json_seqs(seqs: &[i64]) -> Result<String> {
-    serde_json::to_string(seqs).map_err(|e| Error::internal(e.to_string()))
-}
-
-/// A decision's candidates without the entities in `removed`.
-fn without_candidates(candidates_json: &str, removed: &HashSet<String>) -> Result<String> {
-    let mut candidates: Vec<serde_json::Value> = serde_json::from_str(candidates_json)
-        .map_err(|e| Error::store(format!("corrupt candidates: {e}")))?;
-    candidates.retain(|c| {
-        !c.get("entity_id")
-            .and_then(|v| v.as_str())
-            .is_some_and(|id| removed.contains(id))
-    });
-    Ok(serde_json::Value::Array(candidates).to_string())
-}
-
-/// Remove every record derived from `versions` of lineage `doc` (all of its
-/// versions and the lineage rows themselves when `whole`): representations,
-/// chunks, claims that occur nowhere else, their mentions, decisions, evidence,
-/// normalizations and staged assertions, facts and entities left without
-/// support, vectors no record uses any more, ledger rows and transcripts of the
-/// versions' work, and the forgotten records' traces in receipts and feedback.
-pub(crate) async fn scrub(
+/// The shared scrub ([`rememberstack_sql::scrub::scrub`]), then the mention
+/// counts the scrub's deletions brought to zero (a table only this store keeps).
+async fn scrub(
     tx: &mut Tx<'_>,
     ns: &str,
     doc: &str,
     versions: &[String],
     whole: bool,
 ) -> Result<Scrubbed> {
-    let mut out = Scrubbed::default();
-    let vlist = json_list(versions);
-
-    // Chunks of the versions.
-    let chunks = records(tx, &q(sql::CHUNKS_OF_VERSIONS), &[ns, &vlist]).await?;
-    let (chunk_seqs, chunk_ids) = (chunks.seqs, chunks.ids);
-    let mut keys: BTreeSet<String> = chunks.keys.into_iter().collect();
-
-    // Claims: every claim of the lineage, or those occurring only in the versions.
-    let claims = if whole {
-        records(tx, sql::CLAIMS_OF_LINEAGE, &[ns, doc]).await?
-    } else {
-        records(tx, &q(sql::CLAIMS_ONLY_IN_VERSIONS), &[ns, doc, &vlist]).await?
-    };
-    let (claim_seqs, claim_ids) = (claims.seqs, claims.ids);
-    keys.extend(claims.keys);
-    let clist = json_list(&claim_ids);
-
-    // Facts the claims evidence; those left with no evidence at all go.
-    let affected_facts: BTreeSet<String> = strings(tx, &q(sql::FACTS_OF_CLAIMS), &[ns, &clist])
-        .await?
-        .into_iter()
-        .collect();
-    delete_in(tx, ns, "fact_evidence", "claim_id", &clist).await?;
-    let flist_affected = json_list(&affected_facts);
-    let facts = records(tx, &q(sql::FACTS_WITHOUT_EVIDENCE), &[ns, &flist_affected]).await?;
-    let (fact_seqs, fact_ids) = (facts.seqs, facts.ids);
-    keys.extend(facts.keys);
-    let flist = json_list(&fact_ids);
-    // Entities of every affected fact, removed or surviving.
-    let mut entity_candidates: BTreeSet<String> = strings(
-        tx,
-        &q(sql::ENTITIES_OF_FACTS),
-        &[ns, &flist_affected, ns, &flist_affected],
-    )
-    .await?
-    .into_iter()
-    .collect();
-
-    // Removed facts: their lexical rows, events, transcripts, staged assertions.
-    let fts = fact_fts_table(ns)?;
-    delete_fts(tx, &fts, &fact_seqs).await?;
-    // A correction's statement lives in its system note (`corrections/<fact id>`)
-    // and was also recorded on the corrected fact's `corrected` event: scrubbing
-    // that note's versions blanks the statement there too, so forgetting or
-    // revoking the correction leaves no copy of its text.
-    for key in strings(tx, &q(sql::CORRECTION_NOTES), &[ns, &vlist]).await? {
-        let fact = key.trim_start_matches("corrections/");
-        exec(
-            tx,
-            "UPDATE fact_events SET detail_json = json_set(detail_json, '$.corrected_statement', NULL)
-             WHERE namespace_id = ? AND fact_id = ? AND event = 'corrected'",
-            &[ns, fact],
-        )
-        .await?;
-    }
-    for (table, column) in sql::BY_FACT {
-        delete_in(tx, ns, table, column, &flist).await?;
-    }
-    // Adjudication transcripts naming a removed fact anywhere (inside the
-    // candidates and input too): the JSON columns are read a page at a time and
-    // searched for the removed ids in Rust, so the statement's size does not grow
-    // with the number of facts removed.
-    let removed_facts: HashSet<String> = fact_ids.iter().cloned().collect();
-    let naming = rows_naming(
-        tx,
-        "adjudications",
-        "candidates_json || input_json",
-        ns,
-        &removed_facts,
-    )
-    .await?;
-    delete_in(tx, ns, "adjudications", "seq", &json_seqs(&naming)?).await?;
-    exec(tx, &q(sql::UNSUPERSEDE), &[ns, &flist]).await?;
-    out.facts = delete_in(tx, ns, "facts", "id", &flist).await?;
-
-    // Claims and everything keyed by them.
-    let cfts = claim_fts_table(ns)?;
-    delete_fts(tx, &cfts, &claim_seqs).await?;
-    entity_candidates
-        .extend(strings(tx, &q(sql::ENTITIES_OF_CLAIMS), &[ns, &clist, ns, &clist]).await?);
-    let decisions = strings(tx, &q(sql::DECISIONS_OF_CLAIMS), &[ns, &clist]).await?;
-    let dlist = json_list(&decisions);
-    for (table, column) in sql::BY_CLAIM {
-        delete_in(tx, ns, table, column, &clist).await?;
-    }
-    for (table, column) in sql::BY_DECISION {
-        delete_in(tx, ns, table, column, &dlist).await?;
-    }
-    for (table, column) in sql::BY_VERSION_BEFORE_CHUNKS {
-        delete_in(tx, ns, table, column, &vlist).await?;
-    }
-    out.claims = delete_in(tx, ns, "claims", "id", &clist).await?;
-
-    // Chunks and the versions' representations.
-    delete_fts(tx, &fts_table(ns)?, &chunk_seqs).await?;
-    out.chunks = delete_in(tx, ns, "chunks", "version_id", &vlist).await?;
-    for (table, column) in sql::BY_VERSION {
-        delete_in(tx, ns, table, column, &vlist).await?;
-    }
-
-    // Ledger rows of the versions' work (and of the removed records), with their
-    // transcripts and accounting.
-    let mut work: BTreeSet<String> = strings(tx, &q(sql::WORK_OF_VERSIONS), &[ns, &vlist])
-        .await?
-        .into_iter()
-        .collect();
-    let targets = json_list(chunk_ids.iter().chain(&claim_ids).chain(&fact_ids));
-    work.extend(strings(tx, &q(sql::WORK_ON_RECORDS), &[ns, &targets]).await?);
-    let wlist = json_list(&work);
-    for (table, column) in sql::BY_WORK {
-        delete_in(tx, ns, table, column, &wlist).await?;
-    }
-
-    // Entities: those nothing mentions, no fact names and no survivor redirects
-    // into go, with their aliases, keys, bindings, exclusions and merges.
-    let elist_candidates = json_list(&entity_candidates);
-    let doomed = strings(tx, &q(sql::UNSUPPORTED_ENTITIES), &[ns, &elist_candidates]).await?;
-    let elist = json_list(&doomed);
-    for (table, column) in sql::BY_ENTITY {
-        delete_in(tx, ns, table, column, &elist).await?;
-    }
-    // Merge snapshots written before they held only ids carried entity names,
-    // which may be the forgotten document's words: they go.
-    exec(
-        tx,
-        "UPDATE merge_events
-           SET snapshot_json = json_remove(snapshot_json, '$.from.canonical_name', '$.into.canonical_name')
-         WHERE namespace_id = ? AND instr(snapshot_json, 'canonical_name') > 0",
-        &[ns],
-    )
-    .await?;
-    keys.extend(strings(tx, &q(sql::PROFILE_KEYS), &[ns, &elist_candidates]).await?);
-    out.entities = delete_in(tx, ns, "entities", "id", &elist).await?;
-    // Surviving decisions no longer list removed entities among their candidates
-    // (one paged pass over the namespace's decisions, whatever the number removed).
-    let doomed_set: HashSet<String> = doomed.iter().cloned().collect();
-    for (seq, candidates) in rows_naming_with_text(
-        tx,
-        "resolution_decisions",
-        "candidates_json",
-        ns,
-        &doomed_set,
-    )
-    .await?
-    {
-        let json = without_candidates(&candidates, &doomed_set)?;
-        sqlx::query("UPDATE resolution_decisions SET candidates_json = ? WHERE seq = ?")
-            .bind(json)
-            .bind(seq)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    // Surviving entities: aliases only the removed mentions carried go; a
-    // canonical name they alone carried yields to a remaining surface; the profile
-    // is cleared (the engine rebuilds it from the surviving facts).
-    for e in entity_candidates
-        .iter()
-        .filter(|e| !doomed_set.contains(*e))
-    {
-        let surfaces = strings(tx, sql::SURFACES, &[ns, e]).await?;
-        if let Some(first) = surfaces.first() {
-            let slist = json_list(&surfaces);
-            exec(tx, &q(sql::STALE_ALIASES), &[ns, e, &slist]).await?;
-            exec(tx, sql::STALE_KEYS, &[ns, e, ns, e]).await?;
-            exec(tx, &q(sql::RENAME), &[first, first, ns, e, &slist, first]).await?;
-        }
-        exec(tx, sql::CLEAR_PROFILE, &[ns, e]).await?;
-        if let Ok(id) = parse_id(e) {
-            out.touched.push(id);
-        }
-    }
-    exec(tx, sql::EMPTY_KEY_COUNTS, &[ns]).await?;
-    exec(
-        tx,
-        "DELETE FROM entity_mention_counts WHERE namespace_id = ? AND n <= 0",
-        &[ns],
-    )
-    .await?;
-    exec(tx, sql::UNUSED_PREDICATES, &[ns]).await?;
-
-    // Vectors no remaining record uses.
-    out.vectors = delete_unused_vectors(tx, ns, &keys).await?;
-
-    // The versions' bytes: a hash no other version of the namespace still serves
-    // from goes with them.
-    for sha in strings(tx, &q(sql::SHAS_OF_VERSIONS), &[ns, &vlist]).await? {
-        if !exists(tx, &q(sql::SHA_HELD_ELSEWHERE), &[ns, &sha, &vlist]).await? {
-            exec(
-                tx,
-                "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?",
-                &[ns, &sha],
-            )
-            .await?;
-            out.unreferenced_blobs.push(sha);
-        } else {
-            out.shared_blobs.push(sha);
-        }
-    }
-
-    if whole {
-        delete_in(tx, ns, "note_requests", "version_id", &vlist).await?;
-        for statement in sql::LINEAGE_ROWS {
-            exec(tx, statement, &[ns, doc]).await?;
-        }
-    }
-
-    // Receipts and feedback: the removed records were never selected.
-    let mut removed: HashSet<String> = HashSet::new();
-    removed.extend(chunk_ids);
-    removed.extend(claim_ids);
-    removed.extend(fact_ids);
-    out.receipts_rewritten = rewrite_receipts(tx, ns, &removed).await?;
-    delete_in(tx, ns, "feedback", "item_ref", &json_list(&removed)).await?;
+    let out = sql::scrub(&mut SqlConn(tx), ns, doc, versions, whole).await?;
+    sqlx::query("DELETE FROM entity_mention_counts WHERE namespace_id = ? AND n <= 0")
+        .bind(ns)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
     Ok(out)
-}
-
-/// Drop `removed` records from every receipt of the namespace that selected them
-/// (the receipts are read a page at a time).
-async fn rewrite_receipts(tx: &mut Tx<'_>, ns: &str, removed: &HashSet<String>) -> Result<u64> {
-    let mut n = 0;
-    for (seq, body) in
-        rows_naming_with_text(tx, "recall_receipts", "body_json", ns, removed).await?
-    {
-        let mut receipt: Receipt = serde_json::from_str(&body)
-            .map_err(|e| Error::store(format!("corrupt receipt: {e}")))?;
-        let before = receipt.selections.len();
-        receipt.selections.retain(|s| !removed.contains(&s.id));
-        if receipt.selections.len() == before {
-            continue;
-        }
-        let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
-        sqlx::query("UPDATE recall_receipts SET body_json = ? WHERE seq = ?")
-            .bind(body)
-            .bind(seq)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-        n += 1;
-    }
-    Ok(n)
 }
 
 impl SqliteStore {
@@ -519,18 +149,14 @@ impl SqliteStore {
         )
         .await?;
         // The tombstone keeps ids, digests and times; the metadata goes with the text.
-        exec(
-            &mut tx,
-            "UPDATE notes SET metadata_json = '{}' WHERE namespace_id = ? AND version_id = ?",
-            &[&ns_s, &version_s],
-        )
-        .await?;
-        exec(
-            &mut tx,
-            "UPDATE document_versions SET metadata_json = '{}' WHERE namespace_id = ? AND id = ?",
-            &[&ns_s, &version_s],
-        )
-        .await?;
+        for statement in sql::BLANK_NOTE_METADATA {
+            exec(
+                &mut SqlConn(&mut tx),
+                statement,
+                &[(&ns_s).into(), (&version_s).into()],
+            )
+            .await?;
+        }
         let fresh = crate::lifecycle::note_in(&mut tx, &ns_s, &version_s)
             .await?
             .ok_or_else(|| Error::store("the revoked note vanished"))?;
@@ -694,9 +320,9 @@ impl SqliteStore {
                 manifest.version_ids.iter().map(|v| v.to_string()).collect();
             versions.extend(
                 strings(
-                    &mut tx,
-                    "SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?",
-                    &[&ns_s, &doc_s],
+                    &mut SqlConn(&mut tx),
+                    sql::VERSIONS_OF_LINEAGE,
+                    &[(&ns_s).into(), (&doc_s).into()],
                 )
                 .await?,
             );
@@ -854,67 +480,10 @@ impl SqliteStore {
         shared: &[String],
     ) -> Result<Vec<ForgetCheck>> {
         let ns = manifest.namespace_id.to_string();
-        let doc = manifest.document_id.to_string();
-        let vlist = json_list(manifest.version_ids.iter().map(|v| v.to_string()));
-        let owned: Vec<&String> = manifest
-            .content_sha256
-            .iter()
-            .filter(|s| !shared.contains(s))
-            .collect();
-        let slist = json_list(&owned);
-        let mut checks = Vec::new();
-        for &(name, table, column) in sql::VERIFY_BY_LINEAGE {
-            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND {column} = ?"
-            )))
-            .bind(&ns)
-            .bind(&doc)
-            .fetch_one(&self.read)
-            .await
-            .map_err(db_err)?;
-            checks.push(ForgetCheck {
-                check: name.into(),
-                remaining: n as u64,
-            });
-        }
-        for &(name, table) in sql::VERIFY_BY_VERSION {
-            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-                "SELECT COUNT(*) FROM {table} WHERE namespace_id = ? AND version_id {IN_LIST}"
-            )))
-            .bind(&ns)
-            .bind(&vlist)
-            .fetch_one(&self.read)
-            .await
-            .map_err(db_err)?;
-            checks.push(ForgetCheck {
-                check: name.into(),
-                remaining: n as u64,
-            });
-        }
-        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT COUNT(*) FROM content_objects WHERE namespace_id = ? AND sha256 {IN_LIST}"
-        )))
-        .bind(&ns)
-        .bind(&slist)
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        checks.push(ForgetCheck {
-            check: "content_objects".into(),
-            remaining: n as u64,
-        });
-        let guards: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT COUNT(*) FROM forgotten_content WHERE namespace_id = ? AND sha256 {IN_LIST}"
-        )))
-        .bind(&ns)
-        .bind(json_list(&manifest.content_sha256))
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        checks.push(ForgetCheck {
-            check: "missing_guards".into(),
-            remaining: (manifest.content_sha256.len() as u64).saturating_sub(guards as u64),
-        });
+        let mut checks = {
+            let mut tx = self.read.begin().await.map_err(db_err)?;
+            sql::verify_records(&mut SqlConn(&mut tx), manifest, shared).await?
+        };
         // Lexical rows whose record is gone (a forgotten row's tokens).
         for (name, fts, base) in [
             ("chunk_index", fts_table(&ns)?, "chunks"),
@@ -937,7 +506,11 @@ impl SqliteStore {
             });
         }
         let mut blobs = 0;
-        for sha in owned {
+        for sha in manifest
+            .content_sha256
+            .iter()
+            .filter(|s| !shared.contains(s))
+        {
             if self.blobs.exists(&ns, sha).await? {
                 blobs += 1;
             }
@@ -1068,7 +641,7 @@ mod tests {
         ]
         .iter()
         .flat_map(|list| list.iter())
-        .map(|(table, column)| sql::delete_in(table, column, IN_LIST))
+        .map(|(table, column)| Dialect::Sqlite.render(&sql::delete_in(table, column)))
         .collect();
         statements.extend(
             [
@@ -1084,12 +657,9 @@ mod tests {
                 sql::UNSUPPORTED_ENTITIES,
                 sql::PROFILE_KEYS,
             ]
-            .map(q),
+            .map(|t| Dialect::Sqlite.render(t)),
         );
-        statements.push(format!(
-            "DELETE FROM vectors WHERE namespace_id = ? AND embedding_key {IN_LIST} AND {}",
-            rememberstack_core::forget::VECTOR_UNUSED
-        ));
+        statements.push(Dialect::Sqlite.render(&sql::delete_unused_vectors_sql()));
         let mut bad = Vec::new();
         for statement in &statements {
             let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))

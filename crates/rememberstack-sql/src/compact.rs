@@ -1,7 +1,13 @@
 //! The statements of conversation compaction (the rules are on
-//! `MemoryStore::compact_conversation`), shared by both stores: each runs them
-//! through its `?`-placeholder helpers, adding only what its SQL needs beyond them
-//! (PostgreSQL's row locks, SQLite's FTS rows and blob files).
+//! `MemoryStore::compact_conversation`), shared by both stores: each renders them
+//! for its dialect and adds only what its SQL needs beyond them (PostgreSQL's row
+//! locks, SQLite's FTS rows and blob files).
+
+use crate::scrub::delete_unused_vectors;
+use crate::{Bind, Conn, LexicalIndex, exec, json_list, records, strings, text_pairs};
+use rememberstack_core::Result;
+use rememberstack_core::time::Timestamp;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The lineage's kind, tombstone, and current and latest versions.
 pub const LINEAGE: &str = "SELECT d.source_kind, d.deleted_at,
@@ -58,16 +64,12 @@ pub const ONLY_HERE: &str = "SELECT cc.claim_id, cc.chunk_id FROM chunk_claims c
        AND o.claim_id = cc.claim_id AND o.version_id <> cc.version_id)
  ORDER BY cc.claim_id, cc.chunk_id";
 
-/// Remove the occurrences of the chunks in a list (`in_list`: the store's
-/// `IN (…)` over one JSON array parameter).
-pub fn delete_occurrences(in_list: &str) -> String {
-    format!("DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id {in_list}")
-}
+/// Remove the occurrences of the chunks in a JSON list.
+pub const DELETE_OCCURRENCES: &str =
+    "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id {IN}";
 
-/// Remove the chunks in a list (as [`delete_occurrences`]).
-pub fn delete_chunks(in_list: &str) -> String {
-    format!("DELETE FROM chunks WHERE namespace_id = ? AND id {in_list}")
-}
+/// Remove the chunks in a JSON list.
+pub const DELETE_CHUNKS: &str = "DELETE FROM chunks WHERE namespace_id = ? AND id {IN}";
 
 /// Reuse decisions only point at another chunk's extraction; the fresh ones stay
 /// (the extraction ledger of what was decided).
@@ -101,5 +103,107 @@ pub const BYTES_RETAINED: &str = "SELECT 1 FROM document_versions
    AND compacted_at IS NULL AND admission <> 'revoked' LIMIT 1";
 
 /// Remove an original's row.
-pub const DELETE_CONTENT: &str =
-    "DELETE FROM content_objects WHERE namespace_id = ? AND sha256 = ?";
+pub use crate::scrub::DELETE_CONTENT;
+
+/// Remove one version's bytes-derived rows, keeping what receipts, audit and
+/// reuse need (see `MemoryStore::compact_conversation`): the chunks no retained
+/// version reuses and no claim needs as its last occurrence, their occurrences
+/// and lexical rows, blocks, the representation's text, done work, vectors
+/// nothing uses any more; then the version is marked compacted. `unstarted`: its
+/// processing never began, and its pending work is withdrawn.
+pub async fn compact_version<C: Conn>(
+    c: &mut C,
+    ns: &str,
+    version: &str,
+    unstarted: bool,
+    now: Timestamp,
+) -> Result<()> {
+    let binds: [Bind<'_>; 2] = [ns.into(), version.into()];
+    if unstarted {
+        exec(c, WITHDRAW_UNSTARTED, &binds).await?;
+    }
+    let chunks = records(c, VERSION_CHUNKS, &binds).await?;
+    // (a) Sources of fresh extractions whose input a retained version still uses:
+    // the next version reuses them instead of extracting again.
+    let mut keep: BTreeSet<String> = strings(c, REUSE_SOURCES, &binds)
+        .await?
+        .into_iter()
+        .collect();
+    // (b) Every claim keeps at least one occurrence: a claim found nowhere outside
+    // this version keeps one of its chunks here.
+    let mut only_here: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (claim, chunk) in text_pairs(c, ONLY_HERE, &binds).await? {
+        only_here.entry(claim).or_default().push(chunk);
+    }
+    for chunks_of_claim in only_here.values() {
+        if !chunks_of_claim.iter().any(|c| keep.contains(c)) {
+            keep.insert(chunks_of_claim[0].clone());
+        }
+    }
+    let mut seqs = Vec::new();
+    let mut ids = Vec::new();
+    let mut keys: BTreeSet<String> = BTreeSet::new();
+    for ((seq, id), key) in chunks.seqs.iter().zip(&chunks.ids).zip(&chunks.keys) {
+        if !keep.contains(id) {
+            seqs.push(*seq);
+            ids.push(id.clone());
+            keys.insert(key.clone());
+        }
+    }
+    let idlist = json_list(&ids);
+    c.delete_lexical(ns, LexicalIndex::Chunks, &seqs).await?;
+    exec(c, DELETE_OCCURRENCES, &[ns.into(), (&idlist).into()]).await?;
+    exec(c, DELETE_CHUNKS, &[ns.into(), (&idlist).into()]).await?;
+    for statement in [
+        DELETE_REUSED_DECISIONS,
+        DELETE_BLOCKS,
+        BLANK_REPRESENTATION,
+        DELETE_DONE_WORK,
+    ] {
+        exec(c, statement, &binds).await?;
+    }
+    delete_unused_vectors(c, ns, &keys).await?;
+    exec(c, MARK_COMPACTED, &[now.into(), ns.into(), version.into()]).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Dialect;
+
+    fn rendered(d: Dialect) -> String {
+        [
+            ("LINEAGE", LINEAGE),
+            ("EXTRACTION_OPEN", EXTRACTION_OPEN),
+            ("SUPERSEDED", SUPERSEDED),
+            ("OPEN_WORK", OPEN_WORK),
+            ("WITHDRAW_UNSTARTED", WITHDRAW_UNSTARTED),
+            ("VERSION_CHUNKS", VERSION_CHUNKS),
+            ("REUSE_SOURCES", REUSE_SOURCES),
+            ("ONLY_HERE", ONLY_HERE),
+            ("DELETE_OCCURRENCES", DELETE_OCCURRENCES),
+            ("DELETE_CHUNKS", DELETE_CHUNKS),
+            ("DELETE_REUSED_DECISIONS", DELETE_REUSED_DECISIONS),
+            ("DELETE_BLOCKS", DELETE_BLOCKS),
+            ("BLANK_REPRESENTATION", BLANK_REPRESENTATION),
+            ("DELETE_DONE_WORK", DELETE_DONE_WORK),
+            ("MARK_COMPACTED", MARK_COMPACTED),
+            ("BYTES_RETAINED", BYTES_RETAINED),
+        ]
+        .iter()
+        .map(|(name, t)| format!("-- {name}\n{};\n", d.render(t)))
+        .collect::<Vec<_>>()
+        .join("\n")
+    }
+
+    #[test]
+    fn compact_statements_sqlite() {
+        insta::assert_snapshot!(rendered(Dialect::Sqlite));
+    }
+
+    #[test]
+    fn compact_statements_postgres() {
+        insta::assert_snapshot!(rendered(Dialect::Postgres));
+    }
+}

@@ -1,0 +1,197 @@
+//! Which facts a read may serve, written once: the eligibility condition every
+//! fact listing and search of both stores puts in its statement (so it applies
+//! before `ORDER BY … LIMIT`), and the columns a fact is read with.
+
+use crate::{Arg, Dialect, Params};
+use rememberstack_core::facts::FactFilter;
+
+/// Facts with their entity names and the evidence counts (distinct lineages with
+/// current testimony per stance; see [`supported`]).
+pub fn fact_select(d: Dialect) -> String {
+    format!(
+        "SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
+           f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
+           f.invalidated_at, f.closed_reason, f.contradiction_group, f.superseded_by, f.embedding_key,
+           f.updated_at, COALESCE(s.canonical_name, '') AS subject_name,
+           o.canonical_name AS object_name, {} AS evidence_count, {} AS contradict_count
+    FROM facts f
+    LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
+    LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id",
+        evidence_count(d, "support"),
+        evidence_count(d, "contradict")
+    )
+}
+
+/// A fact's count of distinct lineages (documents) with current testimony of one
+/// stance: the rule every count follows. SQLite keeps it on the fact's row,
+/// recounted by triggers in the statement that changes an input (migration
+/// 0017); PostgreSQL counts it when the fact is read.
+fn evidence_count(d: Dialect, stance: &str) -> String {
+    match d {
+        Dialect::Sqlite => format!("f.{}_count", stance_column(stance)),
+        Dialect::Postgres => format!(
+            "(SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
+              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+               AND e.stance = '{stance}' AND {})",
+            d.truthy("c.is_current")
+        ),
+    }
+}
+
+fn stance_column(stance: &str) -> &'static str {
+    if stance == "support" {
+        "evidence"
+    } else {
+        "contradict"
+    }
+}
+
+/// Whether some current testimony supports the fact (alias `f`): its support
+/// count is above zero.
+pub fn supported(d: Dialect) -> String {
+    match d {
+        Dialect::Sqlite => "f.evidence_count > 0".to_string(),
+        // The count above zero, as an existence test (no count is kept on the row).
+        Dialect::Postgres => format!(
+            "EXISTS (SELECT 1 FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
+                 AND e.stance = 'support' AND {})",
+            d.truthy("c.is_current")
+        ),
+    }
+}
+
+/// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values
+/// are bound through `p`, in order. Only placeholders are generated; every value
+/// is bound.
+pub fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
+    let d = p.dialect();
+    let ns = filter.namespace_id.to_string();
+    let mut sql = format!("f.namespace_id = {}", p.push(Arg::Text(ns.clone())));
+    if !filter.entities.is_empty() {
+        // A union of the two index searches: as one `subject IN … OR object IN …`
+        // SQLite's planner walked every fact of the namespace (43 ms against 0.4 ms
+        // for one person's facts at 77k claims).
+        let entities: Vec<String> = filter.entities.iter().map(|e| e.to_string()).collect();
+        let (ns1, subjects) = (p.push(Arg::Text(ns.clone())), p.in_list(&entities));
+        let (ns2, objects) = (p.push(Arg::Text(ns.clone())), p.in_list(&entities));
+        sql.push_str(&format!(
+            " AND f.seq IN (SELECT seq FROM facts WHERE namespace_id = {ns1} AND subject_id {subjects}
+                  UNION ALL SELECT seq FROM facts WHERE namespace_id = {ns2} AND object_id {objects})"
+        ));
+    }
+    if let Some(documents) = &filter.documents {
+        // Through supporting claims that are current testimony of a scoped lineage.
+        let ids: Vec<String> = documents.iter().map(|d| d.to_string()).collect();
+        let (ns, docs) = (p.push(Arg::Text(ns)), p.in_list(&ids));
+        sql.push_str(&format!(
+            " AND f.id IN (SELECT e.fact_id FROM fact_evidence e
+                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+               WHERE e.namespace_id = {ns} AND e.stance = 'support' AND {}
+                 AND c.document_id {docs})",
+            d.truthy("c.is_current")
+        ));
+    }
+    if let Some(group) = filter.group {
+        let g = p.push(Arg::Text(group.to_string()));
+        sql.push_str(&format!(" AND f.contradiction_group = {g}"));
+    }
+    if !filter.history {
+        sql.push_str(" AND f.invalidated_at IS NULL");
+        // Only facts some current testimony supports: testimony that is not promoted
+        // (a candidate or archived note) or no longer current never serves a fact.
+        if !filter.unsupported {
+            sql.push_str(&format!(" AND {}", supported(d)));
+        }
+        if filter.at.is_none() && filter.overlap.is_none() {
+            // Current view: a superseded fact no longer holds. As of an instant, its
+            // (capped) window decides.
+            sql.push_str(" AND f.superseded_by IS NULL");
+        }
+        if let Some(at) = filter.at {
+            let (a, b) = (p.push(Arg::Time(at)), p.push(Arg::Time(at)));
+            sql.push_str(&format!(
+                " AND (f.valid_from IS NULL OR f.valid_from <= {a})
+                  AND (f.valid_until IS NULL OR {b} < f.valid_until)"
+            ));
+        }
+        if let Some((from, until)) = filter.overlap {
+            // Half-open windows overlap when each starts before the other ends.
+            if let Some(until) = until {
+                let u = p.push(Arg::Time(until));
+                sql.push_str(&format!(
+                    " AND (f.valid_from IS NULL OR f.valid_from < {u})"
+                ));
+            }
+            if let Some(from) = from {
+                let f = p.push(Arg::Time(from));
+                sql.push_str(&format!(
+                    " AND (f.valid_until IS NULL OR {f} < f.valid_until)"
+                ));
+            }
+        }
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rememberstack_core::ids::{DocumentId, EntityId, NamespaceId};
+
+    fn filter() -> FactFilter {
+        let id = |n: u128| uuid::Uuid::from_u128(n).to_string();
+        FactFilter {
+            namespace_id: id(1).parse::<NamespaceId>().unwrap(),
+            entities: vec![id(2).parse::<EntityId>().unwrap()],
+            at: Some("2024-05-01T00:00:00Z".parse().unwrap()),
+            documents: Some(vec![id(3).parse::<DocumentId>().unwrap()]),
+            history: false,
+            overlap: None,
+            group: Some(uuid::Uuid::from_u128(4)),
+            unsupported: false,
+        }
+    }
+
+    fn rendered(d: Dialect, offset: usize) -> String {
+        let mut p = Params::after(d, offset);
+        let cond = eligibility(&filter(), &mut p);
+        format!("{cond}\n-- binds\n{:?}", p.args())
+    }
+
+    #[test]
+    fn eligibility_sqlite() {
+        insta::assert_snapshot!(rendered(Dialect::Sqlite, 0));
+    }
+
+    #[test]
+    fn eligibility_postgres_after_one_leading_parameter() {
+        insta::assert_snapshot!(rendered(Dialect::Postgres, 1));
+    }
+
+    #[test]
+    fn every_placeholder_has_its_value() {
+        for d in [Dialect::Sqlite, Dialect::Postgres] {
+            let mut p = Params::new(d);
+            let cond = eligibility(&filter(), &mut p);
+            let placeholders = match d {
+                Dialect::Sqlite => cond.matches('?').count(),
+                Dialect::Postgres => cond.matches('$').count(),
+            };
+            assert_eq!(placeholders, p.args().len(), "{d:?}: {cond}");
+        }
+    }
+
+    #[test]
+    fn history_drops_the_currency_conditions() {
+        let mut f = filter();
+        f.history = true;
+        let cond = eligibility(&f, &mut Params::new(Dialect::Sqlite));
+        assert!(!cond.contains("evidence_count"), "{cond}");
+        assert!(!cond.contains("invalidated_at"), "{cond}");
+        let cond = eligibility(&filter(), &mut Params::new(Dialect::Sqlite));
+        assert!(cond.contains("f.evidence_count > 0"), "{cond}");
+    }
+}
