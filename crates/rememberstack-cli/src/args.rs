@@ -1,6 +1,7 @@
 //! Command-line arguments (clap). Command logic lives in `main.rs`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rememberstack::defaults;
 use std::path::PathBuf;
 
 /// RememberStack: a memory engine for AI agents.
@@ -140,7 +141,7 @@ pub enum Command {
         /// The chunk id (from a search result).
         chunk_id: String,
         /// Chunks on each side (1 or 2).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = defaults::ADJACENT_WINDOW)]
         window: usize,
     },
     /// Relations reachable from entities, hop by hop (at most 3).
@@ -271,7 +272,7 @@ pub struct SearchArgs {
     /// What to look for (plain words; never query syntax).
     pub query: String,
     /// Results per page.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = defaults::SEARCH_K)]
     pub k: usize,
     /// Section roles to include, comma-separated (default: body).
     #[arg(long, value_delimiter = ',', value_name = "ROLE,...")]
@@ -408,7 +409,7 @@ pub enum FeedbackCommand {
         #[arg(long, value_name = "RECEIPT_ID")]
         receipt: Option<String>,
         /// At most this many.
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, default_value_t = defaults::FEEDBACK_PAGE)]
         limit: u32,
     },
     /// Delete feedback older than the configured retention.
@@ -440,7 +441,7 @@ pub enum EntitiesCommand {
         #[arg(long)]
         include_merged: bool,
         /// At most this many.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = defaults::ENTITIES_PAGE)]
         limit: u32,
     },
     /// Show one entity (by id or exact name): aliases, profile, facts, mentions, merges.
@@ -505,7 +506,7 @@ pub enum FactsCommand {
         #[arg(long)]
         history: bool,
         /// At most this many a page (1 to 1,000).
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, default_value_t = defaults::FACTS_PAGE)]
         limit: u32,
         /// Continue a listing: the cursor its previous page printed.
         #[arg(long)]
@@ -631,7 +632,7 @@ pub enum NotesCommand {
         #[arg(long)]
         cursor: Option<String>,
         /// Page size (1 to 500).
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = defaults::NOTES_PAGE)]
         limit: u32,
     },
     /// Set the state new notes start in: `promoted` (default) or `candidate`.
@@ -762,4 +763,82 @@ pub struct ServeArgs {
     /// Seconds after which an idle MCP session is closed.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub mcp_session_idle: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Command {
+        Cli::try_parse_from(std::iter::once("remember").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+            .command
+    }
+
+    /// An argument left out takes the value every other surface gives it
+    /// (`rememberstack::defaults`): each listing and primitive without it.
+    #[test]
+    fn omitted_arguments_take_the_defaults_every_surface_shares() {
+        let cases: Vec<(&[&str], u64, u64)> = vec![
+            (
+                &["entities", "list"],
+                match parse(&["entities", "list"]) {
+                    Command::Entities {
+                        command: EntitiesCommand::List { limit, .. },
+                    } => limit.into(),
+                    other => panic!("{other:?}"),
+                },
+                defaults::ENTITIES_PAGE.into(),
+            ),
+            (
+                &["facts", "list"],
+                match parse(&["facts", "list"]) {
+                    Command::Facts {
+                        command: FactsCommand::List { limit, .. },
+                    } => limit.into(),
+                    other => panic!("{other:?}"),
+                },
+                defaults::FACTS_PAGE.into(),
+            ),
+            (
+                &["feedback", "list"],
+                match parse(&["feedback", "list"]) {
+                    Command::Feedback {
+                        command: FeedbackCommand::List { limit, .. },
+                    } => limit.into(),
+                    other => panic!("{other:?}"),
+                },
+                defaults::FEEDBACK_PAGE.into(),
+            ),
+            (
+                &["notes", "list"],
+                match parse(&["notes", "list"]) {
+                    Command::Notes {
+                        command: NotesCommand::List { limit, .. },
+                    } => limit.into(),
+                    other => panic!("{other:?}"),
+                },
+                defaults::NOTES_PAGE.into(),
+            ),
+            (
+                &["adjacent", "c"],
+                match parse(&["adjacent", "c"]) {
+                    Command::Adjacent { window, .. } => window as u64,
+                    other => panic!("{other:?}"),
+                },
+                defaults::ADJACENT_WINDOW as u64,
+            ),
+            (
+                &["search", "q"],
+                match parse(&["search", "q"]) {
+                    Command::Search(a) => a.k as u64,
+                    other => panic!("{other:?}"),
+                },
+                defaults::SEARCH_K as u64,
+            ),
+        ];
+        for (argv, parsed, shared) in cases {
+            assert_eq!(parsed, shared, "remember {}", argv.join(" "));
+        }
+    }
 }

@@ -237,7 +237,11 @@ impl McpServer {
                 let a: AdjacentArgs = parse(args)?;
                 let chunk: ChunkId = a.chunk_id.parse()?;
                 to_value(serde_json::to_value(
-                    m.adjacent_chunks(chunk, a.window.unwrap_or(1)).await?,
+                    m.adjacent_chunks(
+                        chunk,
+                        a.window.unwrap_or(rememberstack::defaults::ADJACENT_WINDOW),
+                    )
+                    .await?,
                 ))
             }
             "search_documents" => {
@@ -450,11 +454,15 @@ impl Drop for SessionSlot<'_> {
     }
 }
 
+/// A tool's arguments that do not parse (unknown fields, wrong types, missing
+/// ones) are `invalid_input`, as the same request over HTTP or the bindings
+/// (`rememberstack::calls`); what the registry's operations refuse of their own
+/// input stays `invalid_parameter` on every surface.
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, ApiError> {
     serde_json::from_value(args).map_err(|e| {
         ApiError::new(
             axum::http::StatusCode::BAD_REQUEST,
-            "invalid_parameter",
+            "invalid_input",
             format!("tool arguments: {e}"),
         )
     })

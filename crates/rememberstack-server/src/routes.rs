@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use rememberstack::defaults;
 use rememberstack::{
     ChunkId, ClaimId, Conversation, DeclaredKind, DocumentId, DocumentQuery, EntityId,
     ExportSelection, FactId, FeedbackInput, IngestOptions, IngestReceipt, IngestRequest, Memory,
@@ -607,7 +608,7 @@ async fn list_notes(
 ) -> ApiResult<Json<Value>> {
     let m = memory(&state, &principal, &ns, Scope::Read)?;
     let page = m
-        .list_notes(q.cursor.as_deref(), q.limit.unwrap_or(50))
+        .list_notes(q.cursor.as_deref(), q.limit.unwrap_or(defaults::NOTES_PAGE))
         .await?;
     Ok(Json(serde_json::to_value(page).map_err(internal)?))
 }
@@ -726,7 +727,7 @@ async fn search(
     Json(body): Json<SearchBody>,
 ) -> ApiResult<Json<Value>> {
     let m = memory(&state, &principal, &ns, Scope::Read)?;
-    let mut req = SearchRequest::new(&ns, body.query, body.k.unwrap_or(10));
+    let mut req = SearchRequest::new(&ns, body.query, body.k.unwrap_or(defaults::SEARCH_K));
     req.cursor = body.cursor;
     req.include_retired = body.include_retired;
     req.entities = body.entities;
@@ -769,7 +770,10 @@ async fn adjacent_chunks(
 ) -> ApiResult<Json<Value>> {
     let m = memory(&state, &principal, &ns, Scope::Read)?;
     let env = m
-        .adjacent_chunks(parse_id::<ChunkId>(&id)?, q.window.unwrap_or(1))
+        .adjacent_chunks(
+            parse_id::<ChunkId>(&id)?,
+            q.window.unwrap_or(defaults::ADJACENT_WINDOW),
+        )
         .await?;
     Ok(Json(serde_json::to_value(env).map_err(internal)?))
 }
@@ -800,7 +804,7 @@ async fn list_facts(
         entity: q.entity.as_deref().map(parse_id::<EntityId>).transpose()?,
         at: parse_time("at", q.at.as_deref())?,
         history: q.history.unwrap_or(false),
-        limit: q.limit.unwrap_or(100),
+        limit: q.limit.unwrap_or(defaults::FACTS_PAGE),
     };
     let page = m.facts_page(&query, q.cursor.as_deref()).await?;
     Ok(Json(serde_json::to_value(page).map_err(internal)?))
@@ -866,7 +870,9 @@ async fn list_feedback(
         .as_deref()
         .map(parse_id::<ReceiptId>)
         .transpose()?;
-    let records = m.list_feedback(receipt, q.limit.unwrap_or(100)).await?;
+    let records = m
+        .list_feedback(receipt, q.limit.unwrap_or(defaults::FEEDBACK_PAGE))
+        .await?;
     Ok(Json(json!({"feedback": records})))
 }
 
@@ -906,7 +912,10 @@ async fn list_entities(
 ) -> ApiResult<Json<Value>> {
     let m = memory(&state, &principal, &ns, Scope::Read)?;
     let list = m
-        .entities(q.include_merged.unwrap_or(false), q.limit.unwrap_or(100))
+        .entities(
+            q.include_merged.unwrap_or(false),
+            q.limit.unwrap_or(defaults::ENTITIES_PAGE),
+        )
         .await?;
     Ok(Json(json!({"entities": list})))
 }

@@ -144,7 +144,20 @@ async fn mcp_over_http_lists_the_catalogue_and_answers_behind_keys() {
         let (err, body) = call(&w, "trace", json!({"fact_id": "nope"})).await;
         assert!(err);
         assert_eq!(body["code"], "invalid_input", "{body}");
+        // Arguments that do not parse are `invalid_input`, as over HTTP and the
+        // bindings; what an operation refuses of its own input is `invalid_parameter`.
         let (err, body) = call(&w, "ingest", json!({"text": "x"})).await;
+        assert!(err);
+        assert_eq!(body["code"], "invalid_input", "{body}");
+        let (err, body) = call(
+            &w,
+            "adjacent_chunks",
+            json!({"chunk_id": "x", "window": "wide"}),
+        )
+        .await;
+        assert!(err);
+        assert_eq!(body["code"], "invalid_input", "{body}");
+        let (err, body) = call(&w, "combined_context", json!({"query": "x", "k": 3})).await;
         assert!(err);
         assert_eq!(body["code"], "invalid_parameter", "{body}");
         w.cancel().await.unwrap();

@@ -505,8 +505,11 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         "list_notes" => {
             let i: PageInput = parse(method, input)?;
             to_json(
-                &m.list_notes(i.cursor.as_deref(), i.limit.unwrap_or(50))
-                    .await?,
+                &m.list_notes(
+                    i.cursor.as_deref(),
+                    i.limit.unwrap_or(crate::defaults::NOTES_PAGE),
+                )
+                .await?,
             )
         }
         "set_note_policy" => {
@@ -526,7 +529,11 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
             if let Some(roles) = &i.roles {
                 crate::limits::check_list_len("roles", roles.len())?;
             }
-            let mut req = SearchRequest::new(m.namespace(), i.query, i.k.unwrap_or(10));
+            let mut req = SearchRequest::new(
+                m.namespace(),
+                i.query,
+                i.k.unwrap_or(crate::defaults::SEARCH_K),
+            );
             req.cursor = i.cursor;
             req.include_retired = i.include_retired;
             req.entities = i
@@ -581,7 +588,10 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         "adjacent_chunks" => {
             let i: ChunkInput = parse(method, input)?;
             let chunk = parse_id::<ChunkId>(&i.chunk_id)?;
-            to_json(&m.adjacent_chunks(chunk, i.window.unwrap_or(1)).await?)
+            to_json(
+                &m.adjacent_chunks(chunk, i.window.unwrap_or(crate::defaults::ADJACENT_WINDOW))
+                    .await?,
+            )
         }
         "search_documents" => {
             let i: DocumentQuery = parse(method, input)?;
@@ -638,7 +648,9 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
                 .as_deref()
                 .map(parse_id::<ReceiptId>)
                 .transpose()?;
-            let list = m.list_feedback(receipt, i.limit.unwrap_or(100)).await?;
+            let list = m
+                .list_feedback(receipt, i.limit.unwrap_or(crate::defaults::FEEDBACK_PAGE))
+                .await?;
             to_json(&json!({ "feedback": list }))
         }
         "documents" => {
@@ -651,7 +663,12 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         "entities" => {
             let i: EntitiesInput = parse(method, input)?;
-            let list = m.entities(i.include_merged, i.limit.unwrap_or(100)).await?;
+            let list = m
+                .entities(
+                    i.include_merged,
+                    i.limit.unwrap_or(crate::defaults::ENTITIES_PAGE),
+                )
+                .await?;
             to_json(&json!({ "entities": list }))
         }
         "entity" => {
@@ -737,7 +754,7 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
                     .transpose()?,
                 at: parse_time("at", i.at.as_deref())?,
                 history: i.history,
-                limit: i.limit.unwrap_or(100),
+                limit: i.limit.unwrap_or(crate::defaults::FACTS_PAGE),
             };
             to_json(&m.facts_page(&query, i.cursor.as_deref()).await?)
         }

@@ -29,6 +29,7 @@
 
 pub mod calls;
 mod config;
+pub mod defaults;
 pub mod models;
 mod usage;
 
