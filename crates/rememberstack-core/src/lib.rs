@@ -7,7 +7,6 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod affinity;
 pub mod chat;
 pub mod claims;
 pub mod embed;

@@ -857,7 +857,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
     fn kind(&self) -> &'static str;
 
     /// Whether this store's writer runs on the pipeline CPU
-    /// ([`crate::affinity::pipeline_cpu`]), so that processing belongs there too
+    /// (the SQLite store's `affinity::pipeline_cpu`), so that processing belongs there too
     /// (the embedded store, where every statement is a hand-off between threads).
     fn pins_pipeline(&self) -> bool {
         false

@@ -363,7 +363,7 @@ async fn connect_pinned(options: SqliteConnectOptions) -> sqlx::Result<SqliteCon
     std::thread::Builder::new()
         .name("rememberstack-connect".into())
         .spawn(move || {
-            rememberstack_core::affinity::pin_to_pipeline_cpu();
+            crate::affinity::pin_to_pipeline_cpu();
             let opened = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -609,7 +609,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_pinned_pool_runs_its_connection_on_the_pipeline_cpu() {
-        let Some(cpu) = rememberstack_core::affinity::pipeline_cpu() else {
+        let Some(cpu) = crate::affinity::pipeline_cpu() else {
             return; // One CPU: nothing to pin.
         };
         let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod affinity;
 mod blobs;
 mod claims;
 mod compact;
@@ -210,7 +211,7 @@ impl SqliteStore {
             opts.clone().pragma("cache_size", "-65536"),
             1,
             None,
-            rememberstack_core::affinity::pipeline_cpu().is_some(),
+            crate::affinity::pipeline_cpu().is_some(),
         )
         .await
         .map_err(|e| Error::store(format!("cannot open {}: {e}", path.display())))?;

@@ -629,7 +629,7 @@ impl Memory {
             .name("rememberstack-pipeline".into())
             .spawn(move || {
                 let mut tx = tx;
-                rememberstack_core::affinity::pin_to_pipeline_cpu();
+                rememberstack_sqlite::affinity::pin_to_pipeline_cpu();
                 let runtime = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -1385,7 +1385,7 @@ mod tests {
         let pinned = memory.engine().store().pins_pipeline();
         assert_eq!(
             pinned,
-            rememberstack_core::affinity::pipeline_cpu().is_some(),
+            rememberstack_sqlite::affinity::pipeline_cpu().is_some(),
             "the embedded store pins its writer exactly when the process has a pipeline CPU"
         );
         let thread = memory

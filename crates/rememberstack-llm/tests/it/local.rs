@@ -367,7 +367,7 @@ fn a_pinned_caller_does_not_pin_the_model() {
     }
     let e = load();
     let (vectors, pinned_cpus) = std::thread::spawn(move || {
-        rememberstack_core::affinity::pin_to_pipeline_cpu();
+        rememberstack_sqlite::affinity::pin_to_pipeline_cpu();
         let here = allowed(&std::fs::read_to_string("/proc/thread-self/status").unwrap());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -385,7 +385,7 @@ fn a_pinned_caller_does_not_pin_the_model() {
     .unwrap();
     assert_eq!(vectors.len(), 64);
     let process = allowed(&std::fs::read_to_string("/proc/self/status").unwrap()).unwrap();
-    if rememberstack_core::affinity::pipeline_cpu().is_some() {
+    if rememberstack_sqlite::affinity::pipeline_cpu().is_some() {
         assert_ne!(
             pinned_cpus.as_deref(),
             Some(process.as_str()),
