@@ -11,6 +11,7 @@ mod ingest;
 mod keys;
 mod ledger;
 mod lifecycle;
+mod schema;
 mod search;
 
 use rememberstack::store::MemoryStore;

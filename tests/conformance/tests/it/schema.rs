@@ -1,0 +1,135 @@
+//! One schema for both stores: the tables and columns of a fresh SQLite store and a
+//! fresh PostgreSQL store are the same but for the differences listed here, each
+//! with its reason. A migration that adds a table or column to one store only
+//! fails this test until the other store has it too (or the difference is listed).
+
+use rememberstack_conformance::{Location, postgres, stores};
+use sqlx::Row;
+use std::collections::BTreeSet;
+
+/// Only PostgreSQL has these: how each dialect keeps the same thing.
+const POSTGRES_DIALECT: &[(&str, &str)] = &[
+    // The lexical index: tables of `tsvector` rows and BM25 statistics kept by
+    // triggers; SQLite keeps one FTS5 virtual table per namespace and channel.
+    ("chunk_lexical", "*"),
+    ("claim_lexical", "*"),
+    ("fact_lexical", "*"),
+    ("lexical_terms", "*"),
+    ("lexical_totals", "*"),
+    // Originals are rows; SQLite keeps them in its blob directory.
+    ("content_objects", "bytes"),
+    // Insertion order as an identity column; SQLite's is the rowid.
+    ("api_keys", "seq"),
+    ("cost_ledger", "seq"),
+    ("document_entity_bindings", "seq"),
+    ("entity_aliases", "seq"),
+    ("fact_evidence", "seq"),
+    // A pgvector `vector`; SQLite's `vector` is a little-endian f32 blob.
+    ("vectors", "embedding"),
+];
+
+/// Only SQLite has these.
+const SQLITE_ONLY: &[(&str, &str)] = &[
+    ("vectors", "vector"),
+    // Caches that only the SQLite store keeps on rows, kept by triggers; the
+    // PostgreSQL store computes the same values when it reads (its mention counts
+    // and evidence counts through indexes, and it keeps no blocking keys in
+    // process, so it needs no key stamp).
+    ("entity_key_stamps", "*"),
+    ("entity_mention_counts", "*"),
+    ("fact_recounts", "*"),
+    ("facts", "evidence_count"),
+    ("facts", "contradict_count"),
+];
+
+fn listed(list: &[(&str, &str)], column: &str) -> bool {
+    let (table, name) = column.split_once('.').expect("table.column");
+    list.iter()
+        .any(|&(t, c)| t == table && (c == "*" || c == name))
+}
+
+async fn sqlite_columns(path: &std::path::Path) -> BTreeSet<String> {
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("open sqlite");
+    let rows = sqlx::query(
+        "SELECT m.name AS t, p.name AS c FROM sqlite_master m JOIN pragma_table_info(m.name) p
+         WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'
+           AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+           AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table'
+               AND v.sql LIKE 'CREATE VIRTUAL TABLE%' AND m.name LIKE v.name || '_%')",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("sqlite catalog");
+    pool.close().await;
+    rows.iter()
+        .map(|r| format!("{}.{}", r.get::<String, _>("t"), r.get::<String, _>("c")))
+        .collect()
+}
+
+async fn postgres_columns(url: &str, schema: &str) -> BTreeSet<String> {
+    let pool = sqlx::PgPool::connect(url).await.expect("connect");
+    let rows = sqlx::query(
+        "SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name NOT LIKE '\\_sqlx%'",
+    )
+    .bind(schema)
+    .fetch_all(&pool)
+    .await
+    .expect("postgres catalog");
+    pool.close().await;
+    rows.iter()
+        .map(|r| format!("{}.{}", r.get::<String, _>("t"), r.get::<String, _>("c")))
+        .collect()
+}
+
+#[tokio::test]
+async fn both_stores_have_the_same_tables_and_columns_but_for_the_listed_differences() {
+    let Some(pg) = postgres().await else {
+        eprintln!("DATABASE_URL is not set: nothing to compare the SQLite schema with");
+        return;
+    };
+    let sqlite = stores().await.remove(0);
+    let Location::Sqlite(path) = &sqlite.location else {
+        panic!("the first harness is SQLite")
+    };
+    let Location::Postgres { url, config } = &pg.location else {
+        panic!("a PostgreSQL harness")
+    };
+    let lite = sqlite_columns(path).await;
+    let post = postgres_columns(url, config.schema.as_deref().expect("a schema")).await;
+    assert!(lite.len() > 300 && post.len() > 300, "{lite:?} {post:?}");
+
+    let only_lite: Vec<&String> = lite
+        .difference(&post)
+        .filter(|c| !listed(SQLITE_ONLY, c))
+        .collect();
+    let only_post: Vec<&String> = post
+        .difference(&lite)
+        .filter(|c| !listed(POSTGRES_DIALECT, c))
+        .collect();
+    assert!(
+        only_lite.is_empty() && only_post.is_empty(),
+        "columns in one store only — add them to the other store's migrations:\n\
+         SQLite only: {only_lite:?}\nPostgreSQL only: {only_post:?}"
+    );
+    // Every listed difference is real, so the lists cannot outlive a migration
+    // that closes one.
+    for (list, here, there) in [
+        (SQLITE_ONLY, &lite, &post),
+        (POSTGRES_DIALECT, &post, &lite),
+    ] {
+        for &(table, column) in list {
+            let present = |set: &BTreeSet<String>| {
+                set.iter().any(|c| {
+                    c.split_once('.')
+                        .is_some_and(|(t, n)| t == table && (column == "*" || n == column))
+                })
+            };
+            assert!(
+                present(here) && !present(there),
+                "{table}.{column} is listed as a difference but is not one any more"
+            );
+        }
+    }
+}
