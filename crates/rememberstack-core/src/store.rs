@@ -850,9 +850,40 @@ pub struct NormalizationCommit {
 /// One batch of pipeline work handed to [`MemoryStore::grouped`].
 pub type GroupWork<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
-/// The trait every store implements.
+/// The trait every store implements: one capability trait per area, so each
+/// area's methods are found, implemented and reviewed together. Any type
+/// implementing all of them is a `MemoryStore`.
+pub trait MemoryStore:
+    StoreRuntime
+    + SourceStore
+    + LedgerStore
+    + SearchStore
+    + ClaimStore
+    + IdentityStore
+    + FactStore
+    + LifecycleStore
+    + KeyStore
+{
+}
+
+impl<T> MemoryStore for T where
+    T: StoreRuntime
+        + SourceStore
+        + LedgerStore
+        + SearchStore
+        + ClaimStore
+        + IdentityStore
+        + FactStore
+        + LifecycleStore
+        + KeyStore
+{
+}
+
+/// What kind of store this is and how it runs: its kind, the pipeline tuning it asks
+/// for (pinning, write groups, in-process locking), store-wide settings and change
+/// stamps, cross-process locks, namespaces.
 #[async_trait]
-pub trait MemoryStore: Send + Sync + std::fmt::Debug {
+pub trait StoreRuntime: Send + Sync + std::fmt::Debug {
     /// A short name for the store kind (`sqlite`, `postgres`).
     fn kind(&self) -> &'static str;
 
@@ -876,25 +907,61 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
-    // --- namespaces
     /// The namespace with this slug, if it exists.
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>>;
+
     /// The namespace with this slug, created if missing.
     async fn ensure_namespace(&self, slug: &str, now: Timestamp) -> Result<Namespace>;
+
     /// Every namespace.
     async fn namespaces(&self) -> Result<Vec<Namespace>>;
 
-    // --- sources
+    /// A number that changes whenever anything that decides the namespace's
+    /// freshness or vector coverage is written (work items, documents, chunks,
+    /// claims, vectors, facts), by any process. Readers reuse those aggregates while
+    /// it is unchanged.
+    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64>;
+
+    /// Whether this process's locks are the whole lock (one process writes the store,
+    /// so [`MemoryStore::lock_key`] returns `None`): the engine may then hold many
+    /// keys at once for a batch.
+    fn locks_in_process(&self) -> bool {
+        false
+    }
+
+    /// A store-wide setting.
+    async fn setting(&self, key: &str) -> Result<Option<String>>;
+
+    /// Set a store-wide setting.
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+
+    /// Hold `key` (`lemma:<ns>:<lemma>`, `entity:<ns>:<id>`) against every other
+    /// process using this store until the returned guard drops. The engine holds its
+    /// in-process lock on the same key first. A store only one process writes (the
+    /// embedded store) returns `None`: the in-process lock is the whole lock.
+    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
+        let _ = key;
+        Ok(None)
+    }
+}
+
+/// Sources: originals, versions and their preparation, chunks, lineages, notes.
+#[async_trait]
+pub trait SourceStore: Send + Sync + std::fmt::Debug {
     /// Store the original and create a version of the lineage with its first work
     /// item, atomically. Identical bytes to the lineage's latest version write nothing.
     /// A mode different from the lineage's is refused with `conflict`.
     async fn create_version(&self, version: NewVersion) -> Result<VersionOutcome>;
+
     /// One version.
     async fn version(&self, ns: NamespaceId, id: VersionId) -> Result<Option<VersionRecord>>;
+
     /// Every version of a lineage, oldest first.
     async fn versions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<VersionRecord>>;
+
     /// The original bytes of a content object.
     async fn content(&self, ns: NamespaceId, sha256: &str) -> Result<Vec<u8>>;
+
     /// Commit a prepared version (replacing any earlier preparation) and complete the work item.
     async fn commit_prepared(
         &self,
@@ -903,8 +970,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()>;
+
     /// A version's representation, blocks and sections.
     async fn prepared(&self, ns: NamespaceId, id: VersionId) -> Result<Option<PreparedVersion>>;
+
     /// Commit a version's chunks (replacing earlier ones), make the version current if
     /// it is newer than the current one, and complete the work item.
     async fn commit_chunks(
@@ -918,6 +987,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         self.commit_chunks_carrying(lease, version_id, chunks, vec![], follow_up, now)
             .await
     }
+
     /// [`MemoryStore::commit_chunks`], writing in the same transaction the
     /// extractions `carried` over from an earlier version for chunks whose
     /// extraction input is unchanged (those chunks get no `e2.extract` unit). When
@@ -933,10 +1003,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()>;
+
     /// Lineages in a namespace, newest first.
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>>;
+
     /// One lineage.
     async fn document(&self, ns: NamespaceId, doc: DocumentId) -> Result<Option<DocumentRow>>;
+
     /// A lineage by its key, deleted or not.
     async fn document_by_ref(
         &self,
@@ -944,10 +1017,13 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         source_kind: &str,
         source_ref: &str,
     ) -> Result<Option<DocumentRow>>;
+
     /// Every name (file name, title) the lineage was observed under, in first-seen order.
     async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>>;
+
     /// A version's sections with their chunk counts.
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>>;
+
     /// Delete a lineage (D135) in one transaction: tombstone the lineage and every
     /// version (no version is served any more), retire every current claim of the
     /// lineage (reason `document_deleted`), and close, with the recorded reason
@@ -961,6 +1037,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         now: Timestamp,
     ) -> Result<DeletionOutcome>;
+
     /// Compact the superseded versions of conversation lineage `doc` (appends make a
     /// new version holding every message, so without this a conversation's storage
     /// grows with the square of its turns). Each compacted version keeps its row
@@ -988,66 +1065,71 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         now: Timestamp,
     ) -> Result<u64>;
 
-    // --- vectors
-    /// Which of `keys` already have a vector of `generation`.
-    async fn existing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<String>>;
-    /// Store vectors and complete the embed work items, atomically.
-    async fn commit_vectors(
-        &self,
-        leases: &[Lease],
-        ns: NamespaceId,
-        generation: &EmbedderIdentity,
-        vectors: Vec<(String, Vec<f32>)>,
-        now: Timestamp,
-    ) -> Result<()>;
-    /// Coverage of current chunks by vectors of `generation`.
-    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage>;
-    /// A number that changes whenever anything that decides the namespace's
-    /// freshness or vector coverage is written (work items, documents, chunks,
-    /// claims, vectors, facts), by any process. Readers reuse those aggregates while
-    /// it is unchanged.
-    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64>;
-    /// Current chunks without a vector of `generation`.
-    async fn chunks_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<ChunkRef>>;
-
-    // --- search and reads
-    /// Lexical ranking (BM25 where the store has it) over eligible chunks; terms are plain
-    /// words, never query syntax: the store quotes them and OR-joins them.
-    async fn search_chunks_lexical(
-        &self,
-        filter: &ChunkFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>>;
-    /// Exact cosine ranking over eligible chunks' vectors of `generation`.
-    async fn search_chunks_semantic(
-        &self,
-        filter: &ChunkFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>>;
     /// Chunks by id with their provenance (any version), in the order asked; missing ids are skipped.
     async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>>;
 
-    // --- ledger
+    /// Versions that are the latest of their lineage, for re-running a stage after a component change.
+    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>>;
+
+    /// Look up a note intake: by request id first, then by (source key, revision).
+    async fn note_lookup(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        source_key: &str,
+        source_revision: &str,
+    ) -> Result<NoteLookup>;
+
+    /// Remember another request id for an existing revision.
+    async fn add_note_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        request_digest: &str,
+        version: VersionId,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// A note revision by its version.
+    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>>;
+
+    /// Move a note revision to `to` if its lifecycle version is still `expected`
+    /// and [`Admission::may_become`] allows it (`Conflict` otherwise), in one
+    /// transaction: promotion archives the source's earlier promoted revision and
+    /// makes this one the lineage's current version; archiving the current
+    /// revision leaves the lineage without one. Returns the revision.
+    async fn transition_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        to: Admission,
+        now: Timestamp,
+    ) -> Result<NoteRecord>;
+
+    /// Note revisions' metadata in remember order, after a keyset position.
+    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
+
+    /// Chunks of a version, in order.
+    async fn version_chunks(&self, ns: NamespaceId, version: VersionId)
+    -> Result<Vec<ChunkRecord>>;
+}
+
+/// The work ledger: enqueueing, leasing, settling and replaying work, currency
+/// refreshes due, and the provider call ledger.
+#[async_trait]
+pub trait LedgerStore: Send + Sync + std::fmt::Debug {
     /// Enqueue work idempotently; returns how many rows were new.
     async fn enqueue(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64>;
+
     /// Claim due work: pending or failed rows whose `not_before` has passed (never
     /// parked `no_route` rows), and running rows whose lease expired. Attempts are
     /// incremented; all claimed rows share one stage.
     async fn claim(&self, request: &ClaimRequest) -> Result<Vec<WorkItem>>;
+
     /// Complete a work item and enqueue its follow-ups, atomically.
     async fn complete(&self, lease: &Lease, follow_up: Vec<NewWork>, now: Timestamp) -> Result<()>;
+
     /// Complete several work items without follow-ups, each exactly as
     /// [`MemoryStore::complete`] would (a store may fence them all in one
     /// statement). The outer error is a failure that completed nothing; each inner
@@ -1062,6 +1144,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         }
         Ok(out)
     }
+
     /// Record a failed attempt.
     async fn fail(
         &self,
@@ -1070,6 +1153,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         outcome: FailureOutcome,
         now: Timestamp,
     ) -> Result<()>;
+
     /// Park a claimed item without consuming an attempt.
     async fn park(
         &self,
@@ -1078,8 +1162,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<()>;
+
     /// One work item.
     async fn work_item(&self, id: WorkId) -> Result<Option<WorkItem>>;
+
     /// Barrier status of a version for a stage.
     async fn barrier(
         &self,
@@ -1087,8 +1173,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         version: VersionId,
         stage: Stage,
     ) -> Result<BarrierStatus>;
+
     /// Ledger counts by stage and status.
     async fn work_counts(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>>;
+
     /// Work items with a status, oldest first.
     async fn work_items(
         &self,
@@ -1096,6 +1184,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         status: WorkStatus,
         limit: u32,
     ) -> Result<Vec<WorkItem>>;
+
     /// Replay dead letters: back to pending, attempts kept, `max_attempts` raised to
     /// attempts + `allowance`. Returns how many.
     async fn replay_dead_letters(
@@ -1105,6 +1194,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         allowance: u32,
         now: Timestamp,
     ) -> Result<u64>;
+
     /// Make failed rows waiting for their backoff due now. Returns how many.
     async fn expedite_failed(
         &self,
@@ -1112,27 +1202,164 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         stage: Option<Stage>,
         now: Timestamp,
     ) -> Result<u64>;
+
     /// The earliest `not_before` among waiting (pending/failed, not parked) rows, and the
     /// earliest lease expiry among running rows.
     async fn next_wakeup(&self) -> Result<Option<Timestamp>>;
+
     /// Work leased at `now` and not yet expired, per holder, for a worker that waits
     /// for it to say whom it waits for. The default reports nothing.
     async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
         let _ = now;
         Ok(vec![])
     }
+
     /// Versions whose extraction completed and whose lineage's testimony currency
     /// has not been refreshed since (written with the completion of the last
     /// `e2.extract` unit; see [`MemoryStore::apply_currency`]).
     async fn currency_due(&self) -> Result<Vec<(NamespaceId, VersionId)>>;
+
     /// Forget that `version` owes a currency refresh (the refresh had nothing to
     /// apply: the version or its lineage is gone, or the currency rule changes
     /// nothing for it).
     async fn clear_currency_due(&self, ns: NamespaceId, version: VersionId) -> Result<()>;
-    /// Versions that are the latest of their lineage, for re-running a stage after a component change.
-    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>>;
 
-    // --- claims
+    /// Record a provider call: a cost-ledger row (unique on work item, attempt and
+    /// call key; a duplicate is ignored) and an append-only transcript row.
+    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()>;
+
+    /// Cost-ledger rows of a namespace in write order: (call key, model, prompt tokens,
+    /// completion tokens).
+    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>>;
+
+    /// Put a claimed item back to pending until `not_before`, without counting the
+    /// attempt (a barrier wait).
+    async fn defer(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()>;
+}
+
+/// Vectors and the lexical and semantic channels over chunks, claims and facts.
+#[async_trait]
+pub trait SearchStore: Send + Sync + std::fmt::Debug {
+    /// Which of `keys` already have a vector of `generation`.
+    async fn existing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<String>>;
+
+    /// Store vectors and complete the embed work items, atomically.
+    async fn commit_vectors(
+        &self,
+        leases: &[Lease],
+        ns: NamespaceId,
+        generation: &EmbedderIdentity,
+        vectors: Vec<(String, Vec<f32>)>,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// Coverage of current chunks by vectors of `generation`.
+    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage>;
+
+    /// Current chunks without a vector of `generation`.
+    async fn chunks_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<ChunkRef>>;
+
+    /// Lexical ranking (BM25 where the store has it) over eligible chunks; terms are plain
+    /// words, never query syntax: the store quotes them and OR-joins them.
+    async fn search_chunks_lexical(
+        &self,
+        filter: &ChunkFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>>;
+
+    /// Exact cosine ranking over eligible chunks' vectors of `generation`.
+    async fn search_chunks_semantic(
+        &self,
+        filter: &ChunkFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>>;
+
+    /// Lexical ranking over eligible claims.
+    async fn search_claims_lexical(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>>;
+
+    /// Exact cosine ranking over eligible claims' vectors of `generation`.
+    async fn search_claims_semantic(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>>;
+
+    /// Coverage of current claims by vectors of `generation`.
+    async fn claim_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage>;
+
+    /// Current claims without a vector of `generation`, with their origin version.
+    async fn claims_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>>;
+
+    /// Coverage of live facts (not invalidated, not superseded) by label vectors of
+    /// `generation`.
+    async fn fact_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage>;
+
+    /// Lexical ranking over eligible facts' statements.
+    async fn search_facts_lexical(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>>;
+
+    /// Exact cosine ranking over eligible facts' label vectors of `generation`.
+    async fn search_facts_semantic(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>>;
+
+    /// Vectors by embedding key of `generation` (missing keys are skipped).
+    async fn vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>>;
+}
+
+/// Claims: extractions, their reuse, currency and retraction.
+#[async_trait]
+pub trait ClaimStore: Send + Sync + std::fmt::Debug {
     /// Commit a batch of chunk extractions (claims, occurrences, ledger rows, follow-up
     /// work) and complete their work items, in one transaction. An item whose lease was
     /// lost is skipped (`false` in the returned flags); the others commit.
@@ -1142,6 +1369,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         extractions: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
         now: Timestamp,
     ) -> Result<Vec<bool>>;
+
     /// The newest earlier (fresh, not reused) extraction of each input hash in the
     /// lineage: (input hash, extraction).
     async fn prior_extractions(
@@ -1150,6 +1378,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         input_hashes: &[String],
     ) -> Result<Vec<(String, PriorExtraction)>>;
+
     /// Existing claims of the lineage with these claim keys: (key, claim).
     async fn claims_by_key(
         &self,
@@ -1157,6 +1386,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         doc: DocumentId,
         keys: &[String],
     ) -> Result<Vec<(String, ClaimId)>>;
+
     /// Distinct claims occurring in a version under an extractor generation.
     async fn version_claims(
         &self,
@@ -1164,12 +1394,14 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         version: VersionId,
         extractor_version: &str,
     ) -> Result<Vec<ClaimId>>;
+
     /// The lineage's claims currently marked current, with their extractor generation.
     async fn current_claim_refs(
         &self,
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<(ClaimId, String)>>;
+
     /// Make exactly `current` the lineage's current claims, recording each transition
     /// with `reason`. With `version`, the version's due currency refresh
     /// ([`MemoryStore::currency_due`]) is done in the same transaction. Returns how
@@ -1183,96 +1415,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         version: Option<VersionId>,
         now: Timestamp,
     ) -> Result<u64>;
-    /// Look up a note intake: by request id first, then by (source key, revision).
-    async fn note_lookup(
-        &self,
-        ns: NamespaceId,
-        request_id: &str,
-        source_key: &str,
-        source_revision: &str,
-    ) -> Result<NoteLookup>;
-    /// Remember another request id for an existing revision.
-    async fn add_note_request(
-        &self,
-        ns: NamespaceId,
-        request_id: &str,
-        request_digest: &str,
-        version: VersionId,
-        now: Timestamp,
-    ) -> Result<()>;
-    /// A note revision by its version.
-    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>>;
-    /// Move a note revision to `to` if its lifecycle version is still `expected`
-    /// and [`Admission::may_become`] allows it (`Conflict` otherwise), in one
-    /// transaction: promotion archives the source's earlier promoted revision and
-    /// makes this one the lineage's current version; archiving the current
-    /// revision leaves the lineage without one. Returns the revision.
-    async fn transition_note(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-        expected: u32,
-        to: Admission,
-        now: Timestamp,
-    ) -> Result<NoteRecord>;
-    /// Revoke a note revision if its lifecycle version is still `expected` (a
-    /// candidate or promoted revision; `Conflict` otherwise), in one transaction:
-    /// the revision becomes `revoked` and serves nothing; its text (representation,
-    /// blocks, sections, chunks and their lexical rows), the claims only it carried
-    /// (with their mentions, evidence, normalizations and staged assertions),
-    /// facts and entities left without support, and vectors no record uses any
-    /// more are removed. The note row and the version row stay as a tombstone (ids,
-    /// digests, times). Returns the revision and the entities whose facts changed.
-    async fn revoke_note(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-        expected: u32,
-        now: Timestamp,
-    ) -> Result<(NoteRecord, Vec<EntityId>)>;
-    /// Hard-forget a lineage (D74), resumable: append `manifest` to the manifest
-    /// root first, fail the namespace closed (`forget_in_progress`), scrub every
-    /// record derived from the lineage in one transaction (see
-    /// [`ForgetReport`](crate::forget::ForgetReport)), keep the content hashes as
-    /// ingest guards (`forgotten_content`), remove the bytes from the store's
-    /// files, verify that nothing remains, and reopen the namespace. Running it
-    /// again with the same manifest finishes an interrupted forget. Returns the
-    /// report and the surviving entities whose facts changed.
-    async fn forget(
-        &self,
-        manifest: &crate::forget::ForgetManifest,
-        now: Timestamp,
-    ) -> Result<(crate::forget::ForgetReport, Vec<EntityId>)>;
-    /// The first step of [`MemoryStore::forget`] alone: append the manifest and
-    /// fail the namespace closed. A forget that stops here (a crash) is finished by
-    /// `forget` with the same manifest, or when the store next opens.
-    async fn begin_forget(
-        &self,
-        manifest: &crate::forget::ForgetManifest,
-        now: Timestamp,
-    ) -> Result<()>;
-    /// Manifests of the namespace's forgets that are not complete.
-    async fn incomplete_forgets(
-        &self,
-        ns: NamespaceId,
-    ) -> Result<Vec<crate::forget::ForgetManifest>>;
-    /// Every forget of the store that has not completed, with the slug of the
-    /// namespace it keeps closed and why its last attempt stopped: the one read of
-    /// a closed namespace that `status` and `doctor` may make.
-    async fn pending_forgets(&self) -> Result<Vec<crate::forget::PendingForget>>;
-    /// Why the store's files still await the rewrite of a completed forget (see
-    /// [`ForgetReport::file_rewrite_pending`](crate::forget::ForgetReport)), if they do.
-    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
-        Ok(None)
-    }
-    /// Why this deployment's forget manifests may not be re-honoured everywhere
-    /// (a server store reached from several hosts, some keeping manifests in a
-    /// host-local root), if that is so now.
-    async fn manifest_root_warning(&self) -> Result<Option<String>> {
-        Ok(None)
-    }
-    /// Note revisions' metadata in remember order, after a keyset position.
-    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>>;
+
     /// Retract a claim in one transaction: it stops being current testimony for
     /// good (reason recorded; no later currency refresh revives it), every fact it
     /// evidences gets a `support_retracted` event, and a live fact left without
@@ -1287,6 +1430,219 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<ClaimRetraction>;
+
+    /// Claims of a namespace (optionally one lineage), newest first.
+    async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>>;
+
+    /// Claims by id, in the order asked; missing ids are skipped.
+    async fn claims(&self, ns: NamespaceId, ids: &[ClaimId]) -> Result<Vec<ClaimRecord>>;
+
+    /// The extraction ledger of a lineage, in write order.
+    async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>>;
+}
+
+/// Entities: blocking, resolution decisions, bindings, mentions, profiles, merges.
+#[async_trait]
+pub trait IdentityStore: Send + Sync + std::fmt::Debug {
+    /// Aliases matching the query's keys: every exact-lemma (T0) alias, aliases sharing
+    /// trigrams (T1, the entities with most shared trigrams first) and aliases sharing a
+    /// phonetic code (T2), each tier limited to `limit` distinct entities (with
+    /// `truncated` set when a tier had more). Merged entities are included: the caller
+    /// follows redirects.
+    async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult>;
+
+    /// Entities by id (any state), in the order asked; missing ids are skipped.
+    async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>>;
+
+    /// Entities of a namespace, oldest first.
+    async fn list_entities(&self, filter: &EntityFilter, limit: u32) -> Result<Vec<EntityRecord>>;
+
+    /// The resolution decision already committed for (claim, ordinal) under
+    /// `resolver_version`, if any (a re-run after a crash reuses it).
+    async fn resolution_for(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        ordinal: u32,
+        resolver_version: &str,
+    ) -> Result<Option<ResolutionDecision>>;
+
+    /// Commit one resolution atomically: mint (when `mint` is set, with the decision's
+    /// `entity_id`), aliases, mention, decision row, exclusions and binding. A decision
+    /// already committed for the same (claim, ordinal, resolver) stands and nothing is
+    /// written. Returns the entity of the decision that stands.
+    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp)
+    -> Result<EntityId>;
+
+    /// Record the cannot-link pair `a`–`b`, `a < b` (the engine orders it),
+    /// decided by `decided_by` (e.g. `rejected:short_form_first_word`); an existing
+    /// pair stands.
+    async fn add_exclusion(
+        &self,
+        ns: NamespaceId,
+        a: EntityId,
+        b: EntityId,
+        decided_by: &str,
+    ) -> Result<()>;
+
+    /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.
+    async fn exclusions(
+        &self,
+        ns: NamespaceId,
+        ids: &[EntityId],
+    ) -> Result<Vec<(EntityId, EntityId)>>;
+
+    /// D102 binding rows of (document, lemma).
+    async fn document_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+        lemma: &str,
+    ) -> Result<Vec<DocumentBinding>>;
+
+    /// Every binding row of one document, of every lemma, in insertion order: the
+    /// names the document already resolved (what a short form may abbreviate).
+    async fn document_entity_bindings(
+        &self,
+        ns: NamespaceId,
+        doc: DocumentId,
+    ) -> Result<Vec<DocumentBinding>>;
+
+    /// The blocking results of several queries of one namespace, in the order asked
+    /// (each as [`MemoryStore::block_entities`] gives it).
+    async fn block_entities_many(&self, queries: &[BlockingQuery]) -> Result<Vec<BlockingResult>> {
+        let mut out = Vec::with_capacity(queries.len());
+        for q in queries {
+            out.push(self.block_entities(q).await?);
+        }
+        Ok(out)
+    }
+
+    /// The D102 binding rows of several (document, lemma) pairs: for each pair in
+    /// the order asked, its rows in [`MemoryStore::document_bindings`] order.
+    async fn document_bindings_many(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        let mut out = Vec::new();
+        for (doc, lemma) in pairs {
+            out.extend(self.document_bindings(ns, *doc, lemma).await?);
+        }
+        Ok(out)
+    }
+
+    /// The decisions already committed for any of these (claim, ordinal) references
+    /// under `resolver_version`.
+    async fn resolutions_for_many(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        let mut out = Vec::new();
+        for (claim, ordinal) in references {
+            out.extend(
+                self.resolution_for(ns, *claim, *ordinal, resolver_version)
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Commit several resolutions of one namespace in order, each exactly as
+    /// [`MemoryStore::commit_resolution`] would at its decision's `created_at` (a
+    /// store may write them in one transaction); returns the entity that stands for
+    /// each.
+    async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
+        let mut out = Vec::with_capacity(commits.len());
+        for c in commits {
+            let at = c.decision.created_at;
+            out.push(self.commit_resolution(c, at).await?);
+        }
+        Ok(out)
+    }
+
+    /// The blocking data of these keys: every key's alias-row count, and the rows of
+    /// the keys [`KeyData::rows_read_with_counts`] names, from which
+    /// [`KeyData::block`] computes a block exactly as [`MemoryStore::block_entities`]
+    /// does. A store whose engine resolves batches (see
+    /// [`MemoryStore::locks_in_process`]) provides it; the default refuses.
+    async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
+        let _ = (ns, keys);
+        Err(crate::Error::internal(
+            "this store does not give blocking key data",
+        ))
+    }
+
+    /// The alias rows (entity, alias lemma) of these keys, however many carry them.
+    async fn entity_key_rows(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        let _ = (ns, keys);
+        Err(crate::Error::internal(
+            "this store does not give blocking key rows",
+        ))
+    }
+
+    /// A decision by id.
+    async fn resolution_decision(
+        &self,
+        ns: NamespaceId,
+        id: DecisionId,
+    ) -> Result<Option<ResolutionDecision>>;
+
+    /// Decisions that resolved to any of `entities`, oldest first.
+    async fn resolution_decisions(
+        &self,
+        ns: NamespaceId,
+        entities: &[EntityId],
+    ) -> Result<Vec<ResolutionDecision>>;
+
+    /// Mentions of an entity: (claim, start, end, surface), oldest first.
+    async fn mentions(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        limit: u32,
+    ) -> Result<Vec<crate::entities::Mention>>;
+
+    /// Set an entity's profile summary and its embedding key.
+    async fn set_profile(
+        &self,
+        ns: NamespaceId,
+        entity: EntityId,
+        summary: &str,
+        profile_key: &str,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// Redirect `from` into `into` and record the event with `snapshot`. Refused
+    /// (`invalid_input`) when either is already merged, they are the same entity, or
+    /// either is missing.
+    async fn merge_entities(&self, event: MergeEvent) -> Result<()>;
+
+    /// Undo a merge: clear the redirect and mark the event reverted. Refused
+    /// (`invalid_input`) when the event is unknown or already reverted; `not_found`
+    /// style errors use `invalid_input` too.
+    async fn unmerge_entities(
+        &self,
+        ns: NamespaceId,
+        merge: MergeId,
+        now: Timestamp,
+    ) -> Result<MergeEvent>;
+
+    /// Merge events of a namespace touching any of `entities` (all when empty), oldest first.
+    async fn merge_events(&self, ns: NamespaceId, entities: &[EntityId])
+    -> Result<Vec<MergeEvent>>;
+}
+
+/// Facts: the predicate registry, normalizations, staged assertions and their
+/// adjudication, fact reads and events.
+#[async_trait]
+pub trait FactStore: Send + Sync + std::fmt::Debug {
     /// Invalidate a fact (the belief ends now; `closed_reason = invalidated`, an
     /// `invalidated` event with the caller's reason). A replayed request id returns
     /// the stored result; `NotFound` for an unknown fact; `Conflict` for a fact
@@ -1302,64 +1658,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation>;
-    /// Store feedback, first pruning feedback recorded before `prune_before`
-    /// (every namespace), in one transaction.
-    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()>;
-    /// Feedback of a namespace (optionally one receipt), oldest first.
-    async fn list_feedback(
-        &self,
-        ns: NamespaceId,
-        receipt: Option<ReceiptId>,
-        limit: u32,
-    ) -> Result<Vec<FeedbackRecord>>;
-    /// Delete feedback recorded before `before`; returns how many rows went.
-    async fn prune_feedback(&self, before: Timestamp) -> Result<u64>;
+
     /// A fact's lifecycle events, oldest first.
     async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>>;
-    /// Claims of a namespace (optionally one lineage), newest first.
-    async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>>;
-    /// Claims by id, in the order asked; missing ids are skipped.
-    async fn claims(&self, ns: NamespaceId, ids: &[ClaimId]) -> Result<Vec<ClaimRecord>>;
-    /// The extraction ledger of a lineage, in write order.
-    async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>>;
-    /// Lexical ranking over eligible claims.
-    async fn search_claims_lexical(
-        &self,
-        filter: &ClaimFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>>;
-    /// Exact cosine ranking over eligible claims' vectors of `generation`.
-    async fn search_claims_semantic(
-        &self,
-        filter: &ClaimFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>>;
-    /// Coverage of current claims by vectors of `generation`.
-    async fn claim_vector_coverage(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage>;
-    /// Current claims without a vector of `generation`, with their origin version.
-    async fn claims_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<(ClaimId, VersionId)>>;
-    /// Chunks of a version, in order.
-    async fn version_chunks(&self, ns: NamespaceId, version: VersionId)
-    -> Result<Vec<ChunkRecord>>;
-    /// Record a provider call: a cost-ledger row (unique on work item, attempt and
-    /// call key; a duplicate is ignored) and an append-only transcript row.
-    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()>;
-    /// Cost-ledger rows of a namespace in write order: (call key, model, prompt tokens,
-    /// completion tokens).
-    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>>;
 
-    // --- E3: normalization and the predicate registry
     /// Seed the namespace's predicate registry with the core predicates
     /// (name, description, synonyms); idempotent.
     async fn bootstrap_predicates(
@@ -1367,8 +1669,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         ns: NamespaceId,
         core: &[(String, String, Vec<String>)],
     ) -> Result<()>;
+
     /// The namespace's predicate registry: core rows, then `other:` values by use count.
     async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>>;
+
     /// Commit one claim's normalization and complete its work item, atomically: the
     /// normalizer output (JSON, kept for audit), the staged assertions (idempotent on
     /// claim, normalizer version and ordinal), predicate use counts (`other:` values
@@ -1385,6 +1689,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()>;
+
     /// Several claims' normalizations, each exactly as
     /// [`MemoryStore::commit_normalization`] would commit it (a store may write them
     /// in one transaction). The outer error is a failure that wrote nothing; each
@@ -1412,6 +1717,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         }
         Ok(out)
     }
+
     /// A claim's normalizer output under `normalizer_version`, if committed.
     async fn normalization(
         &self,
@@ -1420,187 +1726,6 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         normalizer_version: &str,
     ) -> Result<Option<serde_json::Value>>;
 
-    // --- E3: entities
-    /// Aliases matching the query's keys: every exact-lemma (T0) alias, aliases sharing
-    /// trigrams (T1, the entities with most shared trigrams first) and aliases sharing a
-    /// phonetic code (T2), each tier limited to `limit` distinct entities (with
-    /// `truncated` set when a tier had more). Merged entities are included: the caller
-    /// follows redirects.
-    async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult>;
-    /// Entities by id (any state), in the order asked; missing ids are skipped.
-    async fn entities(&self, ns: NamespaceId, ids: &[EntityId]) -> Result<Vec<EntityRecord>>;
-    /// Entities of a namespace, oldest first.
-    async fn list_entities(&self, filter: &EntityFilter, limit: u32) -> Result<Vec<EntityRecord>>;
-    /// The resolution decision already committed for (claim, ordinal) under
-    /// `resolver_version`, if any (a re-run after a crash reuses it).
-    async fn resolution_for(
-        &self,
-        ns: NamespaceId,
-        claim: ClaimId,
-        ordinal: u32,
-        resolver_version: &str,
-    ) -> Result<Option<ResolutionDecision>>;
-    /// Commit one resolution atomically: mint (when `mint` is set, with the decision's
-    /// `entity_id`), aliases, mention, decision row, exclusions and binding. A decision
-    /// already committed for the same (claim, ordinal, resolver) stands and nothing is
-    /// written. Returns the entity of the decision that stands.
-    async fn commit_resolution(&self, commit: ResolutionCommit, now: Timestamp)
-    -> Result<EntityId>;
-    /// Record the cannot-link pair `a`–`b`, `a < b` (the engine orders it),
-    /// decided by `decided_by` (e.g. `rejected:short_form_first_word`); an existing
-    /// pair stands.
-    async fn add_exclusion(
-        &self,
-        ns: NamespaceId,
-        a: EntityId,
-        b: EntityId,
-        decided_by: &str,
-    ) -> Result<()>;
-    /// Cannot-link exclusions touching any of `ids`: (a, b) pairs.
-    async fn exclusions(
-        &self,
-        ns: NamespaceId,
-        ids: &[EntityId],
-    ) -> Result<Vec<(EntityId, EntityId)>>;
-    /// D102 binding rows of (document, lemma).
-    async fn document_bindings(
-        &self,
-        ns: NamespaceId,
-        doc: DocumentId,
-        lemma: &str,
-    ) -> Result<Vec<DocumentBinding>>;
-    /// Every binding row of one document, of every lemma, in insertion order: the
-    /// names the document already resolved (what a short form may abbreviate).
-    async fn document_entity_bindings(
-        &self,
-        ns: NamespaceId,
-        doc: DocumentId,
-    ) -> Result<Vec<DocumentBinding>>;
-    /// The blocking results of several queries of one namespace, in the order asked
-    /// (each as [`MemoryStore::block_entities`] gives it).
-    async fn block_entities_many(&self, queries: &[BlockingQuery]) -> Result<Vec<BlockingResult>> {
-        let mut out = Vec::with_capacity(queries.len());
-        for q in queries {
-            out.push(self.block_entities(q).await?);
-        }
-        Ok(out)
-    }
-    /// The D102 binding rows of several (document, lemma) pairs: for each pair in
-    /// the order asked, its rows in [`MemoryStore::document_bindings`] order.
-    async fn document_bindings_many(
-        &self,
-        ns: NamespaceId,
-        pairs: &[(DocumentId, String)],
-    ) -> Result<Vec<DocumentBinding>> {
-        let mut out = Vec::new();
-        for (doc, lemma) in pairs {
-            out.extend(self.document_bindings(ns, *doc, lemma).await?);
-        }
-        Ok(out)
-    }
-    /// The decisions already committed for any of these (claim, ordinal) references
-    /// under `resolver_version`.
-    async fn resolutions_for_many(
-        &self,
-        ns: NamespaceId,
-        references: &[(ClaimId, u32)],
-        resolver_version: &str,
-    ) -> Result<Vec<ResolutionDecision>> {
-        let mut out = Vec::new();
-        for (claim, ordinal) in references {
-            out.extend(
-                self.resolution_for(ns, *claim, *ordinal, resolver_version)
-                    .await?,
-            );
-        }
-        Ok(out)
-    }
-    /// Commit several resolutions of one namespace in order, each exactly as
-    /// [`MemoryStore::commit_resolution`] would at its decision's `created_at` (a
-    /// store may write them in one transaction); returns the entity that stands for
-    /// each.
-    async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
-        let mut out = Vec::with_capacity(commits.len());
-        for c in commits {
-            let at = c.decision.created_at;
-            out.push(self.commit_resolution(c, at).await?);
-        }
-        Ok(out)
-    }
-    /// The blocking data of these keys: every key's alias-row count, and the rows of
-    /// the keys [`KeyData::rows_read_with_counts`] names, from which
-    /// [`KeyData::block`] computes a block exactly as [`MemoryStore::block_entities`]
-    /// does. A store whose engine resolves batches (see
-    /// [`MemoryStore::locks_in_process`]) provides it; the default refuses.
-    async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
-        let _ = (ns, keys);
-        Err(crate::Error::internal(
-            "this store does not give blocking key data",
-        ))
-    }
-    /// The alias rows (entity, alias lemma) of these keys, however many carry them.
-    async fn entity_key_rows(
-        &self,
-        ns: NamespaceId,
-        keys: &[BlockingKey],
-    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
-        let _ = (ns, keys);
-        Err(crate::Error::internal(
-            "this store does not give blocking key rows",
-        ))
-    }
-    /// Whether this process's locks are the whole lock (one process writes the store,
-    /// so [`MemoryStore::lock_key`] returns `None`): the engine may then hold many
-    /// keys at once for a batch.
-    fn locks_in_process(&self) -> bool {
-        false
-    }
-    /// A decision by id.
-    async fn resolution_decision(
-        &self,
-        ns: NamespaceId,
-        id: DecisionId,
-    ) -> Result<Option<ResolutionDecision>>;
-    /// Decisions that resolved to any of `entities`, oldest first.
-    async fn resolution_decisions(
-        &self,
-        ns: NamespaceId,
-        entities: &[EntityId],
-    ) -> Result<Vec<ResolutionDecision>>;
-    /// Mentions of an entity: (claim, start, end, surface), oldest first.
-    async fn mentions(
-        &self,
-        ns: NamespaceId,
-        entity: EntityId,
-        limit: u32,
-    ) -> Result<Vec<crate::entities::Mention>>;
-    /// Set an entity's profile summary and its embedding key.
-    async fn set_profile(
-        &self,
-        ns: NamespaceId,
-        entity: EntityId,
-        summary: &str,
-        profile_key: &str,
-        now: Timestamp,
-    ) -> Result<()>;
-    /// Redirect `from` into `into` and record the event with `snapshot`. Refused
-    /// (`invalid_input`) when either is already merged, they are the same entity, or
-    /// either is missing.
-    async fn merge_entities(&self, event: MergeEvent) -> Result<()>;
-    /// Undo a merge: clear the redirect and mark the event reverted. Refused
-    /// (`invalid_input`) when the event is unknown or already reverted; `not_found`
-    /// style errors use `invalid_input` too.
-    async fn unmerge_entities(
-        &self,
-        ns: NamespaceId,
-        merge: MergeId,
-        now: Timestamp,
-    ) -> Result<MergeEvent>;
-    /// Merge events of a namespace touching any of `entities` (all when empty), oldest first.
-    async fn merge_events(&self, ns: NamespaceId, entities: &[EntityId])
-    -> Result<Vec<MergeEvent>>;
-
-    // --- E3: facts
     /// Staged, unapplied assertions whose subject is one of `subjects`, in apply order
     /// `(asserted_at, claim_id, statement, ordinal)`.
     async fn unapplied_assertions(
@@ -1608,8 +1733,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         ns: NamespaceId,
         subjects: &[EntityId],
     ) -> Result<Vec<Assertion>>;
+
     /// Distinct subjects of a version's unapplied assertions.
     async fn pending_subjects(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<EntityId>>;
+
     /// Apply several assertions of one namespace in order, each exactly as
     /// [`MemoryStore::apply_assertion`] would at its transcript's `created_at` (a
     /// store may write them in one transaction). Returns, for each, whether it was
@@ -1626,6 +1753,7 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         }
         Ok(out)
     }
+
     /// Apply one assertion atomically (new fact, evidence, windows, contradiction group,
     /// supersession, transcript) and mark it applied. A second apply of the same
     /// assertion is a no-op returning `false`.
@@ -1635,8 +1763,10 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         commit: ApplyCommit,
         now: Timestamp,
     ) -> Result<bool>;
+
     /// Facts matching the filter, subject name then recorded order.
     async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>>;
+
     /// One page of [`MemoryStore::list_facts`]: the facts after `after` (subject
     /// name, recorded order) in the same order, each with its recorded order so the
     /// next page can start after it.
@@ -1646,100 +1776,147 @@ pub trait MemoryStore: Send + Sync + std::fmt::Debug {
         after: Option<(&str, i64)>,
         limit: u32,
     ) -> Result<Vec<(i64, FactRecord)>>;
+
     /// The keys of the facts matching the filter (ids, ends, statement; no counts or
     /// names), by statement then id: enough to rank a large neighbourhood before
     /// reading whole records for one page.
     async fn list_fact_keys(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactKey>>;
+
     /// Facts by id, in the order asked; missing ids are skipped.
     async fn facts(&self, ns: NamespaceId, ids: &[FactId]) -> Result<Vec<FactRecord>>;
+
     /// Evidence rows of a fact, oldest first.
     async fn fact_evidence(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<EvidenceRecord>>;
+
     /// Adjudication transcripts naming a fact (as target or result), oldest first.
     async fn adjudications(&self, ns: NamespaceId, fact: FactId)
     -> Result<Vec<AdjudicationRecord>>;
-    /// Coverage of live facts (not invalidated, not superseded) by label vectors of
-    /// `generation`.
-    async fn fact_vector_coverage(
+}
+
+/// What outlives a read: hard forget and note revocation, recall receipts, feedback.
+#[async_trait]
+pub trait LifecycleStore: Send + Sync + std::fmt::Debug {
+    /// Revoke a note revision if its lifecycle version is still `expected` (a
+    /// candidate or promoted revision; `Conflict` otherwise), in one transaction:
+    /// the revision becomes `revoked` and serves nothing; its text (representation,
+    /// blocks, sections, chunks and their lexical rows), the claims only it carried
+    /// (with their mentions, evidence, normalizations and staged assertions),
+    /// facts and entities left without support, and vectors no record uses any
+    /// more are removed. The note row and the version row stay as a tombstone (ids,
+    /// digests, times). Returns the revision and the entities whose facts changed.
+    async fn revoke_note(
         &self,
         ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage>;
-    /// Lexical ranking over eligible facts' statements.
-    async fn search_facts_lexical(
-        &self,
-        filter: &FactFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>>;
-    /// Exact cosine ranking over eligible facts' label vectors of `generation`.
-    async fn search_facts_semantic(
-        &self,
-        filter: &FactFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>>;
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Vec<EntityId>)>;
 
-    // --- ledger extras
-    /// Put a claimed item back to pending until `not_before`, without counting the
-    /// attempt (a barrier wait).
-    async fn defer(
+    /// Hard-forget a lineage (D74), resumable: append `manifest` to the manifest
+    /// root first, fail the namespace closed (`forget_in_progress`), scrub every
+    /// record derived from the lineage in one transaction (see
+    /// [`ForgetReport`](crate::forget::ForgetReport)), keep the content hashes as
+    /// ingest guards (`forgotten_content`), remove the bytes from the store's
+    /// files, verify that nothing remains, and reopen the namespace. Running it
+    /// again with the same manifest finishes an interrupted forget. Returns the
+    /// report and the surviving entities whose facts changed.
+    async fn forget(
         &self,
-        lease: &Lease,
-        reason: DeferReason,
-        not_before: Timestamp,
+        manifest: &crate::forget::ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(crate::forget::ForgetReport, Vec<EntityId>)>;
+
+    /// The first step of [`MemoryStore::forget`] alone: append the manifest and
+    /// fail the namespace closed. A forget that stops here (a crash) is finished by
+    /// `forget` with the same manifest, or when the store next opens.
+    async fn begin_forget(
+        &self,
+        manifest: &crate::forget::ForgetManifest,
         now: Timestamp,
     ) -> Result<()>;
-    /// Vectors by embedding key of `generation` (missing keys are skipped).
-    async fn vectors(
+
+    /// Manifests of the namespace's forgets that are not complete.
+    async fn incomplete_forgets(
         &self,
         ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<(String, Vec<f32>)>>;
+    ) -> Result<Vec<crate::forget::ForgetManifest>>;
 
-    // --- recall receipts
+    /// Every forget of the store that has not completed, with the slug of the
+    /// namespace it keeps closed and why its last attempt stopped: the one read of
+    /// a closed namespace that `status` and `doctor` may make.
+    async fn pending_forgets(&self) -> Result<Vec<crate::forget::PendingForget>>;
+
+    /// Why the store's files still await the rewrite of a completed forget (see
+    /// [`ForgetReport::file_rewrite_pending`](crate::forget::ForgetReport)), if they do.
+    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// Why this deployment's forget manifests may not be re-honoured everywhere
+    /// (a server store reached from several hosts, some keeping manifests in a
+    /// host-local root), if that is so now.
+    async fn manifest_root_warning(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// Store feedback, first pruning feedback recorded before `prune_before`
+    /// (every namespace), in one transaction.
+    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()>;
+
+    /// Feedback of a namespace (optionally one receipt), oldest first.
+    async fn list_feedback(
+        &self,
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>>;
+
+    /// Delete feedback recorded before `before`; returns how many rows went.
+    async fn prune_feedback(&self, before: Timestamp) -> Result<u64>;
+
     /// Store a receipt. When the namespace already holds a receipt with the same
     /// `request_id`, nothing is written and that receipt is returned.
     async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt>;
+
     /// A receipt by id.
     async fn receipt(&self, ns: NamespaceId, id: ReceiptId) -> Result<Option<Receipt>>;
+
     /// A receipt by request id.
     async fn receipt_by_request(
         &self,
         ns: NamespaceId,
         request_id: &str,
     ) -> Result<Option<Receipt>>;
+}
 
-    // --- settings
-    /// A store-wide setting.
-    async fn setting(&self, key: &str) -> Result<Option<String>>;
-    /// Set a store-wide setting.
-    async fn set_setting(&self, key: &str, value: &str) -> Result<()>;
-
-    // --- API keys (deployment-wide, not namespace data: forget and delete never touch them)
+/// API keys (deployment-wide, not namespace data: forget and delete never touch them).
+#[async_trait]
+pub trait KeyStore: Send + Sync + std::fmt::Debug {
     /// Store a new key with the SHA-256 of its secret (never the secret). A taken id
     /// or secret hash is a `conflict`.
     async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()>;
+
     /// Every key, revoked ones included, oldest first.
     async fn api_keys(&self) -> Result<Vec<ApiKey>>;
+
     /// The key whose secret hashes to `secret_hash`, revoked or not.
     async fn api_key_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>>;
+
     /// Revoke a key at `at` and return it; revoking a revoked key keeps the first
     /// revocation time. `not_found` for an unknown id.
     async fn revoke_api_key(&self, id: &str, at: Timestamp) -> Result<ApiKey>;
+
     /// How many keys are not revoked.
     async fn active_api_key_count(&self) -> Result<u64>;
+}
 
-    // --- cross-process locks
-    /// Hold `key` (`lemma:<ns>:<lemma>`, `entity:<ns>:<id>`) against every other
-    /// process using this store until the returned guard drops. The engine holds its
-    /// in-process lock on the same key first. A store only one process writes (the
-    /// embedded store) returns `None`: the in-process lock is the whole lock.
-    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
-        let _ = key;
-        Ok(None)
-    }
+/// The store traits, for code that calls a store's methods on a concrete store
+/// type rather than through `dyn MemoryStore` (`use …::store::traits::*`).
+pub mod traits {
+    pub use super::{
+        ClaimStore, FactStore, IdentityStore, KeyStore, LedgerStore, LifecycleStore, MemoryStore,
+        SearchStore, SourceStore, StoreRuntime,
+    };
 }
 
 /// A store's cross-process lock on one key, released when dropped.

@@ -64,12 +64,13 @@ use rememberstack_core::ledger::{
     WorkCount, WorkItem, WorkStatus,
 };
 use rememberstack_core::source::Admission;
+use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{
     CallRecord, ChunkFilter, ChunkHit, ChunkRecord, ChunkRef, ClaimFilter, ClaimHit, ClaimRecord,
     ClaimRetraction, DecisionRecord, DeletionOutcome, DocumentRow, ExtractionCommit, FactEvent,
-    FactInvalidation, FeedbackRecord, Lease, MemoryStore, Namespace, NewChunk, NewVersion,
-    NoteLookup, NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow,
-    StoreLock, VectorCoverage, VersionOutcome, VersionRecord,
+    FactInvalidation, FeedbackRecord, Lease, Namespace, NewChunk, NewVersion, NoteLookup,
+    NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow, StoreLock,
+    VectorCoverage, VersionOutcome, VersionRecord,
 };
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
@@ -412,12 +413,10 @@ impl PgStore {
 }
 
 #[async_trait]
-impl MemoryStore for PgStore {
+impl StoreRuntime for PgStore {
     fn kind(&self) -> &'static str {
         "postgres"
     }
-
-    // --- namespaces (ported)
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
         let row = sqlx::query(
@@ -468,8 +467,42 @@ impl MemoryStore for PgStore {
         rows.iter().map(namespace_row).collect()
     }
 
-    // --- everything else: delegated to the area modules (not yet ported)
+    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
+        self.change_stamp_impl(ns).await
+    }
 
+    async fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.setting_impl(key).await
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.set_setting_impl(key, value).await
+    }
+
+    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
+        // Its own key space: the store's transactions take transaction-scoped locks
+        // on the same names (`lemma:…`, `entity:…`) while the engine holds these.
+        let key = format!("engine:{key}");
+        let conn = self.locks.acquire().await.map_err(db_err)?;
+        // If this future is dropped while the server is still waiting for the lock,
+        // the session may acquire it afterwards: it must never go back to the pool,
+        // so the guard closes it unless the wait completes.
+        let mut waiting = Waiting(Some(conn));
+        let conn = waiting.0.as_mut().expect("held until the wait completes");
+        sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))")
+            .bind(&key)
+            .execute(&mut **conn)
+            .await
+            .map_err(db_err)?;
+        Ok(Some(StoreLock::new(SessionLock {
+            conn: waiting.0.take(),
+            key,
+        })))
+    }
+}
+
+#[async_trait]
+impl SourceStore for PgStore {
     async fn create_version(&self, version: NewVersion) -> Result<VersionOutcome> {
         self.create_version_impl(version).await
     }
@@ -557,67 +590,68 @@ impl MemoryStore for PgStore {
         self.delete_document_impl(ns, doc, now).await
     }
 
-    async fn existing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<String>> {
-        self.existing_vectors_impl(ns, generation, keys).await
-    }
-
-    async fn commit_vectors(
-        &self,
-        leases: &[Lease],
-        ns: NamespaceId,
-        generation: &EmbedderIdentity,
-        vectors: Vec<(String, Vec<f32>)>,
-        now: Timestamp,
-    ) -> Result<()> {
-        self.commit_vectors_impl(leases, ns, generation, vectors, now)
-            .await
-    }
-
-    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        self.vector_coverage_impl(ns, generation).await
-    }
-
-    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
-        self.change_stamp_impl(ns).await
-    }
-
-    async fn chunks_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<ChunkRef>> {
-        self.chunks_missing_vectors_impl(ns, generation).await
-    }
-
-    async fn search_chunks_lexical(
-        &self,
-        filter: &ChunkFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>> {
-        self.search_chunks_lexical_impl(filter, terms, limit).await
-    }
-
-    async fn search_chunks_semantic(
-        &self,
-        filter: &ChunkFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>> {
-        self.search_chunks_semantic_impl(filter, generation, query, limit)
-            .await
-    }
-
     async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
         self.chunks_impl(ns, ids).await
     }
 
+    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
+        self.latest_versions_impl().await
+    }
+
+    async fn note_lookup(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        source_key: &str,
+        source_revision: &str,
+    ) -> Result<NoteLookup> {
+        self.note_lookup_impl(ns, request_id, source_key, source_revision)
+            .await
+    }
+
+    async fn add_note_request(
+        &self,
+        ns: NamespaceId,
+        request_id: &str,
+        request_digest: &str,
+        version: VersionId,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.add_note_request_impl(ns, request_id, request_digest, version, now)
+            .await
+    }
+
+    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>> {
+        self.note_impl(ns, version).await
+    }
+
+    async fn transition_note(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
+        to: Admission,
+        now: Timestamp,
+    ) -> Result<NoteRecord> {
+        self.transition_note_impl(ns, version, expected, to, now)
+            .await
+    }
+
+    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>> {
+        self.list_notes_impl(ns, after, limit).await
+    }
+
+    async fn version_chunks(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<Vec<ChunkRecord>> {
+        self.version_chunks_impl(ns, version).await
+    }
+}
+
+#[async_trait]
+impl LedgerStore for PgStore {
     async fn enqueue(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
         self.enqueue_impl(items, now).await
     }
@@ -700,10 +734,6 @@ impl MemoryStore for PgStore {
         self.next_wakeup_impl().await
     }
 
-    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
-        self.latest_versions_impl().await
-    }
-
     async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
         self.lease_holders_impl(now).await
     }
@@ -716,6 +746,156 @@ impl MemoryStore for PgStore {
         self.clear_currency_due_impl(ns, version).await
     }
 
+    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()> {
+        self.record_call_impl(call, now).await
+    }
+
+    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
+        self.call_costs_impl(ns).await
+    }
+
+    async fn defer(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.defer_impl(lease, reason, not_before, now).await
+    }
+}
+
+#[async_trait]
+impl SearchStore for PgStore {
+    async fn existing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<String>> {
+        self.existing_vectors_impl(ns, generation, keys).await
+    }
+
+    async fn commit_vectors(
+        &self,
+        leases: &[Lease],
+        ns: NamespaceId,
+        generation: &EmbedderIdentity,
+        vectors: Vec<(String, Vec<f32>)>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.commit_vectors_impl(leases, ns, generation, vectors, now)
+            .await
+    }
+
+    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
+        self.vector_coverage_impl(ns, generation).await
+    }
+
+    async fn chunks_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<ChunkRef>> {
+        self.chunks_missing_vectors_impl(ns, generation).await
+    }
+
+    async fn search_chunks_lexical(
+        &self,
+        filter: &ChunkFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        self.search_chunks_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_chunks_semantic(
+        &self,
+        filter: &ChunkFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        self.search_chunks_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn search_claims_lexical(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_claims_semantic(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn claim_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        self.claim_vector_coverage_impl(ns, generation).await
+    }
+
+    async fn claims_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>> {
+        self.claims_missing_vectors_impl(ns, generation).await
+    }
+
+    async fn fact_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        self.fact_vector_coverage_impl(ns, generation).await
+    }
+
+    async fn search_facts_lexical(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_facts_semantic(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>> {
+        self.vectors_impl(ns, generation, keys).await
+    }
+}
+
+#[async_trait]
+impl ClaimStore for PgStore {
     async fn commit_extractions(
         &self,
         ns: NamespaceId,
@@ -774,90 +954,6 @@ impl MemoryStore for PgStore {
             .await
     }
 
-    async fn note_lookup(
-        &self,
-        ns: NamespaceId,
-        request_id: &str,
-        source_key: &str,
-        source_revision: &str,
-    ) -> Result<NoteLookup> {
-        self.note_lookup_impl(ns, request_id, source_key, source_revision)
-            .await
-    }
-
-    async fn add_note_request(
-        &self,
-        ns: NamespaceId,
-        request_id: &str,
-        request_digest: &str,
-        version: VersionId,
-        now: Timestamp,
-    ) -> Result<()> {
-        self.add_note_request_impl(ns, request_id, request_digest, version, now)
-            .await
-    }
-
-    async fn note(&self, ns: NamespaceId, version: VersionId) -> Result<Option<NoteRecord>> {
-        self.note_impl(ns, version).await
-    }
-
-    async fn transition_note(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-        expected: u32,
-        to: Admission,
-        now: Timestamp,
-    ) -> Result<NoteRecord> {
-        self.transition_note_impl(ns, version, expected, to, now)
-            .await
-    }
-
-    async fn revoke_note(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-        expected: u32,
-        now: Timestamp,
-    ) -> Result<(NoteRecord, Vec<EntityId>)> {
-        self.revoke_note_impl(ns, version, expected, now).await
-    }
-
-    async fn forget(
-        &self,
-        manifest: &rememberstack_core::forget::ForgetManifest,
-        now: Timestamp,
-    ) -> Result<(rememberstack_core::forget::ForgetReport, Vec<EntityId>)> {
-        self.forget_impl(manifest, now).await
-    }
-
-    async fn begin_forget(
-        &self,
-        manifest: &rememberstack_core::forget::ForgetManifest,
-        now: Timestamp,
-    ) -> Result<()> {
-        self.begin_forget_impl(manifest, now).await
-    }
-
-    async fn incomplete_forgets(
-        &self,
-        ns: NamespaceId,
-    ) -> Result<Vec<rememberstack_core::forget::ForgetManifest>> {
-        self.incomplete_forgets_impl(ns).await
-    }
-
-    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
-        self.pending_forgets_impl().await
-    }
-
-    async fn manifest_root_warning(&self) -> Result<Option<String>> {
-        self.manifest_root_warning_impl().await
-    }
-
-    async fn list_notes(&self, ns: NamespaceId, after: i64, limit: u32) -> Result<Vec<NoteRecord>> {
-        self.list_notes_impl(ns, after, limit).await
-    }
-
     async fn retract_claim(
         &self,
         ns: NamespaceId,
@@ -868,40 +964,6 @@ impl MemoryStore for PgStore {
     ) -> Result<ClaimRetraction> {
         self.retract_claim_impl(ns, claim, reason, request, now)
             .await
-    }
-
-    async fn invalidate_fact(
-        &self,
-        ns: NamespaceId,
-        fact: FactId,
-        reason: &str,
-        correction: Option<&str>,
-        request: Option<&RequestKey>,
-        now: Timestamp,
-    ) -> Result<FactInvalidation> {
-        self.invalidate_fact_impl(ns, fact, reason, correction, request, now)
-            .await
-    }
-
-    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()> {
-        self.put_feedback_impl(feedback, prune_before).await
-    }
-
-    async fn list_feedback(
-        &self,
-        ns: NamespaceId,
-        receipt: Option<ReceiptId>,
-        limit: u32,
-    ) -> Result<Vec<FeedbackRecord>> {
-        self.list_feedback_impl(ns, receipt, limit).await
-    }
-
-    async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
-        self.prune_feedback_impl(before).await
-    }
-
-    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
-        self.fact_events_impl(ns, fact).await
     }
 
     async fn list_claims(&self, filter: &ClaimFilter, limit: u32) -> Result<Vec<ClaimRecord>> {
@@ -915,103 +977,10 @@ impl MemoryStore for PgStore {
     async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>> {
         self.decisions_impl(ns, doc).await
     }
+}
 
-    async fn search_claims_lexical(
-        &self,
-        filter: &ClaimFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>> {
-        self.search_claims_lexical_impl(filter, terms, limit).await
-    }
-
-    async fn search_claims_semantic(
-        &self,
-        filter: &ClaimFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>> {
-        self.search_claims_semantic_impl(filter, generation, query, limit)
-            .await
-    }
-
-    async fn claim_vector_coverage(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        self.claim_vector_coverage_impl(ns, generation).await
-    }
-
-    async fn claims_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<(ClaimId, VersionId)>> {
-        self.claims_missing_vectors_impl(ns, generation).await
-    }
-
-    async fn version_chunks(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-    ) -> Result<Vec<ChunkRecord>> {
-        self.version_chunks_impl(ns, version).await
-    }
-
-    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()> {
-        self.record_call_impl(call, now).await
-    }
-
-    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
-        self.call_costs_impl(ns).await
-    }
-
-    async fn bootstrap_predicates(
-        &self,
-        ns: NamespaceId,
-        core: &[(String, String, Vec<String>)],
-    ) -> Result<()> {
-        self.bootstrap_predicates_impl(ns, core).await
-    }
-
-    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
-        self.predicates_impl(ns).await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn commit_normalization(
-        &self,
-        lease: &Lease,
-        claim: ClaimId,
-        normalizer_version: &str,
-        output: serde_json::Value,
-        assertions: Vec<Assertion>,
-        follow_up: Vec<NewWork>,
-        now: Timestamp,
-    ) -> Result<()> {
-        self.commit_normalization_impl(
-            lease,
-            claim,
-            normalizer_version,
-            output,
-            assertions,
-            follow_up,
-            now,
-        )
-        .await
-    }
-
-    async fn normalization(
-        &self,
-        ns: NamespaceId,
-        claim: ClaimId,
-        normalizer_version: &str,
-    ) -> Result<Option<serde_json::Value>> {
-        self.normalization_impl(ns, claim, normalizer_version).await
-    }
-
+#[async_trait]
+impl IdentityStore for PgStore {
     async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult> {
         self.block_entities_impl(query).await
     }
@@ -1135,6 +1104,70 @@ impl MemoryStore for PgStore {
     ) -> Result<Vec<MergeEvent>> {
         self.merge_events_impl(ns, entities).await
     }
+}
+
+#[async_trait]
+impl FactStore for PgStore {
+    async fn invalidate_fact(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+        reason: &str,
+        correction: Option<&str>,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<FactInvalidation> {
+        self.invalidate_fact_impl(ns, fact, reason, correction, request, now)
+            .await
+    }
+
+    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
+        self.fact_events_impl(ns, fact).await
+    }
+
+    async fn bootstrap_predicates(
+        &self,
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
+    ) -> Result<()> {
+        self.bootstrap_predicates_impl(ns, core).await
+    }
+
+    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
+        self.predicates_impl(ns).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_normalization(
+        &self,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.commit_normalization_impl(
+            lease,
+            claim,
+            normalizer_version,
+            output,
+            assertions,
+            follow_up,
+            now,
+        )
+        .await
+    }
+
+    async fn normalization(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        self.normalization_impl(ns, claim, normalizer_version).await
+    }
 
     async fn unapplied_assertions(
         &self,
@@ -1189,52 +1222,66 @@ impl MemoryStore for PgStore {
     ) -> Result<Vec<AdjudicationRecord>> {
         self.adjudications_impl(ns, fact).await
     }
+}
 
-    async fn fact_vector_coverage(
+#[async_trait]
+impl LifecycleStore for PgStore {
+    async fn revoke_note(
         &self,
         ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        self.fact_vector_coverage_impl(ns, generation).await
+        version: VersionId,
+        expected: u32,
+        now: Timestamp,
+    ) -> Result<(NoteRecord, Vec<EntityId>)> {
+        self.revoke_note_impl(ns, version, expected, now).await
     }
 
-    async fn search_facts_lexical(
+    async fn forget(
         &self,
-        filter: &FactFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>> {
-        self.search_facts_lexical_impl(filter, terms, limit).await
+        manifest: &rememberstack_core::forget::ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(rememberstack_core::forget::ForgetReport, Vec<EntityId>)> {
+        self.forget_impl(manifest, now).await
     }
 
-    async fn search_facts_semantic(
+    async fn begin_forget(
         &self,
-        filter: &FactFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>> {
-        self.search_facts_semantic_impl(filter, generation, query, limit)
-            .await
-    }
-
-    async fn defer(
-        &self,
-        lease: &Lease,
-        reason: DeferReason,
-        not_before: Timestamp,
+        manifest: &rememberstack_core::forget::ForgetManifest,
         now: Timestamp,
     ) -> Result<()> {
-        self.defer_impl(lease, reason, not_before, now).await
+        self.begin_forget_impl(manifest, now).await
     }
 
-    async fn vectors(
+    async fn incomplete_forgets(
         &self,
         ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<(String, Vec<f32>)>> {
-        self.vectors_impl(ns, generation, keys).await
+    ) -> Result<Vec<rememberstack_core::forget::ForgetManifest>> {
+        self.incomplete_forgets_impl(ns).await
+    }
+
+    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
+        self.pending_forgets_impl().await
+    }
+
+    async fn manifest_root_warning(&self) -> Result<Option<String>> {
+        self.manifest_root_warning_impl().await
+    }
+
+    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()> {
+        self.put_feedback_impl(feedback, prune_before).await
+    }
+
+    async fn list_feedback(
+        &self,
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        self.list_feedback_impl(ns, receipt, limit).await
+    }
+
+    async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
+        self.prune_feedback_impl(before).await
     }
 
     async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt> {
@@ -1252,15 +1299,10 @@ impl MemoryStore for PgStore {
     ) -> Result<Option<Receipt>> {
         self.receipt_by_request_impl(ns, request_id).await
     }
+}
 
-    async fn setting(&self, key: &str) -> Result<Option<String>> {
-        self.setting_impl(key).await
-    }
-
-    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        self.set_setting_impl(key, value).await
-    }
-
+#[async_trait]
+impl KeyStore for PgStore {
     async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
         self.insert_api_key_impl(key, secret_hash).await
     }
@@ -1279,27 +1321,6 @@ impl MemoryStore for PgStore {
 
     async fn active_api_key_count(&self) -> Result<u64> {
         self.active_api_key_count_impl().await
-    }
-
-    async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
-        // Its own key space: the store's transactions take transaction-scoped locks
-        // on the same names (`lemma:…`, `entity:…`) while the engine holds these.
-        let key = format!("engine:{key}");
-        let conn = self.locks.acquire().await.map_err(db_err)?;
-        // If this future is dropped while the server is still waiting for the lock,
-        // the session may acquire it afterwards: it must never go back to the pool,
-        // so the guard closes it unless the wait completes.
-        let mut waiting = Waiting(Some(conn));
-        let conn = waiting.0.as_mut().expect("held until the wait completes");
-        sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))")
-            .bind(&key)
-            .execute(&mut **conn)
-            .await
-            .map_err(db_err)?;
-        Ok(Some(StoreLock::new(SessionLock {
-            conn: waiting.0.take(),
-            key,
-        })))
     }
 }
 

@@ -1044,7 +1044,7 @@ mod tests {
     use super::*;
     use crate::PgStoreConfig;
     use chrono::{TimeZone, Utc};
-    use rememberstack_core::store::MemoryStore;
+    use rememberstack_core::store::traits::*;
 
     fn new_note(revision: &str, request: &str) -> NewNote {
         NewNote {

@@ -13,8 +13,9 @@ use rememberstack_core::ids::{
     ChunkId, ClaimId, DocumentId, EntityId, NamespaceId, VersionId, WorkId,
 };
 use rememberstack_core::ledger::{NewWork, Stage};
+use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{
-    ClaimFilter, DecisionRow, ExtractionCommit, Lease, MemoryStore, NewClaim, Occurrence,
+    ClaimFilter, DecisionRow, ExtractionCommit, Lease, NewClaim, Occurrence,
 };
 use rememberstack_pg::{PgStore, PgStoreConfig};
 

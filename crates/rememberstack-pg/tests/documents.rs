@@ -10,9 +10,9 @@ use rememberstack_core::hash::sha256_hex;
 use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::{NewWork, Stage};
 use rememberstack_core::source::{Admission, DocumentMetadata, Field, Origin, VersioningMode};
+use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{
-    ContentObject, Lease, MemoryStore, NewChunk, NewNote, NewVersion, PreparedVersion,
-    VersionOutcome,
+    ContentObject, Lease, NewChunk, NewNote, NewVersion, PreparedVersion, VersionOutcome,
 };
 use rememberstack_core::text::{
     Block, BlockKind, ChunkPlan, Representation, Section, SectionRole, SourceFormat, TurnMeta,

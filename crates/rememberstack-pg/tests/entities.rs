@@ -11,7 +11,7 @@ use rememberstack_core::entities::{
     MergeEvent, NewAlias, RESOLVER_VERSION, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
-use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::traits::*;
 use rememberstack_core::time::Timestamp;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use std::collections::BTreeSet;

@@ -16,7 +16,8 @@ use rememberstack_core::ids::{
     VersionId, WorkId,
 };
 use rememberstack_core::ledger::{NewWork, Stage};
-use rememberstack_core::store::{Lease, MemoryStore, VectorCoverage};
+use rememberstack_core::store::traits::*;
+use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 

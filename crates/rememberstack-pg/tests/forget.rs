@@ -7,7 +7,7 @@ use chrono::{TimeZone, Utc};
 use rememberstack_core::ErrorCode;
 use rememberstack_core::forget::{ForgetManifest, ForgetTarget, source_identity_sha256};
 use rememberstack_core::ids::{DocumentId, NamespaceId, VersionId};
-use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::traits::*;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 use chrono::{TimeZone, Utc};
 use pgvector::Vector;
 use rememberstack_core::ErrorCode;
-use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::traits::*;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use sqlx::{Executor, Row};
 

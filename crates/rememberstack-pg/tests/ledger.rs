@@ -12,7 +12,8 @@ use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::{
     ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkStatus,
 };
-use rememberstack_core::store::{CallRecord, Lease, MemoryStore};
+use rememberstack_core::store::traits::*;
+use rememberstack_core::store::{CallRecord, Lease};
 use rememberstack_core::text::SourceFormat;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use std::collections::HashSet;

@@ -11,9 +11,8 @@ use rememberstack_core::ids::{
     ClaimId, DocumentId, EntityId, FactId, NamespaceId, ReceiptId, VersionId,
 };
 use rememberstack_core::source::Admission;
-use rememberstack_core::store::{
-    DeletionOutcome, FeedbackRecord, MemoryStore, NoteLookup, RequestKey,
-};
+use rememberstack_core::store::traits::*;
+use rememberstack_core::store::{DeletionOutcome, FeedbackRecord, NoteLookup, RequestKey};
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use sqlx::Row;
 

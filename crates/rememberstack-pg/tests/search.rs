@@ -11,8 +11,9 @@ use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::{
     ChunkId, ClaimId, DocumentId, EntityId, NamespaceId, ReceiptId, VersionId, WorkId,
 };
+use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{
-    ChunkFilter, ChunkHit, ChunkRef, Lease, MemoryStore, Receipt, ReceiptSelection, VectorCoverage,
+    ChunkFilter, ChunkHit, ChunkRef, Lease, Receipt, ReceiptSelection, VectorCoverage,
 };
 use rememberstack_core::text::SectionRole;
 use rememberstack_pg::{PgStore, PgStoreConfig};

@@ -1277,7 +1277,7 @@ pub(crate) mod tests {
     use super::*;
     use rememberstack_core::ErrorCode;
     use rememberstack_core::entities::{NewAlias, RESOLVER_VERSION};
-    use rememberstack_core::store::MemoryStore;
+    use rememberstack_core::store::traits::*;
 
     pub(crate) fn t(s: &str) -> Timestamp {
         rememberstack_core::time::parse_rfc3339(s).expect("timestamp")

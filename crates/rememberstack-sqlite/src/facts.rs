@@ -12,7 +12,7 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
@@ -1267,7 +1267,6 @@ mod tests {
     use rememberstack_core::ErrorCode;
     use rememberstack_core::facts::NewFact;
     use rememberstack_core::ledger::{ClaimRequest, DeferReason, Stage, WorkStatus};
-    use rememberstack_core::store::MemoryStore;
 
     /// Enqueue and claim one work item of `stage`; its lease.
     async fn lease(store: &SqliteStore, ns: NamespaceId, stage: Stage) -> Lease {

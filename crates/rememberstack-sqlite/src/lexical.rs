@@ -18,7 +18,7 @@
 use crate::{SqlQuery, SqliteStore, db_err, fts_query};
 use rememberstack_core::Result;
 use rememberstack_core::ids::NamespaceId;
-use rememberstack_core::store::MemoryStore;
+use rememberstack_core::store::traits::*;
 use sqlx::Row;
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -518,7 +518,7 @@ const CHUNK_SELECT: &str = "
                    AND s.ordinal = c.section_ordinal";
 
 #[async_trait]
-impl MemoryStore for SqliteStore {
+impl StoreRuntime for SqliteStore {
     fn kind(&self) -> &'static str {
         "sqlite"
     }
@@ -579,6 +579,44 @@ impl MemoryStore for SqliteStore {
         rows.iter().map(namespace_row).collect()
     }
 
+    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
+        let n: Option<i64> =
+            sqlx::query_scalar("SELECT n FROM change_stamps WHERE namespace_id = ?")
+                .bind(ns.to_string())
+                .fetch_optional(&self.read)
+                .await
+                .map_err(db_err)?;
+        Ok(n.unwrap_or(0) as u64)
+    }
+
+    fn locks_in_process(&self) -> bool {
+        true
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
+        Ok(row.map(|r| r.get("value")))
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.write)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SourceStore for SqliteStore {
     async fn create_version(&self, nv: NewVersion) -> Result<VersionOutcome> {
         let ns = nv.namespace_id.to_string();
         let now = to_rfc3339(&nv.now);
@@ -1183,48 +1221,6 @@ impl MemoryStore for SqliteStore {
         self.delete_document_impl(ns, doc, now).await
     }
 
-    async fn retract_claim(
-        &self,
-        ns: NamespaceId,
-        claim: ClaimId,
-        reason: &str,
-        request: Option<&RequestKey>,
-        now: Timestamp,
-    ) -> Result<ClaimRetraction> {
-        self.retract_claim_impl(ns, claim, reason, request, now)
-            .await
-    }
-
-    async fn invalidate_fact(
-        &self,
-        ns: NamespaceId,
-        fact: FactId,
-        reason: &str,
-        correction: Option<&str>,
-        request: Option<&RequestKey>,
-        now: Timestamp,
-    ) -> Result<FactInvalidation> {
-        self.invalidate_fact_impl(ns, fact, reason, correction, request, now)
-            .await
-    }
-
-    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()> {
-        self.put_feedback_impl(feedback, prune_before).await
-    }
-
-    async fn list_feedback(
-        &self,
-        ns: NamespaceId,
-        receipt: Option<ReceiptId>,
-        limit: u32,
-    ) -> Result<Vec<FeedbackRecord>> {
-        self.list_feedback_impl(ns, receipt, limit).await
-    }
-
-    async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
-        self.prune_feedback_impl(before).await
-    }
-
     async fn note_lookup(
         &self,
         ns: NamespaceId,
@@ -1268,44 +1264,6 @@ impl MemoryStore for SqliteStore {
         self.list_notes_impl(ns, after, limit).await
     }
 
-    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
-        self.fact_events_impl(ns, fact).await
-    }
-
-    async fn revoke_note(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-        expected: u32,
-        now: Timestamp,
-    ) -> Result<(NoteRecord, Vec<EntityId>)> {
-        self.revoke_note_impl(ns, version, expected, now).await
-    }
-
-    async fn forget(
-        &self,
-        manifest: &ForgetManifest,
-        now: Timestamp,
-    ) -> Result<(ForgetReport, Vec<EntityId>)> {
-        self.forget_impl(manifest, now).await
-    }
-
-    async fn begin_forget(&self, manifest: &ForgetManifest, now: Timestamp) -> Result<()> {
-        self.begin_forget_impl(manifest, now).await
-    }
-
-    async fn incomplete_forgets(&self, ns: NamespaceId) -> Result<Vec<ForgetManifest>> {
-        self.incomplete_forgets_impl(ns).await
-    }
-
-    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
-        self.pending_forgets_impl().await
-    }
-
-    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
-        self.file_rewrite_pending_impl().await
-    }
-
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
         let rows = sqlx::query(
             "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
@@ -1328,263 +1286,6 @@ impl MemoryStore for SqliteStore {
             .collect()
     }
 
-    async fn existing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for batch in keys.chunks(400) {
-            let placeholders = vec!["?"; batch.len()].join(",");
-            let sql = format!(
-                "SELECT embedding_key FROM vectors WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({placeholders})"
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql))
-                .bind(ns.to_string())
-                .bind(generation);
-            for k in batch {
-                q = q.bind(k);
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                out.push(r.get("embedding_key"));
-            }
-        }
-        Ok(out)
-    }
-
-    async fn commit_vectors(
-        &self,
-        leases: &[Lease],
-        ns: NamespaceId,
-        generation: &EmbedderIdentity,
-        vectors: Vec<(String, Vec<f32>)>,
-        now: Timestamp,
-    ) -> Result<()> {
-        let mut tx = self.write.begin().await.map_err(db_err)?;
-        // Every lease fenced in one statement per owner; one lost lease loses the
-        // batch (the transaction rolls back, as the first failed fence did).
-        let held =
-            crate::facts::fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
-        if let Some(lost) = leases
-            .iter()
-            .find(|l| !held.contains_key(&l.work_id.to_string()))
-        {
-            return Err(lease_lost(lost));
-        }
-        let gen_key = generation.generation();
-        sqlx::query(
-            "INSERT INTO embedder_generations (generation, provider, model, dimension, version, first_seen)
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
-        .bind(&gen_key)
-        .bind(&generation.provider)
-        .bind(&generation.model)
-        .bind(generation.dimension as i64)
-        .bind(&generation.version)
-        .bind(to_rfc3339(&now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let (ns_s, at) = (ns.to_string(), to_rfc3339(&now));
-        insert_rows(
-            &mut tx,
-            "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at) ",
-            " ON CONFLICT DO NOTHING",
-            &vectors,
-            |mut row, (key, v)| {
-                row.push_bind(&ns_s)
-                    .push_bind(&gen_key)
-                    .push_bind(key)
-                    .push_bind(v.len() as i64)
-                    .push_bind(encode_vector(v))
-                    .push_bind(&at);
-            },
-        )
-        .await?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
-        let n: Option<i64> =
-            sqlx::query_scalar("SELECT n FROM change_stamps WHERE namespace_id = ?")
-                .bind(ns.to_string())
-                .fetch_optional(&self.read)
-                .await
-                .map_err(db_err)?;
-        Ok(n.unwrap_or(0) as u64)
-    }
-
-    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS chunks,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
-             FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ?",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("chunks") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
-    }
-
-    async fn chunks_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<ChunkRef>> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.version_id FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND vv.embedding_key IS NULL
-             ORDER BY c.version_id, c.ordinal",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(ChunkRef {
-                    chunk_id: parse_id(&r.get::<String, _>("id"))?,
-                    version_id: parse_id(&r.get::<String, _>("version_id"))?,
-                })
-            })
-            .collect()
-    }
-
-    async fn search_chunks_lexical(
-        &self,
-        filter: &ChunkFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>> {
-        if terms.is_empty() || limit == 0 {
-            return Ok(vec![]);
-        }
-        // Eligibility (namespace, current version, role) is part of the statement, so
-        // it applies before ORDER BY … LIMIT.
-        let fts = fts_table(&filter.namespace_id.to_string())?;
-        if !self.table_exists(&fts).await? {
-            return Ok(vec![]);
-        }
-        if filter.entities.is_empty() && filter.documents.is_none() {
-            let ns_s = filter.namespace_id.to_string();
-            let sql = format!(
-                "SELECT c.seq AS seq, c.id AS id FROM chunks c
-                 JOIN documents d ON d.namespace_id = c.namespace_id
-                                 AND d.current_version_id = c.version_id
-                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                                AND s.ordinal = c.section_ordinal
-                 WHERE c.seq IN (SELECT value FROM json_each(?)) AND c.namespace_id = ?
-                   AND s.role IN ({roles})",
-                roles = role_list(&filter.roles)
-            );
-            return self
-                .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
-                    sqlx::query(AssertSqlSafe(sql.clone()))
-                        .bind(list)
-                        .bind(ns_s.clone())
-                })
-                .await?
-                .into_iter()
-                .map(|(id, score)| {
-                    Ok(ChunkHit {
-                        chunk_id: parse_id(&id)?,
-                        score,
-                    })
-                })
-                .collect();
-        }
-        let sql = format!(
-            "SELECT c.id, bm25({fts}) AS rank FROM {fts}
-             JOIN chunks c ON c.seq = {fts}.rowid
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                            AND s.ordinal = c.section_ordinal
-             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles}) AND {CHUNK_SCOPE}
-             ORDER BY rank, c.id LIMIT ?",
-            roles = role_list(&filter.roles)
-        );
-        let q = sqlx::query(AssertSqlSafe(sql))
-            .bind(fts_query(terms))
-            .bind(filter.namespace_id.to_string());
-        let rows = bind_scope(
-            q,
-            filter.namespace_id,
-            &filter.entities,
-            filter.documents.as_deref(),
-        )
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
-        Ok(bm25_hits(&rows)?
-            .into_iter()
-            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
-            .collect())
-    }
-
-    async fn search_chunks_semantic(
-        &self,
-        filter: &ChunkFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ChunkHit>> {
-        if limit == 0 {
-            return Ok(vec![]);
-        }
-        let sql = format!(
-            "SELECT c.id, c.embedding_key FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                            AND s.ordinal = c.section_ordinal
-             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                            AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
-            role_list(&filter.roles)
-        );
-        let ns_s = filter.namespace_id.to_string();
-        let stamp = self.change_stamp(filter.namespace_id).await?;
-        let statement = format!(
-            "chunks|{:?}|{:?}|{:?}",
-            filter.roles, filter.entities, filter.documents
-        );
-        let fetch = async {
-            let q = sqlx::query(AssertSqlSafe(sql)).bind(generation).bind(&ns_s);
-            bind_scope(
-                q,
-                filter.namespace_id,
-                &filter.entities,
-                filter.documents.as_deref(),
-            )
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)
-        };
-        let candidates = self
-            .vector_cache
-            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
-            .await?;
-        Ok(vector_cache::rank(candidates, query, limit)
-            .await?
-            .into_iter()
-            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
-            .collect())
-    }
-
     async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
         let mut by_id: HashMap<ChunkId, ChunkRecord> = HashMap::new();
         for batch in ids.chunks(400) {
@@ -1603,6 +1304,46 @@ impl MemoryStore for SqliteStore {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
+    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
+        let rows = sqlx::query(
+            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
+             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+             ORDER BY d.namespace_id, d.created_at",
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    parse_id(&r.get::<String, _>("namespace_id"))?,
+                    parse_id(&r.get::<String, _>("latest_version_id"))?,
+                    r.get::<Option<String>, _>("format")
+                        .and_then(|f| SourceFormat::parse(&f)),
+                ))
+            })
+            .collect()
+    }
+
+    async fn version_chunks(
+        &self,
+        ns: NamespaceId,
+        version: VersionId,
+    ) -> Result<Vec<ChunkRecord>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.version_id = ? ORDER BY c.ordinal"
+        )))
+        .bind(ns.to_string())
+        .bind(version.to_string())
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(chunk_row).collect()
+    }
+}
+
+#[async_trait]
+impl LedgerStore for SqliteStore {
     async fn enqueue(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
         if items.is_empty() {
             return Ok(0);
@@ -1939,25 +1680,398 @@ impl MemoryStore for SqliteStore {
         Ok(())
     }
 
-    async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
-        let rows = sqlx::query(
-            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
-             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
-             ORDER BY d.namespace_id, d.created_at",
+    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()> {
+        self.record_call_impl(call, now).await
+    }
+
+    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
+        self.call_costs_impl(ns).await
+    }
+
+    async fn complete_many(&self, leases: &[Lease], now: Timestamp) -> Result<Vec<Result<()>>> {
+        self.complete_many_impl(leases, now).await
+    }
+
+    async fn defer(
+        &self,
+        lease: &Lease,
+        reason: DeferReason,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> Result<()> {
+        // Fenced like a completion, then back to pending: the attempt the claim
+        // counted is given back (never below zero), and the row waits like any other
+        // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        fence(&mut tx, lease, now).await?;
+        sqlx::query(
+            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0),
+                 not_before = ?, defer_reason = ?, lease_owner = NULL, lease_expires_at = NULL,
+                 updated_at = ?
+             WHERE id = ?",
         )
+        .bind(ms(not_before))
+        .bind(reason.as_str())
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl SearchStore for SqliteStore {
+    async fn existing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for batch in keys.chunks(400) {
+            let placeholders = vec!["?"; batch.len()].join(",");
+            let sql = format!(
+                "SELECT embedding_key FROM vectors WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({placeholders})"
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql))
+                .bind(ns.to_string())
+                .bind(generation);
+            for k in batch {
+                q = q.bind(k);
+            }
+            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
+                out.push(r.get("embedding_key"));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn commit_vectors(
+        &self,
+        leases: &[Lease],
+        ns: NamespaceId,
+        generation: &EmbedderIdentity,
+        vectors: Vec<(String, Vec<f32>)>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let mut tx = self.write.begin().await.map_err(db_err)?;
+        // Every lease fenced in one statement per owner; one lost lease loses the
+        // batch (the transaction rolls back, as the first failed fence did).
+        let held =
+            crate::facts::fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
+        if let Some(lost) = leases
+            .iter()
+            .find(|l| !held.contains_key(&l.work_id.to_string()))
+        {
+            return Err(lease_lost(lost));
+        }
+        let gen_key = generation.generation();
+        sqlx::query(
+            "INSERT INTO embedder_generations (generation, provider, model, dimension, version, first_seen)
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(&gen_key)
+        .bind(&generation.provider)
+        .bind(&generation.model)
+        .bind(generation.dimension as i64)
+        .bind(&generation.version)
+        .bind(to_rfc3339(&now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let (ns_s, at) = (ns.to_string(), to_rfc3339(&now));
+        insert_rows(
+            &mut tx,
+            "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, vector, created_at) ",
+            " ON CONFLICT DO NOTHING",
+            &vectors,
+            |mut row, (key, v)| {
+                row.push_bind(&ns_s)
+                    .push_bind(&gen_key)
+                    .push_bind(key)
+                    .push_bind(v.len() as i64)
+                    .push_bind(encode_vector(v))
+                    .push_bind(&at);
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS chunks,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+             FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ?",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("chunks") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+
+    async fn chunks_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<ChunkRef>> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.version_id FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND vv.embedding_key IS NULL
+             ORDER BY c.version_id, c.ordinal",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
         rows.iter()
             .map(|r| {
-                Ok((
-                    parse_id(&r.get::<String, _>("namespace_id"))?,
-                    parse_id(&r.get::<String, _>("latest_version_id"))?,
-                    r.get::<Option<String>, _>("format")
-                        .and_then(|f| SourceFormat::parse(&f)),
-                ))
+                Ok(ChunkRef {
+                    chunk_id: parse_id(&r.get::<String, _>("id"))?,
+                    version_id: parse_id(&r.get::<String, _>("version_id"))?,
+                })
             })
             .collect()
+    }
+
+    async fn search_chunks_lexical(
+        &self,
+        filter: &ChunkFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(vec![]);
+        }
+        // Eligibility (namespace, current version, role) is part of the statement, so
+        // it applies before ORDER BY … LIMIT.
+        let fts = fts_table(&filter.namespace_id.to_string())?;
+        if !self.table_exists(&fts).await? {
+            return Ok(vec![]);
+        }
+        if filter.entities.is_empty() && filter.documents.is_none() {
+            let ns_s = filter.namespace_id.to_string();
+            let sql = format!(
+                "SELECT c.seq AS seq, c.id AS id FROM chunks c
+                 JOIN documents d ON d.namespace_id = c.namespace_id
+                                 AND d.current_version_id = c.version_id
+                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                                AND s.ordinal = c.section_ordinal
+                 WHERE c.seq IN (SELECT value FROM json_each(?)) AND c.namespace_id = ?
+                   AND s.role IN ({roles})",
+                roles = role_list(&filter.roles)
+            );
+            return self
+                .two_phase_lexical(filter.namespace_id, &fts, terms, limit, |list| {
+                    sqlx::query(AssertSqlSafe(sql.clone()))
+                        .bind(list)
+                        .bind(ns_s.clone())
+                })
+                .await?
+                .into_iter()
+                .map(|(id, score)| {
+                    Ok(ChunkHit {
+                        chunk_id: parse_id(&id)?,
+                        score,
+                    })
+                })
+                .collect();
+        }
+        let sql = format!(
+            "SELECT c.id, bm25({fts}) AS rank FROM {fts}
+             JOIN chunks c ON c.seq = {fts}.rowid
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                            AND s.ordinal = c.section_ordinal
+             WHERE {fts} MATCH ? AND c.namespace_id = ? AND s.role IN ({roles}) AND {CHUNK_SCOPE}
+             ORDER BY rank, c.id LIMIT ?",
+            roles = role_list(&filter.roles)
+        );
+        let q = sqlx::query(AssertSqlSafe(sql))
+            .bind(fts_query(terms))
+            .bind(filter.namespace_id.to_string());
+        let rows = bind_scope(
+            q,
+            filter.namespace_id,
+            &filter.entities,
+            filter.documents.as_deref(),
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(bm25_hits(&rows)?
+            .into_iter()
+            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
+            .collect())
+    }
+
+    async fn search_chunks_semantic(
+        &self,
+        filter: &ChunkFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let sql = format!(
+            "SELECT c.id, c.embedding_key FROM chunks c
+             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                            AND s.ordinal = c.section_ordinal
+             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                            AND vv.embedding_key = c.embedding_key
+             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
+            role_list(&filter.roles)
+        );
+        let ns_s = filter.namespace_id.to_string();
+        let stamp = self.change_stamp(filter.namespace_id).await?;
+        let statement = format!(
+            "chunks|{:?}|{:?}|{:?}",
+            filter.roles, filter.entities, filter.documents
+        );
+        let fetch = async {
+            let q = sqlx::query(AssertSqlSafe(sql)).bind(generation).bind(&ns_s);
+            bind_scope(
+                q,
+                filter.namespace_id,
+                &filter.entities,
+                filter.documents.as_deref(),
+            )
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)
+        };
+        let candidates = self
+            .vector_cache
+            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
+            .await?;
+        Ok(vector_cache::rank(candidates, query, limit)
+            .await?
+            .into_iter()
+            .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
+            .collect())
+    }
+
+    async fn search_claims_lexical(
+        &self,
+        filter: &ClaimFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_claims_semantic(
+        &self,
+        filter: &ClaimFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<ClaimHit>> {
+        self.search_claims_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn claim_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        self.claim_vector_coverage_impl(ns, generation).await
+    }
+
+    async fn claims_missing_vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<Vec<(ClaimId, VersionId)>> {
+        self.claims_missing_vectors_impl(ns, generation).await
+    }
+
+    async fn search_facts_lexical(
+        &self,
+        filter: &FactFilter,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_lexical_impl(filter, terms, limit).await
+    }
+
+    async fn search_facts_semantic(
+        &self,
+        filter: &FactFilter,
+        generation: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(FactId, f64)>> {
+        self.search_facts_semantic_impl(filter, generation, query, limit)
+            .await
+    }
+
+    async fn vectors(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, Vec<f32>)>> {
+        self.vectors_impl(ns, generation, keys).await
+    }
+
+    async fn fact_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n,
+                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+             FROM facts f
+             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
+                                  AND vv.embedding_key = f.embedding_key
+             WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
+        )
+        .bind(generation)
+        .bind(ns.to_string())
+        .fetch_one(&self.read)
+        .await
+        .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("n") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+}
+
+#[async_trait]
+impl ClaimStore for SqliteStore {
+    async fn retract_claim(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        reason: &str,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<ClaimRetraction> {
+        self.retract_claim_impl(ns, claim, reason, request, now)
+            .await
     }
 
     async fn commit_extractions(
@@ -2029,122 +2143,10 @@ impl MemoryStore for SqliteStore {
     async fn decisions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<DecisionRecord>> {
         self.decisions_impl(ns, doc).await
     }
+}
 
-    async fn search_claims_lexical(
-        &self,
-        filter: &ClaimFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>> {
-        self.search_claims_lexical_impl(filter, terms, limit).await
-    }
-
-    async fn search_claims_semantic(
-        &self,
-        filter: &ClaimFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<ClaimHit>> {
-        self.search_claims_semantic_impl(filter, generation, query, limit)
-            .await
-    }
-
-    async fn claim_vector_coverage(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        self.claim_vector_coverage_impl(ns, generation).await
-    }
-
-    async fn claims_missing_vectors(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<Vec<(ClaimId, VersionId)>> {
-        self.claims_missing_vectors_impl(ns, generation).await
-    }
-
-    async fn version_chunks(
-        &self,
-        ns: NamespaceId,
-        version: VersionId,
-    ) -> Result<Vec<ChunkRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.version_id = ? ORDER BY c.ordinal"
-        )))
-        .bind(ns.to_string())
-        .bind(version.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(chunk_row).collect()
-    }
-
-    async fn record_call(&self, call: CallRecord, now: Timestamp) -> Result<()> {
-        self.record_call_impl(call, now).await
-    }
-
-    async fn call_costs(&self, ns: NamespaceId) -> Result<Vec<(String, String, u64, u64)>> {
-        self.call_costs_impl(ns).await
-    }
-
-    async fn bootstrap_predicates(
-        &self,
-        ns: NamespaceId,
-        core: &[(String, String, Vec<String>)],
-    ) -> Result<()> {
-        self.bootstrap_predicates_impl(ns, core).await
-    }
-
-    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
-        self.predicates_impl(ns).await
-    }
-
-    async fn complete_many(&self, leases: &[Lease], now: Timestamp) -> Result<Vec<Result<()>>> {
-        self.complete_many_impl(leases, now).await
-    }
-
-    async fn commit_normalizations(
-        &self,
-        commits: Vec<NormalizationCommit>,
-        now: Timestamp,
-    ) -> Result<Vec<Result<()>>> {
-        self.commit_normalizations_impl(commits, now).await
-    }
-
-    async fn commit_normalization(
-        &self,
-        lease: &Lease,
-        claim: ClaimId,
-        normalizer_version: &str,
-        output: serde_json::Value,
-        assertions: Vec<Assertion>,
-        follow_up: Vec<NewWork>,
-        now: Timestamp,
-    ) -> Result<()> {
-        self.commit_normalization_impl(
-            lease,
-            claim,
-            normalizer_version,
-            output,
-            assertions,
-            follow_up,
-            now,
-        )
-        .await
-    }
-
-    async fn normalization(
-        &self,
-        ns: NamespaceId,
-        claim: ClaimId,
-        normalizer_version: &str,
-    ) -> Result<Option<serde_json::Value>> {
-        self.normalization_impl(ns, claim, normalizer_version).await
-    }
-
+#[async_trait]
+impl IdentityStore for SqliteStore {
     async fn block_entities(&self, query: &BlockingQuery) -> Result<BlockingResult> {
         self.block_entities_impl(query).await
     }
@@ -2173,10 +2175,6 @@ impl MemoryStore for SqliteStore {
 
     async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
         self.commit_resolutions_impl(commits).await
-    }
-
-    fn locks_in_process(&self) -> bool {
-        true
     }
 
     async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
@@ -2310,6 +2308,77 @@ impl MemoryStore for SqliteStore {
     ) -> Result<Vec<MergeEvent>> {
         self.merge_events_impl(ns, entities).await
     }
+}
+
+#[async_trait]
+impl FactStore for SqliteStore {
+    async fn invalidate_fact(
+        &self,
+        ns: NamespaceId,
+        fact: FactId,
+        reason: &str,
+        correction: Option<&str>,
+        request: Option<&RequestKey>,
+        now: Timestamp,
+    ) -> Result<FactInvalidation> {
+        self.invalidate_fact_impl(ns, fact, reason, correction, request, now)
+            .await
+    }
+
+    async fn fact_events(&self, ns: NamespaceId, fact: FactId) -> Result<Vec<FactEvent>> {
+        self.fact_events_impl(ns, fact).await
+    }
+
+    async fn bootstrap_predicates(
+        &self,
+        ns: NamespaceId,
+        core: &[(String, String, Vec<String>)],
+    ) -> Result<()> {
+        self.bootstrap_predicates_impl(ns, core).await
+    }
+
+    async fn predicates(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
+        self.predicates_impl(ns).await
+    }
+
+    async fn commit_normalizations(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        self.commit_normalizations_impl(commits, now).await
+    }
+
+    async fn commit_normalization(
+        &self,
+        lease: &Lease,
+        claim: ClaimId,
+        normalizer_version: &str,
+        output: serde_json::Value,
+        assertions: Vec<Assertion>,
+        follow_up: Vec<NewWork>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.commit_normalization_impl(
+            lease,
+            claim,
+            normalizer_version,
+            output,
+            assertions,
+            follow_up,
+            now,
+        )
+        .await
+    }
+
+    async fn normalization(
+        &self,
+        ns: NamespaceId,
+        claim: ClaimId,
+        normalizer_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        self.normalization_impl(ns, claim, normalizer_version).await
+    }
 
     async fn unapplied_assertions(
         &self,
@@ -2372,86 +2441,59 @@ impl MemoryStore for SqliteStore {
     ) -> Result<Vec<AdjudicationRecord>> {
         self.adjudications_impl(ns, fact).await
     }
+}
 
-    async fn search_facts_lexical(
-        &self,
-        filter: &FactFilter,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>> {
-        self.search_facts_lexical_impl(filter, terms, limit).await
+#[async_trait]
+impl LifecycleStore for SqliteStore {
+    async fn put_feedback(&self, feedback: FeedbackRecord, prune_before: Timestamp) -> Result<()> {
+        self.put_feedback_impl(feedback, prune_before).await
     }
 
-    async fn search_facts_semantic(
+    async fn list_feedback(
         &self,
-        filter: &FactFilter,
-        generation: &str,
-        query: &[f32],
-        limit: usize,
-    ) -> Result<Vec<(FactId, f64)>> {
-        self.search_facts_semantic_impl(filter, generation, query, limit)
-            .await
+        ns: NamespaceId,
+        receipt: Option<ReceiptId>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>> {
+        self.list_feedback_impl(ns, receipt, limit).await
     }
 
-    async fn defer(
+    async fn prune_feedback(&self, before: Timestamp) -> Result<u64> {
+        self.prune_feedback_impl(before).await
+    }
+
+    async fn revoke_note(
         &self,
-        lease: &Lease,
-        reason: DeferReason,
-        not_before: Timestamp,
+        ns: NamespaceId,
+        version: VersionId,
+        expected: u32,
         now: Timestamp,
-    ) -> Result<()> {
-        // Fenced like a completion, then back to pending: the attempt the claim
-        // counted is given back (never below zero), and the row waits like any other
-        // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
-        let mut tx = self.write.begin().await.map_err(db_err)?;
-        fence(&mut tx, lease, now).await?;
-        sqlx::query(
-            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0),
-                 not_before = ?, defer_reason = ?, lease_owner = NULL, lease_expires_at = NULL,
-                 updated_at = ?
-             WHERE id = ?",
-        )
-        .bind(ms(not_before))
-        .bind(reason.as_str())
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)
+    ) -> Result<(NoteRecord, Vec<EntityId>)> {
+        self.revoke_note_impl(ns, version, expected, now).await
     }
 
-    async fn vectors(
+    async fn forget(
         &self,
-        ns: NamespaceId,
-        generation: &str,
-        keys: &[String],
-    ) -> Result<Vec<(String, Vec<f32>)>> {
-        self.vectors_impl(ns, generation, keys).await
+        manifest: &ForgetManifest,
+        now: Timestamp,
+    ) -> Result<(ForgetReport, Vec<EntityId>)> {
+        self.forget_impl(manifest, now).await
     }
 
-    async fn fact_vector_coverage(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
-             FROM facts f
-             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = f.embedding_key
-             WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("n") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
+    async fn begin_forget(&self, manifest: &ForgetManifest, now: Timestamp) -> Result<()> {
+        self.begin_forget_impl(manifest, now).await
+    }
+
+    async fn incomplete_forgets(&self, ns: NamespaceId) -> Result<Vec<ForgetManifest>> {
+        self.incomplete_forgets_impl(ns).await
+    }
+
+    async fn pending_forgets(&self) -> Result<Vec<rememberstack_core::forget::PendingForget>> {
+        self.pending_forgets_impl().await
+    }
+
+    async fn file_rewrite_pending(&self) -> Result<Option<String>> {
+        self.file_rewrite_pending_impl().await
     }
 
     async fn put_receipt(&self, receipt: Receipt) -> Result<Receipt> {
@@ -2514,28 +2556,10 @@ impl MemoryStore for SqliteStore {
         .map(|r| receipt_body(&r.get::<String, _>("body_json")))
         .transpose()
     }
+}
 
-    async fn setting(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
-            .bind(key)
-            .fetch_optional(&self.read)
-            .await
-            .map_err(db_err)?;
-        Ok(row.map(|r| r.get("value")))
-    }
-
-    async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )
-        .bind(key)
-        .bind(value)
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
+#[async_trait]
+impl KeyStore for SqliteStore {
     async fn insert_api_key(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
         self.insert_api_key_impl(key, secret_hash).await
     }

@@ -6,6 +6,7 @@
 
 use crate::facts::{all_facts as facts, at, named as about};
 use crate::lifecycle::add;
+use rememberstack::store::traits::*;
 use rememberstack::{
     ClaimsAndSourcesInput, DocumentId, ForgetManifest, ForgetTarget, IngestOptions, Memory,
     MemoryStore, SqliteStore,

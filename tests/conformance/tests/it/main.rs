@@ -14,7 +14,7 @@ mod lifecycle;
 mod schema;
 mod search;
 
-use rememberstack::store::MemoryStore;
+use rememberstack::store::traits::*;
 use rememberstack::{Memory, Stage, WorkStatus};
 
 /// Total ledger rows in the store.
