@@ -6,8 +6,7 @@
 use crate::auth::{Principal, Scope};
 use crate::error::ApiError;
 use rememberstack::{
-    ChunkId, DeclaredKind, DocumentId, DocumentQuery, EntityId, FactId, IngestRequest, Memory,
-    Message, NoteInput, VersioningMode,
+    ChunkId, DocumentId, DocumentQuery, EntityId, FactId, Memory, Message, NoteInput,
 };
 use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
@@ -259,18 +258,14 @@ impl McpServer {
             }
             "ingest" => {
                 let a: IngestArgs = parse(args)?;
-                let mut req =
-                    IngestRequest::new(m.namespace(), "text", a.source_ref, a.text.into_bytes());
-                req.kind = match a.kind.as_deref() {
-                    None => DeclaredKind::Format(rememberstack::SourceFormat::Markdown),
-                    Some(k) => DeclaredKind::parse(k)?,
-                };
-                req.source_time = match a.source_time.as_deref() {
-                    None => None,
-                    Some(t) => Some(rememberstack::time::parse_instant("source_time", t)?),
-                };
-                req.mode = a.mode.as_deref().map(VersioningMode::parse).transpose()?;
-                let receipt = m.ingest(req).await?;
+                let options = rememberstack::IngestOptions::from_fields(
+                    Some(a.source_ref),
+                    a.kind.as_deref(),
+                    a.source_time.as_deref(),
+                    a.mode.as_deref(),
+                    None,
+                )?;
+                let receipt = m.ingest_text(a.text, options).await?;
                 let done = if a.wait.unwrap_or(false) {
                     crate::routes::wait_idle(m, self.max_wait).await?
                 } else {

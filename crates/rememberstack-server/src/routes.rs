@@ -12,10 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use rememberstack::defaults;
 use rememberstack::{
-    ChunkId, ClaimId, Conversation, DeclaredKind, DocumentId, DocumentQuery, EntityId,
-    ExportSelection, FactId, FeedbackInput, IngestOptions, IngestReceipt, IngestRequest, Memory,
-    MergeId, Message, NoteInput, ReceiptId, SearchRequest, SectionRole, Timestamp, VersionId,
-    VersioningMode, WorkStatus,
+    ChunkId, ClaimId, Conversation, DocumentId, DocumentQuery, EntityId, ExportSelection, FactId,
+    FeedbackInput, IngestOptions, IngestReceipt, IngestRequest, Memory, MergeId, Message,
+    NoteInput, ReceiptId, SearchRequest, SectionRole, Timestamp, VersionId, VersioningMode,
+    WorkStatus,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -357,13 +357,6 @@ fn ingest_principal(
         .map_err(|e| unprocessable(e.to_string()))
 }
 
-fn parse_kind(kind: Option<&str>) -> ApiResult<DeclaredKind> {
-    Ok(match kind {
-        None => DeclaredKind::Auto,
-        Some(k) => DeclaredKind::parse(k)?,
-    })
-}
-
 fn parse_mode(mode: Option<&str>) -> ApiResult<Option<VersioningMode>> {
     Ok(mode.map(VersioningMode::parse).transpose()?)
 }
@@ -386,15 +379,19 @@ async fn ingest_document(
                 "a JSON ingest carries its fields in the body, not the query string",
             ));
         }
+        let o = IngestOptions::from_fields(
+            None,
+            j.kind.as_deref(),
+            j.source_time.as_deref(),
+            j.mode.as_deref(),
+            j.thread_ref,
+        )?;
         let mut r = IngestRequest::new(&ns, "text", j.source_ref, j.text.into_bytes());
-        r.kind = match parse_kind(j.kind.as_deref())? {
-            DeclaredKind::Auto => DeclaredKind::Format(rememberstack::SourceFormat::Markdown),
-            k => k,
-        };
-        r.source_time = parse_time("source_time", j.source_time.as_deref())?;
-        r.mode = parse_mode(j.mode.as_deref())?;
+        r.kind = o.text_kind();
+        r.source_time = o.source_time;
+        r.mode = o.mode;
         r.file_name = j.file_name;
-        r.thread_ref = j.thread_ref;
+        r.thread_ref = o.thread_ref;
         r
     } else {
         let source_ref = q.source_ref.clone().ok_or_else(|| {
@@ -402,12 +399,19 @@ async fn ingest_document(
                 "raw ingest needs `?source_ref=` naming the lineage (or send JSON {text, source_ref})",
             )
         })?;
+        let o = IngestOptions::from_fields(
+            None,
+            q.kind.as_deref(),
+            q.source_time.as_deref(),
+            q.mode.as_deref(),
+            q.thread_ref.clone(),
+        )?;
         let mut r = IngestRequest::new(&ns, "file", source_ref, body.to_vec());
-        r.kind = parse_kind(q.kind.as_deref())?;
-        r.source_time = parse_time("source_time", q.source_time.as_deref())?;
-        r.mode = parse_mode(q.mode.as_deref())?;
+        r.kind = o.kind;
+        r.source_time = o.source_time;
+        r.mode = o.mode;
         r.file_name = q.file_name.clone();
-        r.thread_ref = q.thread_ref.clone();
+        r.thread_ref = o.thread_ref;
         r
     };
     req.namespace = ns.clone();

@@ -11,10 +11,10 @@
 
 use crate::{
     ChunkId, ClaimId, ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation,
-    DeclaredKind, DocumentFilter, DocumentId, DocumentQuery, EntityId, Error, ErrorCode,
-    ExportSelection, FactId, FactQuery, FactsContextInput, FeedbackInput, IngestOptions, Memory,
-    MergeId, NeighborhoodRequest, NoteInput, ReceiptId, RecordRef, ResolveEntityInput, Result,
-    SearchRequest, SectionRole, Timestamp, VersionId, VersioningMode,
+    DocumentFilter, DocumentId, DocumentQuery, EntityId, Error, ErrorCode, ExportSelection, FactId,
+    FactQuery, FactsContextInput, FeedbackInput, IngestOptions, Memory, MergeId,
+    NeighborhoodRequest, NoteInput, ReceiptId, RecordRef, ResolveEntityInput, Result,
+    SearchRequest, SectionRole, Timestamp, VersionId,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -264,17 +264,7 @@ fn ingest_options(
     mode: Option<&str>,
     thread_ref: Option<String>,
 ) -> Result<IngestOptions> {
-    let mut o = IngestOptions {
-        source_ref,
-        thread_ref,
-        ..Default::default()
-    };
-    if let Some(k) = kind {
-        o.kind = DeclaredKind::parse(k)?;
-    }
-    o.source_time = parse_time("source_time", source_time)?;
-    o.mode = mode.map(VersioningMode::parse).transpose()?;
-    Ok(o)
+    IngestOptions::from_fields(source_ref, kind, source_time, mode, thread_ref)
 }
 
 #[derive(Debug, Deserialize)]

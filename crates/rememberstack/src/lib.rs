@@ -138,6 +138,41 @@ pub struct IngestOptions {
 }
 
 impl IngestOptions {
+    /// Options from an ingest's fields as every surface takes them (the CLI's flags,
+    /// HTTP's body or query, the MCP tool's arguments, the bindings' keywords): the
+    /// declared kind (`auto` when omitted), the source time (RFC 3339), the
+    /// versioning mode and a thread reference. The one reading of those fields, so a
+    /// bad value is refused with the same code and message everywhere.
+    pub fn from_fields(
+        source_ref: Option<String>,
+        kind: Option<&str>,
+        source_time: Option<&str>,
+        mode: Option<&str>,
+        thread_ref: Option<String>,
+    ) -> Result<Self> {
+        Ok(IngestOptions {
+            source_ref,
+            kind: kind
+                .map(DeclaredKind::parse)
+                .transpose()?
+                .unwrap_or_default(),
+            source_time: source_time
+                .map(|t| time::parse_instant("source_time", t))
+                .transpose()?,
+            mode: mode.map(VersioningMode::parse).transpose()?,
+            thread_ref,
+            ..Default::default()
+        })
+    }
+
+    /// The declared kind of a text ingest: Markdown unless declared.
+    pub fn text_kind(&self) -> DeclaredKind {
+        match self.kind {
+            DeclaredKind::Auto => DeclaredKind::Format(SourceFormat::Markdown),
+            k => k,
+        }
+    }
+
     /// Options with a lineage reference.
     pub fn new(source_ref: impl Into<String>) -> Self {
         IngestOptions {
@@ -487,10 +522,7 @@ impl Memory {
             Error::invalid_input("ingest_text needs a source_ref naming the lineage")
         })?;
         let mut req = IngestRequest::new(&self.namespace, "text", source_ref, text.into_bytes());
-        req.kind = match options.kind {
-            DeclaredKind::Auto => DeclaredKind::Format(SourceFormat::Markdown),
-            k => k,
-        };
+        req.kind = options.text_kind();
         self.fill(&mut req, &options);
         self.engine.ingest(req).await
     }
@@ -1231,6 +1263,43 @@ async fn worker_pool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ingest_fields_are_read_once_for_every_surface() {
+        let o = IngestOptions::from_fields(
+            Some("notes/a".into()),
+            Some("markdown"),
+            Some("2024-05-01T10:00:00Z"),
+            Some("living"),
+            Some("t1".into()),
+        )
+        .unwrap();
+        assert_eq!(o.kind, DeclaredKind::Format(SourceFormat::Markdown));
+        assert_eq!(
+            o.source_time.unwrap().to_rfc3339(),
+            "2024-05-01T10:00:00+00:00"
+        );
+        assert_eq!(o.mode, Some(VersioningMode::Living));
+        assert_eq!(o.thread_ref.as_deref(), Some("t1"));
+        // Omitted: detect, and a text ingest reads Markdown.
+        let o = IngestOptions::from_fields(None, None, None, None, None).unwrap();
+        assert_eq!(o.kind, DeclaredKind::Auto);
+        assert_eq!(o.text_kind(), DeclaredKind::Format(SourceFormat::Markdown));
+        for (kind, time, mode) in [
+            (Some("spreadsheet"), None, None),
+            (None, Some("yesterday"), None),
+            (None, None, Some("sometimes")),
+        ] {
+            let e = IngestOptions::from_fields(None, kind, time, mode, None).unwrap_err();
+            assert!(
+                matches!(
+                    e.code(),
+                    ErrorCode::InvalidInput | ErrorCode::InvalidParameter
+                ),
+                "{e}"
+            );
+        }
+    }
 
     /// A chat configuration whose endpoint nothing answers (port 9, discard).
     fn chat(model: &str, seats: &[(&str, &str)]) -> ChatConfig {
