@@ -1,16 +1,11 @@
-//! Hard forget (D74, D75): the content-free manifest, the manifest root every
-//! store appends to before it scrubs, and the report of a completed forget.
-//!
-//! The manifest root is the one piece of IO in core: it lives apart from every
-//! database, so that restoring an older copy of a database cannot resurrect what
-//! was forgotten — a store re-honours every manifest when it opens.
+//! Hard forget (D74, D75): the content-free manifest every store appends to its
+//! manifest root before it scrubs (the root, a directory of files, is the stores'
+//! own: `rememberstack_sql::manifests`), and the report of a completed forget.
 
+use crate::Error;
 use crate::ids::{DocumentId, NamespaceId, VersionId};
 use crate::time::Timestamp;
-use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
 /// The manifest format.
 pub const MANIFEST_FORMAT: &str = "rememberstack.forget/v1";
@@ -80,7 +75,7 @@ impl ForgetManifest {
     }
 
     /// The manifest's file name in the root.
-    fn file_name(&self) -> String {
+    pub fn file_name(&self) -> String {
         format!("{}.json", self.manifest_id.simple())
     }
 }
@@ -201,140 +196,7 @@ impl PendingForget {
     }
 }
 
-/// The directory of forget manifests, apart from the database.
-#[derive(Clone, Debug)]
-pub struct ManifestRoot {
-    dir: PathBuf,
-}
-
-fn root_err(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::store(format!(
-        "forget manifest root: cannot {what} {}: {e}",
-        path.display()
-    ))
-}
-
-impl ManifestRoot {
-    /// The root at `dir` (created on first append).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        ManifestRoot { dir: dir.into() }
-    }
-
-    /// Its directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Append a manifest durably (written to a temporary file, synced, renamed into
-    /// place, and the directory synced). Appending the same manifest again is a no-op.
-    pub fn append(&self, manifest: &ForgetManifest) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| root_err("create", &self.dir, e))?;
-        let path = self.dir.join(manifest.file_name());
-        if path.exists() {
-            return Ok(());
-        }
-        let tmp = self
-            .dir
-            .join(format!(".{}.tmp", manifest.manifest_id.simple()));
-        let body = serde_json::to_vec_pretty(manifest)
-            .map_err(|e| Error::store(format!("manifest encoding: {e}")))?;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| root_err("write", &tmp, e))?;
-        f.write_all(&body).map_err(|e| root_err("write", &tmp, e))?;
-        f.sync_all().map_err(|e| root_err("sync", &tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, &path).map_err(|e| root_err("rename", &path, e))?;
-        if let Ok(d) = std::fs::File::open(&self.dir) {
-            d.sync_all().map_err(|e| root_err("sync", &self.dir, e))?;
-        }
-        Ok(())
-    }
-
-    /// Every manifest in the root, oldest request first. A missing root holds none;
-    /// a root that exists but cannot be read, or a manifest that does not parse, is
-    /// an error: a store must not serve before it has honoured every manifest.
-    pub fn list(&self) -> Result<Vec<ForgetManifest>> {
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-            Err(e) => return Err(root_err("read", &self.dir, e)),
-        };
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| root_err("read", &self.dir, e))?;
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || !name.ends_with(".json") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).map_err(|e| root_err("read", &path, e))?;
-            let m: ForgetManifest = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::store(format!(
-                    "forget manifest {} is unreadable: {e}",
-                    path.display()
-                ))
-            })?;
-            if m.format != MANIFEST_FORMAT {
-                return Err(Error::store(format!(
-                    "forget manifest {} has an unknown format `{}`",
-                    path.display(),
-                    m.format
-                )));
-            }
-            out.push(m);
-        }
-        out.sort_by(|a, b| {
-            a.requested_at
-                .cmp(&b.requested_at)
-                .then(a.manifest_id.cmp(&b.manifest_id))
-        });
-        Ok(out)
-    }
-}
-
 /// sha256 of a lineage's source identity, as a manifest records it.
 pub fn source_identity_sha256(source_kind: &str, source_ref: &str) -> String {
     crate::hash::sha256_hex(format!("{source_kind}\0{source_ref}").as_bytes())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn manifest(at: &str) -> ForgetManifest {
-        ForgetManifest {
-            format: MANIFEST_FORMAT.into(),
-            manifest_id: uuid::Uuid::new_v4(),
-            namespace_id: NamespaceId::new(),
-            namespace: "default".into(),
-            target: ForgetTarget::Document,
-            document_id: DocumentId::new(),
-            version_ids: vec![VersionId::new()],
-            content_sha256: vec!["ab".repeat(32)],
-            source_identity_sha256: source_identity_sha256("file", "a.md"),
-            requested_at: crate::time::parse_rfc3339(at).unwrap(),
-        }
-    }
-
-    #[test]
-    fn manifests_append_durably_and_list_in_request_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = ManifestRoot::new(dir.path().join("manifests"));
-        assert!(root.list().unwrap().is_empty(), "a missing root holds none");
-        let (late, early) = (
-            manifest("2024-02-01T00:00:00Z"),
-            manifest("2024-01-01T00:00:00Z"),
-        );
-        root.append(&late).unwrap();
-        root.append(&early).unwrap();
-        root.append(&early).unwrap();
-        assert_eq!(root.list().unwrap(), vec![early, late]);
-    }
-
-    #[test]
-    fn an_unreadable_manifest_is_an_error_not_an_empty_root() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("x.json"), b"{not json").unwrap();
-        assert!(ManifestRoot::new(dir.path()).list().is_err());
-    }
 }

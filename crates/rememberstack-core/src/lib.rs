@@ -2,8 +2,7 @@
 //! [`MemoryStore`](store::MemoryStore) trait and the provider traits.
 //!
 //! Not for direct use: depend on the `rememberstack` facade. This crate does no
-//! IO of its own (stores and providers are reached through traits), except the
-//! forget manifest root ([`forget::ManifestRoot`]) that every store shares.
+//! IO of its own: stores and providers are reached through traits.
 #![forbid(unsafe_code)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 

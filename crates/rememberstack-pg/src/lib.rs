@@ -53,7 +53,6 @@ use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
-use rememberstack_core::forget::ManifestRoot;
 use rememberstack_core::ids::{
     ChunkId, ClaimId, DecisionId, DocumentId, EntityId, FactId, MergeId, NamespaceId, ReceiptId,
     VersionId, WorkId,
@@ -75,6 +74,7 @@ use rememberstack_core::store::{
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::manifests::ManifestRoot;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, PgPool, Row};
 use std::path::{Path, PathBuf};

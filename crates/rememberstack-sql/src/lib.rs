@@ -22,6 +22,7 @@
 
 pub mod compact;
 pub mod facts;
+pub mod manifests;
 pub mod scrub;
 
 use rememberstack_core::time::Timestamp;

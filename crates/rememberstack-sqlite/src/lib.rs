@@ -34,7 +34,7 @@ use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
     PredicateRow,
 };
-use rememberstack_core::forget::{ForgetManifest, ForgetReport, ManifestRoot};
+use rememberstack_core::forget::{ForgetManifest, ForgetReport};
 use rememberstack_core::ids::*;
 use rememberstack_core::keys::ApiKey;
 use rememberstack_core::ledger::*;
@@ -43,6 +43,7 @@ use rememberstack_core::store::*;
 use rememberstack_core::text::{SectionRole, SourceFormat};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::manifests::ManifestRoot;
 use rows::*;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Row};
