@@ -213,6 +213,6 @@ impl NativeMemory {
     /// The methods `call` answers.
     #[napi]
     pub fn methods() -> Vec<String> {
-        api::METHODS.iter().map(|m| m.to_string()).collect()
+        api::methods().into_iter().map(str::to_string).collect()
     }
 }

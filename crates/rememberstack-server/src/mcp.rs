@@ -5,9 +5,7 @@
 
 use crate::auth::{Principal, Scope};
 use crate::error::ApiError;
-use rememberstack::{
-    ChunkId, DocumentId, DocumentQuery, EntityId, FactId, Memory, Message, NoteInput,
-};
+use rememberstack::{Memory, ops};
 use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -17,7 +15,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,10 +37,13 @@ pub struct ToolSpec {
     pub read_only: bool,
     /// The scope a key needs.
     pub scope: Scope,
+    /// The JSON call it runs ([`rememberstack::calls::call`]); `None` for the
+    /// registry's operations, run by name through `run_operation`.
+    pub call: Option<&'static str>,
 }
 
-/// The whole catalogue: the registry's operations first, then the primitives and
-/// the writes.
+/// The whole catalogue: the registry's operations first, then the operation
+/// table's tools ([`rememberstack::ops::OPERATIONS`]), reads before writes.
 pub fn catalogue(memory: &Memory) -> Vec<ToolSpec> {
     let mut tools: Vec<ToolSpec> = memory
         .operations()
@@ -54,117 +54,27 @@ pub fn catalogue(memory: &Memory) -> Vec<ToolSpec> {
             input_schema: op.input_schema,
             read_only: true,
             scope: Scope::Read,
+            call: None,
         })
         .collect();
-    let read = |name: &str, description: &str, schema: Value| ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema: schema,
-        read_only: true,
-        scope: Scope::Read,
-    };
-    let write = |name: &str, description: &str, schema: Value, scope: Scope| ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema: schema,
-        read_only: false,
-        scope,
-    };
-    tools.push(read(
-        "adjacent_chunks",
-        "The passages just before and after a chunk of a document or conversation. Use it when a retrieved passage (its chunk_id) needs its surroundings: the question that came before an answer, the rest of a list.",
-        json!({"type": "object", "additionalProperties": false, "required": ["chunk_id"],
-               "properties": {"chunk_id": {"type": "string", "format": "uuid"},
-                              "window": {"type": "integer", "minimum": 1, "maximum": 2}}}),
-    ));
-    tools.push(read(
-        "search_documents",
-        "Find documents by name, title, author, source time or content words. Use it to locate a file or conversation itself rather than what it says.",
-        json!({"type": "object", "additionalProperties": false,
-               "properties": {"query": {"type": "string"}, "file_name": {"type": "string"},
-                              "title": {"type": "string"}, "author": {"type": "string"},
-                              "from": {"type": "string", "format": "date-time"},
-                              "to": {"type": "string", "format": "date-time"},
-                              "k": {"type": "integer", "minimum": 1, "maximum": 100}}}),
-    ));
-    tools.push(read(
-        "trace",
-        "Why a fact is believed: its supporting and contradicting claims, their sources and the adjudication history. Use it before relying on a surprising fact (its fact_id).",
-        json!({"type": "object", "additionalProperties": false, "required": ["fact_id"],
-               "properties": {"fact_id": {"type": "string", "format": "uuid"}}}),
-    ));
-    tools.push(read(
-        "pipeline_readiness",
-        "Whether what was ingested has been processed: work pending, running and dead-lettered by stage, and semantic index readiness. Use it after an ingest before expecting its facts.",
-        json!({"type": "object", "additionalProperties": false, "properties": {}}),
-    ));
-    tools.push(read(
-        "merge_proposals",
-        "Names that are probably one entity: each one-word name that abbreviates exactly one longer name in memory (`Marta` and `Marta Ilves`), with the rule, the reason and whether it will be merged automatically. Use it before treating two such names as different people or things.",
-        json!({"type": "object", "additionalProperties": false, "properties": {}}),
-    ));
-    tools.push(write(
-        "ingest",
-        "Store a document (Markdown or plain text) in memory; it is processed into claims, entities and facts. Re-ingesting the same source_ref with new text makes a new version. Set wait to true to return after processing.",
-        json!({"type": "object", "additionalProperties": false, "required": ["text", "source_ref"],
-               "properties": {"text": {"type": "string", "minLength": 1},
-                              "source_ref": {"type": "string", "minLength": 1, "description": "A stable name for the document (a path, a URL, a title)."},
-                              "kind": {"type": "string", "enum": ["markdown", "text", "html", "json", "ndjson", "conversation"]},
-                              "source_time": {"type": "string", "format": "date-time", "description": "When the source was written."},
-                              "mode": {"type": "string", "enum": ["snapshot", "living"]},
-                              "wait": {"type": "boolean"}}}),
-        Scope::Ingest,
-    ));
-    tools.push(write(
-        "remember_note",
-        "Remember an explicit note (a preference, a decision, a correction) under a source key and revision. Use it for what the user asks you to remember.",
-        json!({"type": "object", "additionalProperties": false,
-               "required": ["request_id", "source_key", "source_revision", "text"],
-               "properties": {"request_id": {"type": "string", "minLength": 1},
-                              "source_key": {"type": "string", "minLength": 1},
-                              "source_revision": {"type": "string", "minLength": 1},
-                              "text": {"type": "string", "minLength": 1},
-                              "metadata": {"type": "object"}}}),
-        Scope::Write,
-    ));
-    tools.push(write(
-        "append_messages",
-        "Append messages to a conversation (created on first use). Use it to keep the memory of a dialogue current.",
-        json!({"type": "object", "additionalProperties": false, "required": ["conversation_ref", "messages"],
-               "properties": {"conversation_ref": {"type": "string", "minLength": 1},
-                              "messages": {"type": "array", "minItems": 1, "items": {
-                                  "type": "object", "required": ["speaker", "text"],
-                                  "properties": {"event_id": {"type": "string"}, "speaker": {"type": "string"},
-                                                 "text": {"type": "string"}, "time": {"type": "string", "format": "date-time"}}}},
-                              "source_time": {"type": "string", "format": "date-time"}}}),
-        Scope::Ingest,
-    ));
-    tools.push(write(
-        "delete_document",
-        "Delete a document (all its versions): its claims stop supporting facts. Use it when a source should no longer count.",
-        json!({"type": "object", "additionalProperties": false, "required": ["document_id"],
-               "properties": {"document_id": {"type": "string", "format": "uuid"}}}),
-        Scope::Write,
-    ));
-    for (name, description) in [
-        (
-            "accept_merge_proposal",
-            "Accept a merge proposal (its from and into entity ids): the short name becomes the longer one's, reversibly. Use it when the user confirms two names are one.",
-        ),
-        (
-            "reject_merge_proposal",
-            "Reject a merge proposal (its from and into entity ids): the two stay apart and are never proposed again. Use it when the user says two names are different.",
-        ),
-    ] {
-        tools.push(write(
+    let own = |o: &&'static ops::Operation| match o.mcp {
+        Some(ops::Tool::Own {
             name,
             description,
-            json!({"type": "object", "additionalProperties": false, "required": ["from", "into"],
-                   "properties": {"from": {"type": "string", "format": "uuid"},
-                                  "into": {"type": "string", "format": "uuid"}}}),
-            Scope::Admin,
-        ));
-    }
+            input_schema,
+        }) => Some(ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema: input_schema(),
+            read_only: o.read_only(),
+            scope: o.scope,
+            call: Some(o.name),
+        }),
+        _ => None,
+    };
+    let (reads, writes): (Vec<_>, Vec<_>) = ops::OPERATIONS.iter().partition(|o| o.read_only());
+    tools.extend(reads.iter().filter_map(own));
+    tools.extend(writes.iter().filter_map(own));
     tools
 }
 
@@ -174,8 +84,6 @@ pub struct McpServer {
     memory: Memory,
     read_only: bool,
     tools: Arc<Vec<ToolSpec>>,
-    /// The registry's operation names (run through `run_operation`).
-    operations: Arc<Vec<String>>,
     max_wait: Duration,
     /// Over HTTP, the server whose perimeter named the caller: its in-flight
     /// limit and request timeout also bound tool calls, which run after the
@@ -188,12 +96,10 @@ impl McpServer {
     /// `read_only`, only the read tools are listed and callable.
     pub fn new(memory: Memory, read_only: bool) -> Self {
         let tools = Arc::new(catalogue(&memory));
-        let operations = Arc::new(memory.operations().into_iter().map(|o| o.name).collect());
         Self {
             memory,
             read_only,
             tools,
-            operations,
             max_wait: Duration::from_secs(60),
             http: None,
         }
@@ -224,104 +130,33 @@ impl McpServer {
             .collect()
     }
 
-    async fn run(&self, name: &str, args: Value, m: &Memory) -> Result<Value, ApiError> {
-        let to_value = |v: Result<Value, serde_json::Error>| {
-            v.map_err(|e| ApiError::from(rememberstack::Error::internal(e.to_string())))
+    /// Run a tool: a registry operation by name, any other tool through the
+    /// JSON call layer the bindings use, so its input is read (and refused) as
+    /// theirs is.
+    async fn run(&self, spec: &ToolSpec, mut args: Value, m: &Memory) -> Result<Value, ApiError> {
+        let Some(call) = spec.call else {
+            return Ok(m.run_operation(&spec.name, args).await?);
         };
-        if self.operations.iter().any(|o| o == name) {
-            return Ok(m.run_operation(name, args).await?);
+        // `ingest` alone may wait (bounded) for its processing.
+        let wait = match args.as_object_mut().and_then(|a| a.remove("wait")) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(wait)) if call == "ingest_text" => wait,
+            Some(_) => {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::BAD_REQUEST,
+                    "invalid_input",
+                    format!("{}: `wait` is a boolean of the ingest tool", spec.name),
+                ));
+            }
+        };
+        let out = rememberstack::calls::call(m, call, args).await?;
+        let mut v: Value = serde_json::from_str(&out)
+            .map_err(|e| ApiError::from(rememberstack::Error::internal(e.to_string())))?;
+        if call == "ingest_text" {
+            let done = wait && crate::routes::wait_idle(m, self.max_wait).await?;
+            v["processing"] = json!(if done { "done" } else { "pending" });
         }
-        match name {
-            "adjacent_chunks" => {
-                let a: AdjacentArgs = parse(args)?;
-                let chunk: ChunkId = a.chunk_id.parse()?;
-                to_value(serde_json::to_value(
-                    m.adjacent_chunks(
-                        chunk,
-                        a.window.unwrap_or(rememberstack::defaults::ADJACENT_WINDOW),
-                    )
-                    .await?,
-                ))
-            }
-            "search_documents" => {
-                let q: DocumentQuery = parse(args)?;
-                to_value(serde_json::to_value(m.search_documents(q).await?))
-            }
-            "trace" => {
-                let a: TraceArgs = parse(args)?;
-                let fact: FactId = a.fact_id.parse()?;
-                to_value(serde_json::to_value(m.trace(fact).await?))
-            }
-            "pipeline_readiness" => {
-                let _: Empty = parse(args)?;
-                to_value(serde_json::to_value(m.status().await?))
-            }
-            "ingest" => {
-                let a: IngestArgs = parse(args)?;
-                let options = rememberstack::IngestOptions::from_fields(
-                    Some(a.source_ref),
-                    a.kind.as_deref(),
-                    a.source_time.as_deref(),
-                    a.mode.as_deref(),
-                    None,
-                )?;
-                let receipt = m.ingest_text(a.text, options).await?;
-                let done = if a.wait.unwrap_or(false) {
-                    crate::routes::wait_idle(m, self.max_wait).await?
-                } else {
-                    false
-                };
-                let mut v = to_value(serde_json::to_value(receipt))?;
-                v["processing"] = json!(if done { "done" } else { "pending" });
-                Ok(v)
-            }
-            "remember_note" => {
-                let input: NoteInput = parse(args)?;
-                to_value(serde_json::to_value(m.remember_note(input).await?))
-            }
-            "append_messages" => {
-                let a: AppendArgs = parse(args)?;
-                let receipt = match a.source_time.as_deref() {
-                    None => m.append_messages(&a.conversation_ref, a.messages).await?,
-                    Some(t) => {
-                        let t = rememberstack::time::parse_instant("source_time", t)?;
-                        m.append_messages_at(&a.conversation_ref, a.messages, t)
-                            .await?
-                    }
-                };
-                to_value(serde_json::to_value(receipt))
-            }
-            "delete_document" => {
-                let a: DeleteArgs = parse(args)?;
-                let doc: DocumentId = a.document_id.parse()?;
-                to_value(serde_json::to_value(m.delete_document(doc).await?))
-            }
-            "merge_proposals" => {
-                let _: Empty = parse(args)?;
-                Ok(
-                    json!({"proposals": to_value(serde_json::to_value(m.merge_proposals().await?))?}),
-                )
-            }
-            "accept_merge_proposal" => {
-                let a: ProposalArgs = parse(args)?;
-                let (from, into): (EntityId, EntityId) = (a.from.parse()?, a.into.parse()?);
-                to_value(serde_json::to_value(
-                    m.accept_merge_proposal(from, into).await?,
-                ))
-            }
-            "reject_merge_proposal" => {
-                let a: ProposalArgs = parse(args)?;
-                let (from, into): (EntityId, EntityId) = (a.from.parse()?, a.into.parse()?);
-                to_value(serde_json::to_value(
-                    m.reject_merge_proposal(from, into).await?,
-                ))
-            }
-            other => Err(ApiError::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "not_found",
-                format!("no tool named `{other}`"),
-            )),
-        }
+        Ok(v)
     }
 }
 
@@ -449,69 +284,6 @@ impl Drop for SessionSlot<'_> {
     }
 }
 
-/// A tool's arguments that do not parse (unknown fields, wrong types, missing
-/// ones) are `invalid_input`, as the same request over HTTP or the bindings
-/// (`rememberstack::calls`); what the registry's operations refuse of their own
-/// input stays `invalid_parameter` on every surface.
-fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, ApiError> {
-    serde_json::from_value(args).map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "invalid_input",
-            format!("tool arguments: {e}"),
-        )
-    })
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Empty {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AdjacentArgs {
-    chunk_id: String,
-    window: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TraceArgs {
-    fact_id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProposalArgs {
-    from: String,
-    into: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeleteArgs {
-    document_id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IngestArgs {
-    text: String,
-    source_ref: String,
-    kind: Option<String>,
-    source_time: Option<String>,
-    mode: Option<String>,
-    wait: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AppendArgs {
-    conversation_ref: String,
-    messages: Vec<Message>,
-    source_time: Option<String>,
-}
-
 /// A refused or failed call as a tool error `{code, message}`; an internal error's
 /// detail goes to the log under a correlation id instead.
 fn tool_error(e: &ApiError) -> CallToolResult {
@@ -575,7 +347,7 @@ impl ServerHandler for McpServer {
             Err(e) => return Ok(tool_error(&e).into()),
         };
         let name = request.name.to_string();
-        let Some(spec) = self.tools.iter().find(|t| t.name == name) else {
+        let Some(spec) = self.tools.iter().find(|t| t.name == name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named `{name}`"),
                 None,
@@ -597,14 +369,14 @@ impl ServerHandler for McpServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let started = std::time::Instant::now();
         let result = match &self.http {
-            None => self.run(&name, args, &memory).await,
+            None => self.run(&spec, args, &memory).await,
             Some(state) => {
                 let timeout = state.0.config.request_timeout;
                 let _permit = match state.0.limiter.hold(&principal.limit_key(), timeout).await {
                     Ok(p) => p,
                     Err(e) => return Ok(tool_error(&e).into()),
                 };
-                match tokio::time::timeout(timeout, self.run(&name, args, &memory)).await {
+                match tokio::time::timeout(timeout, self.run(&spec, args, &memory)).await {
                     Ok(result) => result,
                     Err(_) => Err(ApiError::new(
                         axum::http::StatusCode::SERVICE_UNAVAILABLE,

@@ -1,6 +1,6 @@
-//! The OpenAPI document, built from one route table ([`ROUTES`]) whose request
-//! bodies and query strings are the JSON Schemas (schemars) of the very types the
-//! handlers deserialize. A test checks that every route in the table is served
+//! The OpenAPI document, built from the route table ([`routes`]: the operation
+//! table's routes, scopes and summaries) whose request bodies and query strings
+//! are the JSON Schemas (schemars) of the very types the handlers deserialize. A test checks that every route in the table is served
 //! and that the router serves nothing the table leaves out, so the document
 //! cannot drift from the routes.
 
@@ -35,13 +35,6 @@ pub struct RouteDoc {
     pub query: Option<SchemaFn>,
 }
 
-impl RouteDoc {
-    const fn query(mut self, query: SchemaFn) -> Self {
-        self.query = Some(query);
-        self
-    }
-}
-
 const fn r(
     method: &'static str,
     path: &'static str,
@@ -65,14 +58,8 @@ fn s<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
 
 const NS: &str = "/v1/namespaces/{ns}";
 
-macro_rules! ns {
-    ($p:literal) => {
-        concat!("/v1/namespaces/{ns}", $p)
-    };
-}
-
-/// Every route the server serves.
-pub const ROUTES: &[RouteDoc] = &[
+/// The routes outside the operation table: the process's own endpoints.
+const OPERATIONAL: &[RouteDoc] = &[
     r("GET", "/health", "none", "The process is up.", None),
     r(
         "GET",
@@ -91,272 +78,59 @@ pub const ROUTES: &[RouteDoc] = &[
     r("GET", "/openapi.json", "none", "This document.", None),
     r(
         "GET",
-        "/v1/operations",
-        "read",
-        "The operation registry: names, descriptions, JSON input schemas, versions.",
-        None,
-    ),
-    r(
-        "GET",
         "/v1/namespaces",
         "read",
         "The namespaces this credential may use.",
         None,
     ),
-    r(
-        "POST",
-        ns!("/documents"),
-        "ingest",
-        "Ingest a document: raw bytes (`?source_ref=&kind=&source_time=&mode=&file_name=`) or JSON `{text, source_ref, kind?, source_time?, mode?}`. `?wait=true[&wait_secs=N]` waits for processing (bounded).",
-        Some(s::<IngestJson>),
-    )
-    .query(s::<IngestQuery>),
-    r("GET", ns!("/documents"), "read", "List documents.", None),
-    r(
-        "POST",
-        ns!("/documents/search"),
-        "read",
-        "Search documents by metadata and title.",
-        Some(s::<rememberstack::DocumentQuery>),
-    ),
-    r(
-        "GET",
-        ns!("/documents/{id}"),
-        "read",
-        "Show a document: versions, names, sections.",
-        None,
-    ),
-    r(
-        "DELETE",
-        ns!("/documents/{id}"),
-        "write",
-        "Delete a document (soft, lineage grain).",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/documents/{id}/forget"),
-        "admin",
-        "Forget a document: hard, verified, and nothing comes back.",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/conversations"),
-        "ingest",
-        "Ingest a conversation `{source_ref, conversation: {messages: [...]}, source_time?, mode?}`.",
-        Some(s::<ConversationBody>),
-    )
-    .query(s::<WaitQuery>),
-    r(
-        "POST",
-        ns!("/messages"),
-        "ingest",
-        "Append messages to a conversation `{conversation_ref, messages, source_time?}`.",
-        Some(s::<AppendBody>),
-    ),
-    r(
-        "POST",
-        ns!("/notes"),
-        "write",
-        "Remember a note `{request_id, source_key, source_revision, text, metadata?}`.",
-        Some(s::<rememberstack::NoteInput>),
-    ),
-    r(
-        "GET",
-        ns!("/notes"),
-        "read",
-        "List notes (`?cursor=&limit=`).",
-        None,
-    )
-    .query(s::<PageQuery>),
-    r(
-        "POST",
-        ns!("/notes/policy"),
-        "admin",
-        "Set how new notes start `{start_as: candidate|promoted}`.",
-        Some(s::<PolicyBody>),
-    ),
-    r(
-        "POST",
-        ns!("/notes/{version}/promote"),
-        "write",
-        "Promote a note `{expected_version}`.",
-        Some(s::<Transition>),
-    ),
-    r(
-        "POST",
-        ns!("/notes/{version}/archive"),
-        "write",
-        "Archive a note `{expected_version}`.",
-        Some(s::<Transition>),
-    ),
-    r(
-        "POST",
-        ns!("/notes/{version}/revoke"),
-        "write",
-        "Revoke a note `{expected_version}`.",
-        Some(s::<Transition>),
-    ),
-    r(
-        "POST",
-        ns!("/notes/{id}/forget"),
-        "admin",
-        "Forget a note (hard).",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/operations/{name}"),
-        "read",
-        "Run a registry operation; the body is its input (see GET /v1/operations); the response is its envelope or ContextBundle/v2.",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/search"),
-        "read",
-        "Hybrid search `{query, k?, grain?: chunks|claims|facts, roles?, cursor?, include_retired?, entities?}`.",
-        Some(s::<SearchBody>),
-    ),
-    r(
-        "GET",
-        ns!("/chunks/{id}/adjacent"),
-        "read",
-        "The chunks before and after a chunk (`?window=1|2`).",
-        None,
-    )
-    .query(s::<WindowQuery>),
-    r(
-        "GET",
-        ns!("/facts"),
-        "read",
-        "List facts a page at a time (`?entity=&at=&history=&limit=&cursor=`; limit at most 1,000).",
-        None,
-    )
-    .query(s::<FactsQuery>),
-    r(
-        "GET",
-        ns!("/facts/{id}/trace"),
-        "read",
-        "A fact's evidence and adjudication history.",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/facts/{id}/invalidate"),
-        "admin",
-        "Invalidate a fact `{reason, request_id?}`.",
-        Some(s::<ReasonBody>),
-    ),
-    r(
-        "POST",
-        ns!("/facts/{id}/correct"),
-        "admin",
-        "Correct a fact `{statement, reason, request_id?}`.",
-        Some(s::<CorrectBody>),
-    ),
-    r(
-        "POST",
-        ns!("/claims/{id}/retract"),
-        "admin",
-        "Retract a claim `{reason, request_id?}`.",
-        Some(s::<ReasonBody>),
-    ),
-    r(
-        "GET",
-        ns!("/entities"),
-        "read",
-        "List entities (`?include_merged=&limit=`).",
-        None,
-    )
-    .query(s::<EntitiesQuery>),
-    r(
-        "POST",
-        ns!("/entities/merge"),
-        "admin",
-        "Merge one entity into another `{from, into}`.",
-        Some(s::<MergeBody>),
-    ),
-    r(
-        "POST",
-        ns!("/entities/merges/{id}/unmerge"),
-        "admin",
-        "Undo a merge.",
-        None,
-    ),
-    r(
-        "GET",
-        ns!("/entities/proposals"),
-        "read",
-        "The merges the namespace's names propose (`{proposals}`): one-word names that abbreviate exactly one longer name, with rule, reason and whether the idle pipeline merges it automatically.",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/entities/proposals/accept"),
-        "admin",
-        "Accept a merge proposal `{from, into}`: a reversible merge recording its rule.",
-        Some(s::<MergeBody>),
-    ),
-    r(
-        "POST",
-        ns!("/entities/proposals/reject"),
-        "admin",
-        "Reject a merge proposal `{from, into}`: the pair is never proposed again.",
-        Some(s::<MergeBody>),
-    ),
-    r(
-        "GET",
-        ns!("/entities/{name_or_id}"),
-        "read",
-        "Show an entity by id or name.",
-        None,
-    ),
-    r(
-        "GET",
-        ns!("/receipts/{id}"),
-        "read",
-        "Resolve a receipt: what it selected, as it is now.",
-        None,
-    ),
-    r(
-        "GET",
-        ns!("/receipts/{id}/inspect"),
-        "read",
-        "The receipt as recorded.",
-        None,
-    ),
-    r(
-        "POST",
-        ns!("/feedback"),
-        "write",
-        "Rate an item of a receipt `{receipt_id, item_ref, rating, comment?}`.",
-        Some(s::<rememberstack::FeedbackInput>),
-    ),
-    r(
-        "GET",
-        ns!("/feedback"),
-        "read",
-        "List feedback (`?receipt=&limit=`).",
-        None,
-    )
-    .query(s::<FeedbackQuery>),
-    r(
-        "POST",
-        ns!("/export"),
-        "read",
-        "Export a pack `{entities?, documents?}`.",
-        Some(s::<rememberstack::ExportSelection>),
-    ),
-    r(
-        "GET",
-        ns!("/status"),
-        "read",
-        "The namespace's pipeline: ledger depth by stage and status, dead letters, semantic readiness.",
-        None,
-    ),
 ];
+
+/// The JSON body and query string the handler of the call `name` deserializes.
+fn request_types(name: &str) -> (Option<SchemaFn>, Option<SchemaFn>) {
+    match name {
+        "ingest_text" => (Some(s::<IngestJson>), Some(s::<IngestQuery>)),
+        "ingest_conversation" => (Some(s::<ConversationBody>), Some(s::<WaitQuery>)),
+        "append_messages" => (Some(s::<AppendBody>), None),
+        "remember_note" => (Some(s::<rememberstack::NoteInput>), None),
+        "list_notes" => (None, Some(s::<PageQuery>)),
+        "set_note_policy" => (Some(s::<PolicyBody>), None),
+        "promote_note" | "archive_note" | "revoke_note" => (Some(s::<Transition>), None),
+        "search_documents" => (Some(s::<rememberstack::DocumentQuery>), None),
+        "search" => (Some(s::<SearchBody>), None),
+        "adjacent_chunks" => (None, Some(s::<WindowQuery>)),
+        "facts" => (None, Some(s::<FactsQuery>)),
+        "invalidate_fact" | "retract_claim" => (Some(s::<ReasonBody>), None),
+        "correct_fact" => (Some(s::<CorrectBody>), None),
+        "entities" => (None, Some(s::<EntitiesQuery>)),
+        "merge_entities" | "accept_merge_proposal" | "reject_merge_proposal" => {
+            (Some(s::<MergeBody>), None)
+        }
+        "feedback" => (Some(s::<rememberstack::FeedbackInput>), None),
+        "list_feedback" => (None, Some(s::<FeedbackQuery>)),
+        "export" => (Some(s::<rememberstack::ExportSelection>), None),
+        _ => (None, None),
+    }
+}
+
+/// Every route the server serves: its own endpoints, then each call of the
+/// operation table ([`rememberstack::ops::OPERATIONS`]) that has a route, with the
+/// table's scope and summary.
+pub fn routes() -> Vec<RouteDoc> {
+    let mut routes = OPERATIONAL.to_vec();
+    for op in rememberstack::ops::OPERATIONS {
+        let Some(route) = op.http else { continue };
+        let (body, query) = request_types(op.name);
+        routes.push(RouteDoc {
+            method: route.method,
+            path: route.path,
+            scope: op.scope.as_str(),
+            summary: op.summary,
+            body,
+            query,
+        });
+    }
+    routes
+}
 
 fn error_schema() -> Value {
     json!({"type": "object", "required": ["code", "message", "request_id"],
@@ -410,7 +184,7 @@ pub fn document(operations: &[OperationDescriptor]) -> Value {
         .with(|s| s.definitions_path = "#/components/schemas/".into())
         .into_generator();
     let mut paths: Map<String, Value> = Map::new();
-    for route in ROUTES {
+    for route in routes() {
         let mut params: Vec<Value> = route
             .path
             .split('/')

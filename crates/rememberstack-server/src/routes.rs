@@ -69,9 +69,10 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .nest("/v1/namespaces/{ns}", ns)
 }
 
-/// The caller's handle on `ns`, if it may use `scope` there.
-fn memory(state: &AppState, principal: &Principal, ns: &str, scope: Scope) -> ApiResult<Memory> {
-    principal.require(ns, scope)?;
+/// The caller's handle on `ns`, if it may make the call named `call` there (its
+/// scope is the operation table's, [`rememberstack::ops`]).
+fn memory(state: &AppState, principal: &Principal, ns: &str, call: &str) -> ApiResult<Memory> {
+    principal.require(ns, rememberstack::ops::scope(call))?;
     Ok(state.0.memory.with_namespace(ns)?)
 }
 
@@ -369,7 +370,7 @@ async fn ingest_document(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let m = memory(&state, &principal, &ns, "ingest_text")?;
     let attributed = ingest_principal(&headers, &principal)?;
     let mut req = if is_json(&headers) {
         let j: IngestJson = serde_json::from_slice(&body)
@@ -496,7 +497,7 @@ async fn ingest_conversation(
     headers: HeaderMap,
     Json(body): Json<ConversationBody>,
 ) -> ApiResult<Response> {
-    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let m = memory(&state, &principal, &ns, "ingest_conversation")?;
     let mut options = IngestOptions::new(body.source_ref);
     options.principal = ingest_principal(&headers, &principal)?;
     options.source_time = parse_time("source_time", body.source_time.as_deref())?;
@@ -519,7 +520,7 @@ async fn append_messages(
     Path(ns): Path<String>,
     Json(body): Json<AppendBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Ingest)?;
+    let m = memory(&state, &principal, &ns, "append_messages")?;
     let receipt = match parse_time("source_time", body.source_time.as_deref())? {
         Some(t) => {
             m.append_messages_at(&body.conversation_ref, body.messages, t)
@@ -538,7 +539,7 @@ async fn list_documents(
     Extension(principal): Extension<Principal>,
     Path(ns): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "documents")?;
     Ok(Json(json!({"documents": m.documents().await?})))
 }
 
@@ -547,7 +548,7 @@ async fn show_document(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "document")?;
     let detail = m.document(parse_id::<DocumentId>(&id)?).await?;
     Ok(Json(serde_json::to_value(detail).map_err(internal)?))
 }
@@ -557,7 +558,7 @@ async fn delete_document(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "delete_document")?;
     let deletion = m.delete_document(parse_id::<DocumentId>(&id)?).await?;
     Ok(Json(serde_json::to_value(deletion).map_err(internal)?))
 }
@@ -567,7 +568,7 @@ async fn forget_document(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "forget_document")?;
     let report = m.forget_document(parse_id::<DocumentId>(&id)?).await?;
     Ok(Json(serde_json::to_value(report).map_err(internal)?))
 }
@@ -578,7 +579,7 @@ async fn search_documents(
     Path(ns): Path<String>,
     Json(query): Json<DocumentQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "search_documents")?;
     Ok(Json(
         serde_json::to_value(m.search_documents(query).await?).map_err(internal)?,
     ))
@@ -592,7 +593,7 @@ async fn remember_note(
     Path(ns): Path<String>,
     Json(input): Json<NoteInput>,
 ) -> ApiResult<Response> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "remember_note")?;
     let note = m.remember_note(input).await?;
     Ok((StatusCode::CREATED, Json(note)).into_response())
 }
@@ -610,7 +611,7 @@ async fn list_notes(
     Path(ns): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "list_notes")?;
     let page = m
         .list_notes(q.cursor.as_deref(), q.limit.unwrap_or(defaults::NOTES_PAGE))
         .await?;
@@ -629,7 +630,7 @@ async fn note_policy(
     Path(ns): Path<String>,
     Json(body): Json<PolicyBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "set_note_policy")?;
     let start_as = rememberstack::Admission::parse(&body.start_as)?;
     m.set_note_policy(start_as).await?;
     Ok(Json(json!({"start_as": start_as.as_str()})))
@@ -647,7 +648,7 @@ async fn promote_note(
     Path((ns, version)): Path<(String, String)>,
     Json(t): Json<Transition>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "promote_note")?;
     let note = m
         .promote_note(parse_id::<VersionId>(&version)?, t.expected_version)
         .await?;
@@ -660,7 +661,7 @@ async fn archive_note(
     Path((ns, version)): Path<(String, String)>,
     Json(t): Json<Transition>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "archive_note")?;
     let note = m
         .archive_note(parse_id::<VersionId>(&version)?, t.expected_version)
         .await?;
@@ -673,7 +674,7 @@ async fn revoke_note(
     Path((ns, version)): Path<(String, String)>,
     Json(t): Json<Transition>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "revoke_note")?;
     let note = m
         .revoke_note(parse_id::<VersionId>(&version)?, t.expected_version)
         .await?;
@@ -685,7 +686,7 @@ async fn forget_note(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "forget_note")?;
     let report = m.forget_note(parse_id::<DocumentId>(&id)?).await?;
     Ok(Json(serde_json::to_value(report).map_err(internal)?))
 }
@@ -698,7 +699,7 @@ async fn run_operation(
     Path((ns, name)): Path<(String, String)>,
     Json(input): Json<Value>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "run_operation")?;
     Ok(Json(m.run_operation(&name, input).await?))
 }
 
@@ -730,7 +731,7 @@ async fn search(
     Path(ns): Path<String>,
     Json(body): Json<SearchBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "search")?;
     let mut req = SearchRequest::new(&ns, body.query, body.k.unwrap_or(defaults::SEARCH_K));
     req.cursor = body.cursor;
     req.include_retired = body.include_retired;
@@ -772,7 +773,7 @@ async fn adjacent_chunks(
     Path((ns, id)): Path<(String, String)>,
     Query(q): Query<WindowQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "adjacent_chunks")?;
     let env = m
         .adjacent_chunks(
             parse_id::<ChunkId>(&id)?,
@@ -803,7 +804,7 @@ async fn list_facts(
     Path(ns): Path<String>,
     Query(q): Query<FactsQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "facts")?;
     let query = rememberstack::FactQuery {
         entity: q.entity.as_deref().map(parse_id::<EntityId>).transpose()?,
         at: parse_time("at", q.at.as_deref())?,
@@ -819,7 +820,7 @@ async fn trace(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "trace")?;
     let t = m.trace(parse_id::<FactId>(&id)?).await?;
     Ok(Json(serde_json::to_value(t).map_err(internal)?))
 }
@@ -829,7 +830,7 @@ async fn resolve_receipt(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "resolve_receipt")?;
     let r = m.resolve_receipt(parse_id::<ReceiptId>(&id)?).await?;
     Ok(Json(serde_json::to_value(r).map_err(internal)?))
 }
@@ -839,7 +840,7 @@ async fn inspect_receipt(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "inspect_receipt")?;
     let r = m.inspect_receipt(parse_id::<ReceiptId>(&id)?).await?;
     Ok(Json(serde_json::to_value(r).map_err(internal)?))
 }
@@ -850,7 +851,7 @@ async fn feedback(
     Path(ns): Path<String>,
     Json(input): Json<FeedbackInput>,
 ) -> ApiResult<Response> {
-    let m = memory(&state, &principal, &ns, Scope::Write)?;
+    let m = memory(&state, &principal, &ns, "feedback")?;
     let record = m.feedback(input).await?;
     Ok((StatusCode::CREATED, Json(record)).into_response())
 }
@@ -868,7 +869,7 @@ async fn list_feedback(
     Path(ns): Path<String>,
     Query(q): Query<FeedbackQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "list_feedback")?;
     let receipt = q
         .receipt
         .as_deref()
@@ -886,7 +887,7 @@ async fn export(
     Path(ns): Path<String>,
     Json(selection): Json<ExportSelection>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "export")?;
     Ok(Json(m.export_pack(&selection).await?))
 }
 
@@ -895,7 +896,7 @@ async fn status(
     Extension(principal): Extension<Principal>,
     Path(ns): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "status")?;
     Ok(Json(
         serde_json::to_value(m.status().await?).map_err(internal)?,
     ))
@@ -914,7 +915,7 @@ async fn list_entities(
     Path(ns): Path<String>,
     Query(q): Query<EntitiesQuery>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "entities")?;
     let list = m
         .entities(
             q.include_merged.unwrap_or(false),
@@ -929,7 +930,7 @@ async fn show_entity(
     Extension(principal): Extension<Principal>,
     Path((ns, name_or_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "entity")?;
     Ok(Json(
         serde_json::to_value(m.entity(&name_or_id).await?).map_err(internal)?,
     ))
@@ -950,7 +951,7 @@ async fn merge_entities(
     Path(ns): Path<String>,
     Json(body): Json<MergeBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "merge_entities")?;
     let event = m.merge_entities(body.from, body.into).await?;
     Ok(Json(serde_json::to_value(event).map_err(internal)?))
 }
@@ -960,7 +961,7 @@ async fn merge_proposals(
     Extension(principal): Extension<Principal>,
     Path(ns): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Read)?;
+    let m = memory(&state, &principal, &ns, "merge_proposals")?;
     Ok(Json(json!({"proposals": m.merge_proposals().await?})))
 }
 
@@ -970,7 +971,7 @@ async fn accept_merge_proposal(
     Path(ns): Path<String>,
     Json(body): Json<MergeBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "accept_merge_proposal")?;
     let event = m.accept_merge_proposal(body.from, body.into).await?;
     Ok(Json(serde_json::to_value(event).map_err(internal)?))
 }
@@ -981,7 +982,7 @@ async fn reject_merge_proposal(
     Path(ns): Path<String>,
     Json(body): Json<MergeBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "reject_merge_proposal")?;
     let p = m.reject_merge_proposal(body.from, body.into).await?;
     Ok(Json(serde_json::to_value(p).map_err(internal)?))
 }
@@ -991,7 +992,7 @@ async fn unmerge_entities(
     Extension(principal): Extension<Principal>,
     Path((ns, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "unmerge_entities")?;
     let event = m.unmerge_entities(parse_id::<MergeId>(&id)?).await?;
     Ok(Json(serde_json::to_value(event).map_err(internal)?))
 }
@@ -1009,7 +1010,7 @@ async fn retract_claim(
     Path((ns, id)): Path<(String, String)>,
     Json(body): Json<ReasonBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "retract_claim")?;
     let r = m
         .retract_claim(
             parse_id::<ClaimId>(&id)?,
@@ -1026,7 +1027,7 @@ async fn invalidate_fact(
     Path((ns, id)): Path<(String, String)>,
     Json(body): Json<ReasonBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "invalidate_fact")?;
     let r = m
         .invalidate_fact(
             parse_id::<FactId>(&id)?,
@@ -1051,7 +1052,7 @@ async fn correct_fact(
     Path((ns, id)): Path<(String, String)>,
     Json(body): Json<CorrectBody>,
 ) -> ApiResult<Json<Value>> {
-    let m = memory(&state, &principal, &ns, Scope::Admin)?;
+    let m = memory(&state, &principal, &ns, "correct_fact")?;
     let r = m
         .correct_fact(
             parse_id::<FactId>(&id)?,

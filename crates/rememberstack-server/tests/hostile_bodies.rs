@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use rememberstack::{IngestOptions, Memory};
 use rememberstack_conformance::{Harness, stores};
-use rememberstack_server::openapi::ROUTES;
+use rememberstack_server::openapi::routes;
 use rememberstack_server::{AppState, ServerConfig, app};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -461,8 +461,8 @@ fn mutated(base: Value) -> impl Strategy<Value = Value> {
 /// Every `(method, path template)` of the route table that takes a JSON body (an
 /// operation's body is its input, documented per operation).
 fn body_routes() -> Vec<(&'static str, &'static str)> {
-    let mut routes: Vec<_> = ROUTES
-        .iter()
+    let mut routes: Vec<_> = routes()
+        .into_iter()
         .filter(|r| r.body.is_some() || r.path.ends_with("/operations/{name}"))
         .map(|r| (r.method, r.path))
         .collect();

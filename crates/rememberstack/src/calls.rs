@@ -21,58 +21,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-/// Every method [`call`] answers, in the order the README lists them.
-pub const METHODS: &[&str] = &[
-    "ingest_file",
-    "ingest_text",
-    "ingest_conversation",
-    "append_messages",
-    "remember_note",
-    "promote_note",
-    "archive_note",
-    "revoke_note",
-    "list_notes",
-    "set_note_policy",
-    "process_until_idle",
-    "search",
-    "resolve_entity",
-    "claims_and_sources_context",
-    "facts_context",
-    "combined_context",
-    "run_operation",
-    "operations",
-    "adjacent_chunks",
-    "search_documents",
-    "trace",
-    "resolve_receipt",
-    "inspect_receipt",
-    "delete_document",
-    "forget_document",
-    "forget_note",
-    "export",
-    "feedback",
-    "list_feedback",
-    "documents",
-    "document",
-    "entities",
-    "entity",
-    "retract_claim",
-    "invalidate_fact",
-    "correct_fact",
-    "merge_entities",
-    "unmerge_entities",
-    "merge_proposals",
-    "accept_merge_proposal",
-    "reject_merge_proposal",
-    "claims",
-    "claim_decisions",
-    "facts",
-    "predicates",
-    "neighborhood",
-    "hydrate",
-    "status",
-    "doctor",
-];
+/// Every method [`call`] answers: the names of the operation table
+/// ([`crate::ops::OPERATIONS`]), in its order.
+pub fn methods() -> Vec<&'static str> {
+    crate::ops::names().collect()
+}
 
 /// Parse `input` as `T`, naming the method in the error.
 fn parse<T: DeserializeOwned>(method: &str, input: Value) -> Result<T> {
@@ -775,18 +728,18 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         other => Err(Error::invalid_input(format!(
             "unknown method `{other}` (one of: {})",
-            METHODS.join(", ")
+            methods().join(", ")
         ))),
     }
 }
 
-/// The JSON Schemas of what [`call`] returns, one per method of [`METHODS`], with
+/// The JSON Schemas of what [`call`] returns, one per method of [`methods`], with
 /// the definitions they refer to — derived from the facade's own result types, so
 /// the bindings' declared types cannot drift from what a call serializes (the Node
 /// package's `types.d.ts` is rendered from these).
 #[cfg(feature = "schema")]
 pub struct ResultSchemas {
-    /// `(method, schema)` in [`METHODS`] order; a schema is usually a `$ref` into
+    /// `(method, schema)` in [`methods`] order; a schema is usually a `$ref` into
     /// `definitions`.
     pub methods: Vec<(&'static str, serde_json::Value)>,
     /// The named types, by schema name.
@@ -825,9 +778,8 @@ pub fn result_schemas() -> ResultSchemas {
     }
     let g = &mut generator;
     let object = json!({ "type": "object", "additionalProperties": true });
-    let methods: Vec<(&'static str, Value)> = METHODS
-        .iter()
-        .map(|&method| {
+    let methods: Vec<(&'static str, Value)> = crate::ops::names()
+        .map(|method| {
             let schema = match method {
                 "ingest_file" | "ingest_text" | "ingest_conversation" => of::<IngestReceipt>(g),
                 "append_messages" => of::<AppendReceipt>(g),
@@ -882,7 +834,7 @@ pub fn result_schemas() -> ResultSchemas {
                 "hydrate" => of::<Envelope<HydratedRecord>>(g),
                 "status" => of::<StatusReport>(g),
                 "doctor" => of::<DoctorReport>(g),
-                other => unreachable!("METHODS lists `{other}` without a result schema"),
+                other => unreachable!("the operation table lists `{other}` without a result schema"),
             };
             (method, schema)
         })
@@ -937,7 +889,7 @@ mod tests {
     async fn every_listed_method_is_dispatched() {
         let dir = tempfile::tempdir().unwrap();
         let m = memory(&dir).await;
-        for method in METHODS {
+        for method in methods() {
             // Wrong input: refused as invalid input by the method itself, never
             // as an unknown method.
             let err = call(&m, method, json!({ "no_such_field": 1 }))
@@ -947,7 +899,7 @@ mod tests {
                 !err.to_string().contains("unknown method"),
                 "{method}: {err}"
             );
-            let expected = match *method {
+            let expected = match method {
                 "resolve_entity"
                 | "claims_and_sources_context"
                 | "facts_context"

@@ -31,6 +31,7 @@ pub mod calls;
 mod config;
 pub mod defaults;
 pub mod models;
+pub mod ops;
 mod usage;
 
 /// The building blocks for custom stores and providers: the `MemoryStore` trait and its

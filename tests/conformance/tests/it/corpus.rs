@@ -252,9 +252,8 @@ fn arbitrary_json_bodies_get_typed_errors_and_write_nothing() {
     });
     // Reading files named by the input is ingest_file's job, not a parser's, and
     // doctor calls the providers: both are left out.
-    let methods: Vec<&str> = rememberstack::calls::METHODS
-        .iter()
-        .copied()
+    let methods: Vec<&str> = rememberstack::calls::methods()
+        .into_iter()
         .filter(|m| !matches!(*m, "ingest_file" | "doctor"))
         .collect();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
