@@ -841,4 +841,69 @@ mod tests {
             assert_eq!(parsed, shared, "remember {}", argv.join(" "));
         }
     }
+
+    /// Every CLI command the operation table names exists, and every command
+    /// that reads or writes memory is some call's command.
+    #[test]
+    fn the_operation_tables_commands_are_the_clis() {
+        use clap::CommandFactory;
+        let root = Cli::command();
+        let find = |path: &str| {
+            let mut cmd = &root;
+            for word in path.split(' ') {
+                cmd = cmd
+                    .find_subcommand(word)
+                    .unwrap_or_else(|| panic!("the table names `remember {path}`: no `{word}`"));
+            }
+            cmd.get_subcommands().count() == 0
+        };
+        let mut named = std::collections::BTreeSet::new();
+        for op in rememberstack::ops::OPERATIONS {
+            if let Some(path) = op.cli {
+                assert!(find(path), "`remember {path}` ({}) is not a leaf", op.name);
+                named.insert(path.to_string());
+            }
+        }
+        // The commands no call stands behind: the process's own (serving, the
+        // pipeline's workers, migrations, models, keys, setup) and the ones
+        // composed of several calls.
+        let own = [
+            "worker",
+            "serve",
+            "mcp",
+            "migrate",
+            "models",
+            "keys",
+            "quickstart",
+            "ask",
+            "retry",
+            "feedback prune",
+            "help",
+        ];
+        fn leaves(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+            for sub in cmd.get_subcommands() {
+                let path = if prefix.is_empty() {
+                    sub.get_name().to_string()
+                } else {
+                    format!("{prefix} {}", sub.get_name())
+                };
+                if sub.get_subcommands().count() == 0 {
+                    out.push(path);
+                } else {
+                    leaves(sub, &path, out);
+                }
+            }
+        }
+        let mut all = Vec::new();
+        leaves(&root, "", &mut all);
+        let unnamed: Vec<&String> = all
+            .iter()
+            .filter(|p| !named.contains(*p))
+            .filter(|p| {
+                !own.iter()
+                    .any(|o| *p == o || p.starts_with(&format!("{o} ")))
+            })
+            .collect();
+        assert!(unnamed.is_empty(), "commands no call names: {unnamed:?}");
+    }
 }

@@ -484,7 +484,9 @@ pub(crate) struct WaitQuery {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ConversationBody {
     source_ref: String,
-    conversation: Conversation,
+    /// Read by `calls::conversation`, as every surface reads a conversation.
+    #[schemars(with = "Conversation")]
+    conversation: Value,
     source_time: Option<String>,
     mode: Option<String>,
 }
@@ -502,7 +504,8 @@ async fn ingest_conversation(
     options.principal = ingest_principal(&headers, &principal)?;
     options.source_time = parse_time("source_time", body.source_time.as_deref())?;
     options.mode = parse_mode(body.mode.as_deref())?;
-    let receipt = m.ingest_conversation(&body.conversation, options).await?;
+    let conversation = rememberstack::calls::conversation(body.conversation)?;
+    let receipt = m.ingest_conversation(&conversation, options).await?;
     respond_ingest(&state, &m, receipt, q.wait, q.wait_secs).await
 }
 
@@ -510,7 +513,9 @@ async fn ingest_conversation(
 #[serde(deny_unknown_fields)]
 pub(crate) struct AppendBody {
     conversation_ref: String,
-    messages: Vec<Message>,
+    /// Read by `calls::messages`, as every surface reads messages.
+    #[schemars(with = "Vec<Message>")]
+    messages: Value,
     source_time: Option<String>,
 }
 
@@ -521,15 +526,13 @@ async fn append_messages(
     Json(body): Json<AppendBody>,
 ) -> ApiResult<Json<Value>> {
     let m = memory(&state, &principal, &ns, "append_messages")?;
+    let messages = rememberstack::calls::messages(body.messages)?;
     let receipt = match parse_time("source_time", body.source_time.as_deref())? {
         Some(t) => {
-            m.append_messages_at(&body.conversation_ref, body.messages, t)
+            m.append_messages_at(&body.conversation_ref, messages, t)
                 .await?
         }
-        None => {
-            m.append_messages(&body.conversation_ref, body.messages)
-                .await?
-        }
+        None => m.append_messages(&body.conversation_ref, messages).await?,
     };
     Ok(Json(serde_json::to_value(receipt).map_err(internal)?))
 }

@@ -385,8 +385,10 @@ struct HydrateInput {
     records: Vec<String>,
 }
 
-/// A conversation given as `{session_time?, messages}` or a bare array of messages.
-fn conversation(value: Value) -> Result<Conversation> {
+/// A conversation given as `{session_time?, messages}` or a bare array of
+/// messages; one that does not parse is `invalid_conversation` on every surface
+/// (the HTTP routes read theirs with it too).
+pub fn conversation(value: Value) -> Result<Conversation> {
     let value = match value {
         Value::Array(messages) => json!({ "messages": messages }),
         v => v,
@@ -399,6 +401,11 @@ fn conversation(value: Value) -> Result<Conversation> {
             ),
         )
     })
+}
+
+/// A conversation's messages, as [`conversation`] reads them.
+pub fn messages(value: Value) -> Result<Vec<crate::Message>> {
+    Ok(conversation(json!({ "messages": value }))?.messages)
 }
 
 /// Run `method` with its JSON `input` on `m`; the result as JSON text.
@@ -421,7 +428,7 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
         }
         "append_messages" => {
             let i: AppendInput = parse(method, input)?;
-            let messages = conversation(json!({ "messages": i.messages }))?.messages;
+            let messages = messages(i.messages)?;
             let receipt = match parse_time("source_time", i.source_time.as_deref())? {
                 Some(t) => {
                     m.append_messages_at(&i.conversation_ref, messages, t)
