@@ -390,19 +390,19 @@ class Memory:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, query: str, k: int = 10, **filters: Any) -> Result:
-        """Hybrid search (lexical and semantic, fused). Filters: ``grain``
+    def search(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
+        """Hybrid search (lexical and semantic, fused; ``k`` results, default 10). Filters: ``grain``
         (``chunks`` default, ``claims``, ``facts``), ``roles``, ``cursor``,
         ``include_retired``, ``entities``, ``exact``, and the document scope
         ``document_ids``, ``file_name``, ``title``, ``author``, ``from_``, ``to``.
         Returns the envelope (``results``, ``truncation``, ...)."""
         return self._call("search", query=query, k=k, **_scoped(_filters(filters)))
 
-    def search_claims(self, query: str, k: int = 10, **filters: Any) -> Result:
+    def search_claims(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
         """:meth:`search` over claims (current testimony)."""
         return self.search(query, k, grain="claims", **filters)
 
-    def search_facts(self, query: str, k: int = 10, **filters: Any) -> Result:
+    def search_facts(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
         """:meth:`search` over facts."""
         return self.search(query, k, grain="facts", **filters)
 
@@ -467,8 +467,9 @@ class Memory:
             },
         )
 
-    def adjacent_chunks(self, chunk_id: str, window: int = 1) -> Result:
-        """The chunks around a chunk in its version (``window`` 1–2 on each side)."""
+    def adjacent_chunks(self, chunk_id: str, window: Optional[int] = None) -> Result:
+        """The chunks around a chunk in its version (``window`` 1–2 on each side;
+        default 1)."""
         return self._call("adjacent_chunks", chunk_id=chunk_id, window=window)
 
     def search_documents(self, query: str = "", k: Optional[int] = None, **filters: Any) -> Result:
@@ -766,13 +767,13 @@ class AsyncMemory:
     async def doctor(self) -> Result:
         return await self._run(self._memory.doctor)
 
-    async def search(self, query: str, k: int = 10, **filters: Any) -> Result:
+    async def search(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
         return await self._run(self._memory.search, query, k, **filters)
 
-    async def search_claims(self, query: str, k: int = 10, **filters: Any) -> Result:
+    async def search_claims(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
         return await self._run(self._memory.search_claims, query, k, **filters)
 
-    async def search_facts(self, query: str, k: int = 10, **filters: Any) -> Result:
+    async def search_facts(self, query: str, k: Optional[int] = None, **filters: Any) -> Result:
         return await self._run(self._memory.search_facts, query, k, **filters)
 
     async def operations(self) -> List[Result]:
@@ -793,7 +794,7 @@ class AsyncMemory:
     async def combined_context(self, query: str, **input: Any) -> Result:
         return await self._run(self._memory.combined_context, query, **input)
 
-    async def adjacent_chunks(self, chunk_id: str, window: int = 1) -> Result:
+    async def adjacent_chunks(self, chunk_id: str, window: Optional[int] = None) -> Result:
         return await self._run(self._memory.adjacent_chunks, chunk_id, window)
 
     async def search_documents(self, query: str = "", k: Optional[int] = None, **filters: Any) -> Result:
