@@ -306,15 +306,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Models { command } => models(&cli, command).await,
         Command::Migrate => {
             let memory = open(&cli).await?;
-            let store = memory.engine().store();
             let out = serde_json::json!({
-                "store": store.kind(),
+                "store": memory.store_kind(),
                 "migrated": true,
             });
             if cli.json {
                 print_json(&out)
             } else {
-                println!("{} store migrated and ready", store.kind());
+                println!("{} store migrated and ready", memory.store_kind());
                 Ok(())
             }
         }
@@ -1958,10 +1957,7 @@ async fn quickstart(json_mode: bool) -> Result<(), Error> {
         "ingested a document and a conversation; processed {} work items",
         report.completed
     );
-    println!(
-        "embedder: {}\n",
-        memory.engine().embedder_identity().generation()
-    );
+    println!("embedder: {}\n", memory.embedder_generation());
     for (q, e) in &envelopes {
         println!("search: {q}");
         print_results(e);

@@ -103,11 +103,11 @@ async fn ready(
     Extension(request_id): Extension<crate::RequestId>,
     headers: HeaderMap,
 ) -> Response {
-    let store = state.0.memory.engine().store();
+    let memory = &state.0.memory;
     let started = Instant::now();
     let checked = async {
-        let namespaces = store.namespaces().await?.len();
-        let pending = store.pending_forgets().await?;
+        let namespaces = memory.namespaces().await?.len();
+        let pending = memory.pending_forgets().await?;
         Ok::<_, rememberstack::Error>((namespaces, pending))
     }
     .await;
@@ -183,7 +183,7 @@ async fn ready(
         })
         .collect();
     let checks = json!({
-        "store": {"ok": true, "kind": store.kind(), "millis": store_ms, "namespaces": namespaces},
+        "store": {"ok": true, "kind": memory.store_kind(), "millis": store_ms, "namespaces": namespaces},
         "migrations": {"ok": true, "detail": "applied when the store opened"},
         "forget_manifests": {"ok": closed == 0, "incomplete_namespaces": closed,
                              "pending": visible},
@@ -202,7 +202,7 @@ async fn ready(
 async fn metrics(State(state): State<AppState>) -> Response {
     let mut out = String::new();
     state.0.metrics.render(&mut out);
-    if let Ok(counts) = state.0.memory.engine().store().work_counts(None).await {
+    if let Ok(counts) = state.0.memory.work_counts().await {
         out.push_str("# HELP rememberstack_ledger_items Work items by stage and status.\n# TYPE rememberstack_ledger_items gauge\n");
         let mut dead = 0;
         for c in &counts {
@@ -266,7 +266,7 @@ async fn namespaces(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
 ) -> ApiResult<Json<Value>> {
-    let all = state.0.memory.engine().store().namespaces().await?;
+    let all = state.0.memory.namespaces().await?;
     let visible: Vec<Value> = all
         .iter()
         .filter(|n| principal.sees(&n.slug))

@@ -62,7 +62,7 @@ pub use rememberstack_core::envelope::{
 pub use rememberstack_core::facts::{AdjudicationRecord, FactKind, FactRecord, PredicateRow};
 pub use rememberstack_core::forget::{
     ForgetCheck, ForgetManifest, ForgetReport, ForgetTarget,
-    MANIFEST_FORMAT as FORGET_MANIFEST_FORMAT,
+    MANIFEST_FORMAT as FORGET_MANIFEST_FORMAT, PendingForget,
 };
 pub use rememberstack_core::fuse::{Fusion, SemanticScale};
 pub use rememberstack_core::ids::*;
@@ -444,7 +444,9 @@ impl Memory {
         &self.namespace
     }
 
-    /// The engine.
+    /// The engine under this handle. For the benchmark harness and the stores'
+    /// conformance tests, which measure and drive its stages directly; an
+    /// application has what it needs on `Memory`.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -1208,6 +1210,36 @@ impl Memory {
     pub async fn has_active_api_keys(&self) -> Result<bool> {
         self.engine.has_active_api_keys().await
     }
+
+    // Deployment-wide reads: the whole store, not this handle's namespace (what a
+    // server's readiness, metrics and namespace listing report).
+
+    /// The store's kind: `sqlite` or `postgres`.
+    pub fn store_kind(&self) -> &'static str {
+        self.engine.store().kind()
+    }
+
+    /// Every namespace of the store, oldest first.
+    pub async fn namespaces(&self) -> Result<Vec<store::Namespace>> {
+        self.engine.store().namespaces().await
+    }
+
+    /// The forgets that began and have not completed, in any namespace: each keeps
+    /// its namespace closed until it is resumed.
+    pub async fn pending_forgets(&self) -> Result<Vec<PendingForget>> {
+        self.engine.store().pending_forgets().await
+    }
+
+    /// The ledger's work items by stage and status, every namespace together.
+    pub async fn work_counts(&self) -> Result<Vec<ledger::WorkCount>> {
+        self.engine.store().work_counts(None).await
+    }
+
+    /// The embedder generation this store's vectors are made with
+    /// (`provider/model/dDIM/vVERSION`).
+    pub fn embedder_generation(&self) -> String {
+        self.engine.embedder_identity().generation()
+    }
 }
 
 /// `concurrency` ledger workers, each claiming its own batches under its own lease
@@ -1348,6 +1380,59 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn deployment_wide_reads_see_every_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = Memory::builder()
+            .path(dir.path().join("memory.db"))
+            .config(Config {
+                embedder: EmbedderConfig::hashing(),
+                ..Config::default()
+            })
+            .namespace("alpha")
+            .open()
+            .await
+            .unwrap();
+        let beta = memory.with_namespace("beta").unwrap();
+        for (m, text) in [(&memory, "Ada wrote programs."), (&beta, "Bo sails boats.")] {
+            m.ingest_text(text, IngestOptions::new("notes/one"))
+                .await
+                .unwrap();
+        }
+        assert_eq!(memory.store_kind(), "sqlite");
+        let slugs: Vec<String> = beta
+            .namespaces()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| n.slug)
+            .collect();
+        assert!(
+            slugs.contains(&"alpha".to_string()) && slugs.contains(&"beta".to_string()),
+            "{slugs:?}"
+        );
+        // Both namespaces' pending work, from either handle.
+        let pending: u64 = memory
+            .work_counts()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|c| c.status == WorkStatus::Pending)
+            .map(|c| c.count)
+            .sum();
+        let own: u64 = memory
+            .status()
+            .await
+            .unwrap()
+            .ledger
+            .values()
+            .filter_map(|by_status| by_status.get("pending"))
+            .sum();
+        assert!(pending > own && own > 0, "{pending} vs {own}");
+        assert!(memory.pending_forgets().await.unwrap().is_empty());
+        assert!(memory.embedder_generation().starts_with("hashing/"));
     }
 
     #[tokio::test]
