@@ -4,7 +4,7 @@
 //! top-`DEPTH` lists).
 
 use anyhow::{Context, Result};
-use rememberstack::embed::{EmbedPurpose, Embedder};
+use rememberstack::internals::embed::{EmbedPurpose, Embedder};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::{AssertSqlSafe, Row, SqlitePool};
 use std::collections::HashMap;
@@ -298,7 +298,7 @@ impl TurnIndex {
             .vectors
             .iter()
             .enumerate()
-            .map(|(i, v)| (rememberstack::embed::cosine(query, v), i))
+            .map(|(i, v)| (rememberstack::internals::embed::cosine(query, v), i))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored

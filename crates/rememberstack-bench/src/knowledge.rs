@@ -79,7 +79,7 @@ use crate::synth::{self, Generator};
 use crate::{EmbedderArg, KnowledgeArgs, commit, namespace_of, sessions, write_results};
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
-use rememberstack::entities::normalize::lemma;
+use rememberstack::internals::entities::normalize::lemma;
 use rememberstack::{
     ChatConfig, ClaimRecord, Config, Conversation, EmbedderConfig, FactKind, FactRecord,
     FactsContextInput, IngestOptions, Memory, Message, Stage, TemporalScope,

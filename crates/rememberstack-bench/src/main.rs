@@ -23,7 +23,7 @@ mod synth;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use rememberstack::embed::EmbedPurpose;
+use rememberstack::internals::embed::EmbedPurpose;
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, Config, Conversation, EmbedderConfig,
     EvidenceResult, FactResult, FactsContextInput, IngestOptions, Memory, Message, Stage,

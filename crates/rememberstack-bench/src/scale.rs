@@ -16,7 +16,7 @@ use crate::synth::{self, Generator, Item, Query};
 use crate::{ScaleArgs, commit};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
-use rememberstack::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
+use rememberstack::internals::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, FactQuery, FactsContextInput, IngestOptions,
     Memory, Stage,

@@ -3,7 +3,7 @@
 //! two or three of them) and short Markdown notes.
 //!
 //! The sentences are written in the shapes the offline pipeline turns into claims
-//! and facts (see `rememberstack::claims::offline` and `rememberstack::facts`):
+//! and facts (see `rememberstack::internals::claims::offline` and `rememberstack::internals::facts`):
 //!
 //! * **relations** — first-person turns the extractor rewrites onto the speaker
 //!   (`I'm working at Acme these days.` → `Alice Moreno is working at Acme these

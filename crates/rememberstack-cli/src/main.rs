@@ -853,7 +853,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 std::fs::read(file)
                     .map_err(|e| Error::new(ErrorCode::NotFound, format!("reading {file}: {e}")))?
             };
-            let messages = rememberstack::text::parse_conversation(&bytes)?.messages;
+            let messages = rememberstack::parse_conversation(&bytes)?.messages;
             let memory = open(&cli).await?;
             let receipt = match source_time {
                 Some(t) => {
@@ -1518,7 +1518,7 @@ fn print_results(envelope: &rememberstack::Envelope<rememberstack::ChunkResult>)
 }
 
 /// One fact on one line: statement, shape, window and counts.
-fn fact_line(f: &rememberstack::facts::FactRecord) -> String {
+fn fact_line(f: &rememberstack::FactRecord) -> String {
     let shape = match (&f.predicate, &f.object_name) {
         (Some(p), Some(o)) => format!("{} —{p}→ {o}", f.subject_name),
         _ => format!("about {}", f.subject_name),
@@ -1615,10 +1615,7 @@ async fn ask(cli: &Cli, a: &AskArgs) -> Result<(), Error> {
         let exact: Vec<&rememberstack::EntityResult> = found
             .results
             .iter()
-            .filter(|r| {
-                r.matched_by
-                    .contains(&rememberstack::entities::BlockingTier::T0)
-            })
+            .filter(|r| r.matched_by.contains(&rememberstack::BlockingTier::T0))
             .collect();
         match exact.as_slice() {
             [one] => ids.push(one.entity_id.to_string()),

@@ -14,7 +14,7 @@
 //! wall-clock latencies are printed. The query embedding (the hashing embedder) is
 //! timed separately and reported on its own line.
 
-use rememberstack::embed::{EmbedPurpose, Embedder};
+use rememberstack::providers::{EmbedPurpose, Embedder};
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, FactsContextInput, HashingEmbedder, IngestOptions,
     Memory,

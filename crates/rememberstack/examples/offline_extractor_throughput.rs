@@ -9,9 +9,9 @@
 //! prepares every chunk's context bundle once, then times `offline::extract` alone
 //! on one thread and prints chunks per second (median of five runs).
 
-use rememberstack::claims::bundle::{ChunkSpan, build_bundle};
-use rememberstack::claims::{DocumentHeader, offline};
-use rememberstack::text::{self, ChunkParams, SourceFormat};
+use rememberstack::internals::claims::bundle::{ChunkSpan, build_bundle};
+use rememberstack::internals::claims::{DocumentHeader, offline};
+use rememberstack::internals::text::{self, ChunkParams, SourceFormat};
 use std::time::Instant;
 
 fn main() {

@@ -34,11 +34,36 @@ pub mod models;
 pub mod ops;
 mod usage;
 
-/// The building blocks for custom stores and providers: the `MemoryStore` trait and its
-/// record types, the work ledger, text processing, envelopes and the provider ports.
-pub use rememberstack_core::{
-    chat, claims, embed, entities, envelope, facts, hash, keys, ledger, source, store, text, time,
-};
+/// For writing a store: the `MemoryStore` contract (its nine capability traits in
+/// `traits`), its record types, and the vocabulary its signatures use (the work
+/// ledger, sources, text, claims, entities, facts, forget manifests, keys).
+pub mod store {
+    pub use rememberstack_core::store::*;
+    pub use rememberstack_core::{
+        claims, entities, facts, forget, hash, keys, ledger, source, text,
+    };
+}
+
+/// For writing a provider: the embedder and chat-model ports.
+pub mod providers {
+    pub use rememberstack_core::chat::*;
+    pub use rememberstack_core::embed::*;
+}
+
+pub use rememberstack_core::time;
+
+/// The engine itself (feature `internals`); applications use [`Memory`].
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use rememberstack_core::engine::Engine;
+#[cfg(not(feature = "internals"))]
+use rememberstack_core::engine::Engine;
+
+/// The engine's own modules, for the benchmark harness and the stores'
+/// conformance tests (feature `internals`): not part of the supported API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use rememberstack_core as internals;
 
 pub use config::{Config, StoreConfig, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
@@ -46,14 +71,16 @@ pub use rememberstack_core::embed::{Degraded, Embedder, EmbedderIdentity, Provid
 pub use rememberstack_core::engine::{
     AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
     DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
-    Engine, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection,
-    FactModels, FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
+    EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection, FactModels,
+    FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
     HydratedEvidence, HydratedRecord, IngestReceipt, MergeProposal, NeighborhoodRequest, NoteInput,
     NotePage, OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers,
     ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats,
     StatusReport, TemporalScope, TracedEvidence, VersionSummary, canonical_json, operations,
 };
-pub use rememberstack_core::entities::{EntityRecord, MergeEvent, ResolutionDecision};
+pub use rememberstack_core::entities::{
+    BlockingTier, EntityRecord, MergeEvent, ResolutionDecision,
+};
 pub use rememberstack_core::envelope::{
     BudgetReport, ChannelReport, ChannelScore, CharSpan, ChunkResult, ClaimResult, ContextBundle,
     Contradiction, EntityResult, Envelope, EvidenceResult, FactResult, Freshness, Grain, Negative,
@@ -67,7 +94,7 @@ pub use rememberstack_core::forget::{
 pub use rememberstack_core::fuse::{Fusion, SemanticScale};
 pub use rememberstack_core::ids::*;
 pub use rememberstack_core::keys::{ApiKey, KeyScope, generate_secret, hash_secret};
-pub use rememberstack_core::ledger::{Stage, WorkStatus};
+pub use rememberstack_core::ledger::{Stage, WorkCount, WorkStatus};
 pub use rememberstack_core::limits;
 pub use rememberstack_core::relevance;
 pub use rememberstack_core::source::{
@@ -79,7 +106,9 @@ pub use rememberstack_core::store::{
     ClaimRecord, ClaimRetraction, DecisionRecord, DocumentDeletion, FactEvent, FactInvalidation,
     FeedbackRecord, NoteRecord, Occurrence, Receipt, ReceiptSelection,
 };
-pub use rememberstack_core::text::{Conversation, Message, SectionRole, SourceFormat};
+pub use rememberstack_core::text::{
+    Conversation, Message, SectionRole, SourceFormat, parse_conversation,
+};
 pub use rememberstack_core::time::{Clock, SystemClock, Timestamp};
 pub use rememberstack_core::{Error, ErrorCode, Result};
 /// The in-process sentence-embedding model (feature `local-embedder`).
@@ -444,9 +473,11 @@ impl Memory {
         &self.namespace
     }
 
-    /// The engine under this handle. For the benchmark harness and the stores'
-    /// conformance tests, which measure and drive its stages directly; an
-    /// application has what it needs on `Memory`.
+    /// The engine under this handle (feature `internals`). For the benchmark
+    /// harness and the stores' conformance tests, which measure and drive its
+    /// stages directly; an application has what it needs on `Memory`.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -1231,7 +1262,7 @@ impl Memory {
     }
 
     /// The ledger's work items by stage and status, every namespace together.
-    pub async fn work_counts(&self) -> Result<Vec<ledger::WorkCount>> {
+    pub async fn work_counts(&self) -> Result<Vec<WorkCount>> {
         self.engine.store().work_counts(None).await
     }
 
@@ -1353,7 +1384,7 @@ mod tests {
 
     #[test]
     fn the_extractor_seats_are_offline_together() {
-        let model: Arc<dyn chat::ChatModel> = Arc::new(ScriptedChatModel::new("m"));
+        let model: Arc<dyn providers::ChatModel> = Arc::new(ScriptedChatModel::new("m"));
         let online = extractor_models(&ChatSeats::new(model.clone())).unwrap();
         assert!(online.is_some_and(|m| m.selection.model() == "m" && m.claimify.model() == "m"));
         let both = ChatSeats::new(model.clone())

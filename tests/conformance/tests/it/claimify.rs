@@ -2,7 +2,7 @@
 //! grounding of what the model returns, the ledger, usage metering, reuse without
 //! calls, and malformed answers.
 
-use rememberstack::chat::{ChatModel, Usage};
+use rememberstack::internals::chat::{ChatModel, Usage};
 use rememberstack::{ExtractorModels, IngestOptions, Memory, ScriptedChatModel, Stage};
 use rememberstack_conformance::{Harness, stores, test_config};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! contradictions, budgets, the combined bundle and zero LLM on reads.
 
 use crate::facts::{JudgeModel, at, ingest, verdicts};
-use rememberstack::chat::ChatModel;
+use rememberstack::internals::chat::ChatModel;
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, EntityId, EvidenceResult, ExtractorModels,
     FactModels, FactsContextInput, Memory, SearchRequest, TemporalScope,
@@ -1311,16 +1311,16 @@ struct CountingQueries {
 }
 
 #[async_trait::async_trait]
-impl rememberstack::embed::Embedder for CountingQueries {
-    fn identity(&self) -> &rememberstack::embed::EmbedderIdentity {
+impl rememberstack::internals::embed::Embedder for CountingQueries {
+    fn identity(&self) -> &rememberstack::internals::embed::EmbedderIdentity {
         self.inner.identity()
     }
     async fn embed(
         &self,
         texts: &[String],
-        purpose: rememberstack::embed::EmbedPurpose,
-    ) -> Result<Vec<Vec<f32>>, rememberstack::embed::ProviderError> {
-        if purpose == rememberstack::embed::EmbedPurpose::Query {
+        purpose: rememberstack::internals::embed::EmbedPurpose,
+    ) -> Result<Vec<Vec<f32>>, rememberstack::internals::embed::ProviderError> {
+        if purpose == rememberstack::internals::embed::EmbedPurpose::Query {
             self.queries
                 .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
         }
@@ -1338,7 +1338,7 @@ async fn an_operation_embeds_its_query_once() {
         let memory = h
             .memory_with(
                 test_config(),
-                Some(counting.clone() as Arc<dyn rememberstack::embed::Embedder>),
+                Some(counting.clone() as Arc<dyn rememberstack::internals::embed::Embedder>),
                 None,
             )
             .await;

@@ -4,9 +4,9 @@
 //! merge and unmerge.
 
 use async_trait::async_trait;
-use rememberstack::chat::{ChatModel, ChatRequest, ChatResponse, StructuredMode, Usage};
-use rememberstack::embed::ProviderError;
-use rememberstack::entities::{
+use rememberstack::internals::chat::{ChatModel, ChatRequest, ChatResponse, StructuredMode, Usage};
+use rememberstack::internals::embed::ProviderError;
+use rememberstack::internals::entities::{
     DocumentBinding, Mention, NewAlias, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack::{
@@ -80,7 +80,7 @@ impl ChatModel for JudgeModel {
             n
         };
         let value = (self.judge)(request, n);
-        rememberstack::chat::validate_json(&request.schema, &value).map_err(|e| {
+        rememberstack::internals::chat::validate_json(&request.schema, &value).map_err(|e| {
             ProviderError::Malformed {
                 message: e.to_string(),
             }

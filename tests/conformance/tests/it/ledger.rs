@@ -3,8 +3,8 @@
 
 use crate::count;
 use async_trait::async_trait;
-use rememberstack::embed::EmbedPurpose;
-use rememberstack::ledger::{ClaimRequest, NewWork};
+use rememberstack::internals::embed::EmbedPurpose;
+use rememberstack::internals::ledger::{ClaimRequest, NewWork};
 use rememberstack::store::Lease;
 use rememberstack::{
     Clock, Embedder, EmbedderIdentity, ErrorCode, FactModels, FactQuery, HashingEmbedder,
@@ -401,7 +401,7 @@ async fn a_batch_of_normalizations_commits_those_whose_lease_held() {
             .await
             .unwrap();
         assert_eq!(items.len(), 2);
-        let commit = |item: &rememberstack::ledger::WorkItem, owner: &str| {
+        let commit = |item: &rememberstack::internals::ledger::WorkItem, owner: &str| {
             rememberstack::store::NormalizationCommit {
                 lease: Lease {
                     work_id: item.id,

@@ -700,7 +700,9 @@ async fn export_pack_holds_facts_evidence_sources_entities_and_omissions() {
         let digest = rest.as_object_mut().unwrap().remove("digest").unwrap();
         assert_eq!(
             digest.as_str().unwrap(),
-            rememberstack::hash::sha256_hex(rememberstack::canonical_json(&rest).as_bytes())
+            rememberstack::internals::hash::sha256_hex(
+                rememberstack::canonical_json(&rest).as_bytes()
+            )
         );
 
         // After a deletion, history still lists the closed fact, and its retired
