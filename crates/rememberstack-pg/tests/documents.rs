@@ -985,27 +985,6 @@ async fn pg_create_version_records_notes() {
 }
 
 #[tokio::test]
-async fn pg_settings_roundtrip() {
-    let Some(url) = database_url("pg_settings_roundtrip") else {
-        return;
-    };
-    let (store, _) = open(&url, "docset", 2).await;
-    assert_eq!(store.setting("k").await.unwrap(), None);
-    store.set_setting("k", "v1").await.unwrap();
-    assert_eq!(store.setting("k").await.unwrap().as_deref(), Some("v1"));
-    store.set_setting("k", "v2").await.unwrap();
-    store.set_setting("other", "x").await.unwrap();
-    assert_eq!(store.setting("k").await.unwrap().as_deref(), Some("v2"));
-    assert_eq!(store.setting("other").await.unwrap().as_deref(), Some("x"));
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM settings")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
-    assert_eq!(n, 2);
-    drop_schema(&store).await;
-}
-
-#[tokio::test]
 async fn pg_times_keep_millisecond_precision_like_sqlite() {
     let Some(url) = database_url("pg_times_keep_millisecond_precision_like_sqlite") else {
         return;

@@ -3,7 +3,6 @@
 //! Each test works in a schema of its own, dropped at the end, so tests run in
 //! parallel and leave nothing behind.
 
-use chrono::{TimeZone, Utc};
 use pgvector::Vector;
 use rememberstack_core::ErrorCode;
 use rememberstack_core::store::traits::*;
@@ -42,10 +41,6 @@ async fn drop_schema(store: &PgStore) {
     .await
     .expect("drop the test schema");
     store.close().await;
-}
-
-fn at(secs: i64) -> chrono::DateTime<Utc> {
-    Utc.timestamp_opt(1_780_000_000 + secs, 0).unwrap()
 }
 
 #[tokio::test]
@@ -170,51 +165,6 @@ async fn pg_ids_compare_in_one_collation() {
     }
     conn.execute("RESET enable_seqscan").await.unwrap();
     drop(conn);
-    drop_schema(&store).await;
-}
-
-#[tokio::test]
-async fn pg_namespaces_roundtrip() {
-    let Some(url) = database_url("pg_namespaces_roundtrip") else {
-        return;
-    };
-    let store = PgStore::connect_with(&url, config(&fresh_schema("ns")))
-        .await
-        .unwrap();
-    assert!(store.namespace("beta").await.unwrap().is_none());
-    let beta = store.ensure_namespace("beta", at(1)).await.unwrap();
-    assert_eq!(beta.slug, "beta");
-    assert_eq!(beta.created_at, at(1));
-    // Idempotent: the same namespace, the first creation time.
-    let again = store.ensure_namespace("beta", at(2)).await.unwrap();
-    assert_eq!(again, beta);
-    let alpha = store.ensure_namespace("alpha", at(3)).await.unwrap();
-    assert_ne!(alpha.id, beta.id);
-    assert_eq!(store.namespace("beta").await.unwrap(), Some(beta.clone()));
-    // Ordered by slug, bytewise.
-    let upper = store.ensure_namespace("Zed", at(4)).await.unwrap();
-    let slugs: Vec<String> = store
-        .namespaces()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|n| n.slug)
-        .collect();
-    assert_eq!(slugs, ["Zed", "alpha", "beta"]);
-    assert_ne!(upper.id, alpha.id);
-
-    // An incomplete forget fails the namespace closed.
-    sqlx::query(
-        "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
-         VALUES ($1, 'm1', 'd1', '{}'::jsonb, now())",
-    )
-    .bind(alpha.id.to_string())
-    .execute(store.pool())
-    .await
-    .unwrap();
-    let err = store.namespace("alpha").await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::ForgetInProgress);
-    assert!(store.namespace("beta").await.unwrap().is_some());
     drop_schema(&store).await;
 }
 

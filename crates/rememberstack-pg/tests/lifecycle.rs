@@ -5,14 +5,12 @@
 //! at the end. Rows of other areas (documents, versions, claims, facts, notes) are
 //! written with plain SQL.
 
-use chrono::{DateTime, Duration, SubsecRound, TimeZone, Utc};
+use chrono::{DateTime, SubsecRound, TimeZone, Utc};
 use rememberstack_core::ErrorCode;
-use rememberstack_core::ids::{
-    ClaimId, DocumentId, EntityId, FactId, NamespaceId, ReceiptId, VersionId,
-};
+use rememberstack_core::ids::{ClaimId, DocumentId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::traits::*;
-use rememberstack_core::store::{DeletionOutcome, FeedbackRecord, NoteLookup, RequestKey};
+use rememberstack_core::store::{DeletionOutcome, NoteLookup, RequestKey};
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use sqlx::Row;
 
@@ -687,74 +685,6 @@ async fn pg_invalidate_fact() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NotFound);
-    drop_schema(&store).await;
-}
-
-fn feedback(ns: NamespaceId, receipt: ReceiptId, rating: &str, t: Ts) -> FeedbackRecord {
-    FeedbackRecord {
-        feedback_id: uuid::Uuid::new_v4(),
-        namespace_id: ns,
-        receipt_id: receipt,
-        item_ref: format!("claim:{}", ClaimId::new()),
-        rating: rating.into(),
-        comment: (rating == "wrong").then(|| "no".to_string()),
-        created_at: t,
-    }
-}
-
-#[tokio::test]
-async fn pg_feedback() {
-    let Some((store, ns)) = open("pg_feedback", "lcfb").await else {
-        return;
-    };
-    let ns2 = store.ensure_namespace("other", at(0)).await.unwrap().id;
-    let (r1, r2) = (ReceiptId::new(), ReceiptId::new());
-    let old = at(0) - Duration::days(100);
-    let a = feedback(ns, r1, "useful", at(1));
-    let b = feedback(ns, r2, "wrong", at(2));
-    let c = feedback(ns, r1, "not_useful", at(3));
-    let elsewhere = feedback(ns2, r1, "useful", old);
-    store
-        .put_feedback(elsewhere.clone(), old - Duration::days(1))
-        .await
-        .unwrap();
-    for f in [&a, &b, &c] {
-        store
-            .put_feedback(f.clone(), old - Duration::days(1))
-            .await
-            .unwrap();
-    }
-    let trunc = |f: &FeedbackRecord| FeedbackRecord {
-        created_at: f.created_at.trunc_subsecs(3),
-        ..f.clone()
-    };
-    assert_eq!(
-        store.list_feedback(ns, None, 10).await.unwrap(),
-        vec![trunc(&a), trunc(&b), trunc(&c)]
-    );
-    assert_eq!(
-        store.list_feedback(ns, Some(r1), 10).await.unwrap(),
-        vec![trunc(&a), trunc(&c)]
-    );
-    assert_eq!(store.list_feedback(ns, None, 2).await.unwrap().len(), 2);
-    assert_eq!(
-        store.list_feedback(ns2, None, 10).await.unwrap(),
-        vec![trunc(&elsewhere)]
-    );
-    // A duplicate id is refused (no silent overwrite).
-    assert!(store.put_feedback(a.clone(), old).await.is_err());
-    // Putting prunes store-wide: the old row of the other namespace goes.
-    let d = feedback(ns, r2, "useful", at(4));
-    store.put_feedback(d.clone(), at(0)).await.unwrap();
-    assert!(store.list_feedback(ns2, None, 10).await.unwrap().is_empty());
-    assert_eq!(store.list_feedback(ns, None, 10).await.unwrap().len(), 4);
-    // Prune before `c`: a and b go.
-    assert_eq!(store.prune_feedback(at(3)).await.unwrap(), 2);
-    assert_eq!(
-        store.list_feedback(ns, None, 10).await.unwrap(),
-        vec![trunc(&c), trunc(&d)]
-    );
-    assert_eq!(store.prune_feedback(at(3)).await.unwrap(), 0);
     drop_schema(&store).await;
 }
 

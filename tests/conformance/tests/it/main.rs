@@ -13,6 +13,7 @@ mod ledger;
 mod lifecycle;
 mod schema;
 mod search;
+mod store_basics;
 mod store_entities;
 mod store_ledger;
 
