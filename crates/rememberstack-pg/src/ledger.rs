@@ -22,8 +22,14 @@ use rememberstack_core::store::{CallRecord, Lease};
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::ledger;
 use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
+
+/// A shared ledger statement (`rememberstack_sql::ledger`) as PostgreSQL runs it.
+fn ledger_sql(template: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(rememberstack_sql::Dialect::Postgres.render(template))
+}
 
 fn ms(t: Timestamp) -> i64 {
     t.timestamp_millis()
@@ -381,21 +387,17 @@ impl PgStore {
         let error: String = pg_text(&error.chars().take(2000).collect::<String>());
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(
-            "UPDATE processing_state SET status = $1, not_before = COALESCE($2, not_before), defer_reason = $3,
-                 last_error = $4, lease_owner = NULL, lease_expires_at = NULL, updated_at = $5
-             WHERE id = $6 AND status = 'running' AND lease_owner = $7",
-        )
-        .bind(status)
-        .bind(not_before)
-        .bind(defer)
-        .bind(error)
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .bind(&lease.owner)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::FAIL))
+            .bind(status)
+            .bind(not_before)
+            .bind(defer)
+            .bind(error)
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .bind(&lease.owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(lease_lost());
         }
@@ -411,19 +413,15 @@ impl PgStore {
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(
-            "UPDATE processing_state SET status = 'pending', attempts = GREATEST(attempts - 1, 0), defer_reason = $1,
-                 not_before = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-             WHERE id = $4 AND status = 'running' AND lease_owner = $5",
-        )
-        .bind(reason.as_str())
-        .bind(ms(not_before))
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .bind(&lease.owner)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::PARK))
+            .bind(reason.as_str())
+            .bind(ms(not_before))
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .bind(&lease.owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(lease_lost());
         }
@@ -516,20 +514,18 @@ impl PgStore {
         allowance: u32,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(
-            "UPDATE processing_state
-             SET status = 'pending', max_attempts = LEAST(attempts::bigint + $1, 2147483647),
-                 not_before = $2, defer_reason = NULL, updated_at = $2
-             WHERE status = 'dead_letter' AND ($3::text IS NULL OR namespace_id = $3)
-               AND ($4::text IS NULL OR stage = $4)",
-        )
-        .bind(i64::from(allowance.max(1)))
-        .bind(ms(now))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(stage.map(|s| s.as_str()))
-        .execute(self.pool())
-        .await
-        .map_err(db_err)?;
+        let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
+        let r = sqlx::query(ledger_sql(ledger::REPLAY_DEAD_LETTERS))
+            .bind(i64::from(allowance.max(1)))
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ns.clone())
+            .bind(ns)
+            .bind(stage)
+            .bind(stage)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
         Ok(r.rows_affected())
     }
 
@@ -539,17 +535,18 @@ impl PgStore {
         stage: Option<Stage>,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(
-            "UPDATE processing_state SET not_before = $1, updated_at = $1
-             WHERE status = 'failed' AND not_before > $1 AND ($2::text IS NULL OR namespace_id = $2)
-               AND ($3::text IS NULL OR stage = $3)",
-        )
-        .bind(ms(now))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(stage.map(|s| s.as_str()))
-        .execute(self.pool())
-        .await
-        .map_err(db_err)?;
+        let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
+        let r = sqlx::query(ledger_sql(ledger::EXPEDITE_FAILED))
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ns.clone())
+            .bind(ns)
+            .bind(stage)
+            .bind(stage)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
         Ok(r.rows_affected())
     }
 
@@ -608,16 +605,10 @@ impl PgStore {
     }
 
     pub(crate) async fn next_wakeup_impl(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(
-            "SELECT MIN(t) AS t FROM (
-                 SELECT not_before AS t FROM processing_state
-                 WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
-                 UNION ALL
-                 SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w",
-        )
-        .fetch_one(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(ledger_sql(ledger::NEXT_WAKEUP))
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
         Ok(get::<Option<i64>>(&row, "t")?.and_then(chrono::DateTime::from_timestamp_millis))
     }
 
@@ -721,19 +712,14 @@ impl PgStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(
-            "UPDATE processing_state SET status = 'pending', attempts = GREATEST(attempts - 1, 0),
-                 not_before = $1, defer_reason = $2, lease_owner = NULL, lease_expires_at = NULL,
-                 updated_at = $3
-             WHERE id = $4",
-        )
-        .bind(ms(not_before))
-        .bind(reason.as_str())
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(ledger_sql(ledger::DEFER))
+            .bind(ms(not_before))
+            .bind(reason.as_str())
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
     }
 }

@@ -10,6 +10,10 @@
 //! | `{IN}` | `IN (SELECT value FROM json_each(?))` | `IN (SELECT jsonb_array_elements_text(?::jsonb))` |
 //! | `{IN_INT}` | as `{IN}` | `IN (SELECT (jsonb_array_elements_text(?::jsonb))::bigint)` |
 //! | `{JSON}` | `?` | `?::jsonb` |
+//! | `{TEXT}` | (nothing) | `::text` (a parameter that may be NULL, typed) |
+//! | `{BIGINT}` | (nothing) | `::bigint` (widen an `integer` column before adding) |
+//! | `{GREATEST}` | `MAX` | `GREATEST` (of its arguments) |
+//! | `{LEAST}` | `MIN` | `LEAST` (of its arguments) |
 //!
 //! A list is bound as one JSON array parameter ([`json_list`]), so a statement's
 //! text never grows with the list. No template holds a `?` that is not a
@@ -22,6 +26,7 @@
 
 pub mod compact;
 pub mod facts;
+pub mod ledger;
 pub mod manifests;
 pub mod scrub;
 
@@ -112,10 +117,18 @@ impl Dialect {
 
     /// The statement this dialect runs for `template` (see the crate's table).
     pub fn render(self, template: &str) -> String {
+        let (text, bigint, greatest, least) = match self {
+            Dialect::Sqlite => ("", "", "MAX", "MIN"),
+            Dialect::Postgres => ("::text", "::bigint", "GREATEST", "LEAST"),
+        };
         let sql = template
             .replace("{IN_INT}", self.in_int_list())
             .replace("{IN}", self.in_list())
-            .replace("{JSON}", self.json_param());
+            .replace("{JSON}", self.json_param())
+            .replace("{TEXT}", text)
+            .replace("{BIGINT}", bigint)
+            .replace("{GREATEST}", greatest)
+            .replace("{LEAST}", least);
         match self {
             Dialect::Sqlite => sql,
             Dialect::Postgres => number_placeholders(&sql),

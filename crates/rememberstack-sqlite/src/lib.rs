@@ -43,7 +43,13 @@ use rememberstack_core::store::*;
 use rememberstack_core::text::{SectionRole, SourceFormat};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::ledger;
 use rememberstack_sql::manifests::ManifestRoot;
+
+/// A shared ledger statement (`rememberstack_sql::ledger`) as SQLite runs it.
+fn ledger_sql(template: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(rememberstack_sql::Dialect::Sqlite.render(template))
+}
 use rows::*;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Row};
@@ -1440,21 +1446,17 @@ impl LedgerStore for SqliteStore {
             FailureOutcome::DeadLetter => ("dead_letter", None, None),
         };
         let error: String = error.chars().take(2000).collect();
-        let r = sqlx::query(
-            "UPDATE processing_state SET status = ?, not_before = COALESCE(?, not_before), defer_reason = ?,
-                 last_error = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-             WHERE id = ? AND status = 'running' AND lease_owner = ?",
-        )
-        .bind(status)
-        .bind(not_before)
-        .bind(defer)
-        .bind(error)
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .bind(&lease.owner)
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::FAIL))
+            .bind(status)
+            .bind(not_before)
+            .bind(defer)
+            .bind(error)
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .bind(&lease.owner)
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(Error::new(
                 ErrorCode::LeaseLost,
@@ -1471,19 +1473,15 @@ impl LedgerStore for SqliteStore {
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<()> {
-        let r = sqlx::query(
-            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0), defer_reason = ?,
-                 not_before = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-             WHERE id = ? AND status = 'running' AND lease_owner = ?",
-        )
-        .bind(reason.as_str())
-        .bind(ms(not_before))
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .bind(&lease.owner)
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::PARK))
+            .bind(reason.as_str())
+            .bind(ms(not_before))
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .bind(&lease.owner)
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(Error::new(
                 ErrorCode::LeaseLost,
@@ -1578,21 +1576,17 @@ impl LedgerStore for SqliteStore {
         allowance: u32,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(
-            "UPDATE processing_state SET status = 'pending', max_attempts = attempts + ?, not_before = ?,
-                 defer_reason = NULL, updated_at = ?
-             WHERE status = 'dead_letter' AND (? IS NULL OR namespace_id = ?) AND (? IS NULL OR stage = ?)",
-        )
-        .bind(allowance.max(1) as i64)
-        .bind(ms(now))
-        .bind(ms(now))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(stage.map(|s| s.as_str()))
-        .bind(stage.map(|s| s.as_str()))
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::REPLAY_DEAD_LETTERS))
+            .bind(allowance.max(1) as i64)
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(stage.map(|s| s.as_str()))
+            .bind(stage.map(|s| s.as_str()))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         Ok(r.rows_affected())
     }
 
@@ -1602,34 +1596,25 @@ impl LedgerStore for SqliteStore {
         stage: Option<Stage>,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(
-            "UPDATE processing_state SET not_before = ?, updated_at = ?
-             WHERE status = 'failed' AND not_before > ? AND (? IS NULL OR namespace_id = ?) AND (? IS NULL OR stage = ?)",
-        )
-        .bind(ms(now))
-        .bind(ms(now))
-        .bind(ms(now))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(stage.map(|s| s.as_str()))
-        .bind(stage.map(|s| s.as_str()))
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(ledger_sql(ledger::EXPEDITE_FAILED))
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ms(now))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(stage.map(|s| s.as_str()))
+            .bind(stage.map(|s| s.as_str()))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         Ok(r.rows_affected())
     }
 
     async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(
-            "SELECT MIN(t) AS t FROM (
-                 SELECT not_before AS t FROM processing_state
-                 WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
-                 UNION ALL
-                 SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running')",
-        )
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(ledger_sql(ledger::NEXT_WAKEUP))
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
         Ok(row
             .get::<Option<i64>, _>("t")
             .and_then(chrono::DateTime::from_timestamp_millis))
@@ -1705,19 +1690,14 @@ impl LedgerStore for SqliteStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(
-            "UPDATE processing_state SET status = 'pending', attempts = MAX(attempts - 1, 0),
-                 not_before = ?, defer_reason = ?, lease_owner = NULL, lease_expires_at = NULL,
-                 updated_at = ?
-             WHERE id = ?",
-        )
-        .bind(ms(not_before))
-        .bind(reason.as_str())
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(ledger_sql(ledger::DEFER))
+            .bind(ms(not_before))
+            .bind(reason.as_str())
+            .bind(ms(now))
+            .bind(lease.work_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
     }
 }
