@@ -1,6 +1,7 @@
 //! The PostgreSQL store's search area against a real server: chunk vectors
 //! (existing, commit with lease fencing, coverage, missing), the change stamp,
-//! lexical and semantic chunk search, recall receipts. Needs `DATABASE_URL`
+//! lexical and semantic chunk search (receipts: `store_basics` in the conformance
+//! suite). Needs `DATABASE_URL`
 //! (`scripts/pg-local.sh start`); skipped, saying so, without it. Rows of other
 //! areas (documents, sections, chunks, work items, mentions) are inserted with
 //! plain SQL.
@@ -9,12 +10,10 @@ use chrono::{TimeZone, Utc};
 use rememberstack_core::ErrorCode;
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::{
-    ChunkId, ClaimId, DocumentId, EntityId, NamespaceId, ReceiptId, VersionId, WorkId,
+    ChunkId, ClaimId, DocumentId, EntityId, NamespaceId, VersionId, WorkId,
 };
 use rememberstack_core::store::traits::*;
-use rememberstack_core::store::{
-    ChunkFilter, ChunkHit, ChunkRef, Lease, Receipt, ReceiptSelection, VectorCoverage,
-};
+use rememberstack_core::store::{ChunkFilter, ChunkHit, ChunkRef, Lease, VectorCoverage};
 use rememberstack_core::text::SectionRole;
 use rememberstack_pg::{PgStore, PgStoreConfig};
 use sqlx::PgPool;
@@ -964,113 +963,6 @@ async fn pg_search_semantic_uses_the_generation_index() {
     );
     drop(conn);
     drop_schema(&store).await;
-}
-
-fn receipt(ns: NamespaceId, request: Option<&str>, operation: &str) -> Receipt {
-    Receipt {
-        receipt_id: ReceiptId::new(),
-        namespace_id: ns,
-        request_id: request.map(str::to_string),
-        operation: operation.to_string(),
-        subject: Some("alice".into()),
-        purpose: None,
-        query_digest: "abc".into(),
-        parameters: serde_json::json!({"k": 10, "budget": 0.25, "anchors": ["x"]}),
-        selections: vec![ReceiptSelection {
-            kind: "chunk".into(),
-            id: ChunkId::new().to_string(),
-            version_id: Some(VersionId::new()),
-            content_digest: "d".into(),
-            score: 0.123_456_789_012_345_67,
-        }],
-        coverage: serde_json::json!({"considered": 3, "returned": 1}),
-        created_at: Utc.timestamp_opt(1_780_000_000, 123_456_789).unwrap(),
-    }
-}
-
-#[tokio::test]
-async fn pg_search_receipts_replay_by_request() {
-    let Some((store, ns)) = open("pg_search_receipts_replay_by_request", "rcpt").await else {
-        return;
-    };
-    // Without a request id: stored as given, read back exactly (nanoseconds too).
-    let plain = receipt(ns, None, "recall");
-    assert_eq!(store.put_receipt(plain.clone()).await.unwrap(), plain);
-    assert_eq!(
-        store.receipt(ns, plain.receipt_id).await.unwrap(),
-        Some(plain.clone())
-    );
-    assert_eq!(
-        store
-            .receipt(NamespaceId::new(), plain.receipt_id)
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(store.receipt(ns, ReceiptId::new()).await.unwrap(), None);
-    // The same receipt id twice is a store error, not a silent overwrite.
-    let err = store.put_receipt(plain.clone()).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Store);
-
-    // With a request id: a second receipt under it writes nothing and returns the first.
-    let first = receipt(ns, Some("req-1"), "recall");
-    assert_eq!(store.put_receipt(first.clone()).await.unwrap(), first);
-    let second = receipt(ns, Some("req-1"), "context");
-    assert_eq!(store.put_receipt(second.clone()).await.unwrap(), first);
-    assert_eq!(store.receipt(ns, second.receipt_id).await.unwrap(), None);
-    assert_eq!(
-        store.receipt_by_request(ns, "req-1").await.unwrap(),
-        Some(first.clone())
-    );
-    assert_eq!(store.receipt_by_request(ns, "req-2").await.unwrap(), None);
-    // Request ids are per namespace.
-    let ns2 = store.ensure_namespace("other", at(0)).await.unwrap().id;
-    let elsewhere = receipt(ns2, Some("req-1"), "recall");
-    assert_eq!(
-        store.put_receipt(elsewhere.clone()).await.unwrap(),
-        elsewhere
-    );
-    assert_eq!(
-        store.receipt_by_request(ns2, "req-1").await.unwrap(),
-        Some(elsewhere)
-    );
-    // Concurrent writers of one request id all get the one stored receipt.
-    let racers: Vec<Receipt> = (0..6)
-        .map(|_| receipt(ns, Some("req-race"), "recall"))
-        .collect();
-    let results = futures_join(&store, racers.clone()).await;
-    let stored = store
-        .receipt_by_request(ns, "req-race")
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(racers.contains(&stored));
-    assert!(results.iter().all(|r| *r == stored));
-    let n: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM recall_receipts WHERE namespace_id = $1 AND request_id = 'req-race'",
-    )
-    .bind(ns.to_string())
-    .fetch_one(store.pool())
-    .await
-    .unwrap();
-    assert_eq!(n, 1);
-    drop_schema(&store).await;
-}
-
-/// Put every receipt at once (one task each) and collect the results.
-async fn futures_join(store: &PgStore, receipts: Vec<Receipt>) -> Vec<Receipt> {
-    let handles: Vec<_> = receipts
-        .into_iter()
-        .map(|r| {
-            let store = store.clone();
-            tokio::spawn(async move { store.put_receipt(r).await })
-        })
-        .collect();
-    let mut out = Vec::new();
-    for h in handles {
-        out.push(h.await.unwrap().unwrap());
-    }
-    out
 }
 
 /// `ChunkFilter::exact` ranks by an exact scan: the generation's HNSW index is not

@@ -1,10 +1,12 @@
-//! The store contract's small pieces on every store: namespaces, settings and
-//! feedback (put, list, the store-wide prune).
+//! The store contract's small pieces on every store: namespaces, settings,
+//! receipts (stored exactly, replayed by request id) and feedback (put, list, the
+//! store-wide prune).
 
 use chrono::{Duration, SubsecRound, TimeZone, Utc};
-use rememberstack::store::FeedbackRecord;
-use rememberstack::{ClaimId, NamespaceId, ReceiptId, Timestamp};
+use rememberstack::store::{FeedbackRecord, MemoryStore, Receipt, ReceiptSelection};
+use rememberstack::{ChunkId, ClaimId, ErrorCode, NamespaceId, ReceiptId, Timestamp, VersionId};
 use rememberstack_conformance::stores;
+use std::sync::Arc;
 
 fn at(secs: i64) -> Timestamp {
     Utc.timestamp_opt(1_780_000_000 + secs, 0).unwrap()
@@ -131,4 +133,112 @@ async fn feedback_is_listed_by_receipt_refused_twice_and_pruned_store_wide() {
         );
         assert_eq!(store.prune_feedback(fine(3)).await.unwrap(), 0);
     }
+}
+
+fn receipt(ns: NamespaceId, request: Option<&str>, operation: &str) -> Receipt {
+    Receipt {
+        receipt_id: ReceiptId::new(),
+        namespace_id: ns,
+        request_id: request.map(str::to_string),
+        operation: operation.to_string(),
+        subject: Some("alice".into()),
+        purpose: None,
+        query_digest: "abc".into(),
+        parameters: serde_json::json!({"k": 10, "budget": 0.25, "anchors": ["x"]}),
+        selections: vec![ReceiptSelection {
+            kind: "chunk".into(),
+            id: ChunkId::new().to_string(),
+            version_id: Some(VersionId::new()),
+            content_digest: "d".into(),
+            score: 0.123_456_789_012_345_67,
+        }],
+        coverage: serde_json::json!({"considered": 3, "returned": 1}),
+        created_at: fine(0),
+    }
+}
+
+#[tokio::test]
+async fn receipts_are_kept_exactly_and_replayed_by_request_id() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = store.ensure_namespace("rcpt", at(0)).await.unwrap().id;
+        // Without a request id: stored as given, read back exactly (nanoseconds too).
+        let plain = receipt(ns, None, "recall");
+        assert_eq!(store.put_receipt(plain.clone()).await.unwrap(), plain);
+        assert_eq!(
+            store.receipt(ns, plain.receipt_id).await.unwrap(),
+            Some(plain.clone()),
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            store
+                .receipt(NamespaceId::new(), plain.receipt_id)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(store.receipt(ns, ReceiptId::new()).await.unwrap(), None);
+        // The same receipt id twice is a store error, not a silent overwrite.
+        let err = store.put_receipt(plain.clone()).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Store, "{}", h.kind);
+
+        // With a request id: a second receipt under it writes nothing and returns
+        // the first.
+        let first = receipt(ns, Some("req-1"), "recall");
+        assert_eq!(store.put_receipt(first.clone()).await.unwrap(), first);
+        let second = receipt(ns, Some("req-1"), "context");
+        assert_eq!(store.put_receipt(second.clone()).await.unwrap(), first);
+        assert_eq!(store.receipt(ns, second.receipt_id).await.unwrap(), None);
+        assert_eq!(
+            store.receipt_by_request(ns, "req-1").await.unwrap(),
+            Some(first.clone())
+        );
+        assert_eq!(store.receipt_by_request(ns, "req-2").await.unwrap(), None);
+        // Request ids are per namespace.
+        let ns2 = store.ensure_namespace("other", at(0)).await.unwrap().id;
+        let elsewhere = receipt(ns2, Some("req-1"), "recall");
+        assert_eq!(
+            store.put_receipt(elsewhere.clone()).await.unwrap(),
+            elsewhere
+        );
+        assert_eq!(
+            store.receipt_by_request(ns2, "req-1").await.unwrap(),
+            Some(elsewhere)
+        );
+        // Concurrent writers of one request id all get the one stored receipt.
+        let racers: Vec<Receipt> = (0..6)
+            .map(|_| receipt(ns, Some("req-race"), "recall"))
+            .collect();
+        let results = race(store, racers.clone()).await;
+        let stored = store
+            .receipt_by_request(ns, "req-race")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(racers.contains(&stored));
+        assert!(results.iter().all(|r| *r == stored), "{}", h.kind);
+        // The losers' receipts were not kept under their own ids either.
+        for r in &racers {
+            if r.receipt_id != stored.receipt_id {
+                assert_eq!(store.receipt(ns, r.receipt_id).await.unwrap(), None);
+            }
+        }
+    }
+}
+
+/// Put every receipt at once, each from its own task.
+async fn race(store: &Arc<dyn MemoryStore>, receipts: Vec<Receipt>) -> Vec<Receipt> {
+    let handles: Vec<_> = receipts
+        .into_iter()
+        .map(|r| {
+            let store = store.clone();
+            tokio::spawn(async move { store.put_receipt(r).await })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap().unwrap());
+    }
+    out
 }
