@@ -27,8 +27,8 @@ use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
 
 /// A shared ledger statement (`rememberstack_sql::ledger`) as PostgreSQL runs it.
-fn ledger_sql(template: &str) -> sqlx::AssertSqlSafe<String> {
-    sqlx::AssertSqlSafe(rememberstack_sql::Dialect::Postgres.render(template))
+fn ledger_sql(statement: &'static rememberstack_sql::Statement) -> &'static str {
+    statement.sql(rememberstack_sql::Dialect::Postgres)
 }
 
 fn ms(t: Timestamp) -> i64 {
@@ -387,7 +387,7 @@ impl PgStore {
         let error: String = pg_text(&error.chars().take(2000).collect::<String>());
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(ledger_sql(ledger::FAIL))
+        let r = sqlx::query(ledger_sql(&ledger::FAIL))
             .bind(status)
             .bind(not_before)
             .bind(defer)
@@ -413,7 +413,7 @@ impl PgStore {
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(ledger_sql(ledger::PARK))
+        let r = sqlx::query(ledger_sql(&ledger::PARK))
             .bind(reason.as_str())
             .bind(ms(not_before))
             .bind(ms(now))
@@ -515,7 +515,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<u64> {
         let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
-        let r = sqlx::query(ledger_sql(ledger::REPLAY_DEAD_LETTERS))
+        let r = sqlx::query(ledger_sql(&ledger::REPLAY_DEAD_LETTERS))
             .bind(i64::from(allowance.max(1)))
             .bind(ms(now))
             .bind(ms(now))
@@ -536,7 +536,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<u64> {
         let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
-        let r = sqlx::query(ledger_sql(ledger::EXPEDITE_FAILED))
+        let r = sqlx::query(ledger_sql(&ledger::EXPEDITE_FAILED))
             .bind(ms(now))
             .bind(ms(now))
             .bind(ms(now))
@@ -605,7 +605,7 @@ impl PgStore {
     }
 
     pub(crate) async fn next_wakeup_impl(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(ledger_sql(ledger::NEXT_WAKEUP))
+        let row = sqlx::query(ledger_sql(&ledger::NEXT_WAKEUP))
             .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
@@ -712,7 +712,7 @@ impl PgStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(ledger_sql(ledger::DEFER))
+        sqlx::query(ledger_sql(&ledger::DEFER))
             .bind(ms(not_before))
             .bind(reason.as_str())
             .bind(ms(now))

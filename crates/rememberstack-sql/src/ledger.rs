@@ -3,52 +3,62 @@
 //! the next instant a worker has reason to wake. Claiming and completing stay in
 //! each store: they choose what to lock and in which order (PostgreSQL takes the
 //! namespace's change stamp first and skips rows another transaction holds; SQLite
-//! has one writer).
+//! has one writer). Each is rendered once per dialect, on first use: they run
+//! for every work item.
+
+use crate::Statement;
 
 /// A leased item failed: `failed` until `not_before` (a retry) or `dead_letter`.
 /// Binds: status, not_before (or NULL to keep it), defer reason, error, now, id,
 /// lease owner. No row changed means the lease was lost.
-pub const FAIL: &str = "UPDATE processing_state SET status = ?, not_before = COALESCE(?, not_before), defer_reason = ?,
+pub static FAIL: Statement = Statement::new("UPDATE processing_state SET status = ?, not_before = COALESCE(?, not_before), defer_reason = ?,
      last_error = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
- WHERE id = ? AND status = 'running' AND lease_owner = ?";
+ WHERE id = ? AND status = 'running' AND lease_owner = ?");
 
 /// A leased item waits (a reason, until `not_before`) and gives its attempt back,
 /// never below zero. Binds: reason, not_before, now, id, lease owner. No row
 /// changed means the lease was lost.
-pub const PARK: &str = "UPDATE processing_state SET status = 'pending', attempts = {GREATEST}(attempts - 1, 0), defer_reason = ?,
+pub static PARK: Statement = Statement::new("UPDATE processing_state SET status = 'pending', attempts = {GREATEST}(attempts - 1, 0), defer_reason = ?,
      not_before = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
- WHERE id = ? AND status = 'running' AND lease_owner = ?";
+ WHERE id = ? AND status = 'running' AND lease_owner = ?");
 
 /// A fenced item (its lease checked in the same transaction) back to pending, its
 /// attempt given back. Binds: not_before, reason, now, id.
-pub const DEFER: &str =
+pub static DEFER: Statement = Statement::new(
     "UPDATE processing_state SET status = 'pending', attempts = {GREATEST}(attempts - 1, 0),
      not_before = ?, defer_reason = ?, lease_owner = NULL, lease_expires_at = NULL,
      updated_at = ?
- WHERE id = ?";
+ WHERE id = ?",
+);
 
 /// Dead letters back to pending with `allowance` more attempts (capped where a
 /// 32-bit count ends), optionally of one namespace and one stage. Binds:
 /// allowance, now, now, namespace, namespace, stage, stage.
-pub const REPLAY_DEAD_LETTERS: &str = "UPDATE processing_state
+pub static REPLAY_DEAD_LETTERS: Statement = Statement::new(
+    "UPDATE processing_state
  SET status = 'pending', max_attempts = {LEAST}(attempts{BIGINT} + ?, 2147483647),
      not_before = ?, defer_reason = NULL, updated_at = ?
  WHERE status = 'dead_letter' AND (?{TEXT} IS NULL OR namespace_id = ?)
-   AND (?{TEXT} IS NULL OR stage = ?)";
+   AND (?{TEXT} IS NULL OR stage = ?)",
+);
 
 /// Failed items waiting out a backoff become due now, optionally of one namespace
 /// and one stage. Binds: now, now, now, namespace, namespace, stage, stage.
-pub const EXPEDITE_FAILED: &str = "UPDATE processing_state SET not_before = ?, updated_at = ?
+pub static EXPEDITE_FAILED: Statement = Statement::new(
+    "UPDATE processing_state SET not_before = ?, updated_at = ?
  WHERE status = 'failed' AND not_before > ? AND (?{TEXT} IS NULL OR namespace_id = ?)
-   AND (?{TEXT} IS NULL OR stage = ?)";
+   AND (?{TEXT} IS NULL OR stage = ?)",
+);
 
 /// The next instant work falls due or a lease expires (`t`, NULL when neither);
 /// parked rows without a route never fall due.
-pub const NEXT_WAKEUP: &str = "SELECT MIN(t) AS t FROM (
+pub static NEXT_WAKEUP: Statement = Statement::new(
+    "SELECT MIN(t) AS t FROM (
      SELECT not_before AS t FROM processing_state
      WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
      UNION ALL
-     SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w";
+     SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w",
+);
 
 #[cfg(test)]
 mod tests {
@@ -56,18 +66,19 @@ mod tests {
     use crate::Dialect;
 
     fn rendered(d: Dialect) -> String {
-        [
-            ("FAIL", FAIL),
-            ("PARK", PARK),
-            ("DEFER", DEFER),
-            ("REPLAY_DEAD_LETTERS", REPLAY_DEAD_LETTERS),
-            ("EXPEDITE_FAILED", EXPEDITE_FAILED),
-            ("NEXT_WAKEUP", NEXT_WAKEUP),
-        ]
-        .iter()
-        .map(|(name, t)| format!("-- {name}\n{};\n", d.render(t)))
-        .collect::<Vec<_>>()
-        .join("\n")
+        let statements: [(&str, &'static Statement); 6] = [
+            ("FAIL", &FAIL),
+            ("PARK", &PARK),
+            ("DEFER", &DEFER),
+            ("REPLAY_DEAD_LETTERS", &REPLAY_DEAD_LETTERS),
+            ("EXPEDITE_FAILED", &EXPEDITE_FAILED),
+            ("NEXT_WAKEUP", &NEXT_WAKEUP),
+        ];
+        statements
+            .iter()
+            .map(|(name, t)| format!("-- {name}\n{};\n", t.sql(d)))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     #[test]

@@ -136,6 +136,35 @@ impl Dialect {
     }
 }
 
+/// A template rendered once per dialect, on first use: for statements a store runs
+/// often, so the rendering is not repeated on every call.
+#[derive(Debug)]
+pub struct Statement {
+    template: &'static str,
+    sqlite: std::sync::OnceLock<String>,
+    postgres: std::sync::OnceLock<String>,
+}
+
+impl Statement {
+    /// A statement from its template.
+    pub const fn new(template: &'static str) -> Self {
+        Self {
+            template,
+            sqlite: std::sync::OnceLock::new(),
+            postgres: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The statement as `dialect` runs it.
+    pub fn sql(&'static self, dialect: Dialect) -> &'static str {
+        let cell = match dialect {
+            Dialect::Sqlite => &self.sqlite,
+            Dialect::Postgres => &self.postgres,
+        };
+        cell.get_or_init(|| dialect.render(self.template))
+    }
+}
+
 /// Each `?` becomes `$1`, `$2`, … in order.
 fn number_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);

@@ -47,8 +47,8 @@ use rememberstack_sql::ledger;
 use rememberstack_sql::manifests::ManifestRoot;
 
 /// A shared ledger statement (`rememberstack_sql::ledger`) as SQLite runs it.
-fn ledger_sql(template: &str) -> sqlx::AssertSqlSafe<String> {
-    sqlx::AssertSqlSafe(rememberstack_sql::Dialect::Sqlite.render(template))
+fn ledger_sql(statement: &'static rememberstack_sql::Statement) -> &'static str {
+    statement.sql(rememberstack_sql::Dialect::Sqlite)
 }
 use rows::*;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
@@ -1446,7 +1446,7 @@ impl LedgerStore for SqliteStore {
             FailureOutcome::DeadLetter => ("dead_letter", None, None),
         };
         let error: String = error.chars().take(2000).collect();
-        let r = sqlx::query(ledger_sql(ledger::FAIL))
+        let r = sqlx::query(ledger_sql(&ledger::FAIL))
             .bind(status)
             .bind(not_before)
             .bind(defer)
@@ -1473,7 +1473,7 @@ impl LedgerStore for SqliteStore {
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<()> {
-        let r = sqlx::query(ledger_sql(ledger::PARK))
+        let r = sqlx::query(ledger_sql(&ledger::PARK))
             .bind(reason.as_str())
             .bind(ms(not_before))
             .bind(ms(now))
@@ -1576,7 +1576,7 @@ impl LedgerStore for SqliteStore {
         allowance: u32,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(ledger_sql(ledger::REPLAY_DEAD_LETTERS))
+        let r = sqlx::query(ledger_sql(&ledger::REPLAY_DEAD_LETTERS))
             .bind(allowance.max(1) as i64)
             .bind(ms(now))
             .bind(ms(now))
@@ -1596,7 +1596,7 @@ impl LedgerStore for SqliteStore {
         stage: Option<Stage>,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(ledger_sql(ledger::EXPEDITE_FAILED))
+        let r = sqlx::query(ledger_sql(&ledger::EXPEDITE_FAILED))
             .bind(ms(now))
             .bind(ms(now))
             .bind(ms(now))
@@ -1611,7 +1611,7 @@ impl LedgerStore for SqliteStore {
     }
 
     async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(ledger_sql(ledger::NEXT_WAKEUP))
+        let row = sqlx::query(ledger_sql(&ledger::NEXT_WAKEUP))
             .fetch_one(&self.read)
             .await
             .map_err(db_err)?;
@@ -1690,7 +1690,7 @@ impl LedgerStore for SqliteStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(ledger_sql(ledger::DEFER))
+        sqlx::query(ledger_sql(&ledger::DEFER))
             .bind(ms(not_before))
             .bind(reason.as_str())
             .bind(ms(now))

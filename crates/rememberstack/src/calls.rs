@@ -192,7 +192,7 @@ macro_rules! ingest_input {
 
         impl $name {
             fn options(&self) -> Result<IngestOptions> {
-                ingest_options(
+                IngestOptions::from_fields(
                     self.source_ref.clone(),
                     self.kind.as_deref(),
                     self.source_time.as_deref(),
@@ -209,16 +209,6 @@ ingest_input!(IngestTextInput { text: String });
 ingest_input!(IngestConversationInput {
     conversation: Value
 });
-
-fn ingest_options(
-    source_ref: Option<String>,
-    kind: Option<&str>,
-    source_time: Option<&str>,
-    mode: Option<&str>,
-    thread_ref: Option<String>,
-) -> Result<IngestOptions> {
-    IngestOptions::from_fields(source_ref, kind, source_time, mode, thread_ref)
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

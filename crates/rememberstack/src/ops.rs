@@ -555,14 +555,6 @@ pub fn scope(name: &str) -> KeyScope {
     operation(name).map_or(KeyScope::Admin, |o| o.scope)
 }
 
-/// The row whose MCP tool is named `tool`, among the calls with a tool of their
-/// own.
-pub fn by_tool(tool: &str) -> Option<&'static Operation> {
-    OPERATIONS
-        .iter()
-        .find(|o| matches!(o.mcp, Some(Tool::Own { name, .. }) if name == tool))
-}
-
 /// The MCP tools' input schemas, written for agents: each names its fields,
 /// bounds and formats as the call's input type reads them.
 mod schema {
@@ -666,6 +658,10 @@ mod tests {
         }
         assert_eq!(scope("forget_document"), KeyScope::Admin);
         assert_eq!(scope("no_such_call"), KeyScope::Admin);
-        assert_eq!(by_tool("pipeline_readiness").unwrap().name, "status");
+        let readiness = OPERATIONS
+            .iter()
+            .find(|o| matches!(o.mcp, Some(Tool::Own { name, .. }) if name == "pipeline_readiness"))
+            .unwrap();
+        assert_eq!(readiness.name, "status");
     }
 }
