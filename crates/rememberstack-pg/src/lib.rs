@@ -1373,6 +1373,12 @@ impl Drop for SessionLock {
 mod host_tests {
     use super::multi_host_warning;
 
+    #[test]
+    fn the_latest_migration_is_the_shared_schema_version() {
+        let latest = super::MIGRATOR.iter().map(|m| m.version).max();
+        assert_eq!(latest, Some(rememberstack_sql::SCHEMA_VERSION));
+    }
+
     fn app(host: &str, mode: &str) -> String {
         format!("rememberstack {host} manifests={mode}")
     }

@@ -30,6 +30,13 @@ pub mod ledger;
 pub mod manifests;
 pub mod scrub;
 
+/// The schema version both stores are at: the number of their latest migration.
+/// From version 23 on, every schema change is a migration of this number and name in
+/// both stores (`crates/rememberstack-sqlite/migrations` and
+/// `crates/rememberstack-pg/migrations`), written in each dialect; the conformance
+/// tests check the pairing, and the catalogs column by column.
+pub const SCHEMA_VERSION: i64 = 23;
+
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
 use std::future::Future;

@@ -2571,6 +2571,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_latest_migration_is_the_shared_schema_version() {
+        let latest = super::MIGRATOR.iter().map(|m| m.version).max();
+        assert_eq!(latest, Some(rememberstack_sql::SCHEMA_VERSION));
+    }
+
+    #[test]
     fn fts_query_quotes_everything() {
         assert_eq!(
             fts_query(&["a\"b".into(), "NEAR".into()]),
