@@ -879,19 +879,32 @@ impl<T> MemoryStore for T where
 {
 }
 
-/// What kind of store this is and how it runs: its kind, the pipeline tuning it asks
-/// for (pinning, write groups, in-process locking), store-wide settings and change
-/// stamps, cross-process locks, namespaces.
+/// How a store asks to be driven: decided by the store's own configuration and read
+/// once by the engine when it opens ([`StoreRuntime::tuning`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreTuning {
+    /// Run pipeline work on a thread of its own that first calls this (the embedded
+    /// store pins the thread to the CPU beside its writer, since every statement is
+    /// a hand-off between the two). `None`: pipeline work runs where it is called.
+    pub pipeline_thread: Option<fn()>,
+    /// One process writes the store, so this process's locks are the whole lock
+    /// ([`StoreRuntime::lock_key`] returns `None`): the engine may hold many keys at
+    /// once and decide a batch's references together.
+    pub one_writer_process: bool,
+}
+
+/// What kind of store this is and how it runs: its kind, its tuning, write groups,
+/// store-wide settings and change stamps, cross-process locks, namespaces.
 #[async_trait]
 pub trait StoreRuntime: Send + Sync + std::fmt::Debug {
     /// A short name for the store kind (`sqlite`, `postgres`).
     fn kind(&self) -> &'static str;
 
-    /// Whether this store's writer runs on the pipeline CPU
-    /// (the SQLite store's `affinity::pipeline_cpu`), so that processing belongs there too
-    /// (the embedded store, where every statement is a hand-off between threads).
-    fn pins_pipeline(&self) -> bool {
-        false
+    /// How the engine should drive this store, as the store's own configuration
+    /// decides. The default suits any store: pipeline work runs where it is called,
+    /// and locks are held across processes.
+    fn tuning(&self) -> StoreTuning {
+        StoreTuning::default()
     }
 
     /// Run `work`, one batch of pipeline work that calls no remote provider, as one
@@ -921,13 +934,6 @@ pub trait StoreRuntime: Send + Sync + std::fmt::Debug {
     /// claims, vectors, facts), by any process. Readers reuse those aggregates while
     /// it is unchanged.
     async fn change_stamp(&self, ns: NamespaceId) -> Result<u64>;
-
-    /// Whether this process's locks are the whole lock (one process writes the store,
-    /// so [`MemoryStore::lock_key`] returns `None`): the engine may then hold many
-    /// keys at once for a batch.
-    fn locks_in_process(&self) -> bool {
-        false
-    }
 
     /// A store-wide setting.
     async fn setting(&self, key: &str) -> Result<Option<String>>;
@@ -1567,7 +1573,7 @@ pub trait IdentityStore: Send + Sync + std::fmt::Debug {
     /// the keys [`KeyData::rows_read_with_counts`] names, from which
     /// [`KeyData::block`] computes a block exactly as [`MemoryStore::block_entities`]
     /// does. A store whose engine resolves batches (see
-    /// [`MemoryStore::locks_in_process`]) provides it; the default refuses.
+    /// [`StoreTuning::one_writer_process`]) provides it; the default refuses.
     async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
         let _ = (ns, keys);
         Err(crate::Error::internal(

@@ -530,8 +530,14 @@ impl StoreRuntime for SqliteStore {
         "sqlite"
     }
 
-    fn pins_pipeline(&self) -> bool {
-        self.write.is_pinned()
+    fn tuning(&self) -> StoreTuning {
+        fn pin() {
+            affinity::pin_to_pipeline_cpu();
+        }
+        StoreTuning {
+            pipeline_thread: self.write.is_pinned().then_some(pin as fn()),
+            one_writer_process: true,
+        }
     }
 
     async fn grouped<'a>(&'a self, work: GroupWork<'a>) -> Result<()> {
@@ -594,10 +600,6 @@ impl StoreRuntime for SqliteStore {
                 .await
                 .map_err(db_err)?;
         Ok(n.unwrap_or(0) as u64)
-    }
-
-    fn locks_in_process(&self) -> bool {
-        true
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>> {

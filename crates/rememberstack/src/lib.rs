@@ -678,24 +678,25 @@ impl Memory {
         .await
     }
 
-    /// Drive pipeline work. When the store's writer is pinned to the pipeline CPU
-    /// ([`MemoryStore::pins_pipeline`]: the embedded store, on more than one CPU), the
-    /// work runs on a thread pinned there too, beside it; elsewhere it runs in place.
-    /// Dropping the returned future stops the work at its next await, as in place.
+    /// Drive pipeline work. When the store asks for a pipeline thread of its own
+    /// ([`store::StoreTuning::pipeline_thread`]: the embedded store pins it beside its
+    /// writer, on more than one CPU), the work runs on such a thread; elsewhere it
+    /// runs in place. Dropping the returned future stops the work at its next await,
+    /// as in place.
     async fn on_pipeline<T, F>(&self, work: F) -> Result<T>
     where
         F: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        if !self.engine.store().pins_pipeline() {
+        let Some(prepare) = self.engine.tuning().pipeline_thread else {
             return work.await;
-        }
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name("rememberstack-pipeline".into())
             .spawn(move || {
                 let mut tx = tx;
-                rememberstack_sqlite::affinity::pin_to_pipeline_cpu();
+                prepare();
                 let runtime = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -1568,7 +1569,7 @@ mod tests {
     async fn embedded_processing_runs_on_the_pinned_pipeline_thread() {
         let dir = tempfile::tempdir().unwrap();
         let memory = Memory::open(dir.path().join("memory.db")).await.unwrap();
-        let pinned = memory.engine().store().pins_pipeline();
+        let pinned = memory.engine().tuning().pipeline_thread.is_some();
         assert_eq!(
             pinned,
             rememberstack_sqlite::affinity::pipeline_cpu().is_some(),

@@ -23,7 +23,7 @@ pub struct EngineConfig {
     pub claim_limit: u32,
     /// Work items claimed per batch of a stage that runs as one write group
     /// ([`Engine::runs_grouped`]) on a store one process writes
-    /// ([`MemoryStore::locks_in_process`]): no model call waits in such a batch,
+    /// ([`StoreTuning::one_writer_process`](crate::store::StoreTuning)): no model call waits in such a batch,
     /// and the batch's reads and commits are shared by more items.
     pub grouped_claim_limit: u32,
     /// Largest `k` a search accepts.

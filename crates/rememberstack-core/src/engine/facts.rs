@@ -488,7 +488,7 @@ impl Engine {
     pub(super) fn decides_together(&self, stage: Stage) -> bool {
         matches!(stage, Stage::Normalize | Stage::Adjudicate)
             && self.runs_grouped(stage)
-            && self.store.locks_in_process()
+            && self.tuning.one_writer_process
     }
 
     /// Normalize and resolve a batch of one namespace's claims together, offline,

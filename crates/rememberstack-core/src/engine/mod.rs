@@ -73,6 +73,8 @@ const CURSOR_SECRET_SETTING: &str = "cursor_secret";
 #[derive(Debug, Clone)]
 pub struct Engine {
     store: Arc<dyn MemoryStore>,
+    /// The store's tuning, read once when the engine opens.
+    tuning: crate::store::StoreTuning,
     embedder: Arc<dyn Embedder>,
     extractor: Option<ExtractorModels>,
     fact_models: FactModels,
@@ -187,6 +189,7 @@ impl Engine {
             .validate()
             .map_err(|m| Error::new(ErrorCode::Config, m))?;
         let engine = Engine {
+            tuning: store.tuning(),
             store,
             embedder: providers.embedder,
             extractor: providers.extractor,
@@ -220,6 +223,11 @@ impl Engine {
     /// The store.
     pub fn store(&self) -> &Arc<dyn MemoryStore> {
         &self.store
+    }
+
+    /// How the store asked to be driven.
+    pub fn tuning(&self) -> crate::store::StoreTuning {
+        self.tuning
     }
 
     /// What the envelopes' `freshness.semantic.degraded` says: the kind of a

@@ -108,7 +108,7 @@ impl Engine {
     /// The claim sizes of stages whose batches run as one write group on a store
     /// this process alone writes ([`EngineConfig::grouped_claim_limit`]).
     fn stage_limits(&self) -> Vec<(Stage, u32)> {
-        if !self.store.locks_in_process() {
+        if !self.tuning.one_writer_process {
             return vec![];
         }
         Stage::ALL

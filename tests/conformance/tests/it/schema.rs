@@ -144,10 +144,17 @@ fn migrations(store: &str) -> std::collections::BTreeMap<i64, String> {
     std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| {
-            let name = entry.expect("entry").file_name().into_string().expect("utf-8");
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .into_string()
+                .expect("utf-8");
             let stem = name.strip_suffix(".sql").expect("a .sql migration");
             let (number, rest) = stem.split_once('_').expect("NNNN_name.sql");
-            (number.parse().expect("a numbered migration"), rest.to_string())
+            (
+                number.parse().expect("a numbered migration"),
+                rest.to_string(),
+            )
         })
         .collect()
 }
@@ -157,8 +164,16 @@ fn both_stores_are_at_the_shared_schema_version_and_share_its_history_from_there
     let lite = migrations("rememberstack-sqlite");
     let post = migrations("rememberstack-pg");
     let version = rememberstack_sql::SCHEMA_VERSION;
-    assert_eq!(lite.keys().last(), Some(&version), "SQLite's latest migration");
-    assert_eq!(post.keys().last(), Some(&version), "PostgreSQL's latest migration");
+    assert_eq!(
+        lite.keys().last(),
+        Some(&version),
+        "SQLite's latest migration"
+    );
+    assert_eq!(
+        post.keys().last(),
+        Some(&version),
+        "PostgreSQL's latest migration"
+    );
     // From the shared version on, one schema change is one migration in each store,
     // under the same number and name.
     let shared = |m: &std::collections::BTreeMap<i64, String>| -> Vec<(i64, String)> {
