@@ -189,6 +189,12 @@ export declare class Memory {
   /** The same memory (one engine) reading and writing `namespace`; throws a RememberStackError for an invalid namespace or a closed memory. */
   withNamespace(namespace: string): Memory
 
+  /**
+   * Any call of the engine by its name (`Memory.methods()`) with its JSON input
+   * (snake_case fields, as MCP's tool of that name takes them); every call is
+   * reachable this way, with or without a named method.
+   */
+  call<M extends keyof Results>(method: M, input?: JsonObject): Promise<Results[M]>
   ingestFile(path: string, options?: IngestOptions): Promise<Results['ingest_file']>
   ingestText(text: string, options: IngestOptions & { sourceRef: string }): Promise<Results['ingest_text']>
   ingestConversation(conversation: Conversation | Message[], options: IngestOptions & { sourceRef: string }): Promise<Results['ingest_conversation']>

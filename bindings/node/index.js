@@ -157,6 +157,19 @@ class Memory {
     return decode(await this.#native.call(method, encode(input)));
   }
 
+  /**
+   * Run any call of the engine by its name (`Memory.methods()`) with its JSON
+   * input: the fields MCP's tool of that name and `remember call` take (snake_case;
+   * camelCase keys and Dates are converted as for the named methods), omitted ones
+   * at their defaults. Every call is reachable this way, with or without a named
+   * method here. Resolves to the call's JSON object.
+   */
+  async call(method, input = {}) {
+    if (typeof method !== 'string') throw invalid("call: the call's name must be a string");
+    if (!isPlainObject(input)) throw invalid("call: a call's input must be a plain object");
+    return this.#call(method, toWire(input));
+  }
+
   // ---- sources
 
   async ingestFile(path, opts) {

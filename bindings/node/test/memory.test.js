@@ -96,6 +96,25 @@ describe('a memory with a document and a conversation', () => {
     assert.equal(convReceipt.format, 'conversation');
   });
 
+  it('runs every engine method by its name', async () => {
+    const names = Memory.methods();
+    for (const name of names) {
+      // A field the call does not take is that call's own refusal, not an unknown name.
+      await assert.rejects(memory.call(name, { no_such_field: 1 }), (e) => {
+        assert.ok(e instanceof RememberStackError, `${name}: ${e}`);
+        assert.ok(!e.message.includes('unknown method'), `${name}: ${e.message}`);
+        return true;
+      });
+    }
+    await assert.rejects(memory.call('no_such_call'), (e) => e.code === 'invalid_input' && e.message.includes('unknown method'));
+    await assert.rejects(memory.call('search', ['not', 'an', 'object']), (e) => e.code === 'invalid_input');
+    const byName = await memory.call('search', { query: 'who owns the backup system?', k: 3 });
+    const named = await memory.search('who owns the backup system?', { k: 3 });
+    assert.deepEqual(byName.results.map((r) => r.chunk_id), named.results.map((r) => r.chunk_id));
+    const listed = await memory.call('documents');
+    assert.deepEqual(listed.documents.map((d) => d.doc_id).sort(), (await memory.documents()).documents.map((d) => d.doc_id).sort());
+  });
+
   it('lists documents and shows one', async () => {
     const { documents } = await memory.documents();
     assert.deepEqual(

@@ -26,6 +26,11 @@ async function agent(): Promise<string[]> {
   if (evidence.negative) lines.push(evidence.negative.kind)
   const more: boolean = evidence.truncation.more_available
 
+  // Any call by its name resolves to that call's result type.
+  const byName = await memory.call('claims_and_sources_context', { query: 'Where does Alice live?', k: 5 })
+  const sameKind: Results['claims_and_sources_context'] = byName
+  lines.push(`${sameKind.results.length} by name`)
+
   const facts = await memory.factsContext('Where does Alice live?', { temporalScope: { mode: 'history' } })
   for (const f of facts.results) {
     const fact: FactResult = f

@@ -144,6 +144,15 @@ impl NativeMemory {
         }
     }
 
+    /// The names of every call [`NativeMemory::call`] answers (the operation table's).
+    #[staticmethod]
+    fn methods() -> Vec<String> {
+        rememberstack::calls::methods()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The same memory (one engine, one store) in another namespace: `("ok", "",
     /// handle)` or `(code, message, None)`.
     fn share(&self, namespace: String) -> (String, String, Option<NativeMemory>) {

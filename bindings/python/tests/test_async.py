@@ -38,6 +38,11 @@ def test_async_api(db, conversation):
             assert conv.document_id in [r.document_id for r in b.results]
             assert bundle.contract == "ContextBundle/v2"
             assert bundle.claims_and_sources.results
+            # Any call by its name, as a coroutine.
+            by_name = await m.call("search", {"query": "backup quota"})
+            assert [r["chunk_id"] for r in by_name.to_dict()["results"]] == [
+                r["chunk_id"] for r in b.to_dict()["results"]
+            ]
             with pytest.raises(remember.DocumentNotFound):
                 await m.delete_document("123e4567-e89b-12d3-a456-426614174000")
             with pytest.raises(remember.NotFound):

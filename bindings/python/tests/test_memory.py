@@ -413,3 +413,26 @@ def test_with_namespace_shares_the_engine(memory):
     assert len(memory.documents()) == 1
     with pytest.raises(remember.InvalidInput):
         memory.with_namespace("Not A Namespace!")
+
+
+def test_every_call_of_the_engine_runs_by_name(loaded):
+    m = loaded.memory
+    names = remember.Memory.methods()
+    assert len(names) >= 30 and "facts_context" in names
+    assert remember.AsyncMemory.methods() == names
+    # Each name reaches its call: a field it does not take is that call's own
+    # refusal, not an unknown name.
+    for name in names:
+        with pytest.raises(remember.RememberError) as refused:
+            m.call(name, {"no_such_field": 1})
+        assert "unknown method" not in str(refused.value), name
+    with pytest.raises(remember.InvalidInput, match="unknown method"):
+        m.call("no_such_call")
+    with pytest.raises(remember.InvalidInput):
+        m.call("search", ["not", "a", "dict"])  # type: ignore[arg-type]
+    # The same answer as the named method.
+    by_name = m.call("search", {"query": "why did the nightly backup fail?", "k": 3})
+    assert by_name.to_dict()["results"] == m.search("why did the nightly backup fail?", k=3).to_dict()["results"]
+    assert m.call("status").to_dict().keys() == m.status().to_dict().keys()
+    listed = m.call("documents").documents
+    assert sorted(d.doc_id for d in listed) == sorted(d.doc_id for d in m.documents())

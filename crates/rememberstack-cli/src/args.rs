@@ -62,6 +62,21 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_name = "N")]
         workers: usize,
     },
+    /// Run any call of the operation table by name with its JSON input, as the
+    /// bindings and MCP take it, and print its JSON result (`remember call --list`
+    /// names every call). Every call is reachable this way, with or without a
+    /// command of its own.
+    Call {
+        /// The call's name (`search`, `facts_context`, `list_notes`, ...).
+        #[arg(required_unless_present = "list")]
+        method: Option<String>,
+        /// Its input: a JSON object, or `-` to read it from stdin (default `{}`).
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+        /// List the calls' names instead.
+        #[arg(long, conflicts_with_all = ["method", "input"])]
+        list: bool,
+    },
     /// Apply the store's migrations (opening a store also applies them) and say
     /// which store and schema version it is.
     Migrate,
@@ -875,6 +890,7 @@ mod tests {
             "models",
             "keys",
             "quickstart",
+            "call",
             "ask",
             "retry",
             "feedback prune",

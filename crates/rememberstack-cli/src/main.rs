@@ -304,6 +304,47 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 .await
         }
         Command::Models { command } => models(&cli, command).await,
+        Command::Call {
+            method,
+            input,
+            list,
+        } => {
+            if *list {
+                for name in rememberstack::calls::methods() {
+                    println!("{name}");
+                }
+                return Ok(());
+            }
+            let method = method.as_deref().unwrap_or_default();
+            // An unknown name is refused before a store is opened (or created).
+            if !rememberstack::calls::methods().contains(&method) {
+                return Err(Error::invalid_input(format!(
+                    "unknown call `{method}` (`remember call --list` names them)"
+                )));
+            }
+            let text = match input.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut text = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                        .map_err(|e| Error::invalid_input(format!("cannot read stdin: {e}")))?;
+                    text
+                }
+                Some(text) => text.to_string(),
+            };
+            let input: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Error::invalid_input(format!("{method}: --input is not JSON: {e}")))?;
+            if !input.is_object() {
+                return Err(Error::invalid_input(format!(
+                    "{method}: --input must be a JSON object"
+                )));
+            }
+            let memory = open(&cli).await?;
+            let out = rememberstack::calls::call(&memory, method, input).await?;
+            let value: serde_json::Value =
+                serde_json::from_str(&out).map_err(|e| Error::internal(e.to_string()))?;
+            print_json(&value)
+        }
         Command::Migrate => {
             let memory = open(&cli).await?;
             let out = serde_json::json!({

@@ -201,6 +201,31 @@ class Memory:
             raise InternalError(f"{method} answered {type(value).__name__}, not a list of objects")
         return [Result(v) for v in items]
 
+    @staticmethod
+    def methods() -> List[str]:
+        """The names of every call :meth:`call` answers: the engine's operation
+        table, the same names as the CLI's ``remember call --list``."""
+        return list(_native.NativeMemory.methods())
+
+    def call(self, method: str, input: Optional[Mapping[str, Any]] = None) -> Result:
+        """Run any call of the engine by its name with its JSON input: the fields
+        MCP's tool of that name and the CLI's ``remember call`` take, omitted ones at
+        their defaults. Every call is reachable this way, with or without a named
+        method here; the named methods are this with Python's types. The result is
+        the call's JSON object (a listing comes wrapped, e.g. ``{"documents": [...]}``).
+        An unknown name or a field the call does not take is
+        :class:`~remember.InvalidInput`."""
+        if not isinstance(method, str):
+            raise InvalidInput(f"the call's name must be a str, not {type(method).__name__}")
+        if input is None:
+            input = {}
+        if not isinstance(input, Mapping):
+            raise InvalidInput(f"a call's input must be a dict, not {type(input).__name__}")
+        value = self._raw(method, input)
+        if not isinstance(value, dict):
+            raise InternalError(f"{method} answered {type(value).__name__}, not an object")
+        return Result(value)
+
     @property
     def namespace(self) -> str:
         """The namespace this handle reads and writes."""
@@ -724,6 +749,15 @@ class AsyncMemory:
 
     def __repr__(self) -> str:
         return repr(self._memory).replace("remember.Memory", "remember.AsyncMemory")
+
+    @staticmethod
+    def methods() -> List[str]:
+        """:meth:`Memory.methods`."""
+        return Memory.methods()
+
+    async def call(self, method: str, input: Optional[Mapping[str, Any]] = None) -> Result:
+        """:meth:`Memory.call`: any call of the engine by its name."""
+        return await self._run(self._memory.call, method, input)
 
     async def ingest_file(self, path: PathLike, **kwargs: Any) -> Result:
         return await self._run(self._memory.ingest_file, path, **kwargs)

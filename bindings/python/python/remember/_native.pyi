@@ -1,6 +1,6 @@
 """The native extension module (Rust, PyO3). Not for direct use: see `remember.Memory`."""
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 __version__: str
 
@@ -15,6 +15,9 @@ class NativeMemory:
         config_json: Optional[str] = None,
     ) -> Tuple[str, str, Optional["NativeMemory"]]:
         """`("ok", "", handle)` or `(error code, message, None)`."""
+    @staticmethod
+    def methods() -> List[str]:
+        """The names of every call `call` answers."""
     def call(self, method: str, args: str) -> Tuple[str, str]:
         """`("ok", result JSON)` or `(error code, message)`."""
     def share(self, namespace: str) -> Tuple[str, str, Optional["NativeMemory"]]:

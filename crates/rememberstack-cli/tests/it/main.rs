@@ -189,6 +189,62 @@ fn documents_list_and_show() {
 }
 
 #[test]
+fn any_call_runs_by_name_and_answers_as_its_command() {
+    let cli = Cli::new();
+    // An unknown call, or input that is not a JSON object, is refused before a
+    // store is created.
+    let out = cli.run(&["call", "no_such_call", "--json"]);
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "invalid_input");
+    let out = cli.run(&["call", "status", "--input", "[1]", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "invalid_input"
+    );
+    assert!(!cli.db().exists());
+
+    fixed_corpus(&cli);
+    // The same answer as the command of the same call.
+    let by_command = cli.ok_json(&["search", "nightly backup", "--k", "2", "--json"]);
+    let by_call = cli.ok_json(&[
+        "call",
+        "search",
+        "--input",
+        r#"{"query": "nightly backup", "k": 2}"#,
+    ]);
+    assert_eq!(by_call["results"], by_command["results"]);
+    assert_eq!(by_call["results"].as_array().unwrap().len(), 2);
+    let notes = cli.ok_json(&["call", "list_notes"]);
+    assert_eq!(notes, cli.ok_json(&["notes", "list", "--json"]));
+    // Input read from stdin, and a bad field is the call's own typed error.
+    let mut child = cli
+        .command(&["call", "search", "--input", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        br#"{"query": "backup", "no_such_field": 1}"#,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "invalid_input");
+    assert!(body["message"].as_str().unwrap().contains("no_such_field"));
+    // `--list` names every call of the operation table.
+    let out = cli.run(&["call", "--list"]);
+    let listed: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(listed.len() >= 30 && listed.iter().any(|n| n == "facts_context"));
+}
+
+#[test]
 fn errors_are_typed_and_change_nothing() {
     let cli = Cli::new();
     let missing = cli.dir.path().join("nope.md");
