@@ -1,5 +1,5 @@
-//! The library API in one file: open an embedded memory, ingest a document and a
-//! conversation, process, search. Run with `cargo run --example quickstart`.
+// The library API in one file: open an embedded memory, ingest a document and a
+// conversation, process, search. Run with `cargo run --example quickstart`.
 
 use rememberstack::{Conversation, IngestOptions, Memory, Message};
 
