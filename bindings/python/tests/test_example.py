@@ -6,14 +6,18 @@ import sys
 from conftest import REPO
 
 
-def test_agent_loop_example_runs():
-    out = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "python" / "agent_loop.py")],
+def _run(example: str) -> str:
+    return subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / example)],
         check=True,
         capture_output=True,
         text=True,
         timeout=300,
     ).stdout
+
+
+def test_agent_loop_example_runs():
+    out = _run("agent_loop.py")
     assert "user: Why did the nightly backup fail?" in out
     backup = out.split("user: When is the runner migration?")[0]
     assert "quota" in backup and "turns m2" in backup
@@ -21,13 +25,7 @@ def test_agent_loop_example_runs():
 
 
 def test_quickstart_example_runs():
-    out = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "python" / "quickstart.py")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    ).stdout
+    out = _run("quickstart.py")
     lines = out.splitlines()
     assert 1 <= len(lines) <= 3
     assert "14 March" in out and lines[0].startswith("[")
