@@ -1,6 +1,8 @@
 //! The `remember` command-line interface.
 
 mod args;
+#[cfg(test)]
+mod reference;
 
 use args::*;
 use clap::Parser;
@@ -349,12 +351,17 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let memory = open(&cli).await?;
             let out = serde_json::json!({
                 "store": memory.store_kind(),
+                "schema_version": memory.schema_version(),
                 "migrated": true,
             });
             if cli.json {
                 print_json(&out)
             } else {
-                println!("{} store migrated and ready", memory.store_kind());
+                println!(
+                    "{} store migrated and ready (schema version {})",
+                    memory.store_kind(),
+                    memory.schema_version().unwrap_or_default()
+                );
                 Ok(())
             }
         }

@@ -1251,6 +1251,14 @@ impl Memory {
         self.engine.store().kind()
     }
 
+    /// The schema version the store is at once open (opening applies its
+    /// migrations): the built-in stores' shared version; `None` for a store of
+    /// another kind.
+    pub fn schema_version(&self) -> Option<i64> {
+        matches!(self.store_kind(), "sqlite" | "postgres")
+            .then_some(rememberstack_sql::SCHEMA_VERSION)
+    }
+
     /// Every namespace of the store, oldest first.
     pub async fn namespaces(&self) -> Result<Vec<store::Namespace>> {
         self.engine.store().namespaces().await

@@ -1193,6 +1193,22 @@ fn worker_runs_until_sigterm_and_migrate_reports_the_store() {
     let cli = Cli::new();
     let migrated = cli.ok_json(&["migrate", "--json"]);
     assert_eq!(migrated["store"], "sqlite");
+    // The schema version is the number of the latest migration shipped.
+    let latest = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rememberstack-sqlite/migrations"
+    ))
+    .unwrap()
+    .filter_map(|e| {
+        e.unwrap()
+            .file_name()
+            .to_str()?
+            .get(..4)?
+            .parse::<i64>()
+            .ok()
+    })
+    .max();
+    assert_eq!(migrated["schema_version"].as_i64(), latest);
     let chat = cli.write("standup.json", CHAT);
     cli.ok_json(&[
         "ingest",
