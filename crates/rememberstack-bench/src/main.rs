@@ -14,6 +14,7 @@
 //! on the `scale` cast and three LoCoMo conversations.
 
 mod baselines;
+mod chart;
 mod knowledge;
 mod load;
 mod scale;
@@ -62,6 +63,22 @@ enum Command {
     /// pronoun resolution on the original gold set (`fixtures/knowledge`); optionally
     /// the LoCoMo common-word check and the `scale` cast's current facts.
     Knowledge(KnowledgeArgs),
+    /// SVG charts from results this harness wrote: recall against context budget
+    /// (a `locomo.json`) and p95 latency against store size (several `scale.json`).
+    Chart(ChartArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ChartArgs {
+    /// A `locomo.json`: draws `recall-budget.svg`.
+    #[arg(long)]
+    locomo: Option<PathBuf>,
+    /// A `scale.json` (repeat it, one per store size): draws `latency-size.svg`.
+    #[arg(long)]
+    scale: Vec<PathBuf>,
+    /// The directory to write the charts to.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -346,6 +363,12 @@ async fn main() -> Result<()> {
         Command::Scale(a) => scale::run(a).await.map(|_| ()),
         Command::Load(a) => load::run(a).await.map(|_| ()),
         Command::Knowledge(a) => knowledge::run(a).await.map(|_| ()),
+        Command::Chart(a) => {
+            if a.locomo.is_none() && a.scale.is_empty() {
+                anyhow::bail!("chart: give --locomo FILE and/or --scale FILE");
+            }
+            Ok(chart::run(a.locomo, &a.scale, &a.out)?)
+        }
     }
 }
 
