@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the documentation site (website/, mdBook) into website/book and check its
-# internal links and anchors offline (scripts/check-site.py).
+# Build the documentation site (website/, mdBook) into website/book, check its
+# internal links and anchors offline (scripts/check-site.py) and write its
+# agent-readable index (scripts/llms.py).
 #
 #   scripts/site.sh
 #
@@ -22,3 +23,7 @@ fi
 rm -rf website/book
 "$mdbook" build website
 python3 scripts/check-site.py website/book
+# The agent-readable index: website/llms.txt (committed, checked here) and, in the
+# built site, llms.txt and llms-full.txt.
+python3 scripts/llms.py --check
+python3 scripts/llms.py website/book
