@@ -23,6 +23,8 @@ fi
 rm -rf website/book
 "$mdbook" build website
 python3 scripts/check-site.py website/book
+# Every decision number the code cites has its section on the Design decisions page.
+python3 scripts/check-decisions.py
 # The agent-readable index: website/llms.txt (committed, checked here) and, in the
 # built site, llms.txt and llms-full.txt.
 python3 scripts/llms.py --check
