@@ -283,6 +283,40 @@ pub struct ChunkRecord {
     pub format: Option<SourceFormat>,
 }
 
+/// The rule every store applies to vectors it is given to keep: each has its
+/// generation's dimension and only finite components (a cosine with a NaN is NaN,
+/// and an index cannot hold another dimension). A batch with one such vector is
+/// refused, typed, before anything is written.
+pub fn check_vectors(generation: &EmbedderIdentity, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+    for (key, v) in vectors {
+        if v.len() != generation.dimension {
+            return Err(crate::Error::invalid_input(format!(
+                "vector `{key}` has dimension {}, generation `{}` has {}",
+                v.len(),
+                generation.generation(),
+                generation.dimension
+            )));
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(crate::Error::invalid_input(format!(
+                "vector `{key}` has a non-finite component"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The rule every store applies to a query vector: a non-finite component is
+/// refused, typed (every cosine with it would be NaN, and NaN has no rank).
+pub fn check_query_vector(query: &[f32]) -> Result<()> {
+    if query.iter().any(|x| !x.is_finite()) {
+        return Err(crate::Error::invalid_input(
+            "the query vector has a non-finite component",
+        ));
+    }
+    Ok(())
+}
+
 /// Semantic channel coverage for one generation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VectorCoverage {

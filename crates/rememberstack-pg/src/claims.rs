@@ -804,6 +804,7 @@ impl PgStore {
         query: &[f32],
         limit: usize,
     ) -> Result<Vec<ClaimHit>> {
+        rememberstack_core::store::check_query_vector(query)?;
         let dim = query.len();
         // No stored vector has another dimension than 1..=16000: nothing matches.
         if limit == 0 || dim == 0 || dim > MAX_DIM {

@@ -832,6 +832,7 @@ impl PgStore {
         query: &[f32],
         limit: usize,
     ) -> Result<Vec<(FactId, f64)>> {
+        rememberstack_core::store::check_query_vector(query)?;
         let dim = query.len();
         // No stored vector has another dimension than 1..=16000 (SQLite skips vectors
         // of other dimensions, so such a query finds nothing).

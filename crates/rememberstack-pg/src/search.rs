@@ -19,7 +19,10 @@ use crate::ledger::fence;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::{NamespaceId, ReceiptId};
-use rememberstack_core::store::{ChunkFilter, ChunkHit, ChunkRef, Lease, Receipt, VectorCoverage};
+use rememberstack_core::store::{
+    ChunkFilter, ChunkHit, ChunkRef, Lease, Receipt, VectorCoverage, check_query_vector,
+    check_vectors,
+};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::postgres::PgRow;
@@ -174,28 +177,17 @@ impl PgStore {
         vectors: Vec<(String, Vec<f32>)>,
         now: Timestamp,
     ) -> Result<()> {
-        // pgvector refuses what SQLite would store (another dimension than the
-        // generation's — which its HNSW index could not hold — or non-finite
-        // values): refuse it typed before writing anything.
-        for (key, v) in &vectors {
-            if v.len() != generation.dimension || v.is_empty() || v.len() > MAX_VECTOR_DIM {
-                return Err(Error::new(
-                    ErrorCode::InvalidInput,
-                    format!(
-                        "vector `{key}` has dimension {}, generation `{}` has {} (PostgreSQL \
-                         stores 1 to {MAX_VECTOR_DIM} dimensions)",
-                        v.len(),
-                        generation.generation(),
-                        generation.dimension
-                    ),
-                ));
-            }
-            if v.iter().any(|x| !x.is_finite()) {
-                return Err(Error::new(
-                    ErrorCode::InvalidInput,
-                    format!("vector `{key}` has a non-finite component"),
-                ));
-            }
+        check_vectors(generation, &vectors)?;
+        // pgvector's own bound on a `vector`'s dimension.
+        if generation.dimension == 0 || generation.dimension > MAX_VECTOR_DIM {
+            return Err(Error::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "generation `{}` has dimension {}: PostgreSQL stores 1 to {MAX_VECTOR_DIM}",
+                    generation.generation(),
+                    generation.dimension
+                ),
+            ));
         }
         let gen_key = generation.generation();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
@@ -442,12 +434,7 @@ impl PgStore {
         if dim == 0 || dim > MAX_VECTOR_DIM {
             return Ok(vec![]);
         }
-        if query.iter().any(|x| !x.is_finite()) {
-            return Err(Error::new(
-                ErrorCode::InvalidInput,
-                "the query vector has a non-finite component",
-            ));
-        }
+        check_query_vector(query)?;
         let (eligibility, next) = chunk_eligibility(filter, 2);
         // The generation is inline (quoted) so that the planner can match the
         // generation's partial index whatever plan a prepared statement gets.

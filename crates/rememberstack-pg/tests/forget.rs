@@ -1,10 +1,12 @@
 //! Hard forget on PostgreSQL against a real server (`DATABASE_URL`; skipped,
 //! saying so, without it). The records a forget must remove are written with
-//! plain SQL, so this exercises the scrub, the episode gate, the guards, the
-//! verification and the re-honouring of manifests on connect by themselves.
+//! plain SQL, so this checks the scrub in the store's own tables (and its BM25
+//! statistics), the guards, the re-honouring of manifests when a restored copy
+//! connects, and a manifest root that cannot be read. An interrupted forget
+//! finished when the store opens again is tested on every store in
+//! `tests/conformance` (`store_forget`).
 
 use chrono::{TimeZone, Utc};
-use rememberstack_core::ErrorCode;
 use rememberstack_core::forget::{ForgetManifest, ForgetTarget, source_identity_sha256};
 use rememberstack_core::ids::{DocumentId, NamespaceId, VersionId};
 use rememberstack_core::store::traits::*;
@@ -313,46 +315,6 @@ async fn pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other() {
     // is not.
     assert!(store.document(ns.id, kept.0).await.unwrap().is_some());
     assert!(store.document(ns.id, doc).await.unwrap().is_none());
-    drop_schema(&store).await;
-}
-
-#[tokio::test]
-async fn pg_an_incomplete_forget_closes_the_namespace_until_it_is_resumed() {
-    let Some(url) =
-        database_url("pg_an_incomplete_forget_closes_the_namespace_until_it_is_resumed")
-    else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    let schema = fresh_schema("gate");
-    let store = PgStore::connect_with(&url, config(&schema, &manifests))
-        .await
-        .unwrap();
-    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
-    let other = store.ensure_namespace("other", at(0)).await.unwrap();
-    let (doc, version, sha) = lineage(&store, ns.id, "secret.md", "Marker zebra-42").await;
-    let m = manifest(&ns, doc, version, &sha, "secret.md");
-    // The episode begins (manifest appended, row written) and the process dies.
-    store.begin_forget(&m, at(10)).await.unwrap();
-    let err = store.namespace("docs").await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::ForgetInProgress);
-    // Other namespaces are unaffected.
-    assert_eq!(
-        store.namespace("other").await.unwrap().unwrap().id,
-        other.id
-    );
-    assert_eq!(
-        store.incomplete_forgets(ns.id).await.unwrap(),
-        vec![m.clone()]
-    );
-    store.close().await;
-    // Connecting again re-honours the manifest before serving.
-    let store = PgStore::connect_with(&url, config(&schema, &manifests))
-        .await
-        .unwrap();
-    assert!(store.namespace("docs").await.unwrap().is_some());
-    assert_eq!(footprint(&store, ns.id).await, vec![0; 9]);
     drop_schema(&store).await;
 }
 

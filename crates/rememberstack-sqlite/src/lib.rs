@@ -1739,6 +1739,7 @@ impl SearchStore for SqliteStore {
         vectors: Vec<(String, Vec<f32>)>,
         now: Timestamp,
     ) -> Result<()> {
+        check_vectors(generation, &vectors)?;
         let mut tx = self.write.begin().await.map_err(db_err)?;
         // Every lease fenced in one statement per owner; one lost lease loses the
         // batch (the transaction rolls back, as the first failed fence did).

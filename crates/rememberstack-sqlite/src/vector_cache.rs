@@ -215,6 +215,7 @@ pub(crate) async fn rank<Id>(
 where
     Id: std::str::FromStr<Err = Error>,
 {
+    rememberstack_core::store::check_query_vector(query)?;
     let n = candidates.len();
     if n < PARALLEL_SCAN_MIN || limit == 0 {
         return top_k(&candidates, query, limit);

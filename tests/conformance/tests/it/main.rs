@@ -14,8 +14,15 @@ mod lifecycle;
 mod schema;
 mod search;
 mod store_basics;
+mod store_claims;
 mod store_entities;
+mod store_facts;
+mod store_fixtures;
+mod store_forget;
 mod store_ledger;
+mod store_lifecycle;
+mod store_search;
+mod store_sources;
 
 use rememberstack::store::traits::*;
 use rememberstack::{Memory, Stage, WorkStatus};

@@ -1,16 +1,17 @@
-//! The entity store contract on every store: blocking by every tier, resolution
-//! commits, aliases, exclusions, document bindings and profiles. What only
-//! PostgreSQL shows (concurrent commits of one decision key or one merge, blocking
-//! statistics read with SQL) stays in its own tests.
+//! The entity store contract on every store: blocking by every tier (and past the
+//! keys most entities share), resolution commits (a decision key written once),
+//! aliases, exclusions, document bindings, profiles, merge and unmerge. What only
+//! PostgreSQL shows (concurrent commits of one decision key or one merge) stays in
+//! its own tests.
 
 use chrono::{TimeZone, Utc};
 use rememberstack::ErrorCode;
 use rememberstack::store::entities::{
-    BlockingQuery, BlockingTier, DocumentBinding, EntityFilter, Mention, NewAlias,
-    RESOLVER_VERSION, ResolutionCommit, ResolutionDecision,
+    BlockingQuery, BlockingTier, CandidateAudit, DocumentBinding, EntityFilter, Mention,
+    MergeEvent, NewAlias, RESOLVER_VERSION, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack::store::traits::*;
-use rememberstack::{ClaimId, DecisionId, DocumentId, EntityId, NamespaceId, Timestamp};
+use rememberstack::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId, Timestamp};
 use rememberstack_conformance::stores;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -415,5 +416,309 @@ async fn exclusions_aliases_bindings_and_profiles() {
             .await
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::NotFound, "{err}");
+    }
+}
+
+#[tokio::test]
+async fn blocking_skips_keys_most_entities_share_and_says_so() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = store.ensure_namespace("test", t(1)).await.unwrap().id;
+        for i in 0..210 {
+            mint(store, ns, &format!("Person{i}")).await;
+        }
+        let target = mint(store, ns, "Personne Zyxwv").await;
+        let near = NewAlias::of("Personne Zyxwu");
+        let hits = store
+            .block_entities(&query(ns, "", near.trigrams.clone(), vec![], 5))
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.hits[0].entity_id, target,
+            "the rare trigrams still block"
+        );
+        assert!(hits.truncated, "skipped keys make the block incomplete");
+        // However wide the limit, the keys 211 aliases share are skipped: only the
+        // rare ones block (they name the target alone), and the block says so.
+        let wide = store
+            .block_entities(&query(ns, "", near.trigrams.clone(), vec![], 1_000))
+            .await
+            .unwrap();
+        assert!(wide.truncated, "{}", h.kind);
+        assert!(!wide.hits.is_empty());
+        assert!(
+            wide.hits.iter().all(|hit| hit.entity_id == target),
+            "{}: {:?}",
+            h.kind,
+            wide.hits
+        );
+        let shared: Vec<String> = NewAlias::of("Person1")
+            .trigrams
+            .into_iter()
+            .filter(|g| {
+                NewAlias::of("Person2").trigrams.contains(g)
+                    && NewAlias::of("Person3").trigrams.contains(g)
+            })
+            .collect();
+        assert!(!shared.is_empty());
+        let only_common = store
+            .block_entities(&query(ns, "", shared, vec![], 5))
+            .await
+            .unwrap();
+        assert!(!only_common.hits.is_empty());
+        assert!(only_common.truncated);
+        let rare = NewAlias::of("Zyxwv");
+        let complete = store
+            .block_entities(&query(ns, "", rare.trigrams.clone(), vec![], 5))
+            .await
+            .unwrap();
+        assert_eq!(complete.hits[0].entity_id, target);
+        assert!(!complete.truncated);
+    }
+}
+
+#[tokio::test]
+async fn duplicate_decision_key_is_a_no_op() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = store.ensure_namespace("test", t(1)).await.unwrap().id;
+        let claim = ClaimId::new();
+        let mut first = mint_commit(ns, claim, 3, "Ada Lovelace");
+        first.decision.candidates = vec![
+            CandidateAudit {
+                entity_id: EntityId::new(),
+                canonical_name: "Ada King".into(),
+                score: 0.5,
+                via: vec![BlockingTier::T1, BlockingTier::T2],
+                t3_score: Some(0.75),
+            },
+            CandidateAudit {
+                entity_id: EntityId::new(),
+                canonical_name: "Lovelace".into(),
+                score: 1.0,
+                via: vec![BlockingTier::T0],
+                t3_score: None,
+            },
+        ];
+        first.decision.complete = false;
+        first.decision.model = Some("m-1".into());
+        first.decision.t3_score = None;
+        let first_decision = first.decision.clone();
+        let stood = store.commit_resolution(first.clone(), t(2)).await.unwrap();
+        assert_eq!(stood, first_decision.entity_id);
+        // Same (claim, ordinal, resolver): another id and entity, nothing written; the
+        // first decision's entity is the answer.
+        let second = mint_commit(ns, claim, 3, "Ada Byron");
+        let second_entity = second.decision.entity_id;
+        let stood = store.commit_resolution(second, t(3)).await.unwrap();
+        assert_eq!(stood, first_decision.entity_id);
+        // An exact replay is a no-op too.
+        store.commit_resolution(first, t(4)).await.unwrap();
+
+        let found = store
+            .resolution_for(ns, claim, 3, RESOLVER_VERSION)
+            .await
+            .unwrap();
+        assert_eq!(found.as_ref(), Some(&first_decision), "{}", h.kind);
+        assert_eq!(
+            store
+                .resolution_for(ns, claim, 4, RESOLVER_VERSION)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store.resolution_for(ns, claim, 3, "other").await.unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .resolution_decision(ns, first_decision.decision_id)
+                .await
+                .unwrap(),
+            Some(first_decision.clone())
+        );
+        assert_eq!(
+            store
+                .resolution_decision(ns, DecisionId::new())
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(
+            store
+                .entities(ns, &[second_entity])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let filter = EntityFilter {
+            namespace_id: ns,
+            include_merged: true,
+            lemma: None,
+        };
+        assert_eq!(store.list_entities(&filter, 10).await.unwrap().len(), 1);
+        let mentions = store
+            .mentions(ns, first_decision.entity_id, 10)
+            .await
+            .unwrap();
+        assert_eq!(mentions.len(), 1);
+        assert_eq!(mentions[0].start, Some(0));
+        assert_eq!(mentions[0].end, Some("Ada Lovelace".len()));
+        assert_eq!(mentions[0].surface, "Ada Lovelace");
+        assert_eq!(mentions[0].claim_id, claim);
+        let decisions = store
+            .resolution_decisions(ns, &[first_decision.entity_id])
+            .await
+            .unwrap();
+        assert_eq!(decisions, vec![first_decision.clone()]);
+        assert!(
+            store
+                .resolution_decisions(ns, &[])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // One alias with one set of keys: nothing was written twice, and the
+        // refused commit's alias not at all.
+        let rec = &store
+            .entities(ns, &[first_decision.entity_id])
+            .await
+            .unwrap()[0];
+        assert_eq!(rec.aliases, vec!["Ada Lovelace".to_string()], "{}", h.kind);
+        assert_eq!(rec.mention_count, 1);
+        let exact = store
+            .block_entities(&query(
+                ns,
+                &NewAlias::of("Ada Lovelace").lemma,
+                vec![],
+                vec![],
+                10,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(exact.hits.len(), 1, "{}", h.kind);
+        let byron = store
+            .block_entities(&query(
+                ns,
+                &NewAlias::of("Ada Byron").lemma,
+                vec![],
+                vec![],
+                10,
+            ))
+            .await
+            .unwrap();
+        assert!(byron.hits.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn merge_then_unmerge_restores_the_redirect() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = store.ensure_namespace("test", t(1)).await.unwrap().id;
+        let a = mint(store, ns, "Alan Turing").await;
+        let b = mint(store, ns, "A. M. Turing").await;
+        let c = mint(store, ns, "Turing").await;
+        let event = |from: EntityId, into: EntityId| MergeEvent {
+            merge_id: MergeId::new(),
+            namespace_id: ns,
+            from,
+            into,
+            snapshot: serde_json::json!({"from": [from], "into": [into]}),
+            created_at: t(10),
+            reverted_at: None,
+        };
+        let first = event(a, b);
+        store.merge_entities(first.clone()).await.unwrap();
+        assert_eq!(
+            store.entities(ns, &[a]).await.unwrap()[0].merged_into,
+            Some(b)
+        );
+        for refused in [
+            event(a, c),
+            event(c, a),
+            event(c, c),
+            event(EntityId::new(), c),
+            event(c, EntityId::new()),
+        ] {
+            let err = store.merge_entities(refused).await.unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidInput, "{}: {err}", h.kind);
+        }
+        let current = EntityFilter {
+            namespace_id: ns,
+            include_merged: false,
+            lemma: None,
+        };
+        assert_eq!(
+            store
+                .list_entities(&current, 10)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.entity_id)
+                .collect::<Vec<_>>(),
+            vec![b, c]
+        );
+        let everything = EntityFilter {
+            include_merged: true,
+            ..current.clone()
+        };
+        assert_eq!(store.list_entities(&everything, 10).await.unwrap().len(), 3);
+        assert_eq!(
+            store.merge_events(ns, &[]).await.unwrap(),
+            vec![first.clone()]
+        );
+
+        let undone = store
+            .unmerge_entities(ns, first.merge_id, t(11))
+            .await
+            .unwrap();
+        assert_eq!(undone.reverted_at, Some(t(11)));
+        assert_eq!(undone.snapshot, first.snapshot);
+        assert_eq!(store.entities(ns, &[a]).await.unwrap()[0].merged_into, None);
+        let again = store
+            .unmerge_entities(ns, first.merge_id, t(12))
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), ErrorCode::InvalidInput);
+        let unknown = store
+            .unmerge_entities(ns, MergeId::new(), t(12))
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.code(), ErrorCode::InvalidInput);
+
+        let second = event(b, c);
+        store.merge_entities(second.clone()).await.unwrap();
+        let all = store.merge_events(ns, &[]).await.unwrap();
+        assert_eq!(
+            all.iter().map(|e| e.merge_id).collect::<Vec<_>>(),
+            vec![first.merge_id, second.merge_id]
+        );
+        assert_eq!(all[0], undone);
+        assert_eq!(all[1], second);
+        let touching_a = store.merge_events(ns, &[a]).await.unwrap();
+        assert_eq!(touching_a.len(), 1);
+        assert_eq!(touching_a[0].merge_id, first.merge_id);
+        let touching_b = store.merge_events(ns, &[c, b]).await.unwrap();
+        assert_eq!(
+            touching_b.iter().map(|e| e.merge_id).collect::<Vec<_>>(),
+            vec![first.merge_id, second.merge_id]
+        );
+
+        // A redirect changed behind the event's back cannot be reverted.
+        h.execute_sql(&format!(
+            "UPDATE entities SET merged_into = NULL WHERE id = '{b}'"
+        ))
+        .await;
+        let stale = store
+            .unmerge_entities(ns, second.merge_id, t(13))
+            .await
+            .unwrap_err();
+        assert_eq!(stale.code(), ErrorCode::InvalidInput, "{}", h.kind);
+        assert_eq!(
+            store.merge_events(ns, &[b]).await.unwrap()[1].reverted_at,
+            None
+        );
     }
 }

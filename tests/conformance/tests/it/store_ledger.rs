@@ -1,16 +1,18 @@
 //! The work ledger's store contract, on every store: enqueue, claim (stage
-//! selection, ordering, batching, expired leases), complete, fail, park, defer,
-//! work_item, barrier, work_counts, work_items, replay_dead_letters,
-//! expedite_failed, next_wakeup and the change stamp. What only PostgreSQL can show
-//! (concurrent claimers in several processes, rows another transaction holds,
-//! deadlock freedom under overlapping writes) stays in its own tests.
+//! selection, ordering, batching, expired leases, the forget gate), complete,
+//! fail, park, defer, work_item, barrier, work_counts, work_items,
+//! replay_dead_letters, expedite_failed, next_wakeup, the change stamp and the
+//! provider call ledger. What only PostgreSQL can show (concurrent claimers in
+//! several processes, rows another transaction holds, deadlock freedom under
+//! overlapping writes) stays in its own tests.
 
+use crate::store_fixtures::{created, forget_manifest, new_version, rows};
 use chrono::{TimeZone, Utc};
-use rememberstack::store::Lease;
 use rememberstack::store::ledger::{
     ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkStatus,
 };
 use rememberstack::store::traits::*;
+use rememberstack::store::{CallRecord, Lease};
 use rememberstack::{ErrorCode, NamespaceId, VersionId, WorkId};
 use rememberstack_conformance::stores;
 use std::collections::HashSet;
@@ -638,5 +640,218 @@ async fn ledger_leases_leave_the_change_stamp_and_completions_bump_it() {
             .await
             .unwrap();
         assert!(store.change_stamp(ns).await.unwrap() > enqueued);
+    }
+}
+
+#[tokio::test]
+async fn ledger_park_and_defer_give_the_attempt_back() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = NamespaceId::new();
+        let p = work(ns, Stage::Normalize, 0);
+        let d = work(ns, Stage::Normalize, 0);
+        store
+            .enqueue(vec![p.clone(), d.clone()], at(0))
+            .await
+            .unwrap();
+        let got = store.claim(&req("w", &[], 2, 1)).await.unwrap();
+        assert_eq!(got.len(), 2);
+        let lp = Lease::of(got.iter().find(|w| w.target_id == p.target_id).unwrap());
+        let ld = Lease::of(got.iter().find(|w| w.target_id == d.target_id).unwrap());
+        // Wrong owner: LeaseLost for both.
+        let err = store
+            .park(&lease(lp.work_id, "x"), DeferReason::NoRoute, at(5), at(2))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+        let err = store
+            .defer(&lease(ld.work_id, "x"), DeferReason::Budget, at(5), at(2))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+
+        store
+            .park(&lp, DeferReason::NoRoute, at(5), at(2))
+            .await
+            .unwrap();
+        let parked = store.work_item(lp.work_id).await.unwrap().unwrap();
+        assert_eq!(parked.status, WorkStatus::Pending);
+        assert_eq!(parked.attempts, 0);
+        assert_eq!(parked.defer_reason, Some(DeferReason::NoRoute));
+        assert_eq!(parked.not_before, at(5));
+        assert_eq!(parked.lease_owner, None);
+        assert_eq!(parked.updated_at, at(2));
+
+        store
+            .defer(&ld, DeferReason::Budget, at(50), at(2))
+            .await
+            .unwrap();
+        let deferred = store.work_item(ld.work_id).await.unwrap().unwrap();
+        assert_eq!(deferred.status, WorkStatus::Pending);
+        assert_eq!(deferred.attempts, 0);
+        assert_eq!(deferred.defer_reason, Some(DeferReason::Budget));
+        assert_eq!(deferred.not_before, at(50));
+        assert_eq!(deferred.lease_owner, None);
+        assert_eq!(deferred.lease_expires_at, None);
+        // Deferring again: the lease is gone.
+        let err = store
+            .defer(&ld, DeferReason::Budget, at(50), at(3))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+
+        // The no-route row is neither claimable nor a wake-up; the deferred one is both.
+        assert_eq!(store.next_wakeup().await.unwrap(), Some(at(50)));
+        assert!(store.claim(&req("w", &[], 5, 49)).await.unwrap().is_empty());
+        let got = store.claim(&req("w", &[], 5, 50)).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].id, ld.work_id);
+        assert_eq!(got[0].attempts, 1);
+        // The running lease is the next wake-up.
+        assert_eq!(store.next_wakeup().await.unwrap(), Some(at(110)));
+        let counts = store.work_counts(Some(ns)).await.unwrap();
+        let pending = counts
+            .iter()
+            .find(|c| c.status == WorkStatus::Pending)
+            .unwrap();
+        assert_eq!((pending.count, pending.parked_no_route), (1, 1));
+        // Parking floors attempts at zero (a row whose count was already given back).
+        h.execute_sql(&format!(
+            "UPDATE processing_state SET attempts = 0 WHERE id = '{}'",
+            ld.work_id
+        ))
+        .await;
+        store
+            .park(&Lease::of(&got[0]), DeferReason::Barrier, at(60), at(51))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.work_item(ld.work_id).await.unwrap().unwrap().attempts,
+            0,
+            "{}",
+            h.kind
+        );
+    }
+}
+
+#[tokio::test]
+async fn ledger_claim_skips_namespaces_with_an_incomplete_forget() {
+    for h in stores().await {
+        let store = &h.store;
+        let gated = store.ensure_namespace("gated", at(0)).await.unwrap().id;
+        let open = store.ensure_namespace("open", at(0)).await.unwrap().id;
+        // A lineage of the gated namespace to forget.
+        let (doc, _, _) = created(
+            &store
+                .create_version(new_version(gated, "secret", b"secret", at(0)))
+                .await
+                .unwrap(),
+        );
+        let g = work(gated, Stage::Extract, 0);
+        let o = work(open, Stage::Extract, 1);
+        store
+            .enqueue(vec![g.clone(), o.clone()], at(0))
+            .await
+            .unwrap();
+        let m = forget_manifest(store.as_ref(), "gated", doc, ("file", "secret"), at(2)).await;
+        // The forget began and stopped: the namespace's work waits.
+        store.begin_forget(&m, at(2)).await.unwrap();
+        let got = store
+            .claim(&req("w", &[Stage::Extract], 10, 5))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{}", h.kind);
+        assert_eq!(got[0].target_id, o.target_id);
+        assert!(
+            store
+                .claim(&req("w", &[Stage::Extract], 10, 5))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // Finished: it is claimed.
+        store.forget(&m, at(6)).await.unwrap();
+        let got = store
+            .claim(&req("w", &[Stage::Extract], 10, 7))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].target_id, g.target_id);
+    }
+}
+
+fn call(ns: NamespaceId, work: WorkId, attempt: u32, key: &str, tokens: u64) -> CallRecord {
+    CallRecord {
+        namespace_id: ns,
+        processing_id: work,
+        attempt,
+        call_key: key.to_string(),
+        stage: Stage::Extract,
+        model: "m-1".to_string(),
+        prompt_tokens: tokens,
+        completion_tokens: tokens / 2,
+        request_hash: "h".to_string(),
+        prompt_version: "p1".to_string(),
+        raw_output: "out\0put".to_string(),
+        verdict: "ok".to_string(),
+        reason: None,
+    }
+}
+
+#[tokio::test]
+async fn ledger_record_call_and_call_costs() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = NamespaceId::new();
+        let other = NamespaceId::new();
+        let w = WorkId::new();
+        assert!(store.call_costs(ns).await.unwrap().is_empty());
+        store
+            .record_call(call(ns, w, 1, "selection", 100), at(1))
+            .await
+            .unwrap();
+        store
+            .record_call(call(ns, w, 1, "claimify", 40), at(2))
+            .await
+            .unwrap();
+        // The same call again (a replayed attempt): one cost row, two transcripts.
+        store
+            .record_call(call(ns, w, 1, "selection", 999), at(3))
+            .await
+            .unwrap();
+        store
+            .record_call(call(ns, w, 2, "selection", 7), at(4))
+            .await
+            .unwrap();
+        store
+            .record_call(call(other, w, 1, "selection", 5), at(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.call_costs(ns).await.unwrap(),
+            vec![
+                ("selection".to_string(), "m-1".to_string(), 100, 50),
+                ("claimify".to_string(), "m-1".to_string(), 40, 20),
+                ("selection".to_string(), "m-1".to_string(), 7, 3),
+            ],
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            store.call_costs(other).await.unwrap(),
+            vec![("selection".to_string(), "m-1".to_string(), 5, 2)]
+        );
+        assert_eq!(
+            rows(
+                &h,
+                &format!(
+                    "SELECT CAST(COUNT(*) AS TEXT) FROM llm_transcripts WHERE namespace_id = '{ns}'"
+                )
+            )
+            .await,
+            4,
+            "{}",
+            h.kind
+        );
     }
 }
