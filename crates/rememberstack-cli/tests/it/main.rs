@@ -1,6 +1,7 @@
 //! The `remember` binary, end to end: the contract later checks rely on.
 
 mod crash;
+mod examples;
 mod golden;
 mod mcp;
 mod multiprocess;
