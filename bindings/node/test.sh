@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build the Node addon (a debug build of the `rememberstack-node` crate), place it
 # as bindings/node/rememberstack.node, and run the binding's tests with Node's
-# built-in test runner, then type-check the declarations (index.d.ts and the
-# generated types.d.ts) with TypeScript under `strict`. Honours CARGO_TARGET_DIR.
-# Needs Rust (stable), Node.js >= 20 and npm (TypeScript, the one dev dependency,
-# is installed from package-lock.json); then pack the package with `npm pack`,
-# install the tarball into a scratch project and smoke-test it there. Exits
-# non-zero on any failure.
+# built-in test runner, then type-check the declarations (index.d.ts, the
+# generated types.d.ts and the integrations') with TypeScript under `strict`, and
+# test the agent-framework integrations. Honours CARGO_TARGET_DIR.
+# Needs Rust (stable), Node.js >= 20 and npm (the dev dependencies — TypeScript, and
+# the agent frameworks the integrations are tested against — are installed from
+# package-lock.json); then pack the package with `npm pack`, install the tarball into
+# a scratch project and smoke-test it there. Exits non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,6 +20,9 @@ command -v cargo >/dev/null || { echo "test.sh: cargo is not installed" >&2; exi
 node "$here/scripts/build.js"
 node --test "$here/test/"
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent typecheck)
+# The framework integrations (rememberstack/ai-sdk, rememberstack/langchain) against
+# the real `ai`, `zod` and `@langchain/core` that `npm ci` installed (devDependencies).
+node --test "$here/test-integrations/"
 
 # The distribution: pack the package, install the tarball alone into a scratch
 # project and smoke-test it there.

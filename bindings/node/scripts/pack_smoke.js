@@ -15,6 +15,14 @@ async function main() {
   for (const shipped of ['index.d.ts', 'types.d.ts', 'native.d.ts', 'rememberstack.node', 'README.md']) {
     assert.ok(fs.existsSync(path.join(dir, shipped)), `the package lacks ${shipped}`);
   }
+  // The integration subpaths ship and resolve; their frameworks are optional peers,
+  // not installed here: the main package loads without them, the subpaths say what
+  // to install.
+  for (const [subpath, file] of [['ai-sdk', 'integrations/ai-sdk.js'], ['langchain', 'integrations/langchain.js']]) {
+    assert.equal(require.resolve(`rememberstack/${subpath}`), path.join(dir, file));
+    assert.ok(fs.existsSync(path.join(dir, file.replace(/\.js$/, '.d.ts'))), `the package lacks ${file} declarations`);
+    assert.throws(() => require(`rememberstack/${subpath}`), (e) => e.code === 'peer_not_found' && /npm install/.test(e.message));
+  }
   const { Memory, RememberStackError } = require('rememberstack');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rs-pack-'));
   try {
