@@ -7,10 +7,10 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const WIDTH: f64 = 640.0;
+const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 400.0;
 const LEFT: f64 = 64.0;
-const RIGHT: f64 = 200.0;
+const RIGHT: f64 = 240.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 56.0;
 /// Distinguishable line colours (the Okabe–Ito palette, legible to colour-blind readers).
