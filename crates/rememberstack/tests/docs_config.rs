@@ -1,0 +1,57 @@
+//! Every TOML block the documentation site shows is a configuration this build
+//! reads: the keys exist (`deny_unknown_fields`), the values have their types, and
+//! the sections validate as `Config::from_toml_str` validates a file.
+
+use rememberstack::Config;
+use std::path::Path;
+
+fn pages(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            pages(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The ```toml blocks of a Markdown page, with the line each starts on.
+fn toml_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        match &mut current {
+            None if line.trim_start().starts_with("```toml") => {
+                current = Some((i + 1, String::new()))
+            }
+            Some(_) if line.trim_start().starts_with("```") => blocks.extend(current.take()),
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_toml_block_on_the_site_is_a_configuration_this_build_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../website/src");
+    let mut files = Vec::new();
+    pages(&root, &mut files);
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, block) in toml_blocks(&text) {
+            checked += 1;
+            if let Err(e) = Config::from_toml_str(&block) {
+                failures.push(format!("{}:{line}: {e}", file.display()));
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} TOML blocks found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
