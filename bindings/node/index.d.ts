@@ -199,6 +199,8 @@ export declare class Memory {
   ingestText(text: string, options: IngestOptions & { sourceRef: string }): Promise<Results['ingest_text']>
   ingestConversation(conversation: Conversation | Message[], options: IngestOptions & { sourceRef: string }): Promise<Results['ingest_conversation']>
   appendMessages(conversationRef: string, messages: Message[], options?: { sourceTime?: Instant | Date }): Promise<Results['append_messages']>
+  /** A conversation's messages, in order, exactly as ingested and appended. */
+  conversationMessages(conversationRef: string): Promise<Results['conversation_messages']>
   processUntilIdle(): Promise<Results['process_until_idle']>
   documents(): Promise<Results['documents']>
   document(documentId: Uuid): Promise<Results['document']>

@@ -195,6 +195,10 @@ class Memory {
     });
   }
 
+  async conversationMessages(conversationRef) {
+    return this.#call('conversation_messages', { conversation_ref: conversationRef });
+  }
+
   async processUntilIdle() {
     return this.#call('process_until_idle', {});
   }

@@ -274,6 +274,25 @@ export interface Contradiction {
   total: number
 }
 
+/** A conversation's messages, in order, exactly as they were ingested and appended. */
+export interface ConversationMessages {
+  /** The conversation lineage's reference. */
+  conversation_ref: string
+  /** The conversation lineage. */
+  document_id: DocumentId
+  /** The messages, in order. */
+  messages: Message[]
+  /** The namespace. */
+  namespace: string
+  /** When the session took place, if known. */
+  session_time?: Instant | null
+  /**
+   * The version that holds them: the lineage's latest (its messages are every
+   * message ingested or appended so far, processed or not).
+   */
+  version_id: VersionId
+}
+
 /** One dead letter in a status report. */
 export interface DeadLetter {
   /** Attempts made. */
@@ -1016,6 +1035,18 @@ export interface MergeProposal {
   shared_documents: number
 }
 
+/** One conversation message as given by the caller. */
+export interface Message {
+  /** The caller's message id, kept as block metadata all the way into results. */
+  event_id?: string | null
+  /** Who spoke. */
+  speaker: string
+  /** What they said. */
+  text: string
+  /** When, if known. */
+  timestamp?: Instant | null
+}
+
 /** A namespace: one trust domain. */
 export type NamespaceId = Uuid
 
@@ -1563,6 +1594,7 @@ export interface Results {
   ingest_text: IngestReceipt
   ingest_conversation: IngestReceipt
   append_messages: AppendReceipt
+  conversation_messages: ConversationMessages
   remember_note: NoteRecord
   promote_note: NoteRecord
   archive_note: NoteRecord

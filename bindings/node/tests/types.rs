@@ -488,6 +488,11 @@ async fn every_call_returns_what_its_schema_declares() {
         json!({"conversation_ref": "chat-1", "messages": [{"event_id": "m2", "speaker": "Alice", "text": "Thanks Bob."}]}),
     )
     .await;
+    run(
+        "conversation_messages",
+        json!({"conversation_ref": "chat-1"}),
+    )
+    .await;
     let note = run(
         "remember_note",
         json!({"request_id": "r1", "source_key": "prefs", "source_revision": "1", "text": "Alice prefers tea."}),

@@ -157,8 +157,8 @@ def test_chat_history_round_trip(memory):
     assert messages[1].name == "Maria"
     assert messages[0].content == "You are a helpful assistant."
     assert messages[3].content == "It is on 12 May, and we need a venue for 40 people."
-    # The engine keeps a turn's text without blank lines.
-    assert messages[4].content == "Noted: 12 May, a venue for 40 people.\nI will look for options."
+    # Read back exactly as appended, blank lines included.
+    assert messages[4].content == "Noted: 12 May, a venue for 40 people.\n\n\nI will look for options."
     # Each message's id is its turn's event id (assigned when it had none).
     assert [m.id for m in messages[:3]] == [m.id for m in first]
     assert all(m.id for m in messages)
@@ -191,7 +191,7 @@ def test_chat_history_long_turns_and_async(memory):
         await history.aadd_messages(messages[15:])
         return await history.aget_messages()
 
-    # Unprocessed turns are processed when read.
+    # Turns read back before they are processed.
     back = asyncio.run(main())
     assert [m.content for m in back] == [m.content for m in messages]
     assert [m.type for m in back] == [m.type for m in messages]

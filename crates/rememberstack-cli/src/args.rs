@@ -700,6 +700,12 @@ pub enum ConversationsCommand {
         #[arg(long)]
         wait: bool,
     },
+    /// Show a conversation's messages, in order, exactly as ingested and appended.
+    Show {
+        /// The conversation's reference (its lineage key).
+        #[arg(long = "ref", value_name = "CONVERSATION_REF")]
+        conversation_ref: String,
+    },
 }
 
 /// `remember documents …`.

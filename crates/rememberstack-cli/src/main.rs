@@ -884,6 +884,22 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Conversations {
+            command: ConversationsCommand::Show { conversation_ref },
+        } => {
+            let memory = open(&cli).await?;
+            let conversation = memory.conversation_messages(conversation_ref).await?;
+            if cli.json {
+                print_json(&conversation)
+            } else {
+                for m in &conversation.messages {
+                    let id = m.event_id.as_deref().unwrap_or("-");
+                    let at = m.timestamp.map(|t| t.to_rfc3339()).unwrap_or_default();
+                    println!("[{id}] {at} {}: {}", m.speaker, m.text);
+                }
+                Ok(())
+            }
+        }
+        Command::Conversations {
             command:
                 ConversationsCommand::Append {
                     conversation_ref,

@@ -5,9 +5,9 @@
 //! cannot drift from the routes.
 
 use crate::routes::{
-    AppendBody, ConversationBody, CorrectBody, EntitiesQuery, FactsQuery, FeedbackQuery,
-    IngestJson, IngestQuery, MergeBody, PageQuery, PolicyBody, ReasonBody, SearchBody, Transition,
-    WaitQuery, WindowQuery,
+    AppendBody, ConversationBody, ConversationQuery, CorrectBody, EntitiesQuery, FactsQuery,
+    FeedbackQuery, IngestJson, IngestQuery, MergeBody, PageQuery, PolicyBody, ReasonBody,
+    SearchBody, Transition, WaitQuery, WindowQuery,
 };
 use rememberstack::OperationDescriptor;
 use schemars::generate::SchemaSettings;
@@ -91,6 +91,7 @@ fn request_types(name: &str) -> (Option<SchemaFn>, Option<SchemaFn>) {
         "ingest_text" => (Some(s::<IngestJson>), Some(s::<IngestQuery>)),
         "ingest_conversation" => (Some(s::<ConversationBody>), Some(s::<WaitQuery>)),
         "append_messages" => (Some(s::<AppendBody>), None),
+        "conversation_messages" => (None, Some(s::<ConversationQuery>)),
         "remember_note" => (Some(s::<rememberstack::NoteInput>), None),
         "list_notes" => (None, Some(s::<PageQuery>)),
         "set_note_policy" => (Some(s::<PolicyBody>), None),

@@ -32,7 +32,10 @@ pub(crate) fn router() -> axum::Router<AppState> {
         )
         .route("/documents/{id}/forget", post(forget_document))
         .route("/conversations", post(ingest_conversation))
-        .route("/messages", post(append_messages))
+        .route(
+            "/messages",
+            post(append_messages).get(conversation_messages),
+        )
         .route("/notes", post(remember_note).get(list_notes))
         .route("/notes/policy", post(note_policy))
         .route("/notes/{version}/promote", post(promote_note))
@@ -535,6 +538,24 @@ async fn append_messages(
         None => m.append_messages(&body.conversation_ref, messages).await?,
     };
     Ok(Json(serde_json::to_value(receipt).map_err(internal)?))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConversationQuery {
+    /// The conversation's reference, as it was ingested or appended under.
+    conversation_ref: String,
+}
+
+async fn conversation_messages(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(ns): Path<String>,
+    Query(q): Query<ConversationQuery>,
+) -> ApiResult<Json<Value>> {
+    let m = memory(&state, &principal, &ns, "conversation_messages")?;
+    let messages = m.conversation_messages(&q.conversation_ref).await?;
+    Ok(Json(serde_json::to_value(messages).map_err(internal)?))
 }
 
 async fn list_documents(

@@ -208,6 +208,12 @@ fn cases() -> Vec<Case> {
             "/notes",
         ),
         case(
+            "conversation_messages",
+            json!({"conversation_ref": ""}),
+            "GET",
+            "/messages?conversation_ref=",
+        ),
+        case(
             "append_messages",
             json!({"conversation_ref": "c", "messages": "not a list"}),
             "POST",

@@ -212,6 +212,12 @@ ingest_input!(IngestConversationInput {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ConversationRefInput {
+    conversation_ref: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AppendInput {
     conversation_ref: String,
     messages: Value,
@@ -415,6 +421,10 @@ pub async fn call(m: &Memory, method: &str, input: Value) -> Result<String> {
             let options = i.options()?;
             let c = conversation(i.conversation)?;
             to_json(&m.ingest_conversation(&c, options).await?)
+        }
+        "conversation_messages" => {
+            let i: ConversationRefInput = parse(method, input)?;
+            to_json(&m.conversation_messages(&i.conversation_ref).await?)
         }
         "append_messages" => {
             let i: AppendInput = parse(method, input)?;
@@ -748,13 +758,13 @@ pub struct ResultSchemas {
 pub fn result_schemas() -> ResultSchemas {
     use crate::ChunkResult;
     use crate::{
-        AppendReceipt, ClaimRecord, ClaimResult, ClaimRetraction, ContextBundle, DecisionRecord,
-        DoctorReport, DocumentDeletion, DocumentDetail, DocumentResult, DocumentSummary,
-        DrainReport, EntityDetail, EntityRecord, EntityResult, Envelope, EvidenceResult,
-        FactCorrection, FactInvalidation, FactPage, FactResult, FactTrace, FeedbackRecord,
-        ForgetReport, HydratedRecord, IngestReceipt, MergeEvent, MergeProposal, NotePage,
-        NoteRecord, OperationDescriptor, PathResult, PredicateRow, Receipt, ReceiptResolution,
-        StatusReport,
+        AppendReceipt, ClaimRecord, ClaimResult, ClaimRetraction, ContextBundle,
+        ConversationMessages, DecisionRecord, DoctorReport, DocumentDeletion, DocumentDetail,
+        DocumentResult, DocumentSummary, DrainReport, EntityDetail, EntityRecord, EntityResult,
+        Envelope, EvidenceResult, FactCorrection, FactInvalidation, FactPage, FactResult,
+        FactTrace, FeedbackRecord, ForgetReport, HydratedRecord, IngestReceipt, MergeEvent,
+        MergeProposal, NotePage, NoteRecord, OperationDescriptor, PathResult, PredicateRow,
+        Receipt, ReceiptResolution, StatusReport,
     };
     use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 
@@ -780,6 +790,7 @@ pub fn result_schemas() -> ResultSchemas {
             let schema = match method {
                 "ingest_file" | "ingest_text" | "ingest_conversation" => of::<IngestReceipt>(g),
                 "append_messages" => of::<AppendReceipt>(g),
+                "conversation_messages" => of::<ConversationMessages>(g),
                 "remember_note" | "promote_note" | "archive_note" | "revoke_note" => {
                     of::<NoteRecord>(g)
                 }

@@ -69,10 +69,10 @@ pub use config::{Config, StoreConfig, default_db_path};
 pub use rememberstack_core::claims::{Precision, Validity, ValidityKind};
 pub use rememberstack_core::embed::{Degraded, Embedder, EmbedderIdentity, ProviderError};
 pub use rememberstack_core::engine::{
-    AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, DeadLetter, DoctorReport,
-    DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary, DrainReport,
-    EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection, FactModels,
-    FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
+    AppendReceipt, ClaimsAndSourcesInput, CombinedContextInput, ConversationMessages, DeadLetter,
+    DoctorReport, DocumentDetail, DocumentFilter, DocumentQuery, DocumentResult, DocumentSummary,
+    DrainReport, EngineConfig, EntityDetail, ExportSelection, ExtractorModels, FactCorrection,
+    FactModels, FactPage, FactQuery, FactTrace, FactsConfig, FactsContextInput, FeedbackInput,
     HydratedEvidence, HydratedRecord, IngestReceipt, MergeProposal, NeighborhoodRequest, NoteInput,
     NotePage, OperationDescriptor, PACK_FORMAT, PathResult, ProviderCheck, Providers,
     ReceiptResolution, RecordRef, ResolveEntityInput, ResolvedRecord, SearchRequest, StageStats,
@@ -815,6 +815,18 @@ impl Memory {
     /// speaker and text is skipped (a replayed append is `unchanged`), one holding a
     /// different message is refused (`conflict`) and nothing changes. Each append
     /// that adds messages is a new version; unchanged chunks reuse their claims.
+    /// The messages of the conversation `conversation_ref`, in order, exactly as
+    /// they were ingested and appended (processed or not yet). An unknown or deleted
+    /// conversation is `document_not_found`.
+    pub async fn conversation_messages(
+        &self,
+        conversation_ref: &str,
+    ) -> Result<ConversationMessages> {
+        self.engine
+            .conversation_messages(&self.namespace, conversation_ref)
+            .await
+    }
+
     pub async fn append_messages(
         &self,
         conversation_ref: &str,

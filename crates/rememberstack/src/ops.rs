@@ -174,6 +174,18 @@ pub const OPERATIONS: &[Operation] = &[
         schema::append_messages,
     ),
     op(
+        "conversation_messages",
+        Read,
+        "The messages of a conversation (`?conversation_ref=`), in order, as ingested and appended.",
+        get(ns!("/messages")),
+        Some("conversations show"),
+    )
+    .tool(
+        "conversation_messages",
+        "The messages of a conversation, in order, exactly as they were ingested and appended. Use it to re-read a dialogue verbatim; use the context operations to find what was said.",
+        schema::conversation_messages,
+    ),
+    op(
         "remember_note",
         Write,
         "Remember a note `{request_id, source_key, source_revision, text, metadata?}`.",
@@ -578,6 +590,12 @@ mod schema {
                                   "properties": {"event_id": {"type": "string"}, "speaker": {"type": "string"},
                                                  "text": {"type": "string"}, "timestamp": {"type": "string", "format": "date-time"}}}},
                               "source_time": {"type": "string", "format": "date-time"}}})
+    }
+
+    pub(super) fn conversation_messages() -> Value {
+        json!({"type": "object", "additionalProperties": false, "required": ["conversation_ref"],
+               "properties": {"conversation_ref": {"type": "string", "minLength": 1,
+                                                   "description": "The conversation's reference, as it was ingested or appended under."}}})
     }
 
     pub(super) fn remember_note() -> Value {

@@ -347,6 +347,13 @@ class Memory:
             source_time=_instant(source_time),
         )
 
+    def conversation_messages(self, conversation_ref: str) -> Result:
+        """The messages of the conversation ``conversation_ref``, in order, exactly as
+        they were ingested and appended, processed or not (``messages``,
+        ``session_time``, ``document_id``, ``version_id``). An unknown or deleted
+        conversation is :class:`~remember.DocumentNotFound`."""
+        return self._call("conversation_messages", conversation_ref=conversation_ref)
+
     # ------------------------------------------------------------------ notes
 
     def remember_note(
@@ -770,6 +777,9 @@ class AsyncMemory:
 
     async def append_messages(self, conversation_ref: str, messages: Any, **kwargs: Any) -> Result:
         return await self._run(self._memory.append_messages, conversation_ref, messages, **kwargs)
+
+    async def conversation_messages(self, conversation_ref: str) -> Result:
+        return await self._run(self._memory.conversation_messages, conversation_ref)
 
     async def remember_note(self, text: str, **kwargs: Any) -> Result:
         return await self._run(self._memory.remember_note, text, **kwargs)

@@ -868,6 +868,33 @@ fn conversations_append_is_idempotent_and_refuses_a_changed_event() {
     assert!(!out.status.success());
     let body: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["code"], "conflict", "{body}");
+    // The conversation reads back as it was appended, the refused change left out.
+    let shown = cli.ok_json(&["conversations", "show", "--ref", "chat/release", "--json"]);
+    let texts: Vec<&str> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "The release moved to Friday.",
+            "I will tell the support team."
+        ]
+    );
+    let out = cli.run(&["conversations", "show", "--ref", "chat/release"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("[e1] "), "{text}");
+    assert!(
+        text.contains("Ben: I will tell the support team."),
+        "{text}"
+    );
+    let out = cli.run(&["conversations", "show", "--ref", "chat/none", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["code"],
+        "document_not_found"
+    );
 }
 
 #[test]

@@ -25,6 +25,26 @@ pub struct AppendReceipt {
     pub already_present: u64,
 }
 
+/// A conversation's messages, in order, exactly as they were ingested and appended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationMessages {
+    /// The namespace.
+    pub namespace: String,
+    /// The conversation lineage's reference.
+    pub conversation_ref: String,
+    /// The conversation lineage.
+    pub document_id: DocumentId,
+    /// The version that holds them: the lineage's latest (its messages are every
+    /// message ingested or appended so far, processed or not).
+    pub version_id: VersionId,
+    /// When the session took place, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_time: Option<Timestamp>,
+    /// The messages, in order.
+    pub messages: Vec<text::Message>,
+}
+
 /// Feedback on one item of a recall receipt.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -119,6 +139,59 @@ pub const PACK_FORMAT: &str = "rememberstack.pack/v1";
 const APPEND_ATTEMPTS: usize = 5;
 
 impl Engine {
+    /// The messages of the conversation lineage `conversation_ref`, in order, as
+    /// its latest version holds them (every message ingested or appended so far).
+    /// A lineage that does not exist or was deleted is `document_not_found`; one
+    /// whose latest version is not a conversation is `invalid_conversation`.
+    pub async fn conversation_messages(
+        &self,
+        namespace: &str,
+        conversation_ref: &str,
+    ) -> Result<ConversationMessages> {
+        validate_namespace(namespace)?;
+        validate_lineage("conversation", conversation_ref)?;
+        let not_found = || {
+            Error::new(
+                ErrorCode::DocumentNotFound,
+                format!("no conversation `{conversation_ref}` in namespace `{namespace}`"),
+            )
+        };
+        let ns = self
+            .store
+            .namespace(namespace)
+            .await?
+            .ok_or_else(not_found)?;
+        let row = self
+            .store
+            .document_by_ref(ns.id, "conversation", conversation_ref)
+            .await?
+            .filter(|row| row.deleted_at.is_none())
+            .ok_or_else(not_found)?;
+        let version = self
+            .store
+            .version(ns.id, row.latest_version_id)
+            .await?
+            .ok_or_else(|| Error::store("a lineage's latest version is missing"))?;
+        if version.format != Some(SourceFormat::Conversation) {
+            return Err(Error::new(
+                ErrorCode::InvalidConversation,
+                format!(
+                    "`{conversation_ref}` is not a conversation lineage: its latest version is not a conversation"
+                ),
+            ));
+        }
+        let bytes = self.store.content(ns.id, &version.content_sha256).await?;
+        let conversation = text::parse_conversation(&bytes)?;
+        Ok(ConversationMessages {
+            namespace: namespace.to_string(),
+            conversation_ref: conversation_ref.to_string(),
+            document_id: row.document_id,
+            version_id: row.latest_version_id,
+            session_time: conversation.session_time,
+            messages: conversation.messages,
+        })
+    }
+
     /// Append messages to a conversation lineage (`source_kind = conversation`,
     /// `source_ref = conversation_ref`), creating it on first use. Every message needs
     /// an `event_id`: an id already present with the same speaker and text is skipped

@@ -50,8 +50,8 @@ pub use facts::{
     profile_summary, unit_id,
 };
 pub use lifecycle::{
-    AppendReceipt, ExportSelection, FactCorrection, FeedbackInput, NoteInput, NotePage,
-    PACK_FORMAT, canonical_json,
+    AppendReceipt, ConversationMessages, ExportSelection, FactCorrection, FeedbackInput, NoteInput,
+    NotePage, PACK_FORMAT, canonical_json,
 };
 pub use primitives::{
     DocumentFilter, DocumentQuery, DocumentResult, HYDRATE_MAX_RECORDS, HydratedEvidence,

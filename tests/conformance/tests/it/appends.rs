@@ -413,3 +413,73 @@ async fn claim_texts(m: &rememberstack::Memory, doc: rememberstack::DocumentId) 
     t.sort();
     t
 }
+
+/// A conversation reads back exactly as it was ingested and appended: every
+/// message in order with its event id and timestamp, before and after processing
+/// and after its superseded versions are compacted; a deleted or unknown
+/// conversation is `document_not_found`.
+#[tokio::test]
+async fn conversation_messages_read_back_exactly_what_was_ingested_and_appended() {
+    use rememberstack::{Conversation, ErrorCode, IngestOptions};
+    for h in stores().await {
+        let kind = h.kind;
+        let memory = h.memory().await;
+        let first = Conversation {
+            session_time: Some(at("2024-03-01T10:00:00Z")),
+            messages: vec![
+                message(0),
+                Message {
+                    event_id: None,
+                    speaker: "Ana".into(),
+                    text: "Line one.\n\n  Line two, indented, with trailing spaces.  ".into(),
+                    timestamp: None,
+                },
+            ],
+        };
+        memory
+            .ingest_conversation(&first, IngestOptions::new("chat/exact"))
+            .await
+            .unwrap();
+        let read = memory.conversation_messages("chat/exact").await.unwrap();
+        assert_eq!(read.messages, first.messages, "{kind}: before processing");
+        assert_eq!(read.session_time, first.session_time, "{kind}");
+        memory.process_until_idle().await.unwrap();
+        let appended: Vec<Message> = (1..4).map(message).collect();
+        let receipt = memory
+            .append_messages("chat/exact", appended.clone())
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let read = memory.conversation_messages("chat/exact").await.unwrap();
+        let mut expected = first.messages.clone();
+        expected.extend(appended);
+        assert_eq!(
+            read.messages, expected,
+            "{kind}: after an append and compaction"
+        );
+        assert_eq!(read.version_id, receipt.version_id, "{kind}");
+        assert_eq!(read.document_id, receipt.document_id, "{kind}");
+
+        let code = |r: rememberstack::Result<_>| {
+            r.map(|_: rememberstack::ConversationMessages| ())
+                .unwrap_err()
+                .code()
+        };
+        assert_eq!(
+            code(memory.conversation_messages("chat/none").await),
+            ErrorCode::DocumentNotFound,
+            "{kind}"
+        );
+        assert_eq!(
+            code(memory.conversation_messages("").await),
+            ErrorCode::InvalidInput,
+            "{kind}"
+        );
+        memory.delete_document(receipt.document_id).await.unwrap();
+        assert_eq!(
+            code(memory.conversation_messages("chat/exact").await),
+            ErrorCode::DocumentNotFound,
+            "{kind}: deleted"
+        );
+    }
+}

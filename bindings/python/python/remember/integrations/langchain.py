@@ -37,7 +37,7 @@ except ImportError as e:  # pragma: no cover - exercised without the extra insta
         "maturin develop --extras langchain)"
     ) from e
 
-from .._errors import NotFound
+from .._errors import DocumentNotFound
 from .._memory import AsyncMemory, Memory
 from ._records import Record, as_memory, recall, recall_async
 
@@ -135,14 +135,13 @@ class RememberChatMessageHistory(BaseChatMessageHistory):  # type: ignore[misc, 
     calls) are not stored. With ``process=True`` (the default) the pipeline runs
     after each append, so the turns are searchable at once.
 
-    ``messages`` reads the conversation back from the memory, as the engine holds
-    it: one message per turn, in order, with the turn's ``event_id`` as ``id``;
-    the type comes from the speaker (a speaker that is none of ``speakers`` reads
-    back as a ``HumanMessage`` with that ``name``). Text comes back as the engine
-    keeps it (blank lines and trailing spaces dropped); tool calls and other
-    message fields are not kept. Turns that are not processed yet are processed
-    first. ``clear()`` forgets the conversation for good (hard forget: its text and
-    everything derived from it are removed from the memory).
+    ``messages`` reads the conversation back from the memory exactly as it was
+    appended (:meth:`remember.Memory.conversation_messages`, processed or not): one
+    message per turn, in order, with the turn's ``event_id`` as ``id``; the type
+    comes from the speaker (a speaker that is none of ``speakers`` reads back as a
+    ``HumanMessage`` with that ``name``). Tool calls and other message fields are
+    not kept. ``clear()`` forgets the conversation for good (hard forget: its text
+    and everything derived from it are removed from the memory).
     """
 
     def __init__(
@@ -160,7 +159,6 @@ class RememberChatMessageHistory(BaseChatMessageHistory):  # type: ignore[misc, 
         self.conversation_ref = conversation_ref
         self.speakers: Dict[str, str] = {**DEFAULT_SPEAKERS, **(speakers or {})}
         self.process = process
-        self._doc_id: Optional[str] = None
 
     # ------------------------------------------------------------------ writing
 
@@ -188,10 +186,9 @@ class RememberChatMessageHistory(BaseChatMessageHistory):  # type: ignore[misc, 
 
     def clear(self) -> None:
         """Forget the conversation for good (:meth:`remember.Memory.forget_document`)."""
-        document = self._document()
-        if document is not None:
-            self.memory.forget_document(document["doc_id"])
-        self._doc_id = None
+        conversation = self._conversation()
+        if conversation is not None:
+            self.memory.forget_document(conversation["document_id"])
 
     # ------------------------------------------------------------------ reading
 
@@ -213,111 +210,21 @@ class RememberChatMessageHistory(BaseChatMessageHistory):  # type: ignore[misc, 
             return ChatMessage(role=kind, content=text, id=event_id)
         return HumanMessage(content=text, id=event_id, name=speaker)
 
-    def _document(self) -> Optional[Dict[str, Any]]:
-        """The conversation's document (``doc_id``, ``current_version_id``,
-        ``latest_version_id``...), or ``None`` before the first message."""
-        if self._doc_id is not None:
-            try:
-                return self.memory.document(self._doc_id).to_dict()
-            except NotFound:  # forgotten meanwhile
-                self._doc_id = None
-        for document in self.memory.documents():
-            if document.source_kind == "conversation" and document.source_ref == self.conversation_ref:
-                self._doc_id = str(document.doc_id)
-                return document.to_dict()
-        return None
+    def _conversation(self) -> Optional[Dict[str, Any]]:
+        """The conversation as the memory holds it (``document_id``, ``messages``...),
+        or ``None`` before the first message."""
+        try:
+            value = self.memory.conversation_messages(self.conversation_ref).to_dict()
+        except DocumentNotFound:
+            return None
+        return dict(value)
 
     def turns(self) -> List[Tuple[str, str, str]]:
         """The conversation's turns as ``(event_id, speaker, text)``, in order."""
-        return _read_turns(self.memory, self.conversation_ref, self._document(), self.speakers.values())
-
-
-# -------------------------------------------------------------------------- turns
-
-
-def _read_turns(
-    memory: Memory, conversation_ref: str, document: Optional[Mapping[str, Any]], speakers: Any
-) -> List[Tuple[str, str, str]]:
-    """Rebuild a conversation's turns from its processed chunks.
-
-    The engine renders a conversation as ``speaker: text`` blocks separated by a
-    blank line (a turn's text never holds one) and cuts it into chunks that list
-    the turns they cover (``event_ids``); a long turn may span several chunks.
-    """
-    if document is None:
-        return []
-    chunks = None
-    current = document.get("current_version_id")
-    if current and current == document.get("latest_version_id"):
-        chunks = _version_chunks(memory, document["doc_id"], current, conversation_ref, speakers)
-    if chunks is None:
-        # The newest messages are not processed yet: process, then read again.
-        memory.process_until_idle()
-        document = memory.document(document["doc_id"]).to_dict()
-        if not document.get("current_version_id"):
+        conversation = self._conversation()
+        if conversation is None:
             return []
-        chunks = _version_chunks(
-            memory, document["doc_id"], document["current_version_id"], conversation_ref, speakers
-        )
-    known = sorted({str(s) for s in speakers}, key=len, reverse=True)
-    turns: List[List[str]] = []  # [event_id, speaker, text]
-    for chunk in chunks or []:
-        event_ids: List[str] = list(chunk.get("event_ids") or [])
-        blocks = str(chunk.get("text") or "").split("\n\n")
-        start = 0
-        if turns and event_ids and event_ids[0] == turns[-1][0]:
-            # The chunk continues the previous chunk's last turn.
-            turns[-1][2] = f"{turns[-1][2]} {blocks[0]}"
-            start = 1
-        for event_id, block in zip(event_ids[start:], blocks[start:]):
-            speaker, text = _split_speaker(block, known)
-            turns.append([event_id, speaker, text])
-    return [(t[0], t[1], t[2]) for t in turns]
-
-
-def _split_speaker(block: str, known: Sequence[str]) -> Tuple[str, str]:
-    for speaker in known:
-        if block.startswith(f"{speaker}: "):
-            return speaker, block[len(speaker) + 2 :]
-    speaker, sep, text = block.partition(": ")
-    return (speaker, text) if sep else ("", block)
-
-
-def _version_chunks(
-    memory: Memory, document_id: str, version_id: str, conversation_ref: str, speakers: Any
-) -> Optional[List[Dict[str, Any]]]:
-    """Every chunk of a version in order, or ``None`` when the version has none yet."""
-    query = " ".join([conversation_ref, *[str(s) for s in speakers]])
-    seed = [
-        r.to_dict()
-        for r in memory.search(query, k=20, document_ids=[document_id]).results
-        if r.version_id == version_id
-    ]
-    if not seed:
-        # No chunk matched the query: start from a claim's chunk instead.
-        for claim in memory.claims(document_id=document_id):
-            for occurrence in claim.to_dict().get("occurrences") or []:
-                if occurrence.get("version_id") == version_id:
-                    seed.append({"chunk_id": occurrence["chunk_id"]})
-    if not seed:
-        return None
-    found: Dict[str, Dict[str, Any]] = {}
-
-    def around(chunk_id: str) -> List[Dict[str, Any]]:
-        near = [r.to_dict() for r in memory.adjacent_chunks(chunk_id, 2).results]
-        for chunk in near:
-            found[chunk["chunk_id"]] = chunk
-        return near
-
-    near = around(seed[0]["chunk_id"])
-    if not near:
-        return None
-    # Walk to both ends, two chunks at a time.
-    for edge in (0, -1):
-        current = near
-        while True:
-            step = around(current[edge]["chunk_id"])
-            if not step or step[edge]["chunk_id"] == current[edge]["chunk_id"]:
-                break
-            current = step
-    return sorted(found.values(), key=lambda c: (c.get("char_span") or {}).get("start", 0))
+        return [
+            (str(m.get("event_id") or ""), str(m["speaker"]), str(m["text"]))
+            for m in conversation["messages"]
+        ]
