@@ -172,18 +172,10 @@ mod tests {
         root.build();
         let rendered = render(&root);
         assert!(rendered.contains("## `remember call`") && rendered.contains("`--input <JSON>`"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(PAGE);
-        if std::env::var_os("UPDATE_DOCS").is_some() {
-            std::fs::write(&path, &rendered).unwrap();
-            return;
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == rendered,
-            "{PAGE} is not the rendering of the CLI's definitions: run \
-             `UPDATE_DOCS=1 cargo test -p rememberstack-cli --bin remember reference`"
+        rememberstack_conformance::check_generated_page(
+            PAGE,
+            &rendered,
+            "cargo test -p rememberstack-cli --bin remember reference",
         );
     }
 }

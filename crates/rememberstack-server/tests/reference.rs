@@ -203,18 +203,10 @@ fn mcp_page(tools: &[mcp::ToolSpec]) -> String {
 }
 
 fn check(page: &str, rendered: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(page);
-    if std::env::var_os("UPDATE_DOCS").is_some() {
-        std::fs::write(&path, rendered).expect("write the page");
-        return;
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == rendered,
-        "{page} is not the rendering of what the server serves: run \
-         `UPDATE_DOCS=1 cargo test -p rememberstack-server --test reference`"
+    rememberstack_conformance::check_generated_page(
+        page,
+        rendered,
+        "cargo test -p rememberstack-server --test reference",
     );
 }
 

@@ -291,3 +291,21 @@ pub async fn postgres() -> Option<Harness> {
         location: Location::Postgres { url, config },
     })
 }
+
+/// A committed generated page (`page`, relative to the repository root) must be
+/// `rendered`; with `UPDATE_DOCS` set it is rewritten instead. `regenerate` is the
+/// command the failure names.
+pub fn check_generated_page(page: &str, rendered: &str, regenerate: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(page);
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, rendered).expect("write the page");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == rendered,
+        "{page} is not the rendering of what it documents: run `UPDATE_DOCS=1 {regenerate}`"
+    );
+}

@@ -15,14 +15,9 @@ fn example(path: &str) -> PathBuf {
 /// hashing embedder; its standard output.
 fn run(program: &str, script: &str, env: &[(&str, String)]) -> String {
     let mut cmd = Command::new(program);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("REMEMBERSTACK_") {
-            cmd.env_remove(k);
-        }
-    }
+    crate::offline(&mut cmd);
     cmd.arg(example(script))
         .env("REMEMBER", env!("CARGO_BIN_EXE_remember"))
-        .env("REMEMBERSTACK_EMBEDDER", "hashing")
         .envs(env.iter().map(|(k, v)| (k, v)));
     let out = cmd.output().unwrap();
     assert!(

@@ -10,6 +10,17 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// `cmd` without the caller's REMEMBERSTACK_* settings, on the hashing embedder
+/// (deterministic vectors, no model to load or download).
+fn offline(cmd: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("REMEMBERSTACK_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
+}
+
 struct Cli {
     dir: tempfile::TempDir,
     /// Environment variables every command gets.
@@ -44,13 +55,7 @@ impl Cli {
     /// (but with [`Cli::with_env`]'s).
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_remember"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("REMEMBERSTACK_") {
-                cmd.env_remove(k);
-            }
-        }
-        // Deterministic vectors, no model to load or download.
-        cmd.env("REMEMBERSTACK_EMBEDDER", "hashing");
+        offline(&mut cmd);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--db").arg(self.db()).args(args);
         cmd

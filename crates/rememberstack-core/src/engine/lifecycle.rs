@@ -138,35 +138,48 @@ pub const PACK_FORMAT: &str = "rememberstack.pack/v1";
 /// How often an append re-reads the conversation when another append moved it.
 const APPEND_ATTEMPTS: usize = 5;
 
+/// A conversation lineage as its latest version holds it.
+enum LatestConversation {
+    /// No such lineage (or no such namespace).
+    Missing,
+    /// The lineage was deleted: an append starts it over.
+    Deleted {
+        document_id: DocumentId,
+        version_id: VersionId,
+    },
+    /// Every message ingested or appended so far.
+    Live {
+        document_id: DocumentId,
+        version_id: VersionId,
+        conversation: text::Conversation,
+    },
+}
+
 impl Engine {
-    /// The messages of the conversation lineage `conversation_ref`, in order, as
-    /// its latest version holds them (every message ingested or appended so far).
-    /// A lineage that does not exist or was deleted is `document_not_found`; one
-    /// whose latest version is not a conversation is `invalid_conversation`.
-    pub async fn conversation_messages(
+    /// The conversation lineage `conversation_ref` as its latest version holds it
+    /// (read by appends and by [`Self::conversation_messages`]); a lineage whose
+    /// latest version is not a conversation is `invalid_conversation`.
+    async fn latest_conversation(
         &self,
         namespace: &str,
         conversation_ref: &str,
-    ) -> Result<ConversationMessages> {
-        validate_namespace(namespace)?;
-        validate_lineage("conversation", conversation_ref)?;
-        let not_found = || {
-            Error::new(
-                ErrorCode::DocumentNotFound,
-                format!("no conversation `{conversation_ref}` in namespace `{namespace}`"),
-            )
+    ) -> Result<LatestConversation> {
+        let Some(ns) = self.store.namespace(namespace).await? else {
+            return Ok(LatestConversation::Missing);
         };
-        let ns = self
-            .store
-            .namespace(namespace)
-            .await?
-            .ok_or_else(not_found)?;
-        let row = self
+        let Some(row) = self
             .store
             .document_by_ref(ns.id, "conversation", conversation_ref)
             .await?
-            .filter(|row| row.deleted_at.is_none())
-            .ok_or_else(not_found)?;
+        else {
+            return Ok(LatestConversation::Missing);
+        };
+        if row.deleted_at.is_some() {
+            return Ok(LatestConversation::Deleted {
+                document_id: row.document_id,
+                version_id: row.latest_version_id,
+            });
+        }
         let version = self
             .store
             .version(ns.id, row.latest_version_id)
@@ -181,12 +194,42 @@ impl Engine {
             ));
         }
         let bytes = self.store.content(ns.id, &version.content_sha256).await?;
-        let conversation = text::parse_conversation(&bytes)?;
+        Ok(LatestConversation::Live {
+            document_id: row.document_id,
+            version_id: row.latest_version_id,
+            conversation: text::parse_conversation(&bytes)?,
+        })
+    }
+
+    /// The messages of the conversation lineage `conversation_ref`, in order, as
+    /// its latest version holds them (every message ingested or appended so far).
+    /// A lineage that does not exist or was deleted is `document_not_found`; one
+    /// whose latest version is not a conversation is `invalid_conversation`.
+    pub async fn conversation_messages(
+        &self,
+        namespace: &str,
+        conversation_ref: &str,
+    ) -> Result<ConversationMessages> {
+        validate_namespace(namespace)?;
+        validate_lineage("conversation", conversation_ref)?;
+        let LatestConversation::Live {
+            document_id,
+            version_id,
+            conversation,
+        } = self
+            .latest_conversation(namespace, conversation_ref)
+            .await?
+        else {
+            return Err(Error::new(
+                ErrorCode::DocumentNotFound,
+                format!("no conversation `{conversation_ref}` in namespace `{namespace}`"),
+            ));
+        };
         Ok(ConversationMessages {
             namespace: namespace.to_string(),
             conversation_ref: conversation_ref.to_string(),
-            document_id: row.document_id,
-            version_id: row.latest_version_id,
+            document_id,
+            version_id,
             session_time: conversation.session_time,
             messages: conversation.messages,
         })
@@ -220,39 +263,20 @@ impl Engine {
             m.timestamp = m.timestamp.or(Some(stamp));
         }
         for attempt in 0..APPEND_ATTEMPTS {
-            let (base, latest, deleted) = match self.store.namespace(namespace).await? {
-                None => (None, None, false),
-                Some(ns) => match self
-                    .store
-                    .document_by_ref(ns.id, "conversation", conversation_ref)
-                    .await?
-                {
-                    None => (None, None, false),
-                    Some(row) if row.deleted_at.is_some() => {
-                        (None, Some((row.document_id, row.latest_version_id)), true)
-                    }
-                    Some(row) => {
-                        let v = self
-                            .store
-                            .version(ns.id, row.latest_version_id)
-                            .await?
-                            .ok_or_else(|| Error::store("a lineage's latest version is missing"))?;
-                        if v.format != Some(SourceFormat::Conversation) {
-                            return Err(Error::new(
-                                ErrorCode::InvalidConversation,
-                                format!(
-                                    "`{conversation_ref}` is not a conversation lineage: its latest version is not a conversation"
-                                ),
-                            ));
-                        }
-                        let bytes = self.store.content(ns.id, &v.content_sha256).await?;
-                        (
-                            Some(text::parse_conversation(&bytes)?),
-                            Some((row.document_id, row.latest_version_id)),
-                            false,
-                        )
-                    }
-                },
+            let (base, latest, deleted) = match self
+                .latest_conversation(namespace, conversation_ref)
+                .await?
+            {
+                LatestConversation::Missing => (None, None, false),
+                LatestConversation::Deleted {
+                    document_id,
+                    version_id,
+                } => (None, Some((document_id, version_id)), true),
+                LatestConversation::Live {
+                    document_id,
+                    version_id,
+                    conversation,
+                } => (Some(conversation), Some((document_id, version_id)), false),
             };
             let mut conversation = base.unwrap_or(text::Conversation {
                 session_time: None,
