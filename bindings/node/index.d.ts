@@ -42,6 +42,7 @@ export type ErrorCode =
   | 'provider'
   | 'config'
   | 'store'
+  | 'timeout'
   | 'internal'
   | 'closed'
 

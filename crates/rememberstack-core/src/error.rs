@@ -47,6 +47,9 @@ pub enum ErrorCode {
     Config,
     /// The store failed (database, blob directory).
     Store,
+    /// A store statement ran past its time bound (the statement or lock timeout)
+    /// and was cancelled: nothing of its transaction was kept. Safe to retry.
+    Timeout,
     /// An invariant was violated inside the engine: a bug.
     Internal,
 }
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::Provider => "provider",
             ErrorCode::Config => "config",
             ErrorCode::Store => "store",
+            ErrorCode::Timeout => "timeout",
             ErrorCode::Internal => "internal",
         }
     }
@@ -124,6 +128,10 @@ impl Error {
     /// A store failure.
     pub fn store(message: impl std::fmt::Display) -> Self {
         Error::Store(message.to_string())
+    }
+    /// `timeout`.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Timeout, message)
     }
     /// The machine-readable code.
     pub fn code(&self) -> ErrorCode {

@@ -811,16 +811,31 @@ impl PgStore {
             return Ok(vec![]);
         }
         let fetch = limit.saturating_add(TIE_MARGIN);
-        let mut ranked = self
-            .rank_claim_vectors(filter, generation, query, "distance", fetch)
-            .await?;
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        if ranked.len() == fetch && ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq() {
-            // The tie group at the cut may go on beyond the rows fetched.
-            ranked = self
-                .rank_claim_vectors(filter, generation, query, "distance, c.id", limit)
-                .await?;
-        }
+        let exact = || self.rank_claim_vectors(filter, generation, query, true, limit);
+        let ranked = match self
+            .rank_claim_vectors(filter, generation, query, false, fetch)
+            .await
+        {
+            Ok(mut ranked) => {
+                ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                // Fewer than asked: every eligible claim came back, or the iterative
+                // scan gave up (`hnsw.max_scan_tuples`); the exact scan is then the
+                // answer. So it is when the tie group at the cut may go on beyond
+                // the rows fetched.
+                if ranked.len() < fetch
+                    || ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq()
+                {
+                    exact().await?
+                } else {
+                    ranked
+                }
+            }
+            Err(e) if e.code() == ErrorCode::Timeout => {
+                crate::search::index_pass_gave_up("claim", &e);
+                exact().await?
+            }
+            Err(e) => return Err(e),
+        };
         let mut scored: Vec<(f64, String)> = ranked
             .into_iter()
             // A zero vector has no direction: pgvector says NaN, SQLite's scan 0.
@@ -839,19 +854,31 @@ impl PgStore {
             .collect()
     }
 
-    /// The eligible claims nearest to `query` (cosine distance, id), `order` being
-    /// `distance` (index-friendly) or `distance, c.id` (exact ties).
+    /// The eligible claims nearest to `query` (cosine distance, id): by an index
+    /// pass over the generation's HNSW index, or `exact`ly (an expression no index
+    /// serves, sorted, ties by id; a stored zero vector at distance 1).
     async fn rank_claim_vectors(
         &self,
         filter: &ClaimFilter,
         generation: &str,
         query: &[f32],
-        order: &'static str,
+        exact: bool,
         limit: usize,
     ) -> Result<Vec<(f64, String)>> {
         let dim = query.len();
+        let (distance, order) = if exact {
+            (
+                "COALESCE(NULLIF(v.embedding <=> $1::vector, 'NaN'::float8), 1.0)".to_string(),
+                "distance, c.id",
+            )
+        } else {
+            (
+                format!("(v.embedding::vector({dim})) <=> $1::vector({dim})"),
+                "distance",
+            )
+        };
         let sql = format!(
-            "SELECT c.id, (v.embedding::vector({dim})) <=> $1::vector({dim}) AS distance
+            "SELECT c.id, {distance} AS distance
              FROM vectors v
              JOIN claims c ON c.namespace_id = v.namespace_id AND c.embedding_key = v.embedding_key
              WHERE v.namespace_id = $2 AND v.generation = $3 AND v.dimension = {dim}
@@ -860,8 +887,8 @@ impl PgStore {
              ORDER BY {order} LIMIT $10",
             claim_scope(2, 6)
         );
-        // The index-friendly order walks the index; the exact one sorts.
-        let mut tx = crate::search::vector_search_tx(self.pool(), order == "distance").await?;
+        // The index pass walks the index; the exact ranking sorts.
+        let mut tx = self.vector_search_tx(!exact).await?;
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(pgvector::Vector::from(query.to_vec()))
             .bind(filter.namespace_id.to_string())

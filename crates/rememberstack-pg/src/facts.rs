@@ -20,7 +20,7 @@ use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId}
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, Result};
+use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::facts::fact_select;
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
@@ -854,58 +854,87 @@ impl PgStore {
             format!("'{}'", generation.replace('\'', "''"))
         };
         let ns = p.push(Arg::Text(filter.namespace_id.to_string()));
-        // The HNSW index of the generation serves this expression (see the migration).
-        let distance = if zero {
-            "0::float8".to_string()
-        } else {
-            format!("(vv.embedding::vector({dim})) <=> $1::vector({dim})")
+        let base = |distance: &str| {
+            format!(
+                "SELECT f.id, ({distance})::float8 AS distance
+                 FROM vectors vv
+                 JOIN facts f ON f.namespace_id = vv.namespace_id AND f.embedding_key = vv.embedding_key
+                 WHERE vv.generation = {g} AND vv.namespace_id = {ns} AND vv.dimension = {dim}
+                   AND {cond}"
+            )
         };
-        let base = format!(
-            "SELECT f.id, ({distance})::float8 AS distance
-             FROM vectors vv
-             JOIN facts f ON f.namespace_id = vv.namespace_id AND f.embedding_key = vv.embedding_key
-             WHERE vv.generation = {g} AND vv.namespace_id = {ns} AND vv.dimension = {dim}
-               AND {cond}"
-        );
         let vector = pgvector::Vector::from(query.to_vec());
-        let mut tx = crate::search::vector_search_tx(self.pool(), !zero).await?;
         let decode = |rows: Vec<PgRow>| -> Result<Vec<(String, f64)>> {
             rows.iter()
                 .map(|r| Ok((get::<String>(r, "id")?, get::<f64>(r, "distance")?)))
                 .collect()
         };
-        let sql = if zero {
-            // A zero query has no direction: SQLite scores every candidate 0, ties by id.
-            format!("{base} ORDER BY f.id LIMIT {limit}")
-        } else {
-            // One row more than asked shows whether the last place is tied.
-            format!("{base} ORDER BY {distance} LIMIT {}", limit + 1)
+        // One statement (and a second for ties) in a vector search transaction.
+        let fetch = |sql: String, walk_index: bool, tie: Option<f64>| {
+            let vector = vector.clone();
+            let p = &p;
+            async move {
+                let mut tx = self.vector_search_tx(walk_index).await?;
+                let q = bind_args(sqlx::query(AssertSqlSafe(sql)).bind(vector), p.args());
+                let q = match tie {
+                    Some(d) => q.bind(d),
+                    None => q,
+                };
+                let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
+                tx.commit().await.map_err(db_err)?;
+                decode(rows)
+            }
         };
-        let q = sqlx::query(AssertSqlSafe(sql)).bind(vector.clone());
-        let mut hits = decode(
-            bind_args(q, p.args())
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?,
-        )?;
-        if !zero && hits.len() > limit && hits[limit - 1].1 == hits[limit].1 {
-            // Ties at the last place go by id (as SQLite's exact scan): read every
-            // candidate at that distance.
-            let d = p.next();
-            let sql = format!("{base} AND ({distance})::float8 = {d}::float8");
-            let q = sqlx::query(AssertSqlSafe(sql)).bind(vector);
-            let tied = decode(
-                bind_args(q, p.args())
-                    .bind(hits[limit].1)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(db_err)?,
-            )?;
-            let seen: std::collections::HashSet<String> =
-                hits.iter().map(|h| h.0.clone()).collect();
-            hits.extend(tied.into_iter().filter(|t| !seen.contains(&t.0)));
-        }
-        tx.commit().await.map_err(db_err)?;
+        // The exact ranking: an expression no index serves, ties by id as SQLite's
+        // scan (a stored zero vector has no direction: distance 1, similarity 0).
+        let exact = || {
+            let distance = if zero {
+                "0::float8"
+            } else {
+                "COALESCE(NULLIF(vv.embedding <=> $1::vector, 'NaN'::float8), 1.0)"
+            };
+            fetch(
+                format!("{} ORDER BY distance, f.id LIMIT {limit}", base(distance)),
+                false,
+                None,
+            )
+        };
+        let hits = if zero {
+            // A zero query has no direction: SQLite scores every candidate 0, ties by id.
+            exact().await?
+        } else {
+            // The index pass: the HNSW index of the generation serves this expression
+            // (see the migration). One row more than asked shows whether the last
+            // place is tied.
+            let indexed = format!("(vv.embedding::vector({dim})) <=> $1::vector({dim})");
+            let sql = format!("{} ORDER BY {indexed} LIMIT {}", base(&indexed), limit + 1);
+            match fetch(sql, true, None).await {
+                // Fewer than asked: every eligible fact came back, or the iterative
+                // scan gave up (`hnsw.max_scan_tuples`); the exact scan is the answer.
+                Ok(hits) if hits.len() <= limit => exact().await?,
+                Ok(mut hits) => {
+                    if hits.len() > limit && hits[limit - 1].1 == hits[limit].1 {
+                        // Ties at the last place go by id (as SQLite's exact scan): read
+                        // every candidate at that distance.
+                        let sql = format!(
+                            "{} AND ({indexed})::float8 = {}::float8",
+                            base(&indexed),
+                            p.next()
+                        );
+                        let tied = fetch(sql, false, Some(hits[limit].1)).await?;
+                        let seen: std::collections::HashSet<String> =
+                            hits.iter().map(|h| h.0.clone()).collect();
+                        hits.extend(tied.into_iter().filter(|t| !seen.contains(&t.0)));
+                    }
+                    hits
+                }
+                Err(e) if e.code() == ErrorCode::Timeout => {
+                    crate::search::index_pass_gave_up("fact", &e);
+                    exact().await?
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let mut hits: Vec<(String, f64)> = hits
             .into_iter()
             .map(|(id, d)| {

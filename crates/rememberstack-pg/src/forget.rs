@@ -364,7 +364,8 @@ impl PgStore {
     /// archives and base backups is outside the store (README, "Outgrowing one
     /// machine").
     async fn vacuum_scrubbed(&self) -> Result<()> {
-        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        // Over large tables it runs long: without the pool's statement bounds.
+        let mut conn = self.maintenance.acquire().await.map_err(db_err)?;
         let sql = format!("VACUUM (ANALYZE) {}", SCRUBBED_TABLES.join(", "));
         sqlx::query(AssertSqlSafe(sql))
             .execute(&mut *conn)

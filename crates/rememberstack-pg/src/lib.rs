@@ -99,6 +99,20 @@ pub struct PgStoreConfig {
     /// unset, else `<data dir>/rememberstack/manifests/<database key>`, where the
     /// key is the cluster's system identifier, the database name and the schema.
     pub manifest_root: Option<PathBuf>,
+    /// The longest any one statement of the store may run (default 5 s; `None`: no
+    /// bound). A statement past it is cancelled, its transaction rolls back and the
+    /// call fails `timeout`, which is safe to retry. Maintenance that may run long
+    /// by nature (migrations, index builds, `VACUUM`) runs on a connection of its
+    /// own without the bound.
+    pub statement_timeout: Option<Duration>,
+    /// The longest a statement may wait for a lock (default 2 s; `None`: no bound);
+    /// past it the call fails `timeout` as above. The engine's own named locks,
+    /// which a worker holds while it works, are waited for without this bound.
+    pub lock_timeout: Option<Duration>,
+    /// The longest a vector search may walk an HNSW index before the exact scan
+    /// answers instead (default 1 s, never above `statement_timeout`). A walk
+    /// normally takes milliseconds; the bound is there for walks that do not end.
+    pub index_pass_timeout: Duration,
 }
 
 impl Default for PgStoreConfig {
@@ -108,7 +122,24 @@ impl Default for PgStoreConfig {
             acquire_timeout: Duration::from_secs(30),
             schema: None,
             manifest_root: None,
+            statement_timeout: Some(DEFAULT_STATEMENT_TIMEOUT),
+            lock_timeout: Some(DEFAULT_LOCK_TIMEOUT),
+            index_pass_timeout: Duration::from_secs(1),
         }
+    }
+}
+
+/// The default bound on one store statement's run time.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default bound on one store statement's wait for a lock.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A time bound as a PostgreSQL setting value in milliseconds (`0`, no bound, for
+/// `None`; at least 1 ms otherwise, since `0` would lift it).
+fn timeout_setting(bound: Option<Duration>) -> String {
+    match bound {
+        None => "0".to_string(),
+        Some(d) => d.as_millis().clamp(1, i32::MAX as u128).to_string(),
     }
 }
 
@@ -117,6 +148,11 @@ impl Default for PgStoreConfig {
 pub struct PgStore {
     pool: PgPool,
     locks: PgPool,
+    /// Connections for maintenance that may run long by nature (migrations, index
+    /// builds, `VACUUM`): without the statement pool's time bounds.
+    maintenance: PgPool,
+    /// The bound on an index pass of a vector search (see `vector_search_tx`).
+    index_pass_timeout: Duration,
     schema: Option<String>,
     manifests: ManifestRoot,
     /// Whether the manifest root was named (config or environment) rather than
@@ -228,8 +264,40 @@ async fn default_manifest_root(pool: &PgPool, schema: Option<&str>) -> Result<Pa
     Ok(base.join("rememberstack").join("manifests").join(key))
 }
 
-/// A database failure as the core's store error.
+/// `SET search_path` to the store's schema, then `public` (where the `vector`
+/// type and operators may live).
+fn search_path_sql(schema: &str) -> String {
+    format!("SET search_path TO \"{schema}\", public")
+}
+
+/// Pool options whose connections resolve the store's tables in `schema` (the
+/// `vector` type and operators may live in `public`).
+fn in_schema(options: PgPoolOptions, schema: Option<String>) -> PgPoolOptions {
+    match schema {
+        Some(schema) => options.after_connect(move |conn, _meta| {
+            let sql = search_path_sql(&schema);
+            Box::pin(async move {
+                conn.execute(AssertSqlSafe(sql)).await?;
+                Ok(())
+            })
+        }),
+        None => options,
+    }
+}
+
+/// A database failure as the core's store error; a statement cancelled by its
+/// time bound (`query_canceled`, 57014) or that waited too long for a lock
+/// (`lock_not_available`, 55P03) is `timeout`, which callers may retry.
 pub(crate) fn db_err(e: sqlx::Error) -> Error {
+    if let sqlx::Error::Database(db) = &e
+        && matches!(db.code().as_deref(), Some("57014" | "55P03"))
+    {
+        return Error::timeout(format!(
+            "a PostgreSQL statement ran past its time bound and was cancelled; nothing of it \
+             was kept, retry ({})",
+            db.message()
+        ));
+    }
     Error::store(e)
 }
 
@@ -301,20 +369,22 @@ impl PgStore {
                 "local"
             }
         ));
-        let mut pool_options = PgPoolOptions::new()
-            .max_connections(config.max_connections)
-            .acquire_timeout(config.acquire_timeout);
-        if let Some(schema) = schema.clone() {
-            // Every connection resolves the store's tables in its schema; the
-            // `vector` type and operators may live in `public`.
-            pool_options = pool_options.after_connect(move |conn, _meta| {
-                let sql = format!("SET search_path TO \"{schema}\", public");
-                Box::pin(async move {
-                    conn.execute(AssertSqlSafe(sql)).await?;
-                    Ok(())
-                })
-            });
-        }
+        // Every statement of the pool is bounded in time (`statement_timeout`,
+        // `lock_timeout` as the connection's settings); the lock sessions and the
+        // maintenance connection are not.
+        let bounded = options.clone().options([
+            (
+                "statement_timeout",
+                timeout_setting(config.statement_timeout),
+            ),
+            ("lock_timeout", timeout_setting(config.lock_timeout)),
+        ]);
+        let pool_options = in_schema(
+            PgPoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(config.acquire_timeout),
+            schema.clone(),
+        );
         // Cross-process locks hold a session each while the engine works: they get
         // a pool of their own, so held locks never starve the statements.
         let locks = PgPoolOptions::new()
@@ -322,14 +392,23 @@ impl PgStore {
             .min_connections(0)
             .acquire_timeout(config.acquire_timeout)
             .connect_lazy_with(options.clone());
+        let maintenance = in_schema(
+            PgPoolOptions::new()
+                .max_connections(2)
+                .min_connections(0)
+                .idle_timeout(Duration::from_secs(60))
+                .acquire_timeout(config.acquire_timeout),
+            schema.clone(),
+        )
+        .connect_lazy_with(options);
         let pool = pool_options
-            .connect_with(options)
+            .connect_with(bounded)
             .await
             .map_err(|e| Error::store(format!("cannot connect to PostgreSQL: {e}")))?;
         // Creating the extension needs a superuser (or a database owner where
         // pgvector is trusted) the first time; when it exists this is a no-op.
         sqlx::query("CREATE EXTENSION IF NOT EXISTS vector")
-            .execute(&pool)
+            .execute(&maintenance)
             .await
             .map_err(|e| {
                 Error::store(format!(
@@ -341,11 +420,12 @@ impl PgStore {
             sqlx::query(AssertSqlSafe(format!(
                 "CREATE SCHEMA IF NOT EXISTS \"{schema}\""
             )))
-            .execute(&pool)
+            .execute(&maintenance)
             .await
             .map_err(db_err)?;
         }
-        MIGRATOR.run(&pool).await.map_err(|e| {
+        // Migrations may rewrite or index whole tables: no statement bound.
+        MIGRATOR.run(&maintenance).await.map_err(|e| {
             Error::store(format!(
                 "cannot apply the PostgreSQL store's migrations: {e}"
             ))
@@ -358,6 +438,12 @@ impl PgStore {
         let store = Self {
             pool,
             locks,
+            maintenance,
+            index_pass_timeout: config
+                .statement_timeout
+                .map_or(config.index_pass_timeout, |b| {
+                    b.min(config.index_pass_timeout)
+                }),
             schema,
             manifests: ManifestRoot::new(manifest_dir),
             shared_root,
@@ -408,6 +494,7 @@ impl PgStore {
     /// Close every connection; waits until they are returned.
     pub async fn close(&self) {
         self.locks.close().await;
+        self.maintenance.close().await;
         self.pool.close().await;
     }
 }

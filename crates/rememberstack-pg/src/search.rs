@@ -245,27 +245,45 @@ impl PgStore {
     }
 }
 
-/// A transaction for one vector ranking statement. Filters apply while the HNSW
-/// index is walked, before the top k is final (`hnsw.iterative_scan`, pgvector
-/// 0.8). With `walk_index` (an index pass), sorting is off as well, so the planner
-/// walks the generation's index instead of computing every distance and sorting
-/// them, which it prefers whenever it misjudges how few rows a filter joined to the
-/// vectors keeps (a fact vector channel at 10k claims: 44 ms sorted against 12
-/// through the index). Without an index to walk, the statement still sorts.
-pub(crate) async fn vector_search_tx(
-    pool: &sqlx::PgPool,
-    walk_index: bool,
-) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-    let mut tx = pool.begin().await.map_err(db_err)?;
-    sqlx::query(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                set_config('enable_sort', CASE WHEN $1 THEN 'off' ELSE 'on' END, true)",
-    )
-    .bind(walk_index)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    Ok(tx)
+/// Say that an index pass ran past its bound and the exact scan answers.
+pub(crate) fn index_pass_gave_up(channel: &str, error: &Error) {
+    tracing::warn!(
+        channel,
+        %error,
+        "an HNSW index pass ran past its bound; the exact scan answers instead"
+    );
+}
+
+impl PgStore {
+    /// A transaction for one vector ranking statement. Filters apply while the
+    /// HNSW index is walked, before the top k is final (`hnsw.iterative_scan`,
+    /// pgvector 0.8). With `walk_index` (an index pass), sorting is off as well, so
+    /// the planner walks the generation's index instead of computing every
+    /// distance and sorting them, which it prefers whenever it misjudges how few
+    /// rows a filter joined to the vectors keeps (a fact vector channel at 10k
+    /// claims: 44 ms sorted against 12 through the index), and the statement is
+    /// bounded by `index_pass_timeout` (see [`crate::PgStoreConfig`]): past it the
+    /// call fails `timeout` and the caller ranks by exact scan; pgvector's
+    /// iterative scan was seen to spin for minutes on a graph that autovacuum was
+    /// repairing. Without an index to walk, the statement sorts.
+    pub(crate) async fn vector_search_tx(
+        &self,
+        walk_index: bool,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let bound = self.index_pass_timeout;
+        sqlx::query(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                    set_config('enable_sort', CASE WHEN $1 THEN 'off' ELSE 'on' END, true),
+                    CASE WHEN $1 THEN set_config('statement_timeout', $2, true) END",
+        )
+        .bind(walk_index)
+        .bind(bound.as_millis().max(1).to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        Ok(tx)
+    }
 }
 
 impl PgStore {
@@ -298,7 +316,9 @@ impl PgStore {
         let name: String = row.try_get("name").map_err(db_err)?;
         // Concurrent creators of one index would collide on its name: serialize
         // them (per schema and generation); the loser finds it and does nothing.
-        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        // A build over many vectors runs long: on a connection without the pool's
+        // statement bounds.
+        let mut tx = self.maintenance.begin().await.map_err(db_err)?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('hnsw:' || current_schema() || ':' || $1, 0))")
             .bind(generation)
             .execute(&mut *tx)
@@ -452,7 +472,7 @@ impl PgStore {
         let run = |sql: String, take: usize, index: bool| {
             let vector = vector.clone();
             async move {
-                let mut tx = vector_search_tx(self.pool(), index).await?;
+                let mut tx = self.vector_search_tx(index).await?;
                 let ef = take.clamp(40, 1_000);
                 sqlx::query(AssertSqlSafe(format!("SET LOCAL hnsw.ef_search = {ef}")))
                     .execute(&mut *tx)
@@ -487,7 +507,15 @@ impl PgStore {
         let mut hits = if filter.exact {
             Vec::new()
         } else {
-            run(statement(&cast, &cast), take, true).await?
+            match run(statement(&cast, &cast), take, true).await {
+                Ok(hits) => hits,
+                // The exact scan below answers.
+                Err(e) if e.code() == ErrorCode::Timeout => {
+                    index_pass_gave_up("chunk", &e);
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            }
         };
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         // Rows tied with the last one kept may lie beyond the rows fetched, and

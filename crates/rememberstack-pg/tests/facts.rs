@@ -331,6 +331,84 @@ async fn hnsw_index(store: &PgStore, name: &str) {
     .unwrap();
 }
 
+#[tokio::test]
+async fn pg_facts_semantic_ranks_exactly_when_the_index_pass_runs_out_of_time() {
+    let Some((store, ns)) = open("outoftime").await else {
+        return;
+    };
+    let ada = mint(&store, ns, "Ada Lovelace").await;
+    // Another namespace's vectors, nearer every query below than any of this
+    // namespace's: a walk passes thousands of them before it finds a fact.
+    let other = store
+        .ensure_namespace("other", t("2024-01-01T00:00:00Z"))
+        .await
+        .unwrap()
+        .id;
+    sqlx::query(
+        "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, embedding, created_at)
+         SELECT $1, 'gen', 'near-' || i, 3,
+                format('[%s,%s,%s]', 1 + i % 7, 10 + i % 11, 10 + i % 13)::vector, now()
+           FROM generate_series(1, 6000) AS i",
+    )
+    .bind(other.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
+    for i in 0..40u8 {
+        let f = fact(
+            &store,
+            ns,
+            ada,
+            &format!("Ada fact {i}."),
+            Window::unknown(),
+            &[],
+        )
+        .await;
+        let x = f32::from(i % 20);
+        // Pairs of facts share a vector: ties at the cut are broken by id.
+        put_vector(
+            &store,
+            ns,
+            "gen",
+            &format!("key-{f}"),
+            vec![-1.0, x, 20.0 - x],
+        )
+        .await;
+    }
+    hnsw_index(&store, "vectors_hnsw_outoftime").await;
+    // The same store through a second process whose index passes may walk for
+    // 1 ms only: they end past it and fail `timeout`, and the exact scan answers.
+    let url = std::env::var("DATABASE_URL").unwrap();
+    let hurried = PgStore::connect_with(
+        &url,
+        PgStoreConfig {
+            index_pass_timeout: std::time::Duration::from_millis(1),
+            ..config(store.schema().unwrap())
+        },
+    )
+    .await
+    .unwrap();
+    for (query, k) in [
+        ([1.0, 19.0, 1.0], 3),
+        ([1.0, 1.0, 20.0], 5),
+        ([2.0, 7.0, 13.0], 7),
+        ([1.0, 10.0, 10.0], 40),
+    ] {
+        let walked = store
+            .search_facts_semantic(&all_facts(ns), "gen", &query, k)
+            .await
+            .unwrap();
+        let exact = hurried
+            .search_facts_semantic(&all_facts(ns), "gen", &query, k)
+            .await
+            .unwrap();
+        assert_eq!(walked.len(), k.min(40));
+        assert_eq!(walked, exact, "query {query:?}, k {k}");
+    }
+    hurried.close().await;
+    drop_schema(&store).await;
+}
+
 /// The fact vector channel walks the generation's HNSW index instead of computing
 /// and sorting every distance, which the planner prefers when it misjudges how
 /// few facts the eligibility filter keeps (and always on a store this small).

@@ -437,3 +437,90 @@ async fn pg_lock_key_excludes_other_processes_until_dropped() {
     b.close().await;
     drop_schema(&a).await;
 }
+
+/// A session of its own that holds the store's `namespaces` table exclusively
+/// until it is rolled back, so that the store's statements on it wait.
+async fn hold_namespaces(url: &str, schema: &str) -> sqlx::PgConnection {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "SET search_path TO \"{schema}\", public"
+    )))
+    .await
+    .unwrap();
+    conn.execute("BEGIN").await.unwrap();
+    conn.execute("LOCK TABLE namespaces IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    conn
+}
+
+#[tokio::test]
+async fn pg_statements_are_bounded_in_time_and_fail_typed_and_retryable() {
+    let Some(url) = database_url("pg_statements_are_bounded_in_time_and_fail_typed_and_retryable")
+    else {
+        return;
+    };
+    let schema = fresh_schema("bounds");
+    let now = chrono::Utc::now();
+    let bounded = |statement_ms: Option<u64>, lock_ms: Option<u64>| PgStoreConfig {
+        statement_timeout: statement_ms.map(std::time::Duration::from_millis),
+        lock_timeout: lock_ms.map(std::time::Duration::from_millis),
+        ..config(&schema)
+    };
+    let store = PgStore::connect_with(&url, bounded(Some(5_000), Some(200)))
+        .await
+        .unwrap();
+    store.ensure_namespace("first", now).await.unwrap();
+    // Opened before the lock is taken: opening reads the store's tables.
+    let by_statement = PgStore::connect_with(&url, bounded(Some(300), None))
+        .await
+        .unwrap();
+    let unbounded = PgStore::connect_with(&url, bounded(None, None))
+        .await
+        .unwrap();
+    let limit = std::time::Duration::from_secs(30);
+
+    // A lock held elsewhere: the wait ends at the lock bound, typed `timeout`.
+    let blocker = hold_namespaces(&url, &schema).await;
+    let err = tokio::time::timeout(limit, store.ensure_namespace("second", now))
+        .await
+        .expect("the lock bound ends the wait")
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+
+    // Without a lock bound, the statement bound ends the same wait.
+    let err = tokio::time::timeout(limit, by_statement.ensure_namespace("second", now))
+        .await
+        .expect("the statement bound ends the wait")
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+
+    // Unbounded, the same call waits until the lock is released.
+    let waiting = {
+        let unbounded = unbounded.clone();
+        tokio::spawn(async move { unbounded.ensure_namespace("third", now).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert!(!waiting.is_finished(), "an unbounded statement gave up");
+    sqlx::Connection::close(blocker).await.unwrap();
+    tokio::time::timeout(limit, waiting)
+        .await
+        .expect("the wait ends when the lock is released")
+        .unwrap()
+        .unwrap();
+
+    // The cancelled calls kept nothing, and the same call succeeds when retried.
+    let slugs = |v: Vec<rememberstack_core::store::Namespace>| {
+        v.into_iter().map(|n| n.slug).collect::<Vec<_>>()
+    };
+    let before = slugs(store.namespaces().await.unwrap());
+    assert!(!before.contains(&"second".to_string()), "{before:?}");
+    store.ensure_namespace("second", now).await.unwrap();
+    let after = slugs(store.namespaces().await.unwrap());
+    assert!(after.contains(&"second".to_string()), "{after:?}");
+
+    by_statement.close().await;
+    unbounded.close().await;
+    drop_schema(&store).await;
+}

@@ -118,7 +118,7 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
         | ErrorCode::LeaseLost => StatusCode::CONFLICT,
         ErrorCode::ForgetInProgress => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Provider => StatusCode::BAD_GATEWAY,
-        ErrorCode::Store => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Store | ErrorCode::Timeout => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Config | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -128,8 +128,10 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let code = e.code();
         let mut err = ApiError::new(status_for(code), code.as_str(), e.to_string());
-        if code == ErrorCode::ForgetInProgress {
-            err.retry_after = Some(5);
+        match code {
+            ErrorCode::ForgetInProgress => err.retry_after = Some(5),
+            ErrorCode::Timeout => err.retry_after = Some(1),
+            _ => {}
         }
         err
     }
@@ -175,5 +177,15 @@ mod tests {
         assert!(!shown.message.contains("feedback") && !shown.message.contains("/var"));
         let domain = ApiError::from(Error::invalid_input("bad id `x`"));
         assert_eq!(domain.public("req_42").message, "bad id `x`");
+    }
+
+    #[test]
+    fn a_store_timeout_is_a_retryable_503() {
+        let e = ApiError::from(Error::timeout("a statement ran past its time bound"));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.code, "timeout");
+        assert_eq!(e.retry_after, Some(1));
+        let response = e.into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
     }
 }

@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 /// [store]
 /// manifest_root = "/var/lib/rememberstack/forget"   # default: `<db>.manifests`
 /// schema = "memory"              # PostgreSQL only: the schema holding the store
+/// statement_timeout = 5           # PostgreSQL only: seconds one statement may run (0: no bound)
+/// lock_timeout = 2                # PostgreSQL only: seconds one statement may wait for a lock
 ///
 /// [chat]
 /// provider = "openai"            # or "none" (the default: the offline extractor)
@@ -51,7 +53,7 @@ pub struct Config {
 }
 
 /// Store settings.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// The hard-forget manifest root (D74), kept apart from the database: every
@@ -62,6 +64,38 @@ pub struct StoreConfig {
     /// default: the connection's `search_path`, normally `public`). One deployment
     /// per schema. Refused for the embedded store.
     pub schema: Option<String>,
+    /// PostgreSQL only: the longest one store statement may run, in seconds (`0`:
+    /// no bound). Past it the statement is cancelled, its transaction rolls back
+    /// and the call fails `timeout`, safe to retry. Migrations, index builds and
+    /// `VACUUM` run without it.
+    pub statement_timeout: f64,
+    /// PostgreSQL only: the longest one store statement may wait for a lock, in
+    /// seconds (`0`: no bound); past it the call fails `timeout`.
+    pub lock_timeout: f64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            manifest_root: None,
+            schema: None,
+            statement_timeout: rememberstack_pg::DEFAULT_STATEMENT_TIMEOUT.as_secs_f64(),
+            lock_timeout: rememberstack_pg::DEFAULT_LOCK_TIMEOUT.as_secs_f64(),
+        }
+    }
+}
+
+impl StoreConfig {
+    /// A time bound in seconds as a duration (`None` for 0).
+    pub(crate) fn bound(secs: f64, key: &str) -> Result<Option<std::time::Duration>> {
+        if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+            return Err(config_err(format!(
+                "invalid configuration: [store] {key} must be a number of seconds from 0 (no \
+                 bound) to 86400"
+            )));
+        }
+        Ok((secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs)))
+    }
 }
 
 fn config_err(msg: impl Into<String>) -> Error {
@@ -73,6 +107,8 @@ impl Config {
     pub fn from_toml_str(s: &str) -> Result<Config> {
         let config: Config =
             toml::from_str(s).map_err(|e| config_err(format!("invalid configuration: {e}")))?;
+        StoreConfig::bound(config.store.statement_timeout, "statement_timeout")?;
+        StoreConfig::bound(config.store.lock_timeout, "lock_timeout")?;
         if config.engine.lease.is_zero() {
             return Err(config_err(
                 "invalid configuration: [engine] lease must be a positive number of seconds",

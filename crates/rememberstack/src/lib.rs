@@ -318,6 +318,14 @@ impl MemoryBuilder {
                         PgStoreConfig {
                             manifest_root: config.store.manifest_root.clone(),
                             schema: config.store.schema.clone(),
+                            statement_timeout: StoreConfig::bound(
+                                config.store.statement_timeout,
+                                "statement_timeout",
+                            )?,
+                            lock_timeout: StoreConfig::bound(
+                                config.store.lock_timeout,
+                                "lock_timeout",
+                            )?,
                             ..PgStoreConfig::default()
                         },
                     )

@@ -24,6 +24,7 @@ __all__ = [
     "ProviderError",
     "ConfigError",
     "StoreError",
+    "Timeout",
     "InternalError",
     "ClosedError",
     "ERRORS",
@@ -161,6 +162,13 @@ class StoreError(RememberError):
     code = "store"
 
 
+class Timeout(RememberError, TimeoutError):
+    """``timeout``: a store statement ran past its time bound and was cancelled;
+    nothing of it was kept. Safe to retry."""
+
+    code = "timeout"
+
+
 class InternalError(RememberError):
     """``internal``: an invariant was violated inside the engine (a bug)."""
 
@@ -195,6 +203,7 @@ ERRORS: Dict[str, Type[RememberError]] = {
         ProviderError,
         ConfigError,
         StoreError,
+        Timeout,
         InternalError,
         ClosedError,
     )

@@ -146,7 +146,7 @@ impl From<Error> for StageError {
                 },
                 message: e.to_string(),
             },
-            ErrorCode::Store | ErrorCode::Internal => StageError::Failed {
+            ErrorCode::Store | ErrorCode::Timeout | ErrorCode::Internal => StageError::Failed {
                 message: e.to_string(),
                 retryable: true,
             },
