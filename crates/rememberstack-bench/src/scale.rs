@@ -899,12 +899,61 @@ pub fn markdown(r: &Value) -> String {
         f(&d["bytes_per_claim"]),
         f(&d["bytes_per_claim_with_blobs"]),
     ));
+    md.push_str(&table_sizes_md(d));
+    md
+}
+
+/// The per-table size report: every table's rows and indexes, in bytes per claim
+/// and as a share of the store.
+fn table_sizes_md(disk: &Value) -> String {
+    let Some(tables) = disk["tables"].as_array().filter(|t| !t.is_empty()) else {
+        return String::new();
+    };
+    let claims = disk["claims"].as_u64().unwrap_or(0).max(1) as f64;
+    let bytes = |t: &Value, k: &str| t[k].as_u64().unwrap_or(0) as f64;
+    let total: f64 = tables
+        .iter()
+        .map(|t| bytes(t, "table_bytes") + bytes(t, "index_bytes"))
+        .sum();
+    let mut md = String::from(
+        "\n| table | rows (bytes/claim) | indexes (bytes/claim) | share |\n|---|---|---|---|\n",
+    );
+    for t in tables {
+        let (rows, idx) = (bytes(t, "table_bytes"), bytes(t, "index_bytes"));
+        if rows + idx == 0.0 {
+            continue;
+        }
+        md.push_str(&format!(
+            "| {} | {:.0} | {:.0} | {:.1}% |\n",
+            t["table"].as_str().unwrap_or("?"),
+            rows / claims,
+            idx / claims,
+            100.0 * (rows + idx) / total.max(1.0),
+        ));
+    }
     md
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The per-table report lists the claims and vectors tables with bytes, and its
+    /// rows account for most of the store's `total` bytes and no more; returns
+    /// their sum.
+    fn assert_tables_accounted(disk: &Value, total: u64) -> u64 {
+        let tables = disk["tables"].as_array().expect("a per-table report");
+        let size =
+            |t: &Value| t["table_bytes"].as_u64().unwrap() + t["index_bytes"].as_u64().unwrap();
+        for name in ["claims", "vectors"] {
+            let t = tables.iter().find(|t| t["table"] == name);
+            assert!(t.is_some_and(|t| size(t) > 0), "{name}: {tables:?}");
+        }
+        let sum: u64 = tables.iter().map(size).sum();
+        assert!(sum <= total && sum * 2 >= total, "{sum} of {total}");
+        assert!(table_sizes_md(disk).contains("| claims |"));
+        sum
+    }
     use crate::StoreArg;
     use crate::stores::testing::{schema_exists, schema_of};
     use std::path::Path;
@@ -996,6 +1045,8 @@ mod tests {
         assert_eq!(first["ingest"]["work"]["dead_lettered"], 0);
         assert!(first["config"]["db"].as_str().unwrap().contains(&schema));
         assert!(first["disk"]["schema_bytes"].as_u64().unwrap() > 0);
+        let total = first["disk"]["schema_bytes"].as_u64().unwrap();
+        assert_eq!(assert_tables_accounted(&first["disk"], total), total);
         for op in OPERATIONS {
             assert_eq!(first["latency"][op]["runs"], 4, "{op}");
         }
@@ -1063,6 +1114,8 @@ mod tests {
                 > 0.0
         );
         assert!(r["disk"]["bytes_per_claim"].as_f64().unwrap() > 0.0);
+        let total = r["disk"]["checkpointed"]["db_bytes"].as_u64().unwrap();
+        assert_tables_accounted(&r["disk"], total);
         let out = dir.path().join("out");
         assert!(out.join("scale.md").exists());
         let written: Value =

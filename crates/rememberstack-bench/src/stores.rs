@@ -9,6 +9,7 @@
 use crate::StoreArg;
 use anyhow::{Context, Result, bail};
 use rememberstack::{MemoryStore, PgStore, PgStoreConfig, SqliteStore};
+use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::AssertSqlSafe;
 use std::path::{Path, PathBuf};
@@ -182,7 +183,9 @@ impl BenchStore {
                 self.close().await?;
                 checkpoint(&path).await?;
                 let closed = DiskSizes::of(&path);
+                let tables = sqlite_tables(&path).await?;
                 Ok(json!({
+                    "tables": tables,
                     "claims": claims,
                     "open": open_sizes,
                     "checkpointed": closed,
@@ -195,8 +198,10 @@ impl BenchStore {
             }
             BenchStore::Postgres { store, schema, .. } => {
                 let bytes = Self::schema_bytes(store, schema).await?;
+                let tables = pg_tables(store, schema).await?;
                 self.close().await?;
                 Ok(json!({
+                    "tables": tables,
                     "claims": claims,
                     "schema_bytes": bytes,
                     "bytes_per_claim": per_claim(bytes),
@@ -386,6 +391,71 @@ impl DiskSizes {
 /// Checkpoint and truncate the write-ahead log on a connection of our own, after
 /// the store has closed (the facade exposes no checkpoint; the store's last
 /// connection is a read-only one, which cannot checkpoint).
+/// One table's share of the store on disk: its rows (`table_bytes`, with
+/// PostgreSQL's TOAST) and its indexes (`index_bytes`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TableSize {
+    pub table: String,
+    pub table_bytes: u64,
+    pub index_bytes: u64,
+}
+
+/// Every table of the embedded store's (checkpointed) file with its bytes, largest
+/// first, from SQLite's `dbstat` (page sizes, so free space inside pages counts):
+/// an index counts to its table; FTS5's shadow tables are their own rows.
+async fn sqlite_tables(db: &Path) -> Result<Vec<TableSize>> {
+    use sqlx::{ConnectOptions, Row};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .read_only(true)
+        .connect()
+        .await?;
+    let rows = sqlx::query(
+        "SELECT COALESCE(m.tbl_name, d.name) AS tbl,
+                SUM(CASE WHEN m.type = 'index' THEN 0 ELSE d.pgsize END) AS table_bytes,
+                SUM(CASE WHEN m.type = 'index' THEN d.pgsize ELSE 0 END) AS index_bytes
+           FROM dbstat d LEFT JOIN sqlite_master m ON m.name = d.name
+          GROUP BY 1 ORDER BY SUM(d.pgsize) DESC, 1",
+    )
+    .fetch_all(&mut conn)
+    .await?;
+    sqlx::Connection::close(conn).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TableSize {
+                table: r.try_get("tbl")?,
+                table_bytes: r.try_get::<i64, _>("table_bytes")?.max(0) as u64,
+                index_bytes: r.try_get::<i64, _>("index_bytes")?.max(0) as u64,
+            })
+        })
+        .collect()
+}
+
+/// Every table of the PostgreSQL schema with its bytes, largest first.
+async fn pg_tables(store: &PgStore, schema: &str) -> Result<Vec<TableSize>> {
+    use sqlx::Row;
+    let rows = sqlx::query(
+        "SELECT c.relname AS tbl,
+                (pg_total_relation_size(c.oid) - pg_indexes_size(c.oid))::BIGINT AS table_bytes,
+                pg_indexes_size(c.oid)::BIGINT AS index_bytes
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1 AND c.relkind IN ('r', 'm', 'p')
+          ORDER BY pg_total_relation_size(c.oid) DESC, 1",
+    )
+    .bind(schema)
+    .fetch_all(store.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TableSize {
+                table: r.try_get("tbl")?,
+                table_bytes: r.try_get::<i64, _>("table_bytes")?.max(0) as u64,
+                index_bytes: r.try_get::<i64, _>("index_bytes")?.max(0) as u64,
+            })
+        })
+        .collect()
+}
+
 async fn checkpoint(db: &Path) -> Result<()> {
     use sqlx::ConnectOptions;
     let mut conn = sqlx::sqlite::SqliteConnectOptions::new()

@@ -149,7 +149,20 @@ async fn upgrade_fts_tokenizers(write: &Conns) -> Result<()> {
 /// How long a reader connection lives before the pool replaces it.
 const READER_LIFETIME: Duration = Duration::from_secs(60);
 
+/// A database failure as the core's store error. A lock held past the busy
+/// timeout (another process writing: `SQLITE_BUSY`, `SQLITE_LOCKED` and their
+/// extended codes) is `timeout`: the statement did nothing, and callers may retry.
 fn db_err(e: sqlx::Error) -> Error {
+    if let sqlx::Error::Database(db) = &e
+        && let Some(code) = db.code().and_then(|c| c.parse::<i32>().ok())
+        && matches!(code & 0xff, 5 | 6)
+    {
+        return Error::timeout(format!(
+            "the embedded store stayed locked by another writer past its busy timeout; \
+             nothing was done, retry ({})",
+            db.message()
+        ));
+    }
     Error::store(e)
 }
 
@@ -2676,6 +2689,40 @@ mod tests {
         // A third open finds nothing to rebuild.
         drop(store);
         SqliteStore::open(&path).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_lock_held_past_the_busy_timeout_is_a_retryable_timeout() {
+        use sqlx::ConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+            .busy_timeout(Duration::ZERO);
+        let mut holder = options.connect().await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let mut other = options.connect().await.unwrap();
+        let busy = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&mut other)
+            .await
+            .unwrap_err();
+        let err = db_err(busy);
+        assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+        // Any other database failure stays a store error.
+        let other_failure = sqlx::query("SELECT * FROM no_such_table")
+            .execute(&mut other)
+            .await
+            .unwrap_err();
+        assert_eq!(db_err(other_failure).code(), ErrorCode::Store);
     }
 
     #[tokio::test]
