@@ -775,7 +775,7 @@ impl PgStore {
             .bind(filter.documents.is_some())
             .bind(ids(filter.documents.as_deref().unwrap_or_default()))
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await
             .map_err(db_err)?;
         rows.iter()

@@ -817,7 +817,7 @@ impl PgStore {
              LIMIT {limit}"
         );
         let rows = bind_args(sqlx::query(AssertSqlSafe(sql)), p.args())
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await
             .map_err(db_err)?;
         rows.iter()

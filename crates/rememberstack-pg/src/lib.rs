@@ -113,6 +113,12 @@ pub struct PgStoreConfig {
     /// answers instead (default 1 s, never above `statement_timeout`). A walk
     /// normally takes milliseconds; the bound is there for walks that do not end.
     pub index_pass_timeout: Duration,
+    /// A read replica's URL (`postgres://…`, with the same schema): the search
+    /// channels of the read-only operations (lexical and semantic ranking of
+    /// chunks, claims and facts) run there; everything else, writes and the reads
+    /// that decide them, stays on the primary. A replica lags its primary, so a
+    /// search right after a write may not find it yet. Connected on first use.
+    pub read_url: Option<String>,
 }
 
 impl Default for PgStoreConfig {
@@ -125,6 +131,7 @@ impl Default for PgStoreConfig {
             statement_timeout: Some(DEFAULT_STATEMENT_TIMEOUT),
             lock_timeout: Some(DEFAULT_LOCK_TIMEOUT),
             index_pass_timeout: Duration::from_secs(1),
+            read_url: None,
         }
     }
 }
@@ -151,6 +158,8 @@ pub struct PgStore {
     /// Connections for maintenance that may run long by nature (migrations, index
     /// builds, `VACUUM`): without the statement pool's time bounds.
     maintenance: PgPool,
+    /// The read replica's pool, when one is configured (see [`PgStore::reads`]).
+    read: Option<PgPool>,
     /// The bound on an index pass of a vector search (see `vector_search_tx`).
     index_pass_timeout: Duration,
     schema: Option<String>,
@@ -401,6 +410,37 @@ impl PgStore {
             schema.clone(),
         )
         .connect_lazy_with(options);
+        let read = match &config.read_url {
+            Some(url) => {
+                let replica = PgConnectOptions::from_str(url).map_err(|e| {
+                    Error::new(
+                        ErrorCode::Config,
+                        format!(
+                            "the read replica URL is not valid ({e}); expected \
+                             postgres://user@host:port/database"
+                        ),
+                    )
+                })?;
+                let replica = replica.options([
+                    (
+                        "statement_timeout",
+                        timeout_setting(config.statement_timeout),
+                    ),
+                    ("lock_timeout", timeout_setting(config.lock_timeout)),
+                ]);
+                Some(
+                    in_schema(
+                        PgPoolOptions::new()
+                            .max_connections(config.max_connections)
+                            .min_connections(0)
+                            .acquire_timeout(config.acquire_timeout),
+                        schema.clone(),
+                    )
+                    .connect_lazy_with(replica),
+                )
+            }
+            None => None,
+        };
         let pool = pool_options
             .connect_with(bounded)
             .await
@@ -439,6 +479,7 @@ impl PgStore {
             pool,
             locks,
             maintenance,
+            read,
             index_pass_timeout: config
                 .statement_timeout
                 .map_or(config.index_pass_timeout, |b| {
@@ -481,6 +522,12 @@ impl PgStore {
         self.manifests.dir()
     }
 
+    /// Where the search channels read: the read replica's pool when one is
+    /// configured ([`PgStoreConfig::read_url`]), else the primary's.
+    pub(crate) fn reads(&self) -> &PgPool {
+        self.read.as_ref().unwrap_or(&self.pool)
+    }
+
     /// The connection pool (for tests, maintenance and the porters' SQL).
     pub fn pool(&self) -> &PgPool {
         &self.pool
@@ -495,6 +542,9 @@ impl PgStore {
     pub async fn close(&self) {
         self.locks.close().await;
         self.maintenance.close().await;
+        if let Some(read) = &self.read {
+            read.close().await;
+        }
         self.pool.close().await;
     }
 }

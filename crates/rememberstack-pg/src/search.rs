@@ -270,7 +270,7 @@ impl PgStore {
         &self,
         walk_index: bool,
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let mut tx = self.reads().begin().await.map_err(db_err)?;
         let bound = self.index_pass_timeout;
         sqlx::query(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
@@ -427,7 +427,7 @@ impl PgStore {
         );
         let q = sqlx::query(AssertSqlSafe(sql)).bind(terms);
         let q = bind_eligibility(q, filter).bind(i64::try_from(limit).unwrap_or(i64::MAX));
-        let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
+        let rows = q.fetch_all(self.reads()).await.map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(ChunkHit {

@@ -524,3 +524,79 @@ async fn pg_statements_are_bounded_in_time_and_fail_typed_and_retryable() {
     unbounded.close().await;
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_searches_read_from_the_read_replica_and_writes_stay_on_the_primary() {
+    let Some(url) =
+        database_url("pg_searches_read_from_the_read_replica_and_writes_stay_on_the_primary")
+    else {
+        return;
+    };
+    use rememberstack_core::store::{ChunkFilter, ClaimFilter};
+    let schema = fresh_schema("replica");
+    let now = chrono::Utc::now();
+    // A replica nobody listens on: every search fails to connect, every write works.
+    let store = PgStore::connect_with(
+        &url,
+        PgStoreConfig {
+            read_url: Some("postgres://rememberstack@127.0.0.1:1/nowhere".to_string()),
+            acquire_timeout: std::time::Duration::from_secs(2),
+            ..config(&schema)
+        },
+    )
+    .await
+    .unwrap();
+    let ns = store.ensure_namespace("replica", now).await.unwrap().id;
+    let terms = vec!["anything".to_string()];
+    let chunks = ChunkFilter {
+        namespace_id: ns,
+        roles: vec![],
+        entities: vec![],
+        documents: None,
+        exact: false,
+    };
+    let claims = ClaimFilter {
+        namespace_id: ns,
+        include_retired: false,
+        document_id: None,
+        entities: vec![],
+        documents: None,
+    };
+    let err = store
+        .search_chunks_lexical(&chunks, &terms, 5)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Store, "{err}");
+    let err = store
+        .search_claims_semantic(&claims, "gen", &[1.0, 0.0, 0.0], 5)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Store, "{err}");
+    store.close().await;
+
+    // The same store with the primary as its replica searches as usual.
+    let served = PgStore::connect_with(
+        &url,
+        PgStoreConfig {
+            read_url: Some(url.clone()),
+            ..config(&schema)
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        served
+            .search_chunks_lexical(&chunks, &terms, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        served
+            .search_claims_semantic(&claims, "gen", &[1.0, 0.0, 0.0], 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop_schema(&served).await;
+}

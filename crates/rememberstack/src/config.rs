@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 /// schema = "memory"              # PostgreSQL only: the schema holding the store
 /// statement_timeout = 5           # PostgreSQL only: seconds one statement may run (0: no bound)
 /// lock_timeout = 2                # PostgreSQL only: seconds one statement may wait for a lock
+/// read_url = "postgres://rs@replica:5432/memory"   # PostgreSQL only: searches read here
 ///
 /// [chat]
 /// provider = "openai"            # or "none" (the default: the offline extractor)
@@ -72,6 +73,10 @@ pub struct StoreConfig {
     /// PostgreSQL only: the longest one store statement may wait for a lock, in
     /// seconds (`0`: no bound); past it the call fails `timeout`.
     pub lock_timeout: f64,
+    /// PostgreSQL only: a read replica's URL; the search channels of the read-only
+    /// operations run there (a replica lags its primary: a search right after a
+    /// write may not find it yet). Refused for the embedded store.
+    pub read_url: Option<String>,
 }
 
 impl Default for StoreConfig {
@@ -81,6 +86,7 @@ impl Default for StoreConfig {
             schema: None,
             statement_timeout: rememberstack_pg::DEFAULT_STATEMENT_TIMEOUT.as_secs_f64(),
             lock_timeout: rememberstack_pg::DEFAULT_LOCK_TIMEOUT.as_secs_f64(),
+            read_url: None,
         }
     }
 }

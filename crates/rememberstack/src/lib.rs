@@ -308,6 +308,13 @@ impl MemoryBuilder {
                 ),
             ));
         }
+        if config.store.read_url.is_some() && embedded {
+            return Err(Error::new(
+                ErrorCode::Config,
+                "a read replica URL ([store] read_url) applies to a PostgreSQL URL only; unset \
+                 it for the embedded store",
+            ));
+        }
         let store: Arc<dyn MemoryStore> = match (self.store, self.path) {
             (Some(s), _) => s,
             (None, Some(p)) if postgres_url(&p).is_some() => {
@@ -326,6 +333,7 @@ impl MemoryBuilder {
                                 config.store.lock_timeout,
                                 "lock_timeout",
                             )?,
+                            read_url: config.store.read_url.clone(),
                             ..PgStoreConfig::default()
                         },
                     )
@@ -1493,6 +1501,49 @@ mod tests {
         assert!(pending > own && own > 0, "{pending} vs {own}");
         assert!(memory.pending_forgets().await.unwrap().is_empty());
         assert!(memory.embedder_generation().starts_with("hashing/"));
+    }
+
+    #[tokio::test]
+    async fn postgres_only_store_settings_are_refused_for_the_embedded_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let opened = Memory::builder()
+            .path(&path)
+            .config(Config {
+                embedder: EmbedderConfig::hashing(),
+                store: StoreConfig {
+                    read_url: Some("postgres://rs@replica/memory".to_string()),
+                    ..StoreConfig::default()
+                },
+                ..Config::default()
+            })
+            .open()
+            .await;
+        let Err(err) = opened else {
+            panic!("a read replica for the embedded store was accepted")
+        };
+        assert_eq!(err.code(), ErrorCode::Config);
+        assert!(err.to_string().contains("read_url"), "{err}");
+        assert!(!path.exists(), "the refused store was created");
+        // A time bound is a number of seconds from 0 to a day.
+        for bad in [
+            "statement_timeout = -1",
+            "lock_timeout = 1e9",
+            "statement_timeout = nan",
+        ] {
+            let toml = format!("[store]\n{bad}\n");
+            assert!(Config::from_toml_str(&toml).is_err(), "{bad}");
+        }
+        let ok =
+            Config::from_toml_str("[store]\nstatement_timeout = 0\nlock_timeout = 0.5\n").unwrap();
+        assert_eq!(
+            StoreConfig::bound(ok.store.statement_timeout, "statement_timeout").unwrap(),
+            None
+        );
+        assert_eq!(
+            StoreConfig::bound(ok.store.lock_timeout, "lock_timeout").unwrap(),
+            Some(std::time::Duration::from_millis(500))
+        );
     }
 
     #[tokio::test]

@@ -181,3 +181,145 @@ fn both_stores_are_at_the_shared_schema_version_and_share_its_history_from_there
     };
     assert_eq!(shared(&lite), shared(&post));
 }
+
+/// Deployment-wide tables: one row set for every namespace (reference tables in a
+/// distributed deployment), keyed by their own ids.
+const DEPLOYMENT_WIDE: &[&str] = &[
+    "namespaces",
+    "settings",
+    "api_keys",
+    "ingest_principals",
+    "embedder_generations",
+];
+
+/// Every key of every table but the deployment-wide ones begins with
+/// `namespace_id`: its primary key, its unique constraints and unique indexes. A
+/// distributed PostgreSQL (Citus) can then place each namespace's rows on one node
+/// (`create_distributed_table(…, 'namespace_id')`, colocated): a distributed
+/// table's keys must contain the distribution column. SQLite's `seq INTEGER
+/// PRIMARY KEY` is the rowid, the table's storage order, and is not a key of this
+/// kind.
+#[tokio::test]
+async fn every_key_of_a_namespaced_table_begins_with_the_namespace() {
+    let sqlite = stores().await.remove(0);
+    let Location::Sqlite(path) = &sqlite.location else {
+        panic!("the first harness is SQLite")
+    };
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("open sqlite");
+    // (table, key name, its columns in order) for every unique index, and every
+    // table's columns.
+    let keys: Vec<(String, String, String)> = sqlx::query(
+        "SELECT m.name AS t, l.name AS k,
+                (SELECT group_concat(name, ',') FROM
+                    (SELECT i.name FROM pragma_index_info(l.name) i ORDER BY i.seqno)) AS cols
+           FROM sqlite_master m JOIN pragma_index_list(m.name) l
+          WHERE m.type = 'table' AND l.\"unique\" = 1
+            AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("sqlite keys")
+    .iter()
+    .map(|r| (r.get("t"), r.get("k"), r.get("cols")))
+    .collect();
+    let tables: Vec<(String, String)> = sqlx::query(
+        "SELECT m.name AS t, (SELECT group_concat(p.name, ',') FROM pragma_table_info(m.name) p
+                              WHERE p.pk > 0) AS pk
+           FROM sqlite_master m
+          WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'
+            AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+            AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table'
+                AND v.sql LIKE 'CREATE VIRTUAL TABLE%' AND m.name LIKE v.name || '_%')",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("sqlite tables")
+    .iter()
+    .map(|r| {
+        (
+            r.get("t"),
+            r.get::<Option<String>, _>("pk").unwrap_or_default(),
+        )
+    })
+    .collect();
+    pool.close().await;
+    assert!(tables.len() > 40, "{tables:?}");
+    let mut wrong: Vec<String> = Vec::new();
+    for (table, pk) in &tables {
+        if !DEPLOYMENT_WIDE.contains(&table.as_str())
+            && pk != "seq"
+            && !pk.is_empty()
+            && !pk.starts_with("namespace_id")
+        {
+            wrong.push(format!("sqlite {table}: primary key ({pk})"));
+        }
+    }
+    for (table, key, cols) in &keys {
+        if !DEPLOYMENT_WIDE.contains(&table.as_str()) && !cols.starts_with("namespace_id") {
+            wrong.push(format!("sqlite {table}: {key} ({cols})"));
+        }
+    }
+
+    if let Some(pg) = postgres().await {
+        let Location::Postgres { url, config } = &pg.location else {
+            panic!("a PostgreSQL harness")
+        };
+        let pool = sqlx::PgPool::connect(url).await.expect("connect");
+        let schema = config.schema.clone().expect("a schema");
+        // Primary keys, unique constraints and unique indexes, with their columns.
+        let pg_keys: Vec<(String, String, String)> = sqlx::query(
+            "SELECT c.relname::text AS t, i.relname::text AS k,
+                    (SELECT string_agg(a.attname, ',' ORDER BY k.ord)
+                       FROM unnest(x.indkey::int2[]) WITH ORDINALITY k(att, ord)
+                       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.att) AS cols
+               FROM pg_index x
+               JOIN pg_class c ON c.oid = x.indrelid
+               JOIN pg_class i ON i.oid = x.indexrelid
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = $1 AND x.indisunique AND c.relname <> '_sqlx_migrations'",
+        )
+        .bind(&schema)
+        .fetch_all(&pool)
+        .await
+        .expect("postgres keys")
+        .iter()
+        .map(|r| {
+            (
+                r.get("t"),
+                r.get("k"),
+                r.get::<Option<String>, _>("cols").unwrap_or_default(),
+            )
+        })
+        .collect();
+        let unkeyed: Vec<String> = sqlx::query_scalar(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> '_sqlx_migrations'
+                AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                                   AND a.attname = 'namespace_id' AND NOT a.attisdropped)",
+        )
+        .bind(&schema)
+        .fetch_all(&pool)
+        .await
+        .expect("postgres tables");
+        pool.close().await;
+        assert!(pg_keys.len() > 40, "{pg_keys:?}");
+        for (table, key, cols) in &pg_keys {
+            if !DEPLOYMENT_WIDE.contains(&table.as_str()) && !cols.starts_with("namespace_id") {
+                wrong.push(format!("postgres {table}: {key} ({cols})"));
+            }
+        }
+        for table in unkeyed {
+            if !DEPLOYMENT_WIDE.contains(&table.as_str()) {
+                wrong.push(format!("postgres {table}: no namespace_id column"));
+            }
+        }
+    } else {
+        eprintln!("DATABASE_URL is not set: PostgreSQL's keys are not checked");
+    }
+    assert!(
+        wrong.is_empty(),
+        "keys that do not begin with the namespace:\n{}",
+        wrong.join("\n")
+    );
+}
