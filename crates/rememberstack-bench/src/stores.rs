@@ -404,13 +404,13 @@ pub struct TableSize {
 /// first, from SQLite's `dbstat` (page sizes, so free space inside pages counts):
 /// an index counts to its table; FTS5's shadow tables are their own rows.
 async fn sqlite_tables(db: &Path) -> Result<Vec<TableSize>> {
-    use sqlx::{ConnectOptions, Row};
+    use sqlx::ConnectOptions;
     let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(db)
         .read_only(true)
         .connect()
         .await?;
-    let rows = sqlx::query(
+    let rows = sqlx::query_as(
         "SELECT COALESCE(m.tbl_name, d.name) AS tbl,
                 SUM(CASE WHEN m.type = 'index' THEN 0 ELSE d.pgsize END) AS table_bytes,
                 SUM(CASE WHEN m.type = 'index' THEN d.pgsize ELSE 0 END) AS index_bytes
@@ -420,21 +420,23 @@ async fn sqlite_tables(db: &Path) -> Result<Vec<TableSize>> {
     .fetch_all(&mut conn)
     .await?;
     sqlx::Connection::close(conn).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(TableSize {
-                table: r.try_get("tbl")?,
-                table_bytes: r.try_get::<i64, _>("table_bytes")?.max(0) as u64,
-                index_bytes: r.try_get::<i64, _>("index_bytes")?.max(0) as u64,
-            })
+    Ok(table_sizes(rows))
+}
+
+/// (table, row bytes, index bytes) rows as the report's entries.
+fn table_sizes(rows: Vec<(String, i64, i64)>) -> Vec<TableSize> {
+    rows.into_iter()
+        .map(|(table, rows, indexes)| TableSize {
+            table,
+            table_bytes: rows.max(0) as u64,
+            index_bytes: indexes.max(0) as u64,
         })
         .collect()
 }
 
 /// Every table of the PostgreSQL schema with its bytes, largest first.
 async fn pg_tables(store: &PgStore, schema: &str) -> Result<Vec<TableSize>> {
-    use sqlx::Row;
-    let rows = sqlx::query(
+    let rows = sqlx::query_as(
         "SELECT c.relname AS tbl,
                 (pg_total_relation_size(c.oid) - pg_indexes_size(c.oid))::BIGINT AS table_bytes,
                 pg_indexes_size(c.oid)::BIGINT AS index_bytes
@@ -445,15 +447,7 @@ async fn pg_tables(store: &PgStore, schema: &str) -> Result<Vec<TableSize>> {
     .bind(schema)
     .fetch_all(store.pool())
     .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(TableSize {
-                table: r.try_get("tbl")?,
-                table_bytes: r.try_get::<i64, _>("table_bytes")?.max(0) as u64,
-                index_bytes: r.try_get::<i64, _>("index_bytes")?.max(0) as u64,
-            })
-        })
-        .collect()
+    Ok(table_sizes(rows))
 }
 
 async fn checkpoint(db: &Path) -> Result<()> {

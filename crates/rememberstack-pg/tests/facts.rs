@@ -321,6 +321,29 @@ async fn pg_facts_concurrent_applies_of_one_assertion_apply_once() {
 
 /// An HNSW index `name` over generation `gen`'s 3-dimensional vectors, as the
 /// search area builds one per generation.
+/// `n` facts about `subject` ("Ada fact 0." …), fact `i` with the vector `vector(i)`
+/// in generation `gen`.
+async fn facts_with_vectors(
+    store: &PgStore,
+    ns: NamespaceId,
+    subject: EntityId,
+    n: u8,
+    vector: impl Fn(u8) -> Vec<f32>,
+) {
+    for i in 0..n {
+        let f = fact(
+            store,
+            ns,
+            subject,
+            &format!("Ada fact {i}."),
+            Window::unknown(),
+            &[],
+        )
+        .await;
+        put_vector(store, ns, "gen", &format!("key-{f}"), vector(i)).await;
+    }
+}
+
 async fn hnsw_index(store: &PgStore, name: &str) {
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "CREATE INDEX {name} ON vectors
@@ -354,27 +377,12 @@ async fn pg_facts_semantic_ranks_exactly_when_the_index_pass_runs_out_of_time() 
     .execute(store.pool())
     .await
     .unwrap();
-    for i in 0..40u8 {
-        let f = fact(
-            &store,
-            ns,
-            ada,
-            &format!("Ada fact {i}."),
-            Window::unknown(),
-            &[],
-        )
-        .await;
+    // Pairs of facts share a vector: ties at the cut are broken by id.
+    facts_with_vectors(&store, ns, ada, 40, |i| {
         let x = f32::from(i % 20);
-        // Pairs of facts share a vector: ties at the cut are broken by id.
-        put_vector(
-            &store,
-            ns,
-            "gen",
-            &format!("key-{f}"),
-            vec![-1.0, x, 20.0 - x],
-        )
-        .await;
-    }
+        vec![-1.0, x, 20.0 - x]
+    })
+    .await;
     hnsw_index(&store, "vectors_hnsw_outoftime").await;
     // The same store through a second process whose index passes may walk for
     // 1 ms only: they end past it and fail `timeout`, and the exact scan answers.
@@ -419,26 +427,11 @@ async fn pg_facts_semantic_walks_the_generation_index() {
     };
     let ada = mint(&store, ns, "Ada Lovelace").await;
     hnsw_index(&store, "vectors_hnsw_walk").await;
-    for i in 0..20u8 {
-        let f = fact(
-            &store,
-            ns,
-            ada,
-            &format!("Ada fact {i}."),
-            Window::unknown(),
-            &[],
-        )
-        .await;
+    facts_with_vectors(&store, ns, ada, 20, |i| {
         let x = f32::from(i);
-        put_vector(
-            &store,
-            ns,
-            "gen",
-            &format!("key-{f}"),
-            vec![1.0, x, 20.0 - x],
-        )
-        .await;
-    }
+        vec![1.0, x, 20.0 - x]
+    })
+    .await;
     let scans = || async {
         sqlx::query_scalar::<_, i64>(
             "SELECT idx_scan FROM pg_stat_user_indexes

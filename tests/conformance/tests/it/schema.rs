@@ -48,16 +48,21 @@ fn listed(list: &[(&str, &str)], column: &str) -> bool {
         .any(|&(t, c)| t == table && (c == "*" || c == name))
 }
 
+/// SQLite's own tables (`m` in `sqlite_master`), without SQLite's, sqlx's, and the
+/// FTS5 virtual tables with their shadow tables.
+const SQLITE_PLAIN_TABLES: &str =
+    "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'
+     AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+     AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table'
+         AND v.sql LIKE 'CREATE VIRTUAL TABLE%' AND m.name LIKE v.name || '_%')";
+
 async fn sqlite_columns(path: &std::path::Path) -> BTreeSet<String> {
     let url = format!("sqlite://{}?mode=ro", path.display());
     let pool = sqlx::SqlitePool::connect(&url).await.expect("open sqlite");
-    let rows = sqlx::query(
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT m.name AS t, p.name AS c FROM sqlite_master m JOIN pragma_table_info(m.name) p
-         WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'
-           AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
-           AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table'
-               AND v.sql LIKE 'CREATE VIRTUAL TABLE%' AND m.name LIKE v.name || '_%')",
-    )
+         WHERE {SQLITE_PLAIN_TABLES}"
+    )))
     .fetch_all(&pool)
     .await
     .expect("sqlite catalog");
@@ -223,15 +228,11 @@ async fn every_key_of_a_namespaced_table_begins_with_the_namespace() {
     .iter()
     .map(|r| (r.get("t"), r.get("k"), r.get("cols")))
     .collect();
-    let tables: Vec<(String, String)> = sqlx::query(
+    let tables: Vec<(String, String)> = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT m.name AS t, (SELECT group_concat(p.name, ',') FROM pragma_table_info(m.name) p
                               WHERE p.pk > 0) AS pk
-           FROM sqlite_master m
-          WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%'
-            AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
-            AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table'
-                AND v.sql LIKE 'CREATE VIRTUAL TABLE%' AND m.name LIKE v.name || '_%')",
-    )
+           FROM sqlite_master m WHERE {SQLITE_PLAIN_TABLES}"
+    )))
     .fetch_all(&pool)
     .await
     .expect("sqlite tables")
