@@ -158,6 +158,8 @@ pub struct PgStore {
     /// Connections for maintenance that may run long by nature (migrations, index
     /// builds, `VACUUM`): without the statement pool's time bounds.
     maintenance: PgPool,
+    /// Rows written by this process, for [`PgStore::grew`].
+    growth: std::sync::Arc<Growth>,
     /// The read replica's pool, when one is configured (see [`PgStore::reads`]).
     read: Option<PgPool>,
     /// The bound on an index pass of a vector search (see `vector_search_tx`).
@@ -272,6 +274,22 @@ async fn default_manifest_root(pool: &PgPool, schema: Option<&str>) -> Result<Pa
     })?;
     Ok(base.join("rememberstack").join("manifests").join(key))
 }
+
+/// Rows this process has written, and the count at which it next refreshes the
+/// planner's statistics (see [`PgStore::grew`]).
+#[derive(Debug, Default)]
+struct Growth {
+    rows: std::sync::atomic::AtomicU64,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// The first refresh of the statistics, in rows written by this process.
+const FIRST_ANALYZE_AT: u64 = 200;
+
+/// The tables the read statements join, whose statistics [`PgStore::grew`] keeps
+/// fresh.
+const ANALYZED_TABLES: &str = "documents, chunks, chunk_lexical, chunk_claims, claims, \
+     claim_lexical, entity_mentions, facts, fact_lexical, fact_evidence, vectors, lexical_terms";
 
 /// `SET search_path` to the store's schema, then `public` (where the `vector`
 /// type and operators may live).
@@ -479,6 +497,7 @@ impl PgStore {
             pool,
             locks,
             maintenance,
+            growth: Default::default(),
             read,
             index_pass_timeout: config
                 .statement_timeout
@@ -520,6 +539,40 @@ impl PgStore {
     /// The forget manifest root this store appends to and re-honours.
     pub fn manifest_root(&self) -> &Path {
         self.manifests.dir()
+    }
+
+    /// Count `rows` written and, each time this process's count doubles (from
+    /// [`FIRST_ANALYZE_AT`]), refresh the planner's statistics of the tables the
+    /// reads join. Autovacuum analyzes a table once it has changed by a tenth, but
+    /// at most once a minute, and may first do so while the table is nearly empty:
+    /// a store that has just ingested a conversation was then read with plans made
+    /// for tables a tenth their size, and its fact channels ran for seconds (past
+    /// the statement bound) until the next autoanalyze. Doubling keeps the
+    /// refreshes to a few per process; past that, autovacuum keeps up.
+    pub(crate) async fn grew(&self, rows: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if rows == 0 {
+            return;
+        }
+        let total = self.growth.rows.fetch_add(rows, SeqCst) + rows;
+        let next = self.growth.next.load(SeqCst);
+        if total < next.max(FIRST_ANALYZE_AT)
+            || self
+                .growth
+                .next
+                .compare_exchange(next, total.saturating_mul(2), SeqCst, SeqCst)
+                .is_err()
+        {
+            return;
+        }
+        // On the maintenance pool: over large tables ANALYZE may outlast the
+        // statement bound. A failure leaves the statistics to autovacuum.
+        if let Err(e) = sqlx::query(AssertSqlSafe(format!("ANALYZE {ANALYZED_TABLES}")))
+            .execute(&self.maintenance)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot refresh the planner's statistics");
+        }
     }
 
     /// Where the search channels read: the read replica's pool when one is
@@ -921,8 +974,11 @@ impl SearchStore for PgStore {
         vectors: Vec<(String, Vec<f32>)>,
         now: Timestamp,
     ) -> Result<()> {
+        let rows = vectors.len() as u64;
         self.commit_vectors_impl(leases, ns, generation, vectors, now)
-            .await
+            .await?;
+        self.grew(rows).await;
+        Ok(())
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
@@ -1039,7 +1095,13 @@ impl ClaimStore for PgStore {
         extractions: Vec<(Lease, ExtractionCommit, Vec<NewWork>)>,
         now: Timestamp,
     ) -> Result<Vec<bool>> {
-        self.commit_extractions_impl(ns, extractions, now).await
+        let rows = extractions
+            .iter()
+            .map(|(_, e, _)| e.claims.len() as u64)
+            .sum();
+        let committed = self.commit_extractions_impl(ns, extractions, now).await?;
+        self.grew(rows).await;
+        Ok(committed)
     }
 
     async fn prior_extractions(
@@ -1324,7 +1386,9 @@ impl FactStore for PgStore {
         commit: ApplyCommit,
         now: Timestamp,
     ) -> Result<bool> {
-        self.apply_assertion_impl(ns, commit, now).await
+        let applied = self.apply_assertion_impl(ns, commit, now).await?;
+        self.grew(1).await;
+        Ok(applied)
     }
 
     async fn list_facts(&self, filter: &FactFilter, limit: u32) -> Result<Vec<FactRecord>> {
@@ -1536,5 +1600,77 @@ mod host_tests {
         assert!(multi_host_warning("a", true, &[app("b", "local")]).is_some());
         // Other applications' sessions are not peers.
         assert_eq!(multi_host_warning("a", false, &["psql".into()]), None);
+    }
+}
+
+#[cfg(test)]
+mod growth_tests {
+    use super::*;
+
+    /// The store refreshes the planner's statistics as it grows: when its written
+    /// rows reach the first threshold, then each time they double, and not between.
+    #[tokio::test]
+    #[allow(clippy::print_stderr)] // says why it skips, like the integration tests
+    async fn pg_statistics_are_refreshed_as_the_store_doubles() {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            eprintln!(
+                "pg_statistics_are_refreshed_as_the_store_doubles: skipped, DATABASE_URL is not set"
+            );
+            return;
+        };
+        let schema = format!("rs_ut_grow_{}", uuid::Uuid::new_v4().simple());
+        let store = PgStore::connect_with(
+            &url,
+            PgStoreConfig {
+                max_connections: 2,
+                schema: Some(schema.clone()),
+                ..PgStoreConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+        // How many times `facts` was analyzed by hand (ANALYZE, not autovacuum);
+        // the counters reach the view within about a second.
+        let analyzed = || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT analyze_count FROM pg_stat_user_tables
+                  WHERE schemaname = $1 AND relname = 'facts'",
+            )
+            .bind(&schema)
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+        };
+        let settle = |want: i64| async move {
+            let mut got = analyzed().await;
+            for _ in 0..50 {
+                if got >= want {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                got = analyzed().await;
+            }
+            got
+        };
+        store.grew(FIRST_ANALYZE_AT - 1).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert_eq!(analyzed().await, 0, "analyzed below the first threshold");
+        store.grew(1).await;
+        assert_eq!(settle(1).await, 1, "not analyzed at the first threshold");
+        // Next at twice the rows: not after a few more, but at the doubling.
+        store.grew(FIRST_ANALYZE_AT / 2).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert_eq!(
+            analyzed().await,
+            1,
+            "analyzed again before the rows doubled"
+        );
+        store.grew(FIRST_ANALYZE_AT).await;
+        assert_eq!(settle(2).await, 2, "not analyzed when the rows doubled");
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        store.close().await;
     }
 }

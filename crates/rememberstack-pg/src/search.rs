@@ -263,9 +263,9 @@ impl PgStore {
     /// rows a filter joined to the vectors keeps (a fact vector channel at 10k
     /// claims: 44 ms sorted against 12 through the index), and the statement is
     /// bounded by `index_pass_timeout` (see [`crate::PgStoreConfig`]): past it the
-    /// call fails `timeout` and the caller ranks by exact scan; pgvector's
-    /// iterative scan was seen to spin for minutes on a graph that autovacuum was
-    /// repairing. Without an index to walk, the statement sorts.
+    /// call fails `timeout` and the caller ranks by exact scan (a walk planned with
+    /// stale statistics was seen to run for minutes; see [`PgStore::grew`]).
+    /// Without an index to walk, the statement sorts.
     pub(crate) async fn vector_search_tx(
         &self,
         walk_index: bool,
