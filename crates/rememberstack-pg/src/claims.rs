@@ -812,29 +812,21 @@ impl PgStore {
         }
         let fetch = limit.saturating_add(TIE_MARGIN);
         let exact = || self.rank_claim_vectors(filter, generation, query, true, limit);
-        let ranked = match self
+        let pass = self
             .rank_claim_vectors(filter, generation, query, false, fetch)
-            .await
-        {
-            Ok(mut ranked) => {
+            .await;
+        let ranked = match crate::search::index_pass("claim", pass, fetch)? {
+            Some(mut ranked) => {
                 ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                // Fewer than asked: every eligible claim came back, or the iterative
-                // scan gave up (`hnsw.max_scan_tuples`); the exact scan is then the
-                // answer. So it is when the tie group at the cut may go on beyond
-                // the rows fetched.
-                if ranked.len() < fetch
-                    || ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq()
-                {
+                // The tie group at the cut may go on beyond the rows fetched: the
+                // exact scan answers then too.
+                if ranked[limit - 1].0.total_cmp(&ranked[fetch - 1].0).is_eq() {
                     exact().await?
                 } else {
                     ranked
                 }
             }
-            Err(e) if e.code() == ErrorCode::Timeout => {
-                crate::search::index_pass_gave_up("claim", &e);
-                exact().await?
-            }
-            Err(e) => return Err(e),
+            None => exact().await?,
         };
         let mut scored: Vec<(f64, String)> = ranked
             .into_iter()

@@ -20,7 +20,7 @@ use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId}
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, VectorCoverage};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::fact_select;
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
@@ -908,12 +908,10 @@ impl PgStore {
             // place is tied.
             let indexed = format!("(vv.embedding::vector({dim})) <=> $1::vector({dim})");
             let sql = format!("{} ORDER BY {indexed} LIMIT {}", base(&indexed), limit + 1);
-            match fetch(sql, true, None).await {
-                // Fewer than asked: every eligible fact came back, or the iterative
-                // scan gave up (`hnsw.max_scan_tuples`); the exact scan is the answer.
-                Ok(hits) if hits.len() <= limit => exact().await?,
-                Ok(mut hits) => {
-                    if hits.len() > limit && hits[limit - 1].1 == hits[limit].1 {
+            match crate::search::index_pass("fact", fetch(sql, true, None).await, limit + 1)? {
+                None => exact().await?,
+                Some(mut hits) => {
+                    if hits[limit - 1].1 == hits[limit].1 {
                         // Ties at the last place go by id (as SQLite's exact scan): read
                         // every candidate at that distance.
                         let sql = format!(
@@ -928,11 +926,6 @@ impl PgStore {
                     }
                     hits
                 }
-                Err(e) if e.code() == ErrorCode::Timeout => {
-                    crate::search::index_pass_gave_up("fact", &e);
-                    exact().await?
-                }
-                Err(e) => return Err(e),
             }
         };
         let mut hits: Vec<(String, f64)> = hits

@@ -141,6 +141,17 @@ pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The default bound on one store statement's wait for a lock.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// `options` whose connections carry `config`'s statement and lock bounds.
+fn with_bounds(options: PgConnectOptions, config: &PgStoreConfig) -> PgConnectOptions {
+    options.options([
+        (
+            "statement_timeout",
+            timeout_setting(config.statement_timeout),
+        ),
+        ("lock_timeout", timeout_setting(config.lock_timeout)),
+    ])
+}
+
 /// A time bound as a PostgreSQL setting value in milliseconds (`0`, no bound, for
 /// `None`; at least 1 ms otherwise, since `0` would lift it).
 fn timeout_setting(bound: Option<Duration>) -> String {
@@ -399,13 +410,7 @@ impl PgStore {
         // Every statement of the pool is bounded in time (`statement_timeout`,
         // `lock_timeout` as the connection's settings); the lock sessions and the
         // maintenance connection are not.
-        let bounded = options.clone().options([
-            (
-                "statement_timeout",
-                timeout_setting(config.statement_timeout),
-            ),
-            ("lock_timeout", timeout_setting(config.lock_timeout)),
-        ]);
+        let bounded = with_bounds(options.clone(), &config);
         let pool_options = in_schema(
             PgPoolOptions::new()
                 .max_connections(config.max_connections)
@@ -439,13 +444,7 @@ impl PgStore {
                         ),
                     )
                 })?;
-                let replica = replica.options([
-                    (
-                        "statement_timeout",
-                        timeout_setting(config.statement_timeout),
-                    ),
-                    ("lock_timeout", timeout_setting(config.lock_timeout)),
-                ]);
+                let replica = with_bounds(replica, &config);
                 Some(
                     in_schema(
                         PgPoolOptions::new()

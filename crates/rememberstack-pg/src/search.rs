@@ -246,12 +246,27 @@ impl PgStore {
 }
 
 /// Say that an index pass ran past its bound and the exact scan answers.
-pub(crate) fn index_pass_gave_up(channel: &str, error: &Error) {
-    tracing::warn!(
-        channel,
-        %error,
-        "an HNSW index pass ran past its bound; the exact scan answers instead"
-    );
+/// The rows of an index pass that can stand, or `None` when the caller's exact scan
+/// must answer: the pass ran past its bound (`timeout`, logged), or it returned
+/// fewer than the `wanted` rows asked, so either every eligible row came back or
+/// the iterative scan gave up (`hnsw.max_scan_tuples`). Other failures stand.
+pub(crate) fn index_pass<T>(
+    channel: &str,
+    pass: Result<Vec<T>>,
+    wanted: usize,
+) -> Result<Option<Vec<T>>> {
+    match pass {
+        Ok(rows) => Ok((rows.len() >= wanted).then_some(rows)),
+        Err(error) if error.code() == ErrorCode::Timeout => {
+            tracing::warn!(
+                channel,
+                %error,
+                "an HNSW index pass ran past its bound; the exact scan answers instead"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 impl PgStore {
@@ -507,15 +522,13 @@ impl PgStore {
         let mut hits = if filter.exact {
             Vec::new()
         } else {
-            match run(statement(&cast, &cast), take, true).await {
-                Ok(hits) => hits,
-                // The exact scan below answers.
-                Err(e) if e.code() == ErrorCode::Timeout => {
-                    index_pass_gave_up("chunk", &e);
-                    Vec::new()
-                }
-                Err(e) => return Err(e),
-            }
+            // Without the pass's rows, the exact scan below answers.
+            index_pass(
+                "chunk",
+                run(statement(&cast, &cast), take, true).await,
+                take,
+            )?
+            .unwrap_or_default()
         };
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         // Rows tied with the last one kept may lie beyond the rows fetched, and
