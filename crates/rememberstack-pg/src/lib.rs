@@ -286,21 +286,27 @@ async fn default_manifest_root(pool: &PgPool, schema: Option<&str>) -> Result<Pa
     Ok(base.join("rememberstack").join("manifests").join(key))
 }
 
-/// Rows this process has written, and the count at which it next refreshes the
-/// planner's statistics (see [`PgStore::grew`]).
+/// Rows this process has written, and the count at which it next looks for
+/// tables whose planner statistics are stale (see [`PgStore::grew`]).
 #[derive(Debug, Default)]
 struct Growth {
     rows: std::sync::atomic::AtomicU64,
     next: std::sync::atomic::AtomicU64,
 }
 
-/// The first refresh of the statistics, in rows written by this process.
-const FIRST_ANALYZE_AT: u64 = 200;
+/// Rows written by this process between two looks for stale statistics, and
+/// the fewest changed rows that make a table's statistics stale.
+const ANALYZE_CHECK_EVERY: u64 = 200;
 
-/// The tables the read statements join, whose statistics [`PgStore::grew`] keeps
-/// fresh.
-const ANALYZED_TABLES: &str = "documents, chunks, chunk_lexical, chunk_claims, claims, \
-     claim_lexical, entity_mentions, facts, fact_lexical, fact_evidence, vectors, lexical_terms";
+/// The store's tables whose rows changed, since their statistics were last
+/// gathered, by at least as many as the statistics counted (the table doubled,
+/// or was rewritten) and at least [`ANALYZE_CHECK_EVERY`]; never-analyzed
+/// tables count as empty (`reltuples` is -1).
+const STALE_STATISTICS_SQL: &str = "SELECT s.relname::text FROM pg_stat_user_tables s
+       JOIN pg_class c ON c.oid = s.relid
+      WHERE s.schemaname = current_schema()
+        AND s.n_mod_since_analyze >= GREATEST($1, c.reltuples)
+      ORDER BY s.relname";
 
 /// `SET search_path` to the store's schema, then `public` (where the `vector`
 /// type and operators may live).
@@ -540,14 +546,16 @@ impl PgStore {
         self.manifests.dir()
     }
 
-    /// Count `rows` written and, each time this process's count doubles (from
-    /// [`FIRST_ANALYZE_AT`]), refresh the planner's statistics of the tables the
-    /// reads join. Autovacuum analyzes a table once it has changed by a tenth, but
-    /// at most once a minute, and may first do so while the table is nearly empty:
-    /// a store that has just ingested a conversation was then read with plans made
-    /// for tables a tenth their size, and its fact channels ran for seconds (past
-    /// the statement bound) until the next autoanalyze. Doubling keeps the
-    /// refreshes to a few per process; past that, autovacuum keeps up.
+    /// Count `rows` written and, every [`ANALYZE_CHECK_EVERY`] of them, refresh
+    /// the planner's statistics of each table that has doubled since its last
+    /// refresh ([`STALE_STATISTICS_SQL`]). Autovacuum analyzes a table once a
+    /// tenth of it has changed, but at most once a minute per database, and may
+    /// do so while the table is nearly empty: a store being filled fast was then
+    /// read and adjudicated with plans made for tables a tenth their size (fact
+    /// channels past the statement bound; the adjudication stage at a few items
+    /// a second for a minute, until the next autoanalyze). A table-by-table
+    /// doubling rule keeps the refreshes to a few per table and is shared by every
+    /// process writing the store, since it reads the server's own counters.
     pub(crate) async fn grew(&self, rows: u64) {
         use std::sync::atomic::Ordering::SeqCst;
         if rows == 0 {
@@ -555,21 +563,38 @@ impl PgStore {
         }
         let total = self.growth.rows.fetch_add(rows, SeqCst) + rows;
         let next = self.growth.next.load(SeqCst);
-        if total < next.max(FIRST_ANALYZE_AT)
+        if total < next.max(ANALYZE_CHECK_EVERY)
             || self
                 .growth
                 .next
-                .compare_exchange(next, total.saturating_mul(2), SeqCst, SeqCst)
+                .compare_exchange(next, total + ANALYZE_CHECK_EVERY, SeqCst, SeqCst)
                 .is_err()
         {
             return;
         }
         // On the maintenance pool: over large tables ANALYZE may outlast the
         // statement bound. A failure leaves the statistics to autovacuum.
-        if let Err(e) = sqlx::query(AssertSqlSafe(format!("ANALYZE {ANALYZED_TABLES}")))
-            .execute(&self.maintenance)
-            .await
-        {
+        let stale: std::result::Result<Vec<String>, sqlx::Error> =
+            sqlx::query_scalar(STALE_STATISTICS_SQL)
+                .bind(ANALYZE_CHECK_EVERY as f64)
+                .fetch_all(&self.maintenance)
+                .await;
+        let refreshed = match stale {
+            Ok(tables) if tables.is_empty() => return,
+            Ok(tables) => {
+                let list = tables
+                    .iter()
+                    .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                sqlx::query(AssertSqlSafe(format!("ANALYZE {list}")))
+                    .execute(&self.maintenance)
+                    .await
+                    .map(|_| ())
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = refreshed {
             tracing::warn!(error = %e, "cannot refresh the planner's statistics");
         }
     }
@@ -1606,14 +1631,15 @@ mod host_tests {
 mod growth_tests {
     use super::*;
 
-    /// The store refreshes the planner's statistics as it grows: when its written
-    /// rows reach the first threshold, then each time they double, and not between.
+    /// The store refreshes a table's planner statistics when the table has
+    /// doubled since they were gathered: looked for every 200 rows the process
+    /// writes, not between, and a table that grew by less than it held is left.
     #[tokio::test]
     #[allow(clippy::print_stderr)] // says why it skips, like the integration tests
-    async fn pg_statistics_are_refreshed_as_the_store_doubles() {
+    async fn pg_statistics_are_refreshed_as_a_table_doubles() {
         let Ok(url) = std::env::var("DATABASE_URL") else {
             eprintln!(
-                "pg_statistics_are_refreshed_as_the_store_doubles: skipped, DATABASE_URL is not set"
+                "pg_statistics_are_refreshed_as_a_table_doubles: skipped, DATABASE_URL is not set"
             );
             return;
         };
@@ -1628,44 +1654,85 @@ mod growth_tests {
         )
         .await
         .unwrap();
-        // How many times `facts` was analyzed by hand (ANALYZE, not autovacuum);
-        // the counters reach the view within about a second.
-        let analyzed = || async {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT analyze_count FROM pg_stat_user_tables
-                  WHERE schemaname = $1 AND relname = 'facts'",
-            )
-            .bind(&schema)
-            .fetch_one(store.pool())
+        // A table of the store's schema that only this test writes, out of
+        // autovacuum's way: the rule covers every table of the schema.
+        sqlx::query("CREATE TABLE grow_probe (x integer) WITH (autovacuum_enabled = off)")
+            .execute(store.pool())
             .await
-            .unwrap()
-        };
-        let settle = |want: i64| async move {
-            let mut got = analyzed().await;
-            for _ in 0..50 {
-                if got >= want {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                got = analyzed().await;
+            .unwrap();
+        let probe = |column: &'static str| {
+            let schema = schema.clone();
+            let pool = store.pool().clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(AssertSqlSafe(format!(
+                    "SELECT {column} FROM pg_stat_user_tables
+                      WHERE schemaname = $1 AND relname = 'grow_probe'"
+                )))
+                .bind(&schema)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
             }
-            got
         };
-        store.grew(FIRST_ANALYZE_AT - 1).await;
-        tokio::time::sleep(Duration::from_millis(1200)).await;
-        assert_eq!(analyzed().await, 0, "analyzed below the first threshold");
-        store.grew(1).await;
-        assert_eq!(settle(1).await, 1, "not analyzed at the first threshold");
-        // Next at twice the rows: not after a few more, but at the doubling.
-        store.grew(FIRST_ANALYZE_AT / 2).await;
+        // Counters reach the statistics views within about a second.
+        let wait_for = |column: &'static str, want: i64| {
+            let probe = &probe;
+            async move {
+                let mut got = probe(column).await;
+                for _ in 0..50 {
+                    if got >= want {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    got = probe(column).await;
+                }
+                got
+            }
+        };
+        let insert = |n: i32| {
+            let pool = store.pool().clone();
+            async move {
+                sqlx::query("INSERT INTO grow_probe SELECT generate_series(1, $1)")
+                    .bind(n)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+        };
+        insert(250).await;
+        assert_eq!(wait_for("n_mod_since_analyze", 250).await, 250);
+        store.grew(ANALYZE_CHECK_EVERY - 1).await;
         tokio::time::sleep(Duration::from_millis(1200)).await;
         assert_eq!(
-            analyzed().await,
-            1,
-            "analyzed again before the rows doubled"
+            probe("analyze_count").await,
+            0,
+            "looked before 200 rows were written"
         );
-        store.grew(FIRST_ANALYZE_AT).await;
-        assert_eq!(settle(2).await, 2, "not analyzed when the rows doubled");
+        store.grew(1).await;
+        assert_eq!(
+            wait_for("analyze_count", 1).await,
+            1,
+            "a never-analyzed table of 250 rows was left"
+        );
+        // 200 more rows on 250: not doubled.
+        insert(200).await;
+        assert_eq!(wait_for("n_mod_since_analyze", 200).await, 200);
+        store.grew(ANALYZE_CHECK_EVERY).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert_eq!(
+            probe("analyze_count").await,
+            1,
+            "analyzed again before the table doubled"
+        );
+        // 300 on 250: doubled.
+        insert(100).await;
+        assert_eq!(wait_for("n_mod_since_analyze", 300).await, 300);
+        store.grew(ANALYZE_CHECK_EVERY).await;
+        assert_eq!(
+            wait_for("analyze_count", 2).await,
+            2,
+            "not analyzed when the table doubled"
+        );
         sqlx::query(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
             .execute(store.pool())
             .await

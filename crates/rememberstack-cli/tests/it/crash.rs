@@ -246,23 +246,37 @@ impl Target {
     }
 
     /// `remember process` killed with SIGKILL at the points of a seeded schedule
-    /// spread over a run that takes `run` uninterrupted, resumed after each, until
-    /// a run ends on its own. Returns the kills made, how many of them left
+    /// spread over a run that takes `run` uninterrupted and finishes `items` work
+    /// items, resumed after each, until a run ends on its own. Returns the kills made, how many of them left
     /// leased work and how many resumes released a killed process's leases, and
     /// per resume the seconds until its first batch finished.
     fn process_with_kills(
         &self,
         seed: u64,
         run: Duration,
+        items: usize,
         wait_after_kill: Duration,
     ) -> (usize, usize, usize, Vec<f64>) {
         let mut rng = Rng(seed);
-        // Every run is killed, until one finishes on its own: each lives a random
-        // share of the uninterrupted run's time (half of a share of `KILLS` on
-        // average), and at least until it finished one batch, so every resume
-        // makes progress, the kills spread over the whole run, and no item is
-        // killed often enough to be dead-lettered.
-        let most = (run.as_millis() as u64 / KILLS as u64).max(1);
+        // The first `KILLS` runs are killed, the next one finishes on its own:
+        // each killed run lives a random share of the time the uninterrupted run
+        // would still need (on average half of a share of one more than the kills
+        // still to make, so work is left for the last), and at least until it
+        // finished one batch, so every resume makes progress, the kills spread
+        // over the whole run, and no item is killed often enough to be
+        // dead-lettered. The time still needed is the smaller of two estimates:
+        // the run's time less the killed processes' lives, and the run's time
+        // times the share of items not done. Neither alone holds: a resume's
+        // first batch can do more than its share of the clock, and the items of
+        // the later stages take longer than the first ones.
+        let mut lived = Duration::ZERO;
+        let mut share = |kills: usize, done: usize, lived: Duration| {
+            let by_items = 1.0 - (done as f64 / items.max(1) as f64).min(1.0);
+            let by_clock = 1.0 - (lived.as_secs_f64() / run.as_secs_f64().max(1e-3)).min(1.0);
+            let still = (KILLS - kills + 1) as f64;
+            let ms = run.as_millis() as f64 * by_items.min(by_clock) / still;
+            Duration::from_millis(rng.below((ms as u64).max(1)))
+        };
         let mut kills = 0;
         let mut left_leases = 0;
         let mut released = 0;
@@ -283,7 +297,7 @@ impl Target {
                     let _ = tx.send(line);
                 }
             });
-            let life = Duration::from_millis(rng.below(most));
+            let life = (kills < KILLS).then(|| share(kills, self.done(), lived));
             let mut log = Vec::new();
             let finished = loop {
                 match rx.recv() {
@@ -306,11 +320,12 @@ impl Target {
             {
                 released += 1;
             }
-            if !finished {
+            if let (false, Some(life)) = (finished, life) {
                 std::thread::sleep(life.saturating_sub(started.elapsed()));
                 if child.try_wait().unwrap().is_none() {
                     child.kill().unwrap(); // SIGKILL
                     child.wait().unwrap();
+                    lived += started.elapsed();
                     kills += 1;
                     if self.running() > 0 {
                         left_leases += 1;
@@ -333,6 +348,14 @@ impl Target {
             );
             return (kills, left_leases, released, first_batch);
         }
+    }
+
+    /// Work items finished now.
+    fn done(&self) -> usize {
+        self.query("SELECT CAST(COUNT(*) AS TEXT) FROM processing_state WHERE status = 'done'")[0]
+            [0]
+        .parse()
+        .unwrap()
     }
 
     /// Work items leased now.
@@ -557,6 +580,7 @@ fn equivalence(
     let whole = make("whole");
     whole.ingest(&corpus_dir);
     let run = whole.process();
+    let items = whole.done();
     let expected = whole.digest();
     let claims = expected.iter().filter(|l| l.starts_with("claim\t")).count();
     let facts = expected.iter().filter(|l| l.starts_with("fact\t")).count();
@@ -572,7 +596,7 @@ fn equivalence(
     let killed = make("killed");
     killed.ingest(&corpus_dir);
     let (kills, left_leases, released, first_batch) =
-        killed.process_with_kills(seed(), run, wait_after_kill);
+        killed.process_with_kills(seed(), run, items, wait_after_kill);
     assert!(kills >= KILLS, "only {kills} kills: the run ended first");
     // Every kill that left leased work is followed by a resume that released it
     // itself, not by the passing of time (the lease is 300 s).
