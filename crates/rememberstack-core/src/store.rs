@@ -922,9 +922,17 @@ pub struct StoreTuning {
     /// a hand-off between the two). `None`: pipeline work runs where it is called.
     pub pipeline_thread: Option<fn()>,
     /// One process writes the store, so this process's locks are the whole lock
-    /// ([`StoreRuntime::lock_key`] returns `None`): the engine may hold many keys at
-    /// once and decide a batch's references together.
+    /// ([`StoreRuntime::lock_key`] returns `None`): batches of the stages that run
+    /// as write groups claim [`crate::engine::EngineConfig::grouped_claim_limit`]
+    /// items.
     pub one_writer_process: bool,
+    /// The engine may hold a batch's keys at once ([`StoreRuntime::lock_keys`]
+    /// takes them together) and decide an offline batch's references and entity
+    /// units together, with a few reads and one commit per batch instead of a
+    /// dozen statements per item. The store provides the batch reads the
+    /// together path makes ([`IdentityStore::entity_key_data`],
+    /// [`IdentityStore::entity_key_rows`]).
+    pub decides_batches: bool,
 }
 
 /// What kind of store this is and how it runs: its kind, its tuning, write groups,
@@ -982,6 +990,19 @@ pub trait StoreRuntime: Send + Sync + std::fmt::Debug {
     async fn lock_key(&self, key: &str) -> Result<Option<StoreLock>> {
         let _ = key;
         Ok(None)
+    }
+
+    /// Hold every key of `keys` (sorted, distinct) as [`StoreRuntime::lock_key`]
+    /// holds one, until the returned guard drops. A store should take them without
+    /// holding some while it waits for others, so that holders of overlapping sets
+    /// taken in any order never wait on each other crosswise. The default takes
+    /// them one by one in the order given.
+    async fn lock_keys(&self, keys: &[String]) -> Result<Option<StoreLock>> {
+        let mut held = Vec::new();
+        for key in keys {
+            held.extend(self.lock_key(key).await?);
+        }
+        Ok((!held.is_empty()).then(|| StoreLock::new(held)))
     }
 }
 

@@ -7,9 +7,9 @@
 
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::entities::{
-    AliasHit, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, Mention, MergeEvent, NewAlias, ResolutionCommit,
-    ResolutionDecision, alias_keys,
+    AliasHit, BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit,
+    DocumentBinding, EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent,
+    NewAlias, ResolutionCommit, ResolutionDecision, alias_keys,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
@@ -25,6 +25,25 @@ const ENTITY_SELECT: &str = "
            (SELECT COUNT(*) FROM entity_mentions m
              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
     FROM entities e";
+
+/// The stored name of a blocking tier's keys.
+fn key_kind(tier: BlockingTier) -> &'static str {
+    match tier {
+        BlockingTier::T0 => "lemma",
+        BlockingTier::T1 => "tri",
+        BlockingTier::T2 => "dm",
+    }
+}
+
+/// The blocking tier of a stored key kind.
+fn key_tier(kind: &str) -> Result<BlockingTier> {
+    match kind {
+        "lemma" => Ok(BlockingTier::T0),
+        "tri" => Ok(BlockingTier::T1),
+        "dm" => Ok(BlockingTier::T2),
+        other => Err(Error::store(format!("unknown blocking key kind `{other}`"))),
+    }
+}
 
 /// One column, decoded; a type mismatch is a store error.
 fn col<'r, T>(r: &'r PgRow, name: &str) -> Result<T>
@@ -348,6 +367,171 @@ impl PgStore {
         let mut out = rows.iter().map(entity_row).collect::<Result<Vec<_>>>()?;
         self.attach_aliases(&ns_s, &mut out).await?;
         Ok(out)
+    }
+
+    /// Every key's stored row count and the alias rows of the keys worth blocking
+    /// on (an exact lemma always; another key when at most [`MAX_KEY_ROWS`] rows
+    /// carry it), in one statement.
+    pub(crate) async fn entity_key_data_impl(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<KeyData> {
+        let wanted: BTreeSet<&BlockingKey> = keys.iter().collect();
+        let mut data = KeyData::default();
+        if wanted.is_empty() {
+            return Ok(data);
+        }
+        let kinds: Vec<&str> = wanted.iter().map(|(t, _)| key_kind(*t)).collect();
+        let texts: Vec<&str> = wanted.iter().map(|(_, k)| k.as_str()).collect();
+        let rows = sqlx::query(
+            "WITH wanted AS (SELECT * FROM unnest($2::text[], $3::text[]) AS w(kind, key)),
+             counts AS (
+                 SELECT w.kind, w.key, COALESCE(c.n, 0)::bigint AS n FROM wanted w
+                 LEFT JOIN entity_key_counts c
+                   ON c.namespace_id = $1 AND c.kind = w.kind AND c.key = w.key)
+             SELECT kind, key, n, NULL::text AS entity_id, NULL::text AS alias_lemma FROM counts
+             UNION ALL
+             SELECT k.kind, k.key, NULL, k.entity_id, k.alias_lemma FROM counts c
+             JOIN entity_keys k ON k.namespace_id = $1 AND k.kind = c.kind AND k.key = c.key
+             WHERE c.kind = 'lemma' OR c.n <= $4",
+        )
+        .bind(ns.to_string())
+        .bind(&kinds)
+        .bind(&texts)
+        .bind(MAX_KEY_ROWS as i64)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
+        for r in &rows {
+            let key = (
+                key_tier(&col::<String>(r, "kind")?)?,
+                col::<String>(r, "key")?,
+            );
+            match col::<Option<String>>(r, "entity_id")? {
+                None => {
+                    data.counts.insert(key, col::<i64>(r, "n")?.max(0) as u64);
+                }
+                Some(entity) => read
+                    .entry(key)
+                    .or_default()
+                    .push((parse_id(&entity)?, col(r, "alias_lemma")?)),
+            }
+        }
+        for key in wanted {
+            let n = data.count(key);
+            if KeyData::rows_read_with_counts(key, n) {
+                data.load(key.clone(), read.remove(key).unwrap_or_default());
+            }
+        }
+        Ok(data)
+    }
+
+    /// The alias rows of these keys, however many carry them, in one statement.
+    pub(crate) async fn entity_key_rows_impl(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        let kinds: Vec<&str> = keys.iter().map(|(t, _)| key_kind(*t)).collect();
+        let texts: Vec<&str> = keys.iter().map(|(_, k)| k.as_str()).collect();
+        let rows = sqlx::query(
+            "SELECT k.kind, k.key, k.entity_id, k.alias_lemma
+               FROM (SELECT DISTINCT kind, key FROM unnest($2::text[], $3::text[]) AS w(kind, key)) w
+               JOIN entity_keys k ON k.namespace_id = $1 AND k.kind = w.kind AND k.key = w.key",
+        )
+        .bind(ns.to_string())
+        .bind(&kinds)
+        .bind(&texts)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
+        for r in &rows {
+            let key = (
+                key_tier(&col::<String>(r, "kind")?)?,
+                col::<String>(r, "key")?,
+            );
+            read.entry(key)
+                .or_default()
+                .push((id_col(r, "entity_id")?, col(r, "alias_lemma")?));
+        }
+        Ok(keys
+            .iter()
+            .map(|k| (k.clone(), read.get(k).cloned().unwrap_or_default()))
+            .collect())
+    }
+
+    /// The decisions already committed for any of these (claim, ordinal)
+    /// references under `resolver_version`, in one statement.
+    pub(crate) async fn resolutions_for_many_impl(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        // No stored ordinal is out of the column's range.
+        let (claims, ordinals): (Vec<String>, Vec<i32>) = references
+            .iter()
+            .filter_map(|(c, o)| Some((c.to_string(), i32::try_from(*o).ok()?)))
+            .unzip();
+        if claims.is_empty() {
+            return Ok(vec![]);
+        }
+        sqlx::query(AssertSqlSafe(format!(
+            "SELECT {DECISION_COLUMNS} FROM resolution_decisions
+              WHERE namespace_id = $1 AND resolver_version = $4
+                AND (claim_id, ordinal) IN (SELECT * FROM unnest($2::text[], $3::int[]))
+              ORDER BY seq"
+        )))
+        .bind(ns.to_string())
+        .bind(&claims)
+        .bind(&ordinals)
+        .bind(resolver_version)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(decision_row)
+        .collect()
+    }
+
+    /// The binding rows of several (document, lemma) pairs: for each pair in the
+    /// order asked, its rows in insertion order, in one statement.
+    pub(crate) async fn document_bindings_many_impl(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        if pairs.is_empty() {
+            return Ok(vec![]);
+        }
+        let docs: Vec<String> = pairs.iter().map(|(d, _)| d.to_string()).collect();
+        let lemmas: Vec<&str> = pairs.iter().map(|(_, l)| l.as_str()).collect();
+        let rows = sqlx::query(
+            "SELECT b.document_id, b.lemma, b.entity_id, b.anchor_decision_id
+               FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS w(doc, lemma, i)
+               JOIN document_entity_bindings b
+                 ON b.namespace_id = $1 AND b.document_id = w.doc AND b.lemma = w.lemma
+              ORDER BY w.i, b.seq",
+        )
+        .bind(ns.to_string())
+        .bind(&docs)
+        .bind(&lemmas)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DocumentBinding {
+                    document_id: id_col(r, "document_id")?,
+                    lemma: col(r, "lemma")?,
+                    entity_id: id_col(r, "entity_id")?,
+                    anchor: opt_id_col(r, "anchor_decision_id")?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn resolution_for_impl(

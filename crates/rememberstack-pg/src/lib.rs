@@ -46,8 +46,8 @@ mod search;
 use async_trait::async_trait;
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::entities::{
-    BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord, MergeEvent,
-    ResolutionCommit, ResolutionDecision,
+    BlockingKey, BlockingQuery, BlockingResult, DocumentBinding, EntityFilter, EntityRecord,
+    KeyData, MergeEvent, ResolutionCommit, ResolutionDecision,
 };
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactRecord,
@@ -69,7 +69,7 @@ use rememberstack_core::store::{
     ClaimRetraction, DecisionRecord, DeletionOutcome, DocumentRow, ExtractionCommit, FactEvent,
     FactInvalidation, FeedbackRecord, Lease, Namespace, NewChunk, NewVersion, NoteLookup,
     NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow, StoreLock,
-    VectorCoverage, VersionOutcome, VersionRecord,
+    StoreTuning, VectorCoverage, VersionOutcome, VersionRecord,
 };
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
@@ -632,6 +632,16 @@ impl StoreRuntime for PgStore {
         "postgres"
     }
 
+    fn tuning(&self) -> StoreTuning {
+        // Several processes may write: locks are the server's, and a batch's keys
+        // are taken on one session ([`StoreRuntime::lock_keys`]).
+        StoreTuning {
+            pipeline_thread: None,
+            one_writer_process: false,
+            decides_batches: true,
+        }
+    }
+
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
         let row = sqlx::query(
             "SELECT id, slug, created_at, (SELECT e.document_id FROM forget_episodes e
@@ -710,7 +720,63 @@ impl StoreRuntime for PgStore {
             .map_err(db_err)?;
         Ok(Some(StoreLock::new(SessionLock {
             conn: waiting.0.take(),
-            key,
+            keys: vec![key],
+        })))
+    }
+
+    async fn lock_keys(&self, keys: &[String]) -> Result<Option<StoreLock>> {
+        let keys: Vec<String> = keys
+            .iter()
+            .map(|k| format!("engine:{k}"))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let conn = self.locks.acquire().await.map_err(db_err)?;
+        let mut waiting = Waiting(Some(conn));
+        let conn = waiting.0.as_mut().expect("held until the wait completes");
+        // All or none: try every key; if one is held elsewhere, give back the ones
+        // taken, wait until that one is free (holding nothing), and try again. A
+        // session never waits while it holds part of its set, so holders of
+        // overlapping sets never wait on each other crosswise, whatever their order.
+        loop {
+            let tried: Vec<(String, bool)> = sqlx::query_as(
+                "SELECT k, pg_try_advisory_lock(hashtextextended(k, 0))
+                   FROM unnest($1::text[]) WITH ORDINALITY AS t(k, i) ORDER BY i",
+            )
+            .bind(&keys)
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(db_err)?;
+            let Some(busy) = tried.iter().find(|(_, got)| !got).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            let taken: Vec<String> = tried
+                .into_iter()
+                .filter(|(_, got)| *got)
+                .map(|(k, _)| k)
+                .collect();
+            sqlx::query(
+                "SELECT pg_advisory_unlock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+            )
+            .bind(&taken)
+            .execute(&mut **conn)
+            .await
+            .map_err(db_err)?;
+            sqlx::query(
+                "SELECT pg_advisory_lock(hashtextextended($1, 0)),
+                        pg_advisory_unlock(hashtextextended($1, 0))",
+            )
+            .bind(&busy)
+            .execute(&mut **conn)
+            .await
+            .map_err(db_err)?;
+        }
+        Ok(Some(StoreLock::new(SessionLock {
+            conn: waiting.0.take(),
+            keys,
         })))
     }
 }
@@ -1227,6 +1293,36 @@ impl IdentityStore for PgStore {
             .await
     }
 
+    async fn resolutions_for_many(
+        &self,
+        ns: NamespaceId,
+        references: &[(ClaimId, u32)],
+        resolver_version: &str,
+    ) -> Result<Vec<ResolutionDecision>> {
+        self.resolutions_for_many_impl(ns, references, resolver_version)
+            .await
+    }
+
+    async fn document_bindings_many(
+        &self,
+        ns: NamespaceId,
+        pairs: &[(DocumentId, String)],
+    ) -> Result<Vec<DocumentBinding>> {
+        self.document_bindings_many_impl(ns, pairs).await
+    }
+
+    async fn entity_key_data(&self, ns: NamespaceId, keys: &[BlockingKey]) -> Result<KeyData> {
+        self.entity_key_data_impl(ns, keys).await
+    }
+
+    async fn entity_key_rows(
+        &self,
+        ns: NamespaceId,
+        keys: &[BlockingKey],
+    ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
+        self.entity_key_rows_impl(ns, keys).await
+    }
+
     async fn commit_resolution(
         &self,
         commit: ResolutionCommit,
@@ -1561,10 +1657,10 @@ impl Drop for Waiting {
     }
 }
 
-/// A session-level advisory lock held on its own connection until dropped.
+/// Session-level advisory locks held on their own connection until dropped.
 struct SessionLock {
     conn: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
-    key: String,
+    keys: Vec<String>,
 }
 
 impl Drop for SessionLock {
@@ -1572,15 +1668,16 @@ impl Drop for SessionLock {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        let key = std::mem::take(&mut self.key);
+        let keys = std::mem::take(&mut self.keys);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    let unlocked =
-                        sqlx::query("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
-                            .bind(&key)
-                            .execute(&mut *conn)
-                            .await;
+                    let unlocked = sqlx::query(
+                        "SELECT pg_advisory_unlock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+                    )
+                    .bind(&keys)
+                    .execute(&mut *conn)
+                    .await;
                     if unlocked.is_err() {
                         // A session that may still hold the lock never goes back to
                         // the pool: closing it releases every lock it holds.

@@ -438,6 +438,76 @@ async fn pg_lock_key_excludes_other_processes_until_dropped() {
     drop_schema(&a).await;
 }
 
+#[tokio::test]
+async fn pg_lock_keys_takes_a_set_all_or_none_and_never_waits_holding_part_of_it() {
+    let Some(url) =
+        database_url("pg_lock_keys_takes_a_set_all_or_none_and_never_waits_holding_part_of_it")
+    else {
+        return;
+    };
+    let schema = fresh_schema("lockset");
+    // Three stores stand for three processes.
+    let a = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let b = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let c = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let run = uuid::Uuid::new_v4();
+    let (w, x, y) = (
+        format!("lemma:{run}:w"),
+        format!("lemma:{run}:x"),
+        format!("lemma:{run}:y"),
+    );
+    let held_x = a.lock_key(&x).await.unwrap().expect("a cross-process lock");
+    let waiting = {
+        let b = b.clone();
+        let keys = vec![w.clone(), x.clone(), y.clone()];
+        tokio::spawn(async move { b.lock_keys(&keys).await.unwrap() })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the set was taken while one key was held"
+    );
+    // While it waits for `x`, the set's other keys are free: a holder of `y`
+    // that then wants `w` would otherwise wait on it crosswise.
+    for free in [&w, &y] {
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), c.lock_key(free))
+            .await
+            .expect("a key of a waiting set is not held while it waits")
+            .unwrap();
+        drop(got);
+    }
+    drop(held_x);
+    let set = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+        .await
+        .expect("the set is taken once its last key is free")
+        .unwrap()
+        .expect("a cross-process lock");
+    // Now every key of the set is held.
+    for key in [&w, &x, &y] {
+        let other = {
+            let c = c.clone();
+            let key = key.clone();
+            tokio::spawn(async move { c.lock_key(&key).await.unwrap() })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!other.is_finished(), "{key} of a held set was taken");
+        other.abort();
+    }
+    drop(set);
+    // And all are released together when the set drops.
+    let again = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        a.lock_keys(&[w.clone(), x.clone(), y.clone()]),
+    )
+    .await
+    .expect("a dropped set is released")
+    .unwrap();
+    drop(again);
+    b.close().await;
+    c.close().await;
+    drop_schema(&a).await;
+}
+
 /// A session of its own that holds the store's `namespaces` table exclusively
 /// until it is rolled back, so that the store's statements on it wait.
 async fn hold_namespaces(url: &str, schema: &str) -> sqlx::PgConnection {

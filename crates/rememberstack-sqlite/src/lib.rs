@@ -550,6 +550,7 @@ impl StoreRuntime for SqliteStore {
         StoreTuning {
             pipeline_thread: self.write.is_pinned().then_some(pin as fn()),
             one_writer_process: true,
+            decides_batches: true,
         }
     }
 

@@ -110,12 +110,36 @@ pub(super) struct KeyGuard {
     _local: tokio::sync::OwnedMutexGuard<()>,
 }
 
+/// Several held locks (see [`Engine::lock_all`]): the store's, then this
+/// process's. All release when it drops.
+#[derive(Debug)]
+pub(super) struct KeysGuard {
+    _store: Option<crate::store::StoreLock>,
+    _local: Vec<tokio::sync::OwnedMutexGuard<()>>,
+}
+
 impl Engine {
     /// Take the lock on `key` in this process and in the store.
     pub(super) async fn lock(&self, key: String) -> Result<KeyGuard> {
         let local = self.locks.get(&key).lock_owned().await;
         let store = self.store.lock_key(&key).await?;
         Ok(KeyGuard {
+            _store: store,
+            _local: local,
+        })
+    }
+
+    /// Take the locks on every key of `keys`: this process's in order (no two
+    /// holders in this process wait on each other), then the store's together
+    /// ([`crate::store::StoreRuntime::lock_keys`]), on one session however many.
+    pub(super) async fn lock_all(&self, keys: BTreeSet<String>) -> Result<KeysGuard> {
+        let mut local = Vec::with_capacity(keys.len());
+        for key in &keys {
+            local.push(self.locks.get(key).lock_owned().await);
+        }
+        let keys: Vec<String> = keys.into_iter().collect();
+        let store = self.store.lock_keys(&keys).await?;
+        Ok(KeysGuard {
             _store: store,
             _local: local,
         })
@@ -483,12 +507,12 @@ impl Engine {
 
     /// Whether a batch of `stage` (normalize or adjudicate) is decided together
     /// ([`Self::normalize_together`], [`Self::adjudicate_together`]): its offline
-    /// stage (so the batch is one write group) on a store whose locks are this
-    /// process's own.
+    /// stage (so the batch is one write group) on a store that holds a batch's keys
+    /// at once and gives the batch reads ([`crate::store::StoreTuning::decides_batches`]).
     pub(super) fn decides_together(&self, stage: Stage) -> bool {
         matches!(stage, Stage::Normalize | Stage::Adjudicate)
             && self.runs_grouped(stage)
-            && self.tuning.one_writer_process
+            && self.tuning.decides_batches
     }
 
     /// Normalize and resolve a batch of one namespace's claims together, offline,
@@ -590,12 +614,14 @@ impl Engine {
                 });
             }
         }
-        // Every lemma of the batch, in order (no two holders wait on each other).
-        let lemmas: BTreeSet<&str> = refs.iter().map(|r| r.name_lemma.as_str()).collect();
-        let mut guards = Vec::with_capacity(lemmas.len());
-        for l in lemmas {
-            guards.push(self.lock(format!("lemma:{ns}:{l}")).await?);
-        }
+        // Every lemma of the batch.
+        let guards = self
+            .lock_all(
+                refs.iter()
+                    .map(|r| format!("lemma:{ns}:{}", r.name_lemma))
+                    .collect(),
+            )
+            .await?;
         // The stored blocking keys of every name, read once; each block is computed
         // from them by the stores' own rule, with the rows the batch adds.
         let keys: Vec<BlockingKey> = queries
@@ -1715,10 +1741,14 @@ impl Engine {
             self.roots_of(ns, &entities).await?
         };
         let root_ids: BTreeSet<EntityId> = roots.values().map(|r| r.entity_id).collect();
-        let mut guards = Vec::with_capacity(root_ids.len());
-        for r in &root_ids {
-            guards.push(self.lock(format!("entity:{ns}:{r}")).await?);
-        }
+        let guards = self
+            .lock_all(
+                root_ids
+                    .iter()
+                    .map(|r| format!("entity:{ns}:{r}"))
+                    .collect(),
+            )
+            .await?;
         let mut pending: HashMap<EntityId, Vec<Assertion>> = HashMap::new();
         let subjects: Vec<EntityId> = entities
             .iter()
