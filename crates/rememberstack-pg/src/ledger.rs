@@ -182,32 +182,51 @@ pub(crate) async fn insert_work(
         .await
         .map_err(db_err)?;
     }
-    let mut n = 0;
-    for w in ordered {
-        let r = sqlx::query(
-            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
-                 component_version, status, attempts, max_attempts, not_before, defer_reason,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $10, $11, $12)
-             ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-        )
-        .bind(w.namespace_id.to_string())
-        .bind(WorkId::ordered().to_string())
-        .bind(w.target_kind.as_str())
-        .bind(w.target_id.to_string())
-        .bind(w.version_id.to_string())
-        .bind(w.stage.as_str())
-        .bind(&w.component_version)
-        .bind(int(w.max_attempts))
-        .bind(ms(w.not_before))
-        .bind(w.defer_reason.map(|d| d.as_str()))
-        .bind(ms(now))
-        .bind(ms(now))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        n += r.rows_affected();
-    }
+    // One statement for every item, inserted in key order (`ORDER BY i`).
+    let text = |f: &dyn Fn(&NewWork) -> String| ordered.iter().map(|w| f(w)).collect::<Vec<_>>();
+    let r = sqlx::query(
+        "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+             component_version, status, attempts, max_attempts, not_before, defer_reason,
+             created_at, updated_at)
+         SELECT w.ns, w.id, w.target_kind, w.target_id, w.version_id, w.stage, w.component_version,
+                'pending', 0, w.max_attempts, w.not_before, w.defer_reason, $11, $11
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                       $7::text[], $8::int4[], $9::int8[], $10::text[])
+                WITH ORDINALITY AS w(ns, id, target_kind, target_id, version_id, stage,
+                                     component_version, max_attempts, not_before, defer_reason, i)
+          ORDER BY w.i
+         ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+    )
+    .bind(text(&|w| w.namespace_id.to_string()))
+    .bind(text(&|_| WorkId::ordered().to_string()))
+    .bind(text(&|w| w.target_kind.as_str().to_string()))
+    .bind(text(&|w| w.target_id.to_string()))
+    .bind(text(&|w| w.version_id.to_string()))
+    .bind(text(&|w| w.stage.as_str().to_string()))
+    .bind(text(&|w| w.component_version.clone()))
+    .bind(
+        ordered
+            .iter()
+            .map(|w| int(w.max_attempts))
+            .collect::<Vec<i32>>(),
+    )
+    .bind(
+        ordered
+            .iter()
+            .map(|w| ms(w.not_before))
+            .collect::<Vec<i64>>(),
+    )
+    .bind(
+        ordered
+            .iter()
+            .map(|w| w.defer_reason.map(|d| d.as_str()))
+            .collect::<Vec<Option<&str>>>(),
+    )
+    .bind(ms(now))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let n = r.rows_affected();
     Ok(n)
 }
 
@@ -369,6 +388,65 @@ impl PgStore {
         fence(&mut tx, lease, now).await?;
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    /// Complete several leased items in one transaction: the namespaces' stamps
+    /// first (as [`fence`] takes them), then one `UPDATE` of every item still leased
+    /// to its owner; the others are `lease_lost`.
+    pub(crate) async fn complete_many_impl(
+        &self,
+        leases: &[Lease],
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        if leases.is_empty() {
+            return Ok(vec![]);
+        }
+        let ids: Vec<String> = leases.iter().map(|l| l.work_id.to_string()).collect();
+        let owners: Vec<&str> = leases.iter().map(|l| l.owner.as_str()).collect();
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO change_stamps (namespace_id, n)
+                 SELECT DISTINCT namespace_id, 1 FROM processing_state WHERE id = ANY($1)
+                 ORDER BY 1
+             ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
+        )
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let done: Vec<String> = sqlx::query_scalar(
+            "UPDATE processing_state s SET status = 'done', lease_owner = NULL,
+                 lease_expires_at = NULL, defer_reason = NULL, last_error = NULL, updated_at = $1
+               FROM unnest($2::text[], $3::text[]) AS l(id, owner)
+              WHERE s.id = l.id AND s.status = 'running' AND s.lease_owner = l.owner
+              RETURNING s.id",
+        )
+        .bind(ms(now))
+        .bind(&ids)
+        .bind(&owners)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        // An item listed twice completes once, as one at a time would.
+        let mut done: std::collections::HashSet<String> = done.into_iter().collect();
+        Ok(leases
+            .iter()
+            .zip(&ids)
+            .map(|(lease, id)| {
+                if done.remove(id) {
+                    Ok(())
+                } else {
+                    Err(Error::new(
+                        ErrorCode::LeaseLost,
+                        format!(
+                            "work item {} is no longer leased to {}",
+                            lease.work_id, lease.owner
+                        ),
+                    ))
+                }
+            })
+            .collect())
     }
 
     pub(crate) async fn fail_impl(

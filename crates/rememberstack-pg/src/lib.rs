@@ -944,6 +944,10 @@ impl LedgerStore for PgStore {
         self.complete_impl(lease, follow_up, now).await
     }
 
+    async fn complete_many(&self, leases: &[Lease], now: Timestamp) -> Result<Vec<Result<()>>> {
+        self.complete_many_impl(leases, now).await
+    }
+
     async fn fail(
         &self,
         lease: &Lease,

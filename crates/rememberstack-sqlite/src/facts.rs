@@ -289,12 +289,13 @@ impl SqliteStore {
             return Ok(vec![]);
         }
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        let held = fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
+        let mut held = fence_many(&mut tx, &leases.iter().collect::<Vec<_>>(), now).await?;
         tx.commit().await.map_err(db_err)?;
+        // An item listed twice completes once, as one at a time would.
         Ok(leases
             .iter()
             .map(|l| {
-                if held.contains_key(&l.work_id.to_string()) {
+                if held.remove(&l.work_id.to_string()).is_some() {
                     Ok(())
                 } else {
                     Err(lease_lost(l))

@@ -253,6 +253,64 @@ async fn ledger_complete_is_lease_checked_and_enqueues_follow_ups() {
 }
 
 #[tokio::test]
+async fn ledger_complete_many_completes_each_lease_it_holds_and_refuses_the_rest() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = NamespaceId::new();
+        let items: Vec<NewWork> = (0..4).map(|i| work(ns, Stage::Normalize, i)).collect();
+        assert_eq!(store.enqueue(items, at(0)).await.unwrap(), 4);
+        let got = store
+            .claim(&req("w1", &[Stage::Normalize], 4, 10))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 4, "{}", h.kind);
+        let before = store.change_stamp(ns).await.unwrap();
+        assert!(store.complete_many(&[], at(11)).await.unwrap().is_empty());
+        // The first and third are ours; the second is named with another owner;
+        // the first is listed twice.
+        let leases = [
+            Lease::of(&got[0]),
+            lease(got[1].id, "intruder"),
+            Lease::of(&got[2]),
+            Lease::of(&got[0]),
+        ];
+        let results = store.complete_many(&leases, at(12)).await.unwrap();
+        let codes: Vec<Option<ErrorCode>> = results
+            .iter()
+            .map(|r| r.as_ref().err().map(|e| e.code()))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                None,
+                Some(ErrorCode::LeaseLost),
+                None,
+                Some(ErrorCode::LeaseLost)
+            ],
+            "{}",
+            h.kind
+        );
+        let status = |i: usize| {
+            let store = store.clone();
+            let id = got[i].id;
+            async move { store.work_item(id).await.unwrap().unwrap() }
+        };
+        for i in [0, 2] {
+            let done = status(i).await;
+            assert_eq!(done.status, WorkStatus::Done, "{}", h.kind);
+            assert_eq!(done.lease_owner, None, "{}", h.kind);
+            assert_eq!(done.updated_at, at(12), "{}", h.kind);
+        }
+        for i in [1, 3] {
+            let running = status(i).await;
+            assert_eq!(running.status, WorkStatus::Running, "{}", h.kind);
+            assert_eq!(running.lease_owner.as_deref(), Some("w1"), "{}", h.kind);
+        }
+        assert!(store.change_stamp(ns).await.unwrap() > before, "{}", h.kind);
+    }
+}
+
+#[tokio::test]
 async fn ledger_fail_retries_with_backoff_or_dead_letters() {
     for h in stores().await {
         let store = &h.store;
