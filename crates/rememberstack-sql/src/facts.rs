@@ -23,20 +23,11 @@ pub fn fact_select(d: Dialect) -> String {
 }
 
 /// A fact's count of distinct lineages (documents) with current testimony of one
-/// stance: the rule every count follows. SQLite keeps it on the fact's row,
-/// recounted by triggers in the statement that changes an input (migration
-/// 0017); PostgreSQL counts it when the fact is read.
-fn evidence_count(d: Dialect, stance: &str) -> String {
-    match d {
-        Dialect::Sqlite => format!("f.{}_count", stance_column(stance)),
-        Dialect::Postgres => format!(
-            "(SELECT COUNT(DISTINCT c.document_id) FROM fact_evidence e
-              JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-               AND e.stance = '{stance}' AND {})",
-            d.truthy("c.is_current")
-        ),
-    }
+/// stance: both stores keep it on the fact's row, recounted by triggers in the
+/// statement that changes an input (migration 0017 in SQLite, 0025 in
+/// PostgreSQL).
+fn evidence_count(_d: Dialect, stance: &str) -> String {
+    format!("f.{}_count", stance_column(stance))
 }
 
 fn stance_column(stance: &str) -> &'static str {
@@ -49,18 +40,8 @@ fn stance_column(stance: &str) -> &'static str {
 
 /// Whether some current testimony supports the fact (alias `f`): its support
 /// count is above zero.
-pub fn supported(d: Dialect) -> String {
-    match d {
-        Dialect::Sqlite => "f.evidence_count > 0".to_string(),
-        // The count above zero, as an existence test (no count is kept on the row).
-        Dialect::Postgres => format!(
-            "EXISTS (SELECT 1 FROM fact_evidence e
-                JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-               WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                 AND e.stance = 'support' AND {})",
-            d.truthy("c.is_current")
-        ),
-    }
+pub fn supported(_d: Dialect) -> String {
+    "f.evidence_count > 0".to_string()
 }
 
 /// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values

@@ -33,13 +33,13 @@ const SQLITE_ONLY: &[(&str, &str)] = &[
     ("vectors", "vector"),
     // Caches that only the SQLite store keeps on rows, kept by triggers; the
     // PostgreSQL store computes the same values when it reads (its mention counts
-    // and evidence counts through indexes, and it keeps no blocking keys in
-    // process, so it needs no key stamp).
+    // through an index, and it keeps no blocking keys in process, so it needs no
+    // key stamp).
     ("entity_key_stamps", "*"),
     ("entity_mention_counts", "*"),
+    // SQLite's recount runs as a trigger on inserts into this table; PostgreSQL's
+    // is a function (`rs_fact_recount`).
     ("fact_recounts", "*"),
-    ("facts", "evidence_count"),
-    ("facts", "contradict_count"),
 ];
 
 fn listed(list: &[(&str, &str)], column: &str) -> bool {
