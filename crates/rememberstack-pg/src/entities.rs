@@ -26,23 +26,14 @@ const ENTITY_SELECT: &str = "
              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
     FROM entities e";
 
-/// The stored name of a blocking tier's keys.
-fn key_kind(tier: BlockingTier) -> &'static str {
-    match tier {
-        BlockingTier::T0 => "lemma",
-        BlockingTier::T1 => "tri",
-        BlockingTier::T2 => "dm",
-    }
-}
-
-/// The blocking tier of a stored key kind.
-fn key_tier(kind: &str) -> Result<BlockingTier> {
-    match kind {
-        "lemma" => Ok(BlockingTier::T0),
-        "tri" => Ok(BlockingTier::T1),
-        "dm" => Ok(BlockingTier::T2),
-        other => Err(Error::store(format!("unknown blocking key kind `{other}`"))),
-    }
+/// A `document_entity_bindings` row.
+fn binding_row(r: &PgRow) -> Result<DocumentBinding> {
+    Ok(DocumentBinding {
+        document_id: id_col(r, "document_id")?,
+        lemma: col(r, "lemma")?,
+        entity_id: id_col(r, "entity_id")?,
+        anchor: opt_id_col(r, "anchor_decision_id")?,
+    })
 }
 
 /// One column, decoded; a type mismatch is a store error.
@@ -146,14 +137,7 @@ async fn insert_keys(
 ) -> Result<()> {
     let (kinds, keys): (Vec<String>, Vec<String>) = alias_keys(alias)
         .into_iter()
-        .map(|(tier, key)| {
-            let kind = match tier {
-                BlockingTier::T0 => "lemma",
-                BlockingTier::T1 => "tri",
-                BlockingTier::T2 => "dm",
-            };
-            (kind.to_string(), key)
-        })
+        .map(|(tier, key)| (tier.key_kind().to_string(), key))
         .unzip();
     if keys.is_empty() {
         return Ok(());
@@ -382,7 +366,7 @@ impl PgStore {
         if wanted.is_empty() {
             return Ok(data);
         }
-        let kinds: Vec<&str> = wanted.iter().map(|(t, _)| key_kind(*t)).collect();
+        let kinds: Vec<&str> = wanted.iter().map(|(t, _)| t.key_kind()).collect();
         let texts: Vec<&str> = wanted.iter().map(|(_, k)| k.as_str()).collect();
         let rows = sqlx::query(
             "WITH wanted AS (SELECT * FROM unnest($2::text[], $3::text[]) AS w(kind, key)),
@@ -406,7 +390,7 @@ impl PgStore {
         let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
         for r in &rows {
             let key = (
-                key_tier(&col::<String>(r, "kind")?)?,
+                BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
                 col::<String>(r, "key")?,
             );
             match col::<Option<String>>(r, "entity_id")? {
@@ -434,7 +418,7 @@ impl PgStore {
         ns: NamespaceId,
         keys: &[BlockingKey],
     ) -> Result<Vec<(BlockingKey, Vec<(EntityId, String)>)>> {
-        let kinds: Vec<&str> = keys.iter().map(|(t, _)| key_kind(*t)).collect();
+        let kinds: Vec<&str> = keys.iter().map(|(t, _)| t.key_kind()).collect();
         let texts: Vec<&str> = keys.iter().map(|(_, k)| k.as_str()).collect();
         let rows = sqlx::query(
             "SELECT k.kind, k.key, k.entity_id, k.alias_lemma
@@ -450,7 +434,7 @@ impl PgStore {
         let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
         for r in &rows {
             let key = (
-                key_tier(&col::<String>(r, "kind")?)?,
+                BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
                 col::<String>(r, "key")?,
             );
             read.entry(key)
@@ -522,16 +506,7 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(DocumentBinding {
-                    document_id: id_col(r, "document_id")?,
-                    lemma: col(r, "lemma")?,
-                    entity_id: id_col(r, "entity_id")?,
-                    anchor: opt_id_col(r, "anchor_decision_id")?,
-                })
-            })
-            .collect()
+        rows.iter().map(binding_row).collect()
     }
 
     pub(crate) async fn resolution_for_impl(
@@ -792,16 +767,7 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(DocumentBinding {
-                    document_id: id_col(r, "document_id")?,
-                    lemma: col(r, "lemma")?,
-                    entity_id: id_col(r, "entity_id")?,
-                    anchor: opt_id_col(r, "anchor_decision_id")?,
-                })
-            })
-            .collect()
+        rows.iter().map(binding_row).collect()
     }
 
     pub(crate) async fn document_bindings_impl(
@@ -821,16 +787,7 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(DocumentBinding {
-                    document_id: id_col(r, "document_id")?,
-                    lemma: col(r, "lemma")?,
-                    entity_id: id_col(r, "entity_id")?,
-                    anchor: opt_id_col(r, "anchor_decision_id")?,
-                })
-            })
-            .collect()
+        rows.iter().map(binding_row).collect()
     }
 
     pub(crate) async fn resolution_decision_impl(

@@ -87,7 +87,7 @@ async fn insert_keys(
         rows,
         |mut row, ((tier, key), entity, alias_lemma)| {
             row.push_bind(ns)
-                .push_bind(kind_of(*tier))
+                .push_bind(tier.key_kind())
                 .push_bind(key.as_str())
                 .push_bind(entity.as_str())
                 .push_bind(*alias_lemma);
@@ -97,23 +97,6 @@ async fn insert_keys(
 }
 
 /// The store's name of a blocking tier's keys (`entity_keys.kind`).
-fn kind_of(tier: BlockingTier) -> &'static str {
-    match tier {
-        BlockingTier::T0 => "lemma",
-        BlockingTier::T1 => "tri",
-        BlockingTier::T2 => "dm",
-    }
-}
-
-fn tier_of(kind: &str) -> Result<BlockingTier> {
-    match kind {
-        "lemma" => Ok(BlockingTier::T0),
-        "tri" => Ok(BlockingTier::T1),
-        "dm" => Ok(BlockingTier::T2),
-        other => Err(Error::store(format!("unknown blocking key kind `{other}`"))),
-    }
-}
-
 /// The blocking keys this process has read, per namespace, each with its alias-row
 /// count and (when read) its rows, valid while the namespace's key stamp (moved by
 /// every key row written or removed, whichever process writes) is the one they were
@@ -227,10 +210,13 @@ impl SqliteStore {
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for (tier, key) in batch {
-                q = q.bind(kind_of(*tier)).bind(key);
+                q = q.bind(tier.key_kind()).bind(key);
             }
             for r in q.bind(&ns_s).fetch_all(&self.read).await.map_err(db_err)? {
-                let key = (tier_of(&r.get::<String, _>("kind"))?, r.get("key"));
+                let key = (
+                    BlockingTier::of_key_kind(&r.get::<String, _>("kind"))?,
+                    r.get("key"),
+                );
                 read.entry(key).or_default().push((
                     parse_id(&r.get::<String, _>("entity_id"))?,
                     r.get("alias_lemma"),
@@ -305,13 +291,13 @@ impl SqliteStore {
                 .bind(&ns_s)
                 .bind(MAX_KEY_ROWS as i64);
             for (tier, key) in batch {
-                query = query.bind(kind_of(*tier)).bind(key.as_str());
+                query = query.bind(tier.key_kind()).bind(key.as_str());
             }
             let mut rows: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
             let mut counts: HashMap<BlockingKey, u64> = HashMap::new();
             for r in query.fetch_all(&self.read).await.map_err(db_err)? {
                 let key = (
-                    tier_of(&r.get::<String, _>("kind"))?,
+                    BlockingTier::of_key_kind(&r.get::<String, _>("kind"))?,
                     r.get::<String, _>("key"),
                 );
                 match r.get::<Option<String>, _>("entity_id") {

@@ -85,6 +85,29 @@ pub enum BlockingTier {
     T2,
 }
 
+impl BlockingTier {
+    /// The name a store keeps this tier's keys under (`entity_keys.kind`).
+    pub fn key_kind(self) -> &'static str {
+        match self {
+            BlockingTier::T0 => "lemma",
+            BlockingTier::T1 => "tri",
+            BlockingTier::T2 => "dm",
+        }
+    }
+
+    /// The tier of a stored key kind ([`BlockingTier::key_kind`]).
+    pub fn of_key_kind(kind: &str) -> crate::Result<BlockingTier> {
+        match kind {
+            "lemma" => Ok(BlockingTier::T0),
+            "tri" => Ok(BlockingTier::T1),
+            "dm" => Ok(BlockingTier::T2),
+            other => Err(crate::Error::store(format!(
+                "unknown blocking key kind `{other}`"
+            ))),
+        }
+    }
+}
+
 /// A blocking key carried by more alias rows than this is too common to block on:
 /// it names no candidate in particular and would make blocking walk every entity.
 pub const MAX_KEY_ROWS: u64 = 200;
