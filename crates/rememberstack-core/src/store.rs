@@ -195,6 +195,18 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The typed refusal of a write made under this lease once another worker
+    /// holds the item (or none does): `lease_lost`.
+    pub fn lost(&self) -> crate::Error {
+        crate::Error::new(
+            crate::ErrorCode::LeaseLost,
+            format!(
+                "work item {} is no longer leased to {}",
+                self.work_id, self.owner
+            ),
+        )
+    }
+
     /// The lease a claimed item carries.
     pub fn of(item: &WorkItem) -> Self {
         Lease {

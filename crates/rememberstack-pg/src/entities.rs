@@ -26,6 +26,14 @@ const ENTITY_SELECT: &str = "
              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id) AS mention_count
     FROM entities e";
 
+/// The blocking key of an `entity_keys` row (its `kind` and `key`).
+fn key_col(r: &PgRow) -> Result<BlockingKey> {
+    Ok((
+        BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
+        col(r, "key")?,
+    ))
+}
+
 /// A `document_entity_bindings` row.
 fn binding_row(r: &PgRow) -> Result<DocumentBinding> {
     Ok(DocumentBinding {
@@ -389,10 +397,7 @@ impl PgStore {
         .map_err(db_err)?;
         let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
         for r in &rows {
-            let key = (
-                BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
-                col::<String>(r, "key")?,
-            );
+            let key = key_col(r)?;
             match col::<Option<String>>(r, "entity_id")? {
                 None => {
                     data.counts.insert(key, col::<i64>(r, "n")?.max(0) as u64);
@@ -433,10 +438,7 @@ impl PgStore {
         .map_err(db_err)?;
         let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
         for r in &rows {
-            let key = (
-                BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
-                col::<String>(r, "key")?,
-            );
+            let key = key_col(r)?;
             read.entry(key)
                 .or_default()
                 .push((id_col(r, "entity_id")?, col(r, "alias_lemma")?));

@@ -38,7 +38,7 @@ const ASSERTION_SELECT: &str = "
     FROM staged_assertions";
 
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
-static FACT_SELECT: LazyLock<String> = LazyLock::new(|| fact_select(Dialect::Postgres));
+static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
 
 /// The largest dimension a pgvector `vector` holds.
 const MAX_DIM: usize = 16_000;

@@ -117,13 +117,7 @@ pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp
     .await
     .map_err(db_err)?;
     if done.rows_affected() == 0 {
-        return Err(Error::new(
-            ErrorCode::LeaseLost,
-            format!(
-                "work item {} is no longer leased to {}",
-                lease.work_id, lease.owner
-            ),
-        ));
+        return Err(lease.lost());
     }
     Ok(())
 }
@@ -437,13 +431,7 @@ impl PgStore {
                 if done.remove(id) {
                     Ok(())
                 } else {
-                    Err(Error::new(
-                        ErrorCode::LeaseLost,
-                        format!(
-                            "work item {} is no longer leased to {}",
-                            lease.work_id, lease.owner
-                        ),
-                    ))
+                    Err(lease.lost())
                 }
             })
             .collect())

@@ -33,6 +33,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::facts::SUPPORTED;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
@@ -616,10 +617,7 @@ async fn close_unsupported(
            AND f.id IN (SELECT e.fact_id FROM fact_evidence e
                         JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
                         WHERE e.namespace_id = $1 AND {condition})
-           AND NOT EXISTS (SELECT 1 FROM fact_evidence e
-                           JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-                           WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                             AND e.stance = 'support' AND c.is_current)
+           AND NOT ({SUPPORTED})
          ORDER BY f.seq"
     )))
     .bind(ns)

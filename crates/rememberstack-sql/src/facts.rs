@@ -2,12 +2,12 @@
 //! fact listing and search of both stores puts in its statement (so it applies
 //! before `ORDER BY … LIMIT`), and the columns a fact is read with.
 
-use crate::{Arg, Dialect, Params};
+use crate::{Arg, Params};
 use rememberstack_core::facts::FactFilter;
 
 /// Facts with their entity names and the evidence counts (distinct lineages with
 /// current testimony per stance; see [`supported`]).
-pub fn fact_select(d: Dialect) -> String {
+pub fn fact_select() -> String {
     format!(
         "SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
            f.valid_from, f.valid_until, f.valid_precision, f.validity_kind, f.recorded_at,
@@ -17,8 +17,8 @@ pub fn fact_select(d: Dialect) -> String {
     FROM facts f
     LEFT JOIN entities s ON s.namespace_id = f.namespace_id AND s.id = f.subject_id
     LEFT JOIN entities o ON o.namespace_id = f.namespace_id AND o.id = f.object_id",
-        evidence_count(d, "support"),
-        evidence_count(d, "contradict")
+        evidence_count("support"),
+        evidence_count("contradict")
     )
 }
 
@@ -26,23 +26,19 @@ pub fn fact_select(d: Dialect) -> String {
 /// stance: both stores keep it on the fact's row, recounted by triggers in the
 /// statement that changes an input (migration 0017 in SQLite, 0025 in
 /// PostgreSQL).
-fn evidence_count(_d: Dialect, stance: &str) -> String {
-    format!("f.{}_count", stance_column(stance))
-}
-
-fn stance_column(stance: &str) -> &'static str {
-    if stance == "support" {
+fn evidence_count(stance: &str) -> String {
+    let column = if stance == "support" {
         "evidence"
     } else {
         "contradict"
-    }
+    };
+    format!("f.{column}_count")
 }
 
 /// Whether some current testimony supports the fact (alias `f`): its support
-/// count is above zero.
-pub fn supported(_d: Dialect) -> String {
-    "f.evidence_count > 0".to_string()
-}
+/// count is above zero. Reads serve only such facts; a lifecycle change closes a
+/// fact it leaves without.
+pub const SUPPORTED: &str = "f.evidence_count > 0";
 
 /// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values
 /// are bound through `p`, in order. Only placeholders are generated; every value
@@ -84,7 +80,7 @@ pub fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
         // Only facts some current testimony supports: testimony that is not promoted
         // (a candidate or archived note) or no longer current never serves a fact.
         if !filter.unsupported {
-            sql.push_str(&format!(" AND {}", supported(d)));
+            sql.push_str(&format!(" AND {SUPPORTED}"));
         }
         if filter.at.is_none() && filter.overlap.is_none() {
             // Current view: a superseded fact no longer holds. As of an instant, its
@@ -120,6 +116,7 @@ pub fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Dialect;
     use rememberstack_core::ids::{DocumentId, EntityId, NamespaceId};
 
     fn filter() -> FactFilter {

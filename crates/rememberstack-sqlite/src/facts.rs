@@ -15,7 +15,7 @@ use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
-use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::fact_select;
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::sqlite::SqliteRow;
@@ -35,7 +35,7 @@ const ASSERTION_SELECT: &str = "
     FROM staged_assertions";
 
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
-static FACT_SELECT: LazyLock<String> = LazyLock::new(|| fact_select(Dialect::Sqlite));
+static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
 
 fn window_row(r: &SqliteRow) -> Result<Window> {
     Ok(Window {
@@ -298,7 +298,7 @@ impl SqliteStore {
                 if held.remove(&l.work_id.to_string()).is_some() {
                     Ok(())
                 } else {
-                    Err(lease_lost(l))
+                    Err(l.lost())
                 }
             })
             .collect())
@@ -329,7 +329,7 @@ impl SqliteStore {
                     results.push(Ok(()));
                     kept.push((c, ns));
                 }
-                None => results.push(Err(lease_lost(&c.lease))),
+                None => results.push(Err(c.lease.lost())),
             }
         }
         let mut outputs: Vec<(&String, String, &str, String)> = Vec::with_capacity(kept.len());
@@ -1212,16 +1212,6 @@ async fn apply_links(
         }
     }
     Ok(())
-}
-
-fn lease_lost(lease: &Lease) -> Error {
-    Error::new(
-        ErrorCode::LeaseLost,
-        format!(
-            "work item {} is no longer leased to {}",
-            lease.work_id, lease.owner
-        ),
-    )
 }
 
 /// Mark every leased item done whose lease still holds, a statement per owner and

@@ -474,20 +474,9 @@ async fn fence(tx: &mut sqlx::SqliteConnection, lease: &Lease, now: Timestamp) -
     .await
     .map_err(db_err)?;
     if done.rows_affected() == 0 {
-        return Err(lease_lost(lease));
+        return Err(lease.lost());
     }
     Ok(())
-}
-
-/// The error of a stage commit whose lease another worker took over.
-fn lease_lost(lease: &Lease) -> Error {
-    Error::new(
-        ErrorCode::LeaseLost,
-        format!(
-            "work item {} is no longer leased to {}",
-            lease.work_id, lease.owner
-        ),
-    )
 }
 
 async fn insert_work(
@@ -1763,7 +1752,7 @@ impl SearchStore for SqliteStore {
             .iter()
             .find(|l| !held.contains_key(&l.work_id.to_string()))
         {
-            return Err(lease_lost(lost));
+            return Err(lost.lost());
         }
         let gen_key = generation.generation();
         sqlx::query(

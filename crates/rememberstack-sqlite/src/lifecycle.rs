@@ -13,6 +13,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::facts::SUPPORTED;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::sqlite::SqliteRow;
@@ -534,10 +535,7 @@ async fn close_unsupported(
            AND f.id IN (SELECT e.fact_id FROM fact_evidence e
                         JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
                         WHERE e.namespace_id = ? AND {condition})
-           AND NOT EXISTS (SELECT 1 FROM fact_evidence e
-                           JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-                           WHERE e.namespace_id = f.namespace_id AND e.fact_id = f.id
-                             AND e.stance = 'support' AND c.is_current = 1)"
+           AND NOT ({SUPPORTED})"
     )))
     .bind(ns)
     .bind(ns)
