@@ -322,6 +322,12 @@ struct ScaleArgs {
     /// The corpus and query seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Long turns: every conversation turn after the greeting is 300–3,000
+    /// characters (its statement, then talk around it), as real assistant and user
+    /// turns are; the report adds source bytes per second and the store's size
+    /// against its source text.
+    #[arg(long)]
+    long_turns: bool,
     /// Where to write `scale.json` and `scale.md`.
     #[arg(long)]
     out: PathBuf,

@@ -338,6 +338,9 @@ pub struct Sidecar {
     pub generator_claims_target: usize,
     /// Items ingested so far, in generator order.
     pub items: usize,
+    /// Whether turns were lengthened (`--long-turns`).
+    #[serde(default)]
+    pub long_turns: bool,
 }
 
 async fn read_sidecar(store: &BenchStore) -> Result<Option<Sidecar>> {
@@ -371,6 +374,8 @@ pub struct Build {
     pub notes: usize,
     /// Conversation turns ingested.
     pub turns: usize,
+    /// Bytes of source text ingested (turn texts and note bodies).
+    pub text_bytes: usize,
     /// Seconds in the ingest calls.
     pub ingest_secs: f64,
     /// The ledger runs.
@@ -391,8 +396,13 @@ pub async fn build(
     let mut claims = start_claims;
     // Claims per batch: a tenth of the target, 100 to 5,000.
     let batch_goal = (target / 10).clamp(100, 5000);
-    // Claims per item, refined after every batch.
-    let mut rate = 6.0f64;
+    // Claims per item, refined after every batch: a long-turn session says many
+    // more sentences.
+    let mut rate = if generator.has_long_turns() {
+        200.0
+    } else {
+        6.0f64
+    };
     while claims < target {
         let goal = (target - claims).min(batch_goal);
         let n = ((goal as f64 / rate).ceil() as usize).max(1);
@@ -406,6 +416,11 @@ pub async fn build(
                 } => {
                     out.sessions += 1;
                     out.turns += conversation.messages.len();
+                    out.text_bytes += conversation
+                        .messages
+                        .iter()
+                        .map(|m| m.text.len())
+                        .sum::<usize>();
                     let mut options = IngestOptions::new(source_ref);
                     options.source_time = conversation.session_time;
                     memory.ingest_conversation(&conversation, options).await?;
@@ -416,6 +431,7 @@ pub async fn build(
                     text,
                 } => {
                     out.notes += 1;
+                    out.text_bytes += text.len();
                     memory
                         .ingest_text(
                             text,
@@ -585,6 +601,12 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     };
     // Disk: as the store left it, then closed (and, embedded, checkpointed).
     result["disk"] = bench_store.close_and_measure(claims).await?;
+    // The store against the text it was built from (known when the whole corpus is).
+    if let Some(text) = result["corpus"]["text_bytes"].as_u64().filter(|b| *b > 0) {
+        let total = f(&result["disk"]["bytes_per_claim_with_blobs"]) * claims as f64;
+        result["disk"]["source_text_bytes"] = json!(text);
+        result["disk"]["times_source_text"] = json!(total / text as f64);
+    }
     let json_path = crate::write_results(&a.out, "scale", &result, &markdown(&result))?;
     println!("results in {}", json_path.display());
     Ok(result)
@@ -627,7 +649,16 @@ async fn build_and_measure(
                     s.seed
                 );
             }
-            let mut g = Generator::new(s.seed, s.people, s.generator_claims_target);
+            if s.long_turns != a.long_turns && existing < target {
+                bail!(
+                    "the store at {} was built {} --long-turns; resume it the same way or \
+                     use a fresh store",
+                    bench_store.describe(),
+                    if s.long_turns { "with" } else { "without" }
+                );
+            }
+            let mut g = Generator::new(s.seed, s.people, s.generator_claims_target)
+                .long_turns(s.long_turns);
             for _ in 0..s.items {
                 g.next_item();
             }
@@ -641,7 +672,7 @@ async fn build_and_measure(
             bench_store.record_location()
         ),
         _ => (
-            Generator::new(a.seed, synth::cast_size(a.claims), a.claims),
+            Generator::new(a.seed, synth::cast_size(a.claims), a.claims).long_turns(a.long_turns),
             0,
             existing == 0,
         ),
@@ -650,6 +681,10 @@ async fn build_and_measure(
         .as_ref()
         .filter(|_| existing > 0)
         .map_or(a.seed, |s| s.seed);
+    let long_turns = sidecar
+        .as_ref()
+        .filter(|_| existing > 0)
+        .map_or(a.long_turns, |s| s.long_turns);
     let config = json!({
         "store": status.store,
         "embedder": status.embedder,
@@ -658,6 +693,7 @@ async fn build_and_measure(
         "adjudicator": engine.component_version(Stage::Adjudicate),
         "commit": commit(),
         "seed": seed,
+        "long_turns": long_turns,
         "claims_target": a.claims,
         "people": generator.people().len(),
         "queries": a.queries,
@@ -684,6 +720,7 @@ async fn build_and_measure(
                 .filter(|_| existing > 0)
                 .map_or(a.claims, |s| s.generator_claims_target),
             items: replayed,
+            long_turns,
         };
         let build = build(&memory, &mut generator, target, async |g, _| {
             write_sidecar(
@@ -726,6 +763,7 @@ async fn build_and_measure(
             "sessions": build.sessions,
             "notes": build.notes,
             "turns": build.turns,
+            "text_bytes": build.text_bytes,
             "claims": claims_now - existing,
             "chunks": chunks_now.saturating_sub(chunks_before),
             "ingest_secs": build.ingest_secs,
@@ -744,6 +782,7 @@ async fn build_and_measure(
                 "chunks_per_sec": per_sec(new_chunks, build_secs),
                 "claims_per_sec": per_sec(new_claims, build_secs),
                 "turns_per_sec": per_sec(build.turns as f64, build_secs),
+                "text_bytes_per_sec": per_sec(build.text_bytes as f64, build_secs),
                 "turns_per_sec_excluding_embedding":
                     per_sec(build.turns as f64, build_secs - embed.secs),
                 "claims_per_sec_excluding_embedding":
@@ -838,19 +877,21 @@ pub fn markdown(r: &Value) -> String {
     } else {
         let rates = &i["rates"];
         md.push_str(
-            "| documents | turns | claims | ingest s | processing s | embedding s | claims/s | turns/s | turns/s excl. embedding | chunks/s | documents/s |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| documents | turns | text KB | claims | ingest s | processing s | embedding s | claims/s | turns/s | text KB/s | turns/s excl. embedding | chunks/s | documents/s |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         md.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} |\n\n",
+            "| {} | {} | {:.0} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} |\n\n",
             i["documents"],
             i["turns"],
+            f(&i["text_bytes"]) / 1000.0,
             i["claims"],
             f(&i["ingest_secs"]),
             f(&i["process_secs"]),
             f(&i["embedding"]["document"]["secs"]),
             f(&rates["claims_per_sec"]),
             f(&rates["turns_per_sec"]),
+            f(&rates["text_bytes_per_sec"]) / 1000.0,
             f(&rates["turns_per_sec_excluding_embedding"]),
             f(&rates["chunks_per_sec"]),
             f(&rates["documents_per_sec"]),
@@ -899,6 +940,12 @@ pub fn markdown(r: &Value) -> String {
         f(&d["bytes_per_claim"]),
         f(&d["bytes_per_claim_with_blobs"]),
     ));
+    if let Some(times) = d["times_source_text"].as_f64() {
+        md.push_str(&format!(
+            "The store is {times:.1}× its source text ({:.1} MB of turns and notes).\n",
+            f(&d["source_text_bytes"]) / 1e6
+        ));
+    }
     md.push_str(&table_sizes_md(d));
     md
 }
@@ -996,6 +1043,7 @@ mod tests {
             queries: 6,
             warmup: 2,
             seed: 11,
+            long_turns: false,
             out: dir.join("out"),
         }
     }
@@ -1077,6 +1125,33 @@ mod tests {
         .await
         .unwrap();
         pool.close().await;
+    }
+
+    /// `--long-turns`: the report counts the source text, its rate and the store
+    /// against it, and a kept store is not resumed in the other mode.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_turns_report_the_source_text_and_keep_their_mode_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = ScaleArgs {
+            long_turns: true,
+            ..args(dir.path(), 30)
+        };
+        let r = run(long).await.unwrap();
+        assert_eq!(r["config"]["long_turns"], true);
+        let text = r["ingest"]["text_bytes"].as_u64().unwrap();
+        let turns = r["ingest"]["turns"].as_u64().unwrap();
+        assert!(text > 250 * turns, "{text} bytes in {turns} turns");
+        assert_eq!(r["corpus"]["text_bytes"].as_u64(), Some(text));
+        assert!(r["ingest"]["rates"]["text_bytes_per_sec"].as_f64().unwrap() > 0.0);
+        let times = r["disk"]["times_source_text"].as_f64().unwrap();
+        let total = r["disk"]["bytes_per_claim_with_blobs"].as_f64().unwrap()
+            * r["disk"]["claims"].as_f64().unwrap();
+        assert!((times * text as f64 - total).abs() < 1.0, "{times}");
+        let md = std::fs::read_to_string(dir.path().join("out/scale.md")).unwrap();
+        assert!(md.contains("× its source text"), "{md}");
+
+        let err = run(args(dir.path(), 1_000_000)).await.unwrap_err();
+        assert!(err.to_string().contains("--long-turns"), "{err}");
     }
 
     /// The whole command on a few hundred claims: the offline pipeline yields claims

@@ -191,6 +191,138 @@ const FILLER: &[&str] = &[
     "Okay!",
 ];
 
+// Parts of the prose that lengthens turns (`Generator::long_turns`).
+const PROSE_OPENERS: &[&str] = &[
+    "",
+    "",
+    "",
+    "honestly,",
+    "to be fair,",
+    "the thing is,",
+    "looking back,",
+    "in any case,",
+    "funny enough,",
+    "as far as I remember,",
+    "between us,",
+];
+const PROSE_PLACES: &[&str] = &[
+    "bakery",
+    "market",
+    "harbour",
+    "museum",
+    "library",
+    "station",
+    "park",
+    "bookshop",
+    "old bridge",
+    "river",
+    "cafe",
+    "gallery",
+    "square",
+    "train yard",
+    "night market",
+];
+const PROSE_COMPARATIVES: &[&str] = &[
+    "busier",
+    "quieter",
+    "smaller",
+    "more expensive",
+    "cheaper",
+    "louder",
+    "calmer",
+    "more crowded",
+    "friendlier",
+    "colder",
+];
+const PROSE_PERIODS: &[&str] = &[
+    "weekend",
+    "morning",
+    "evening",
+    "holiday",
+    "long weekend",
+    "afternoon",
+    "rainy week",
+];
+const PROSE_GERUNDS: &[&str] = &[
+    "reading",
+    "cooking",
+    "cleaning the flat",
+    "walking by the water",
+    "sorting old photos",
+    "fixing the bike",
+    "writing letters",
+    "repotting plants",
+    "baking bread",
+    "planning trips",
+    "watching old films",
+    "learning new recipes",
+];
+const PROSE_TOPICS: &[&str] = &[
+    "the weather",
+    "old friends",
+    "work",
+    "school",
+    "music",
+    "the news",
+    "travel",
+    "money",
+    "cooking",
+    "family holidays",
+    "the neighbourhood",
+    "sports",
+    "books we loved as kids",
+];
+const PROSE_RELATIVES: &[&str] = &[
+    "mother",
+    "father",
+    "brother",
+    "sister",
+    "aunt",
+    "uncle",
+    "grandmother",
+    "cousin",
+];
+const PROSE_VERBS: &[&str] = &[
+    "rest",
+    "travel",
+    "call home",
+    "cook",
+    "exercise",
+    "read",
+    "slow down",
+    "write",
+    "paint",
+    "go outside",
+    "sleep early",
+];
+const PROSE_THINGS: &[&str] = &[
+    "pastries",
+    "soup",
+    "coffee",
+    "maps",
+    "postcards",
+    "flowers",
+    "old records",
+    "spices",
+    "dumplings",
+    "tea",
+    "second-hand books",
+    "fresh bread",
+    "ceramics",
+];
+const PROSE_UNITS: &[&str] = &["hours", "days", "weeks", "evenings", "attempts"];
+const PROSE_FEELINGS: &[&str] = &[
+    "worth it",
+    "exhausting",
+    "relaxing",
+    "strange",
+    "wonderful",
+    "a bit silly",
+    "surprisingly easy",
+    "harder than it looks",
+    "oddly satisfying",
+];
+
 const GENERIC_QUESTIONS: &[&str] = &[
     "How are you doing?",
     "What have you been up to?",
@@ -298,6 +430,10 @@ pub struct Counts {
     pub filler: usize,
     /// Meeting-note lines without names.
     pub meeting_lines: usize,
+    /// Bytes of text generated: conversation turns and note bodies.
+    pub text_bytes: usize,
+    /// Sentences of prose added to lengthen turns (`long_turns`).
+    pub prose_sentences: usize,
 }
 
 /// A benchmark question about the cast and the name `resolve_entity` looks up.
@@ -324,6 +460,10 @@ pub struct Generator {
     clock: DateTime<Utc>,
     step_minutes: i64,
     counts: Counts,
+    /// Long turns: each turn after the greeting is lengthened to 300–3,000 characters.
+    long_turns: bool,
+    /// The prose's own stream, so that a long corpus says what the short one says.
+    prose_rng: Rng,
 }
 
 /// The cast size for a claim target: one person per ten claims, 20 to 2,000.
@@ -369,7 +509,23 @@ impl Generator {
             clock: Utc.with_ymd_and_hms(2022, 1, 3, 9, 0, 0).unwrap(),
             step_minutes,
             counts: Counts::default(),
+            long_turns: false,
+            prose_rng: Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
         }
+    }
+
+    /// Make every turn after a session's greeting 300–3,000 characters long, as an
+    /// assistant's or a talkative user's turn is: the turn's statement, then prose
+    /// around it. The prose has a random stream of its own: the items, their
+    /// statements and the cast's history are the short corpus's.
+    pub fn long_turns(mut self, on: bool) -> Self {
+        self.long_turns = on;
+        self
+    }
+
+    /// Whether turns are lengthened ([`Generator::long_turns`]).
+    pub fn has_long_turns(&self) -> bool {
+        self.long_turns
     }
 
     /// The cast.
@@ -493,6 +649,12 @@ impl Generator {
                 }
                 None => self.turn(me, &mut pending, at),
             };
+            let text = if self.long_turns && t > 1 {
+                self.lengthen(text)
+            } else {
+                text
+            };
+            self.counts.text_bytes += text.len();
             self.people[me].mentioned = true;
             messages.push(Message {
                 event_id: Some(format!("c{}:s{session}:t{t}", thread + 1)),
@@ -537,6 +699,90 @@ impl Generator {
             82..=89 => self.answer(me, Answer::Change, at),
             _ => self.answer(me, Answer::Plain, at),
         }
+    }
+
+    /// `text` followed by prose sentences until it is 300–3,000 characters long.
+    fn lengthen(&mut self, mut text: String) -> String {
+        let goal = self.prose_rng.range(300, 3000);
+        while text.len() < goal {
+            let sentence = self.prose();
+            if text.len() + 1 + sentence.len() > 3000 && text.len() >= 300 {
+                break;
+            }
+            text.push(' ');
+            text.push_str(&sentence);
+            self.counts.prose_sentences += 1;
+        }
+        text
+    }
+
+    /// One sentence of talk around a statement: opinions, recollections and advice
+    /// about nobody in the cast, built from parts so that sentences rarely repeat.
+    fn prose(&mut self) -> String {
+        let r = &mut self.prose_rng;
+        let opener = *r.pick(PROSE_OPENERS);
+        let body = match r.below(8) {
+            0 => format!(
+                "the {} in {} was {} than I expected",
+                r.pick(PROSE_PLACES),
+                r.pick(CITIES),
+                r.pick(PROSE_COMPARATIVES)
+            ),
+            1 => format!(
+                "I spent most of the {} {} and {}",
+                r.pick(PROSE_PERIODS),
+                r.pick(PROSE_GERUNDS),
+                r.pick(PROSE_GERUNDS)
+            ),
+            2 => format!(
+                "we talked for hours about {} and whether {} still matters",
+                r.pick(PROSE_TOPICS),
+                r.pick(PROSE_TOPICS)
+            ),
+            3 => format!(
+                "my {} keeps telling me to {} more often",
+                r.pick(PROSE_RELATIVES),
+                r.pick(PROSE_VERBS)
+            ),
+            4 => format!(
+                "there is a small {} near the {} where they sell {}",
+                r.pick(PROSE_PLACES),
+                r.pick(PROSE_PLACES),
+                r.pick(PROSE_THINGS)
+            ),
+            5 => format!(
+                "it took {} {} to {} the {}, which felt {}",
+                number_word(r.range(2, 9)),
+                r.pick(PROSE_UNITS),
+                r.pick(PROSE_VERBS),
+                r.pick(PROSE_THINGS),
+                r.pick(PROSE_FEELINGS)
+            ),
+            6 => format!(
+                "if you ever go to {}, try the {} at the {} by the {}",
+                r.pick(CITIES),
+                r.pick(PROSE_THINGS),
+                r.pick(PROSE_PLACES),
+                r.pick(PROSE_PLACES)
+            ),
+            _ => format!(
+                "{} is {} when you are {}, at least in my experience",
+                r.pick(HOBBIES),
+                r.pick(PROSE_FEELINGS),
+                r.pick(PROSE_GERUNDS)
+            ),
+        };
+        let mut sentence = if opener.is_empty() {
+            body
+        } else {
+            format!("{opener} {body}")
+        };
+        // Capitalise the first letter; the parts are lowercase.
+        if let Some(first) = sentence.get(..1) {
+            sentence.replace_range(..1, &first.to_uppercase());
+        }
+        sentence.push('.');
+        sentence
     }
 
     /// A first-person statement of the given kind, said at `at`.
@@ -651,6 +897,7 @@ impl Generator {
             text.push_str(&p);
             text.push_str("\n\n");
         }
+        self.counts.text_bytes += text.len();
         Item::Document {
             source_ref: format!("synth/d{n}"),
             source_time: now,
@@ -904,6 +1151,53 @@ mod tests {
         assert_ne!(a, corpus(43, 60));
         let g = Generator::new(42, 50, 500);
         assert_eq!(g.queries(20, 42), g.queries(20, 42));
+    }
+
+    /// Long turns: every turn after a session's greeting is 300–3,000 characters,
+    /// keeps its statement at the front, and the prose varies; notes and the
+    /// greeting are as in the short corpus, and the byte count is the text's.
+    #[test]
+    fn long_turns_are_three_hundred_to_three_thousand_characters_around_their_statement() {
+        let mut short = Generator::new(5, 50, 500);
+        let mut long = Generator::new(5, 50, 500).long_turns(true);
+        let (mut bytes, mut turns, mut distinct) = (0, 0, std::collections::HashSet::new());
+        for _ in 0..40 {
+            match (short.next_item(), long.next_item()) {
+                (
+                    Item::Session {
+                        conversation: s, ..
+                    },
+                    Item::Session {
+                        conversation: l, ..
+                    },
+                ) => {
+                    assert_eq!(s.messages.len(), l.messages.len());
+                    assert_eq!(s.messages[0].text, l.messages[0].text, "the greeting");
+                    for (a, b) in s.messages.iter().zip(&l.messages).skip(1) {
+                        let n = b.text.len();
+                        assert!((300..=3000).contains(&n), "{n}: {}", b.text);
+                        assert!(b.text.starts_with(a.text.as_str()), "{}", b.text);
+                        distinct.extend(b.text[a.text.len()..].split(". ").map(str::to_string));
+                        turns += 1;
+                    }
+                    bytes += l.messages.iter().map(|m| m.text.len()).sum::<usize>();
+                }
+                (Item::Document { text: a, .. }, Item::Document { text: b, .. }) => {
+                    assert_eq!(a, b);
+                    bytes += b.len();
+                }
+                _ => panic!("the long corpus took another path"),
+            }
+        }
+        assert!(turns > 100, "{turns}");
+        assert_eq!(long.counts().text_bytes, bytes);
+        assert!(long.counts().text_bytes > 5 * short.counts().text_bytes);
+        let sentences = long.counts().prose_sentences;
+        assert!(
+            distinct.len() * 10 > sentences * 9,
+            "{} of {sentences}",
+            distinct.len()
+        );
     }
 
     #[test]
