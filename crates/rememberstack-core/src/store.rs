@@ -329,6 +329,30 @@ pub fn check_query_vector(query: &[f32]) -> Result<()> {
     Ok(())
 }
 
+/// Both stores keep vectors at half precision (`f16`: two bytes a component, 11
+/// significant bits, finite values up to ±65,504), which every reader compares by
+/// cosine only. A vector whose largest component half precision would not hold
+/// well (above 65,504, or below 0.01 where it loses significant bits) is stored
+/// scaled to unit length instead, which no cosine sees; any other vector is stored
+/// as it is. Non-finite vectors are left as they are (a store refuses or keeps them
+/// whole).
+pub fn vector_for_half_precision(v: &[f32]) -> std::borrow::Cow<'_, [f32]> {
+    /// The largest finite `f16`.
+    const LARGEST: f32 = 65_504.0;
+    /// Below this largest component, scale: `f16` keeps 11 significant bits only
+    /// from 2^-14 up (its normal range).
+    const SMALLEST_LARGEST: f32 = 1.0e-2;
+    let largest = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if !v.iter().all(|x| x.is_finite()) || (SMALLEST_LARGEST..=LARGEST).contains(&largest) {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    std::borrow::Cow::Owned(v.iter().map(|x| (f64::from(*x) / norm) as f32).collect())
+}
+
 /// Semantic channel coverage for one generation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VectorCoverage {

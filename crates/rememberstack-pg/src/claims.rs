@@ -860,7 +860,8 @@ impl PgStore {
         let dim = query.len();
         let (distance, order) = if exact {
             (
-                "COALESCE(NULLIF(v.embedding <=> $1::vector, 'NaN'::float8), 1.0)".to_string(),
+                "COALESCE(NULLIF(v.embedding::vector <=> $1::vector, 'NaN'::float8), 1.0)"
+                    .to_string(),
                 "distance, c.id",
             )
         } else {

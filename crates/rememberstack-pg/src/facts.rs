@@ -891,7 +891,7 @@ impl PgStore {
             let distance = if zero {
                 "0::float8"
             } else {
-                "COALESCE(NULLIF(vv.embedding <=> $1::vector, 'NaN'::float8), 1.0)"
+                "COALESCE(NULLIF(vv.embedding::vector <=> $1::vector, 'NaN'::float8), 1.0)"
             };
             fetch(
                 format!("{} ORDER BY distance, f.id LIMIT {limit}", base(distance)),
@@ -955,7 +955,7 @@ impl PgStore {
             return Ok(vec![]);
         }
         let rows = sqlx::query(
-            "SELECT embedding_key, embedding FROM vectors
+            "SELECT embedding_key, embedding::vector AS embedding FROM vectors
              WHERE namespace_id = $1 AND generation = $2 AND embedding_key = ANY($3)",
         )
         .bind(ns.to_string())

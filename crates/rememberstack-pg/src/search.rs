@@ -211,11 +211,16 @@ impl PgStore {
             // One statement for the batch (a key repeated in it is stored once).
             let (keys, embeddings): (Vec<String>, Vec<pgvector::Vector>) = vectors
                 .iter()
-                .map(|(k, v)| (k.clone(), pgvector::Vector::from(v.clone())))
+                .map(|(k, v)| {
+                    // Kept at half precision (`halfvec`) by core's rule, as the
+                    // embedded store keeps them.
+                    let v = rememberstack_core::store::vector_for_half_precision(v);
+                    (k.clone(), pgvector::Vector::from(v.into_owned()))
+                })
                 .unzip();
             sqlx::query(
                 "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension, embedding, created_at)
-                 SELECT $1, $2, t.key, $3, t.embedding, $4
+                 SELECT $1, $2, t.key, $3, t.embedding::halfvec, $4
                    FROM UNNEST($5::text[], $6::vector[]) AS t(key, embedding)
                  ON CONFLICT DO NOTHING",
             )
@@ -539,7 +544,7 @@ impl PgStore {
             // Fewer than asked: every eligible row was returned, or the iterative
             // scan gave up (hnsw.max_scan_tuples). The exact scan (an expression no
             // index serves) is then the answer, ordered as SQLite orders.
-            let exact = "COALESCE(NULLIF(v.embedding <=> $1, 'NaN'::float8), 1.0)";
+            let exact = "COALESCE(NULLIF(v.embedding::vector <=> $1, 'NaN'::float8), 1.0)";
             hits = run(statement(exact, &format!("{exact}, c.id")), limit, false).await?;
         }
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

@@ -1137,7 +1137,7 @@ impl SqliteStore {
         let mut by_key: BTreeMap<String, Vec<f32>> = BTreeMap::new();
         let rows = fetch_in_batches(
             &self.read,
-            "SELECT embedding_key, vector FROM vectors
+            "SELECT embedding_key, dimension, vector FROM vectors
              WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({list})",
             &[&ns.to_string(), generation],
             keys,
@@ -1146,7 +1146,7 @@ impl SqliteStore {
         for r in rows {
             by_key.insert(
                 r.get("embedding_key"),
-                decode_vector(&r.get::<Vec<u8>, _>("vector"))?,
+                decode_vector(&r.get::<Vec<u8>, _>("vector"), r.get("dimension"))?,
             );
         }
         // In the order asked (each key once); missing keys are skipped.

@@ -2865,10 +2865,55 @@ mod tests {
         assert!(store.currency_due().await.unwrap().is_empty());
     }
 
+    /// Vectors are stored as `f16` (two bytes a component), scaled to unit length
+    /// when half precision would not hold them, `f32` only when not finite; blobs of
+    /// either width (older stores hold `f32`) decode.
     #[test]
-    fn vectors_round_trip() {
+    fn vectors_are_stored_at_half_precision_when_it_keeps_them() {
+        // Exact in f16: stored in two bytes a component, read back equal.
         let v = vec![0.5f32, -1.25, 3.0];
-        assert_eq!(decode_vector(&encode_vector(&v)).unwrap(), v);
-        assert!(decode_vector(&[1, 2, 3]).is_err());
+        let b = encode_vector(&v);
+        assert_eq!(b.len(), 6);
+        assert_eq!(decode_vector(&b, 3).unwrap(), v);
+        // A unit vector: within f16's relative precision of its largest component,
+        // and its cosine with the original is 1 to six places.
+        let raw: Vec<f32> = (0..384)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let norm = raw.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let unit: Vec<f32> = raw.iter().map(|x| x / norm).collect();
+        let back = decode_vector(&encode_vector(&unit), 384).unwrap();
+        let largest = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        for (a, b) in unit.iter().zip(&back) {
+            assert!((a - b).abs() <= largest / 2048.0, "{a} {b}");
+        }
+        let cos: f32 = unit.iter().zip(&back).map(|(a, b)| a * b).sum::<f32>()
+            / back.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((cos - 1.0).abs() < 1e-6, "{cos}");
+        // Out of f16's range, or too small for its precision: scaled to unit length
+        // (the direction, all a cosine sees, kept), then two bytes a component.
+        for (big, unit) in [
+            (
+                vec![70_000.0f32, 0.0, -70_000.0],
+                [0.70710677f32, 0.0, -0.70710677],
+            ),
+            (vec![3e-3f32, -4e-3, 0.0], [0.6, -0.8, 0.0]),
+        ] {
+            let b = encode_vector(&big);
+            assert_eq!(b.len(), 6, "{big:?}");
+            let back = decode_vector(&b, 3).unwrap();
+            for (a, b) in unit.iter().zip(&back) {
+                assert!((a - b).abs() < 1e-3, "{big:?}: {back:?}");
+            }
+        }
+        // Not finite: kept whole, as f32.
+        let b = encode_vector(&[f32::NAN, 1.0]);
+        assert_eq!(b.len(), 8);
+        assert_eq!(decode_vector(&b, 2).unwrap()[1], 1.0);
+        // A blob of an older store (f32) still decodes; a torn one is refused.
+        let old: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(decode_vector(&old, 3).unwrap(), v);
+        assert!(decode_vector(&[1, 2, 3], 3).is_err());
+        assert!(decode_vector(&b, -1).is_err());
     }
 }

@@ -155,7 +155,7 @@ impl VectorCache {
         for batch in missing.chunks(2_000) {
             let list = serde_json::to_string(batch).map_err(|e| Error::internal(e.to_string()))?;
             let fetched = sqlx::query(
-                "SELECT embedding_key, vector FROM vectors
+                "SELECT embedding_key, dimension, vector FROM vectors
                  WHERE namespace_id = ? AND generation = ?
                    AND embedding_key IN (SELECT value FROM json_each(?))",
             )
@@ -167,7 +167,10 @@ impl VectorCache {
             .map_err(db_err)?;
             for r in &fetched {
                 // Kept at unit length: a scan's cosine is then one dot product.
-                let v = unit(&decode_vector(&r.get::<Vec<u8>, _>("vector"))?);
+                let v = unit(&decode_vector(
+                    &r.get::<Vec<u8>, _>("vector"),
+                    r.get("dimension"),
+                )?);
                 loaded.push((r.get::<String, _>("embedding_key"), Arc::from(v)));
             }
         }

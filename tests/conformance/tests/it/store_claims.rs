@@ -685,7 +685,12 @@ fn check(hits: Vec<ClaimHit>, want: Vec<(ClaimId, f64)>) {
     let ids: Vec<ClaimId> = want.iter().map(|w| w.0).collect();
     assert_eq!(got, ids);
     for (h, w) in hits.iter().zip(&want) {
-        assert!((h.score - w.1).abs() < 1e-5, "{} vs {}", h.score, w.1);
+        assert!(
+            (h.score - w.1).abs() < crate::store_fixtures::HALF_PRECISION,
+            "{} vs {}",
+            h.score,
+            w.1
+        );
     }
 }
 
@@ -895,7 +900,7 @@ async fn claims_semantic_ties_break_by_id() {
             .unwrap();
         assert_eq!(hits.len(), 41);
         assert_eq!(hits[40].claim_id, near);
-        assert!((hits[40].score - 0.8).abs() < 1e-6);
+        assert!((hits[40].score - 0.8).abs() < crate::store_fixtures::HALF_PRECISION);
         // A zero query has no direction: every score is 0, ties by id.
         let hits = store
             .search_claims_semantic(&filter(ns), &g, &[0.0, 0.0], 3)

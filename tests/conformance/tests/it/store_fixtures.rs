@@ -753,3 +753,7 @@ pub async fn forget_manifest(
         at,
     )
 }
+
+/// How far a stored vector's cosine may be from the full-precision one: both
+/// stores keep vectors at half precision (11 significant bits a component).
+pub const HALF_PRECISION: f64 = 1e-3;
