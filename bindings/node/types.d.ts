@@ -28,7 +28,13 @@ export interface AdjudicationRecord {
   claim_id: ClaimId
   /** When. */
   created_at: Instant
-  /** The rendered inputs (prompt or rule inputs) and any window revision. */
+  /**
+   * What the adjudicator read beyond the assertion and the candidates: a chat
+   * model's rendered prompt, or the offline rule's inputs (`rule`: whether an
+   * identical statement matched, any window revision, the chain links it
+   * changed). The assertion judged is `assertion_id`, the facts shown
+   * `candidates`.
+   */
   input: JsonValue
   /** The model, when a chat model judged. */
   model: string | null

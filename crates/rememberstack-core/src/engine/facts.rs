@@ -2360,9 +2360,10 @@ impl Engine {
                 })
             })
             .collect();
+        // The rule's own inputs only: the judged assertion is the record's
+        // `assertion_id` (staged, immutable, forgotten with it) and the candidates
+        // its `candidates`, so neither is copied into every transcript.
         c.transcript.input = serde_json::json!({
-            "assertion": a,
-            "candidates": candidate_ids,
             "rule": {"identical": same.is_some(), "chain": changed},
         });
         c.links = links.into_iter().map(|(l, _)| l).collect();
@@ -2498,10 +2499,10 @@ impl Engine {
         at: Timestamp,
     ) -> ApplyCommit {
         let candidate_ids: Vec<FactId> = candidates.iter().map(|f| f.fact_id).collect();
+        // As in a chain's transcript: the rule's inputs, not copies of the
+        // assertion and the candidates the record names.
         let input = |identical: bool, revision: Option<&Window>| {
             serde_json::json!({
-                "assertion": a,
-                "candidates": candidate_ids,
                 "rule": {"identical": identical, "window_revision": revision},
             })
         };

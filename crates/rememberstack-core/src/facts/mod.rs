@@ -274,7 +274,11 @@ pub struct AdjudicationRecord {
     pub candidates: Vec<FactId>,
     /// Why (the rule that fired, or the model's reason).
     pub reason: String,
-    /// The rendered inputs (prompt or rule inputs) and any window revision.
+    /// What the adjudicator read beyond the assertion and the candidates: a chat
+    /// model's rendered prompt, or the offline rule's inputs (`rule`: whether an
+    /// identical statement matched, any window revision, the chain links it
+    /// changed). The assertion judged is `assertion_id`, the facts shown
+    /// `candidates`.
     pub input: serde_json::Value,
     /// The model, when a chat model judged.
     pub model: Option<String>,
