@@ -292,6 +292,28 @@ impl PgStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
+            // Fence out pipeline commits of the lineage that were leased before the
+            // forget began (new leases skip a namespace under forget): take the
+            // lineage row, then the namespace's change stamp, in the order a chunk
+            // commit takes them and before any row is read. A commit that already
+            // holds either finishes first and its rows are scrubbed with the rest;
+            // one that comes after finds its work item gone and rolls back. Without
+            // this, chunks a worker committed while the scrub ran survived it and
+            // the forget failed verification, leaving the namespace closed.
+            sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
+                .bind(&ns_s)
+                .bind(&doc_s)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query(
+                "INSERT INTO change_stamps (namespace_id, n) VALUES ($1, 1)
+                 ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
+            )
+            .bind(&ns_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
             let mut versions: BTreeSet<String> =
                 manifest.version_ids.iter().map(|v| v.to_string()).collect();
             versions.extend(

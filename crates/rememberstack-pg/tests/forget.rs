@@ -412,3 +412,80 @@ async fn pg_an_unreadable_manifest_root_fails_the_connect() {
         .unwrap();
     drop_schema(&cleanup).await;
 }
+
+/// A pipeline commit of the lineage that is under way when a forget begins (here a
+/// transaction holding the lineage row, as a chunk commit does from its first
+/// statement, which then writes a chunk) finishes before the forget reads
+/// anything: its chunk is scrubbed with the rest and the forget verifies, instead
+/// of the chunk surviving and the namespace staying closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_a_commit_under_way_when_a_forget_begins_is_scrubbed_with_the_rest() {
+    let Some(url) =
+        database_url("pg_a_commit_under_way_when_a_forget_begins_is_scrubbed_with_the_rest")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("manifests");
+    let schema = fresh_schema("forget_race");
+    let store = PgStore::connect_with(&url, config(&schema, &manifests))
+        .await
+        .unwrap();
+    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
+    let (doc, version, sha) = lineage(&store, ns.id, "secret.md", "Marker zebra-42").await;
+    let m = manifest(&ns, doc, version, &sha, "secret.md");
+
+    // The commit under way: the lineage row first, as `commit_chunks` takes it.
+    let mut commit = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
+        .bind(ns.id.to_string())
+        .bind(doc.to_string())
+        .execute(&mut *commit)
+        .await
+        .unwrap();
+    let forgetting = {
+        let store = store.clone();
+        let m = m.clone();
+        tokio::spawn(async move { store.forget(&m, at(10)).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !forgetting.is_finished(),
+        "the forget waits for the commit that holds its lineage"
+    );
+    // The commit writes a second chunk of the version, then ends.
+    sqlx::query(
+        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+             block_start, block_end, start_byte, end_byte, char_start, char_end, text,
+             content_hash, token_estimate, embedding_key, event_ids_json)
+         SELECT namespace_id, $3, version_id, document_id, ordinal + 1, section_ordinal,
+             block_start, block_end, start_byte, end_byte, char_start, char_end,
+             text || ' again', content_hash, token_estimate, embedding_key, event_ids_json
+         FROM chunks WHERE namespace_id = $1 AND version_id = $2",
+    )
+    .bind(ns.id.to_string())
+    .bind(version.to_string())
+    .bind(uuid::Uuid::now_v7().to_string())
+    .execute(&mut *commit)
+    .await
+    .unwrap();
+    commit.commit().await.unwrap();
+
+    let (report, _) = forgetting.await.unwrap().unwrap();
+    assert_eq!(report.chunks, 2, "both chunks scrubbed: {report:?}");
+    assert!(
+        report.verification.iter().all(|c| c.remaining == 0),
+        "{:?}",
+        report.verification
+    );
+    assert!(report.forgotten_at.is_some());
+    assert!(store.incomplete_forgets(ns.id).await.unwrap().is_empty());
+    let left = count(
+        &store,
+        "SELECT COUNT(*) FROM chunks WHERE namespace_id = $1",
+        ns.id,
+    )
+    .await;
+    assert_eq!(left, 0);
+    drop_schema(&store).await;
+}

@@ -297,7 +297,14 @@ impl Target {
                     let _ = tx.send(line);
                 }
             });
-            let life = (kills < KILLS).then(|| share(kills, self.done(), lived));
+            let done_at_start = self.done();
+            let life = (kills < KILLS).then(|| share(kills, done_at_start, lived));
+            // Nor does it do more than a share of the items left (one more share
+            // than the kills still to make): a resume that would finish the run
+            // inside its life is killed once it has done that many, so the run
+            // cannot end before the last kill however fast the machine is.
+            let cap = done_at_start
+                + (items.saturating_sub(done_at_start) / (KILLS.saturating_sub(kills) + 1)).max(1);
             let mut log = Vec::new();
             let finished = loop {
                 match rx.recv() {
@@ -321,7 +328,14 @@ impl Target {
                 released += 1;
             }
             if let (false, Some(life)) = (finished, life) {
-                std::thread::sleep(life.saturating_sub(started.elapsed()));
+                let deadline = started + life;
+                while child.try_wait().unwrap().is_none() {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || self.done() >= cap {
+                        break;
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(100)));
+                }
                 if child.try_wait().unwrap().is_none() {
                     child.kill().unwrap(); // SIGKILL
                     child.wait().unwrap();
