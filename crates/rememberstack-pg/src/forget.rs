@@ -130,7 +130,9 @@ impl PgStore {
         expected: u32,
         now: Timestamp,
     ) -> Result<(NoteRecord, Vec<EntityId>)> {
-        use crate::lifecycle::{advisory_lock, note_in, note_lock, set_lifecycle, stored, unserve};
+        use crate::lifecycle::{
+            advisory_lock, lock_lineage, note_in, note_lock, set_lifecycle, stored, unserve,
+        };
         let (ns_s, version_s, at) = (ns.to_string(), version.to_string(), stored(now));
         let not_found = || {
             Error::new(
@@ -149,12 +151,7 @@ impl PgStore {
         };
         note.check_transition(expected, Admission::Revoked)?;
         let doc_s = note.note_id.to_string();
-        sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
-            .bind(&ns_s)
-            .bind(&doc_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        lock_lineage(&mut tx, &ns_s, &doc_s).await?;
         set_lifecycle(&mut tx, &ns_s, &version_s, Admission::Revoked, at).await?;
         unserve(&mut tx, &ns_s, &doc_s, at, "note_revoked").await?;
         let scrubbed = scrub(
@@ -300,12 +297,7 @@ impl PgStore {
             // one that comes after finds its work item gone and rolls back. Without
             // this, chunks a worker committed while the scrub ran survived it and
             // the forget failed verification, leaving the namespace closed.
-            sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
-                .bind(&ns_s)
-                .bind(&doc_s)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            crate::lifecycle::lock_lineage(&mut tx, &ns_s, &doc_s).await?;
             sqlx::query(
                 "INSERT INTO change_stamps (namespace_id, n) VALUES ($1, 1)
                  ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",

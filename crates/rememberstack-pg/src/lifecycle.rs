@@ -75,6 +75,19 @@ pub(crate) async fn advisory_lock(conn: &mut PgConnection, key: &str) -> Result<
     Ok(())
 }
 
+/// Lock a lineage's row until the transaction ends: every writer of a lineage's
+/// versions (a deletion, a note transition, a chunk commit, a forget) takes it
+/// first, before the namespace's change stamp.
+pub(crate) async fn lock_lineage(conn: &mut PgConnection, ns: &str, doc: &str) -> Result<()> {
+    sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
+        .bind(ns)
+        .bind(doc)
+        .execute(conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
 impl PgStore {
     pub(crate) async fn delete_document_impl(
         &self,
@@ -985,12 +998,7 @@ impl PgStore {
         note.check_transition(expected, to)?;
         let doc_s = note.note_id.to_string();
         // The lineage before its versions, in the order a deletion takes them.
-        sqlx::query("SELECT 1 FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE")
-            .bind(&ns_s)
-            .bind(&doc_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        lock_lineage(&mut tx, &ns_s, &doc_s).await?;
         set_lifecycle(&mut tx, &ns_s, &version_s, to, at).await?;
         match to {
             Admission::Promoted => {
