@@ -27,6 +27,36 @@ fn fresh_schema(tag: &str) -> String {
     format!("rs_it_{tag}_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// A store in a schema of its own with namespace `docs`, and what a test needs to
+/// connect to it again; `None` (the test skips, saying so) without `DATABASE_URL`.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    url: String,
+    schema: String,
+    manifests: std::path::PathBuf,
+    store: PgStore,
+    ns: rememberstack_core::store::Namespace,
+}
+
+async fn fixture(test: &str, tag: &str) -> Option<Fixture> {
+    let url = database_url(test)?;
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("manifests");
+    let schema = fresh_schema(tag);
+    let store = PgStore::connect_with(&url, config(&schema, &manifests))
+        .await
+        .unwrap();
+    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
+    Some(Fixture {
+        _dir: dir,
+        url,
+        schema,
+        manifests,
+        store,
+        ns,
+    })
+}
+
 fn config(schema: &str, manifests: &Path) -> PgStoreConfig {
     PgStoreConfig {
         max_connections: 2,
@@ -246,17 +276,20 @@ async fn footprint(store: &PgStore, ns: NamespaceId) -> Vec<i64> {
 
 #[tokio::test]
 async fn pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other() {
-    let Some(url) = database_url("pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other")
+    let Some(Fixture {
+        _dir,
+        manifests,
+        store,
+        ns,
+        ..
+    }) = fixture(
+        "pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other",
+        "forget",
+    )
+    .await
     else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    let schema = fresh_schema("forget");
-    let store = PgStore::connect_with(&url, config(&schema, &manifests))
-        .await
-        .unwrap();
-    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
     let kept = lineage(&store, ns.id, "kept.md", "Alice lives in Oslo").await;
     let before_kept = footprint(&store, ns.id).await;
     let (doc, version, sha) = lineage(&store, ns.id, "secret.md", "Marker zebra-42").await;
@@ -320,16 +353,21 @@ async fn pg_forget_scrubs_one_lineage_guards_it_and_keeps_the_other() {
 
 #[tokio::test]
 async fn pg_a_restored_copy_is_forgotten_again_on_connect() {
-    let Some(url) = database_url("pg_a_restored_copy_is_forgotten_again_on_connect") else {
+    let Some(Fixture {
+        _dir,
+        url,
+        schema,
+        manifests,
+        store,
+        ns,
+    }) = fixture(
+        "pg_a_restored_copy_is_forgotten_again_on_connect",
+        "restore",
+    )
+    .await
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    let schema = fresh_schema("restore");
-    let store = PgStore::connect_with(&url, config(&schema, &manifests))
-        .await
-        .unwrap();
-    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
     let (doc, version, sha) = lineage(&store, ns.id, "secret.md", "Marker zebra-42").await;
     let m = manifest(&ns, doc, version, &sha, "secret.md");
     store.forget(&m, at(10)).await.unwrap();
@@ -420,18 +458,16 @@ async fn pg_an_unreadable_manifest_root_fails_the_connect() {
 /// of the chunk surviving and the namespace staying closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_a_commit_under_way_when_a_forget_begins_is_scrubbed_with_the_rest() {
-    let Some(url) =
-        database_url("pg_a_commit_under_way_when_a_forget_begins_is_scrubbed_with_the_rest")
+    let Some(Fixture {
+        _dir, store, ns, ..
+    }) = fixture(
+        "pg_a_commit_under_way_when_a_forget_begins_is_scrubbed_with_the_rest",
+        "forget_race",
+    )
+    .await
     else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    let schema = fresh_schema("forget_race");
-    let store = PgStore::connect_with(&url, config(&schema, &manifests))
-        .await
-        .unwrap();
-    let ns = store.ensure_namespace("docs", at(0)).await.unwrap();
     let (doc, version, sha) = lineage(&store, ns.id, "secret.md", "Marker zebra-42").await;
     let m = manifest(&ns, doc, version, &sha, "secret.md");
 
