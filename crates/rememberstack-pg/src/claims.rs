@@ -14,6 +14,7 @@
 //!   lock and row locks, where SQLite relies on its single writer.
 
 use crate::ledger::{fence, insert_work};
+use crate::rows::get;
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
@@ -27,7 +28,7 @@ use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
+use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::{HashMap, HashSet};
 
 /// The largest dimension pgvector's `vector` type holds.
@@ -35,13 +36,6 @@ const MAX_DIM: usize = 16_000;
 /// Rows semantic search fetches beyond its limit, so that ties at the cut can be
 /// broken by id as SQLite does.
 const TIE_MARGIN: usize = 32;
-
-fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
-where
-    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    r.try_get(col).map_err(db_err)
-}
 
 fn corrupt_enum(s: &str, e: serde_json::Error) -> Error {
     Error::store(format!("corrupt enum value `{s}`: {e}"))

@@ -9,6 +9,7 @@
 
 use crate::ledger::{fence, insert_work};
 use crate::lifecycle::{insert_note, stored};
+use crate::rows::{get, opt_id};
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
@@ -24,7 +25,7 @@ use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
+use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::HashMap;
 
 const VERSION_SELECT: &str = "
@@ -76,19 +77,6 @@ async fn lock_version(tx: &mut PgConnection, ns: &str, version: &str) -> Result<
         .await
         .map_err(db_err)?;
     Ok(())
-}
-
-fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
-where
-    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    r.try_get(col).map_err(db_err)
-}
-
-fn opt_id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) -> Result<Option<T>> {
-    get::<Option<String>>(r, col)?
-        .map(|s| parse_id(&s))
-        .transpose()
 }
 
 fn corrupt_json(e: serde_json::Error) -> Error {

@@ -5,6 +5,7 @@
 //! advisory lock on the normalized lemma (`lemma:<ns>:<lemma>`, D99/D103) and merge
 //! writes lock the rows they check (`FOR UPDATE`).
 
+use crate::rows::{get, id, opt_id};
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::entities::{
     AliasHit, BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit,
@@ -29,37 +30,19 @@ const ENTITY_SELECT: &str = "
 /// The blocking key of an `entity_keys` row (its `kind` and `key`).
 fn key_col(r: &PgRow) -> Result<BlockingKey> {
     Ok((
-        BlockingTier::of_key_kind(&col::<String>(r, "kind")?)?,
-        col(r, "key")?,
+        BlockingTier::of_key_kind(&get::<String>(r, "kind")?)?,
+        get(r, "key")?,
     ))
 }
 
 /// A `document_entity_bindings` row.
 fn binding_row(r: &PgRow) -> Result<DocumentBinding> {
     Ok(DocumentBinding {
-        document_id: id_col(r, "document_id")?,
-        lemma: col(r, "lemma")?,
-        entity_id: id_col(r, "entity_id")?,
-        anchor: opt_id_col(r, "anchor_decision_id")?,
+        document_id: id(r, "document_id")?,
+        lemma: get(r, "lemma")?,
+        entity_id: id(r, "entity_id")?,
+        anchor: opt_id(r, "anchor_decision_id")?,
     })
-}
-
-/// One column, decoded; a type mismatch is a store error.
-fn col<'r, T>(r: &'r PgRow, name: &str) -> Result<T>
-where
-    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    r.try_get(name).map_err(db_err)
-}
-
-fn id_col<T: std::str::FromStr<Err = Error>>(r: &PgRow, name: &str) -> Result<T> {
-    parse_id(&col::<String>(r, name)?)
-}
-
-fn opt_id_col<T: std::str::FromStr<Err = Error>>(r: &PgRow, name: &str) -> Result<Option<T>> {
-    col::<Option<String>>(r, name)?
-        .map(|s| parse_id(&s))
-        .transpose()
 }
 
 fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
@@ -68,16 +51,16 @@ fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
 
 fn entity_row(r: &PgRow) -> Result<EntityRecord> {
     Ok(EntityRecord {
-        entity_id: id_col(r, "id")?,
-        namespace_id: id_col(r, "namespace_id")?,
-        canonical_name: col(r, "canonical_name")?,
-        lemma: col(r, "lemma")?,
+        entity_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        canonical_name: get(r, "canonical_name")?,
+        lemma: get(r, "lemma")?,
         aliases: vec![],
-        merged_into: opt_id_col(r, "merged_into")?,
-        profile_summary: col(r, "profile_summary")?,
-        profile_key: col(r, "profile_key")?,
-        created_at: col(r, "created_at")?,
-        mention_count: col::<i64>(r, "mention_count")?.max(0) as u64,
+        merged_into: opt_id(r, "merged_into")?,
+        profile_summary: get(r, "profile_summary")?,
+        profile_key: get(r, "profile_key")?,
+        created_at: get(r, "created_at")?,
+        mention_count: get::<i64>(r, "mention_count")?.max(0) as u64,
     })
 }
 
@@ -87,26 +70,26 @@ const DECISION_COLUMNS: &str = "seq, namespace_id, id, claim_id, document_id, or
 
 fn decision_row(r: &PgRow) -> Result<ResolutionDecision> {
     Ok(ResolutionDecision {
-        decision_id: id_col(r, "id")?,
-        namespace_id: id_col(r, "namespace_id")?,
-        claim_id: id_col(r, "claim_id")?,
-        document_id: id_col(r, "document_id")?,
-        ordinal: col::<i32>(r, "ordinal")? as u32,
-        name: col(r, "name")?,
-        lemma: col(r, "lemma")?,
-        tier: col(r, "tier")?,
-        candidates: serde_json::from_value::<Vec<CandidateAudit>>(col(r, "candidates_json")?)
+        decision_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        claim_id: id(r, "claim_id")?,
+        document_id: id(r, "document_id")?,
+        ordinal: get::<i32>(r, "ordinal")? as u32,
+        name: get(r, "name")?,
+        lemma: get(r, "lemma")?,
+        tier: get(r, "tier")?,
+        candidates: serde_json::from_value::<Vec<CandidateAudit>>(get(r, "candidates_json")?)
             .map_err(|e| Error::store(format!("corrupt JSON column: {e}")))?,
-        complete: col(r, "complete")?,
-        t3_score: col::<Option<f64>>(r, "t3_score")?.map(|s| s as f32),
-        t3_outcome: col(r, "t3_outcome")?,
-        verdict: col(r, "verdict")?,
-        entity_id: id_col(r, "entity_id")?,
-        rationale: col(r, "rationale")?,
-        model: col(r, "model")?,
-        resolver_version: col(r, "resolver_version")?,
-        features: col(r, "features_json")?,
-        created_at: col(r, "created_at")?,
+        complete: get(r, "complete")?,
+        t3_score: get::<Option<f64>>(r, "t3_score")?.map(|s| s as f32),
+        t3_outcome: get(r, "t3_outcome")?,
+        verdict: get(r, "verdict")?,
+        entity_id: id(r, "entity_id")?,
+        rationale: get(r, "rationale")?,
+        model: get(r, "model")?,
+        resolver_version: get(r, "resolver_version")?,
+        features: get(r, "features_json")?,
+        created_at: get(r, "created_at")?,
     })
 }
 
@@ -115,13 +98,13 @@ const MERGE_COLUMNS: &str =
 
 fn merge_row(r: &PgRow) -> Result<MergeEvent> {
     Ok(MergeEvent {
-        merge_id: id_col(r, "id")?,
-        namespace_id: id_col(r, "namespace_id")?,
-        from: id_col(r, "from_id")?,
-        into: id_col(r, "into_id")?,
-        snapshot: col(r, "snapshot_json")?,
-        created_at: col(r, "created_at")?,
-        reverted_at: col(r, "reverted_at")?,
+        merge_id: id(r, "id")?,
+        namespace_id: id(r, "namespace_id")?,
+        from: id(r, "from_id")?,
+        into: id(r, "into_id")?,
+        snapshot: get(r, "snapshot_json")?,
+        created_at: get(r, "created_at")?,
+        reverted_at: get(r, "reverted_at")?,
     })
 }
 
@@ -201,7 +184,7 @@ impl PgStore {
         .map_err(db_err)?;
         let mut entities: Vec<String> = rows
             .iter()
-            .map(|r| col(r, "entity_id"))
+            .map(|r| get(r, "entity_id"))
             .collect::<Result<_>>()?;
         let truncated = entities.len() > limit || pruned;
         entities.truncate(limit);
@@ -224,8 +207,8 @@ impl PgStore {
         .iter()
         .map(|r| {
             Ok(AliasHit {
-                entity_id: id_col(r, "entity_id")?,
-                alias_lemma: col(r, "alias_lemma")?,
+                entity_id: id(r, "entity_id")?,
+                alias_lemma: get(r, "alias_lemma")?,
                 via,
             })
         })
@@ -252,7 +235,7 @@ impl PgStore {
         .await
         .map_err(db_err)?
         .iter()
-        .map(|r| Ok((col::<String>(r, "key")?, col::<i64>(r, "n")?.max(0) as u64)))
+        .map(|r| Ok((get::<String>(r, "key")?, get::<i64>(r, "n")?.max(0) as u64)))
         .collect::<Result<_>>()?;
         Ok(rememberstack_core::entities::selective_keys(keys, |k| {
             counts.get(k).copied().unwrap_or(0)
@@ -299,9 +282,9 @@ impl PgStore {
         let mut by_entity: HashMap<EntityId, Vec<String>> = HashMap::new();
         for r in rows {
             by_entity
-                .entry(id_col(&r, "entity_id")?)
+                .entry(id(&r, "entity_id")?)
                 .or_default()
-                .push(col(&r, "surface")?);
+                .push(get(&r, "surface")?);
         }
         for e in entities.iter_mut() {
             e.aliases = by_entity.remove(&e.entity_id).unwrap_or_default();
@@ -398,14 +381,14 @@ impl PgStore {
         let mut read: HashMap<BlockingKey, Vec<(EntityId, String)>> = HashMap::new();
         for r in &rows {
             let key = key_col(r)?;
-            match col::<Option<String>>(r, "entity_id")? {
+            match get::<Option<String>>(r, "entity_id")? {
                 None => {
-                    data.counts.insert(key, col::<i64>(r, "n")?.max(0) as u64);
+                    data.counts.insert(key, get::<i64>(r, "n")?.max(0) as u64);
                 }
                 Some(entity) => read
                     .entry(key)
                     .or_default()
-                    .push((parse_id(&entity)?, col(r, "alias_lemma")?)),
+                    .push((parse_id(&entity)?, get(r, "alias_lemma")?)),
             }
         }
         for key in wanted {
@@ -441,7 +424,7 @@ impl PgStore {
             let key = key_col(r)?;
             read.entry(key)
                 .or_default()
-                .push((id_col(r, "entity_id")?, col(r, "alias_lemma")?));
+                .push((id(r, "entity_id")?, get(r, "alias_lemma")?));
         }
         Ok(keys
             .iter()
@@ -747,7 +730,7 @@ impl PgStore {
         .map_err(db_err)?;
         let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
         for r in rows {
-            pairs.insert((col(&r, "a")?, col(&r, "b")?));
+            pairs.insert((get(&r, "a")?, get(&r, "b")?));
         }
         pairs
             .into_iter()
@@ -847,10 +830,10 @@ impl PgStore {
         rows.iter()
             .map(|r| {
                 Ok(Mention {
-                    claim_id: id_col(r, "claim_id")?,
-                    start: col::<Option<i64>>(r, "start_byte")?.map(|s| s as usize),
-                    end: col::<Option<i64>>(r, "end_byte")?.map(|e| e as usize),
-                    surface: col(r, "surface")?,
+                    claim_id: id(r, "claim_id")?,
+                    start: get::<Option<i64>>(r, "start_byte")?.map(|s| s as usize),
+                    end: get::<Option<i64>>(r, "end_byte")?.map(|e| e as usize),
+                    surface: get(r, "surface")?,
                 })
             })
             .collect()
@@ -905,7 +888,7 @@ impl PgStore {
         .await
         .map_err(db_err)?
         .iter()
-        .map(|r| Ok((col(r, "id")?, col(r, "merged_into")?)))
+        .map(|r| Ok((get(r, "id")?, get(r, "merged_into")?)))
         .collect::<Result<_>>()?;
         for id in [event.from, event.into] {
             let Some(merged_into) = locked.get(&id.to_string()) else {
@@ -1038,7 +1021,7 @@ impl PgStore {
         .map_err(db_err)?;
         let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
         for r in &rows {
-            by_seq.insert(col(r, "seq")?, merge_row(r)?);
+            by_seq.insert(get(r, "seq")?, merge_row(r)?);
         }
         Ok(by_seq.into_values().collect())
     }

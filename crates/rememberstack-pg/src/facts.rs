@@ -8,6 +8,7 @@
 //! vectors are ranked with pgvector's cosine distance and re-sorted exactly.
 
 use crate::ledger::{fence, insert_work};
+use crate::rows::{get, id, opt_id};
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
 use chrono::{DateTime, Utc};
@@ -42,23 +43,6 @@ static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
 
 /// The largest dimension a pgvector `vector` holds.
 const MAX_DIM: usize = 16_000;
-
-fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T>
-where
-    T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
-{
-    r.try_get(col).map_err(db_err)
-}
-
-fn opt_id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) -> Result<Option<T>> {
-    get::<Option<String>>(r, col)?
-        .map(|s| parse_id(&s))
-        .transpose()
-}
-
-fn id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) -> Result<T> {
-    parse_id(&get::<String>(r, col)?)
-}
 
 fn precision_str(p: &Precision) -> Result<String> {
     unit_variant(serde_json::to_value(p))

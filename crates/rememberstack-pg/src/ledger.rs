@@ -12,6 +12,7 @@
 //! Orderings by text columns use `COLLATE "C"` so they are bytewise as in SQLite
 //! whatever the database's collation.
 
+use crate::rows::get;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::{
@@ -23,7 +24,6 @@ use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::ledger;
-use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgRow};
 
 /// A shared ledger statement (`rememberstack_sql::ledger`) as PostgreSQL runs it.
@@ -54,13 +54,6 @@ fn pg_text(s: &str) -> String {
 const WORK_COLUMNS: &str = "namespace_id, id, target_kind, target_id, version_id, stage,
     component_version, status, attempts, max_attempts, not_before, defer_reason, lease_owner,
     lease_expires_at, last_error, created_at, updated_at";
-
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
-    r: &'r PgRow,
-    name: &str,
-) -> Result<T> {
-    r.try_get::<T, _>(name).map_err(db_err)
-}
 
 fn work_row(r: &PgRow) -> Result<WorkItem> {
     let millis = |name: &str| -> Result<Timestamp> {

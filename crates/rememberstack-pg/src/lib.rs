@@ -41,6 +41,7 @@ mod keys;
 mod ledger;
 mod lifecycle;
 mod liveness;
+mod rows;
 mod search;
 
 use async_trait::async_trait;
