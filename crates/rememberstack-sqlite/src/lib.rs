@@ -2715,6 +2715,27 @@ mod tests {
         assert_eq!(db_err(other_failure).code(), ErrorCode::Store);
     }
 
+    /// Concurrent reads need SQLite compiled without a process-wide page cache and
+    /// without allocation statistics (both take a process-wide mutex on every page
+    /// or allocation); the workspace's `.cargo/config.toml` sets `LIBSQLITE3_FLAGS`
+    /// for that.
+    #[tokio::test]
+    async fn the_bundled_sqlite_keeps_a_page_cache_per_connection_and_no_allocation_statistics() {
+        let (_dir, store, _ns) = crate::entities::tests::open().await;
+        let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
+            .fetch_all(&store.read)
+            .await
+            .unwrap();
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "built with one page cache for every connection: {options:?}"
+        );
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "built with allocation statistics: {options:?}"
+        );
+    }
+
     #[tokio::test]
     async fn the_change_stamp_moves_with_writes_of_its_namespace_only() {
         use rememberstack_core::ledger::{NewWork, Stage};
