@@ -757,10 +757,54 @@ impl SqliteStore {
         }
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
+        // Unscoped: rank the claims' record set and check eligibility for the best
+        // (writes then cost this search their own rows, not a rebuilt list).
         let statement = format!(
             "claims|{}|{:?}|{:?}|{:?}",
             filter.include_retired, filter.document_id, filter.entities, filter.documents
         );
+        if filter.entities.is_empty()
+            && filter.documents.is_none()
+            && filter.document_id.is_none()
+            && !self
+                .vector_cache
+                .prefers_list(&ns_s, generation, &statement, stamp)
+        {
+            let eligible = |ids: Vec<String>| {
+                let ns_s = &ns_s;
+                async move {
+                    let list =
+                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
+                    let rows = sqlx::query(
+                        "SELECT c.id FROM claims c
+                         JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                        AND vv.embedding_key = c.embedding_key
+                         WHERE c.namespace_id = ? AND (? OR c.is_current = 1)
+                           AND c.id IN (SELECT value FROM json_each(?))",
+                    )
+                    .bind(generation)
+                    .bind(ns_s)
+                    .bind(filter.include_retired)
+                    .bind(list)
+                    .fetch_all(&self.read)
+                    .await
+                    .map_err(db_err)?;
+                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
+                }
+            };
+            if let Some(hits) = self
+                .vector_cache
+                .walk(
+                    &self.read, &ns_s, generation, "claims", stamp, query, limit, eligible,
+                )
+                .await?
+            {
+                return Ok(hits
+                    .into_iter()
+                    .map(|(claim_id, score)| ClaimHit { claim_id, score })
+                    .collect());
+            }
+        }
         let fetch = async {
             let q = sqlx::query(AssertSqlSafe(format!(
                 "SELECT c.id, c.embedding_key FROM claims c

@@ -1114,7 +1114,43 @@ impl SqliteStore {
         );
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
+        // Unscoped: rank the facts' record set and check eligibility for the best
+        // (writes then cost this search their own rows, not a rebuilt list).
         let statement = format!("facts|{cond}|{binds:?}");
+        if filter.entities.is_empty()
+            && filter.documents.is_none()
+            && filter.group.is_none()
+            && !self
+                .vector_cache
+                .prefers_list(&ns_s, generation, &statement, stamp)
+        {
+            let check = format!("{sql} AND f.id IN (SELECT value FROM json_each(?))");
+            let eligible = |ids: Vec<String>| {
+                let (check, binds) = (&check, &binds);
+                async move {
+                    let list =
+                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
+                    let rows = bind_args(
+                        sqlx::query(AssertSqlSafe(check.clone())).bind(generation),
+                        binds,
+                    )
+                    .bind(list)
+                    .fetch_all(&self.read)
+                    .await
+                    .map_err(db_err)?;
+                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
+                }
+            };
+            if let Some(hits) = self
+                .vector_cache
+                .walk(
+                    &self.read, &ns_s, generation, "facts", stamp, query, limit, eligible,
+                )
+                .await?
+            {
+                return Ok(hits);
+            }
+        }
         let fetch = async {
             bind_args(sqlx::query(AssertSqlSafe(sql)).bind(generation), &binds)
                 .fetch_all(&self.read)

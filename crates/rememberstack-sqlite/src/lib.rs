@@ -1930,10 +1930,57 @@ impl SearchStore for SqliteStore {
         );
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
+        // Unscoped: rank the chunks' record set and check eligibility for the best
+        // (writes then cost this search their own rows, not a rebuilt list).
         let statement = format!(
             "chunks|{:?}|{:?}|{:?}",
             filter.roles, filter.entities, filter.documents
         );
+        if filter.entities.is_empty()
+            && filter.documents.is_none()
+            && !self
+                .vector_cache
+                .prefers_list(&ns_s, generation, &statement, stamp)
+        {
+            let check = format!(
+                "SELECT c.id FROM chunks c
+                 JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                                AND s.ordinal = c.section_ordinal
+                 JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                AND vv.embedding_key = c.embedding_key
+                 WHERE c.namespace_id = ? AND s.role IN ({})
+                   AND c.id IN (SELECT value FROM json_each(?))",
+                role_list(&filter.roles)
+            );
+            let eligible = |ids: Vec<String>| {
+                let (check, ns_s) = (&check, &ns_s);
+                async move {
+                    let list =
+                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
+                    let rows = sqlx::query(AssertSqlSafe(check.clone()))
+                        .bind(generation)
+                        .bind(ns_s)
+                        .bind(list)
+                        .fetch_all(&self.read)
+                        .await
+                        .map_err(db_err)?;
+                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
+                }
+            };
+            if let Some(hits) = self
+                .vector_cache
+                .walk(
+                    &self.read, &ns_s, generation, "chunks", stamp, query, limit, eligible,
+                )
+                .await?
+            {
+                return Ok(hits
+                    .into_iter()
+                    .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
+                    .collect());
+            }
+        }
         let fetch = async {
             let q = sqlx::query(AssertSqlSafe(sql)).bind(generation).bind(&ns_s);
             bind_scope(

@@ -13,21 +13,44 @@
 //!   reused only while it is exactly what the statement would return.
 //!
 //! Both are bounded: past their limits they start over.
+//!
+//! A list is exact only while no write happened, and on a store being written every
+//! read would rebuild its lists. An unscoped semantic query therefore walks the
+//! *record set* of its table instead (every chunk, claim or fact of the namespace
+//! with a vector in the generation, eligible or not): it ranks the whole set, then
+//! asks SQL which of the best are eligible, a few at a time, in rank order, until it
+//! has its results. A record set is brought up to date by reading only the rows
+//! inserted since (`seq` above the highest read), so a write costs the readers its
+//! own rows; a removal (counted per table in `record_removals`) makes the set be
+//! read again in full, as SQLite may then hand out a `seq` already passed.
 
 use crate::db_err;
 use crate::parse_id;
 use crate::rows::decode_vector;
 use rememberstack_core::embed::{dot, unit};
 use rememberstack_core::{Error, Result};
+use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Cached vectors at most (then the vector map starts over).
 const MAX_VECTORS: usize = 400_000;
 /// Cached candidate lists at most (then the list map starts over).
 const MAX_LISTS: usize = 128;
+
+/// A statement asked this many times at one change stamp builds its list: a list
+/// costs a scan of the eligible records, a walk one short statement, so the list pays
+/// off only once a few searches reuse it.
+const LIST_AFTER_ASKS: u32 = 4;
+/// Segments a record set keeps at most before they are merged into one.
+const MAX_SEGMENTS: usize = 16;
+/// Candidates a walk checks first, per result asked for (see [`VectorCache::walk`]).
+const WALK_FIRST_PER_RESULT: usize = 2;
+/// A walk that has checked more than one in this many of its set's records gives way
+/// to the eligibility statement over the whole set (a selective filter).
+const WALK_MAX_SHARE: usize = 4;
 
 /// Decoded vectors of one (namespace, generation), by embedding key.
 type Vectors = HashMap<String, Arc<[f32]>>;
@@ -74,10 +97,34 @@ impl CandidateList {
 /// The eligible records of one statement.
 pub(crate) type Candidates = Arc<CandidateList>;
 
+/// Every record of one table (chunks, claims or facts) of a (namespace, generation)
+/// that has a vector, in segments appended as the table grows.
+#[derive(Debug, Default)]
+struct RecordSet {
+    /// Whether the set was ever read.
+    loaded: bool,
+    segments: Vec<Candidates>,
+    /// The highest `seq` read.
+    cursor: i64,
+    /// The table's removal count (`record_removals`) when the set was read in full.
+    removals: i64,
+    /// The change stamp, read before the last sync, that the set is up to date with.
+    stamp: u64,
+    /// (id, embedding key) of records read before their vector was stored.
+    pending: Vec<(String, String)>,
+}
+
+/// The record sets, by (namespace, generation, table).
+type RecordSets = HashMap<(String, String, &'static str), Arc<tokio::sync::Mutex<RecordSet>>>;
+
 #[derive(Debug, Default)]
 pub(crate) struct VectorCache {
     vectors: Mutex<HashMap<(String, String), Vectors>>,
     lists: Mutex<HashMap<String, (u64, Candidates)>>,
+    sets: Mutex<RecordSets>,
+    /// The stamp at which each statement (keyed as `lists`) was last asked, and how
+    /// many times at that stamp.
+    asked: Mutex<HashMap<String, (u64, u32)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -128,6 +175,192 @@ impl VectorCache {
         }
         lists.insert(list_key, (stamp, list.clone()));
         Ok(list)
+    }
+
+    /// The segments of the record set of `table` (`chunks`, `claims` or `facts`),
+    /// brought up to date with `stamp` (read before this call): the rows inserted
+    /// since the last sync are appended, and the whole set is read again only after
+    /// a removal from the table.
+    async fn record_set(
+        &self,
+        pool: &crate::conns::Conns,
+        ns: &str,
+        generation: &str,
+        table: &'static str,
+        stamp: u64,
+    ) -> Result<Vec<Candidates>> {
+        let set = lock(&self.sets)
+            .entry((ns.to_string(), generation.to_string(), table))
+            .or_default()
+            .clone();
+        let mut set = set.lock().await;
+        if set.loaded && set.stamp == stamp {
+            return Ok(set.segments.clone());
+        }
+        let removals: i64 =
+            sqlx::query_scalar("SELECT n FROM record_removals WHERE namespace_id = ? AND kind = ?")
+                .bind(ns)
+                .bind(table)
+                .fetch_optional(pool)
+                .await
+                .map_err(db_err)?
+                .unwrap_or(0);
+        if !set.loaded || removals != set.removals {
+            *set = RecordSet {
+                loaded: true,
+                removals,
+                ..RecordSet::default()
+            };
+        }
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT seq, id, embedding_key FROM {table} WHERE namespace_id = ? AND seq > ? ORDER BY seq"
+        )))
+        .bind(ns)
+        .bind(set.cursor)
+        .fetch_all(pool)
+        .await
+        .map_err(db_err)?;
+        let mut pairs = std::mem::take(&mut set.pending);
+        for r in &rows {
+            set.cursor = set.cursor.max(r.get::<i64, _>("seq"));
+            pairs.push((
+                r.get::<String, _>("id"),
+                r.get::<String, _>("embedding_key"),
+            ));
+        }
+        if !pairs.is_empty() {
+            let vectors = self.vectors_for(pool, ns, generation, &pairs).await?;
+            let (found, pending): (Vec<_>, Vec<_>) = pairs
+                .into_iter()
+                .partition(|(_, k)| vectors.contains_key(k));
+            set.pending = pending;
+            if !found.is_empty() {
+                set.segments.push(Arc::new(CandidateList::new(
+                    found
+                        .into_iter()
+                        .filter_map(|(id, k)| vectors.get(&k).map(|v| (id, &v[..]))),
+                )));
+            }
+            if set.segments.len() > MAX_SEGMENTS {
+                let merged = CandidateList::new(
+                    set.segments
+                        .iter()
+                        .flat_map(|s| s.iter().map(|(id, v)| (id.to_string(), v))),
+                );
+                set.segments = vec![Arc::new(merged)];
+            }
+        }
+        set.stamp = stamp;
+        Ok(set.segments.clone())
+    }
+
+    /// The `limit` best records of `table` against `query` that `eligible` admits,
+    /// best first, ties by id: the table's record set is ranked whole, and
+    /// `eligible` (given ids, it returns those its statement admits) is asked about
+    /// the best not yet checked, in rank order, twice as many as asked for first and
+    /// four times more each round, until `limit` are admitted or the set is done. The
+    /// result is what ranking the eligible records alone gives. `None` when the walk
+    /// has checked more than a quarter of the set without enough (a selective
+    /// filter): the caller then ranks the eligibility statement's list instead.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn walk<Id, F, Fut>(
+        &self,
+        pool: &crate::conns::Conns,
+        ns: &str,
+        generation: &str,
+        table: &'static str,
+        stamp: u64,
+        query: &[f32],
+        limit: usize,
+        eligible: F,
+    ) -> Result<Option<Vec<(Id, f64)>>>
+    where
+        Id: std::str::FromStr<Err = Error>,
+        F: Fn(Vec<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<String>>>,
+    {
+        rememberstack_core::store::check_query_vector(query)?;
+        let segments = self.record_set(pool, ns, generation, table, stamp).await?;
+        let query: Arc<[f32]> = Arc::from(unit(query));
+        let total: usize = segments.iter().map(|s| s.len()).sum();
+        // A long set is scored off the async worker.
+        let scores: Vec<f32> = if total < PARALLEL_SCAN_MIN {
+            score(&segments, &query)
+        } else {
+            let (segments, query) = (segments.clone(), query.clone());
+            tokio::task::spawn_blocking(move || score(&segments, &query))
+                .await
+                .map_err(|e| Error::internal(format!("a vector scan failed: {e}")))?
+        };
+        let mut scored: Vec<(f64, &str)> = segments
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, v)| v.len() == query.len())
+            .zip(scores)
+            .map(|((id, _), score)| (score as f64, id))
+            .collect();
+        let by_rank =
+            |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
+        let mut kept: Vec<(f64, &str)> = Vec::with_capacity(limit);
+        let (mut done, mut want) = (0, (limit * WALK_FIRST_PER_RESULT).max(64));
+        while kept.len() < limit && done < scored.len() {
+            if done * WALK_MAX_SHARE > scored.len() {
+                return Ok(None);
+            }
+            let end = want.min(scored.len());
+            let rest = &mut scored[done..];
+            let n = end - done;
+            if rest.len() > n {
+                rest.select_nth_unstable_by(n - 1, by_rank);
+            }
+            rest[..n].sort_by(by_rank);
+            let ids: Vec<String> = scored[done..end]
+                .iter()
+                .map(|(_, id)| id.to_string())
+                .collect();
+            let admitted: HashSet<String> = eligible(ids).await?.into_iter().collect();
+            kept.extend(
+                scored[done..end]
+                    .iter()
+                    .filter(|(_, id)| admitted.contains(*id))
+                    .take(limit - kept.len()),
+            );
+            done = end;
+            want = end * 4;
+        }
+        parse_ranked(kept).map(Some)
+    }
+
+    /// Whether a search of `statement` at `stamp` should rank the statement's list
+    /// ([`VectorCache::candidates`]) rather than walk its record set: when the list
+    /// is current, or when the statement has been asked [`LIST_AFTER_ASKS`] times at
+    /// this stamp (the store is quiet, so the list is built once and then reused). A
+    /// store being written walks; one that is only read ranks lists, with no
+    /// statement per search.
+    pub(crate) fn prefers_list(
+        &self,
+        ns: &str,
+        generation: &str,
+        statement: &str,
+        stamp: u64,
+    ) -> bool {
+        let key = format!("{ns}|{generation}|{statement}");
+        if lock(&self.lists)
+            .get(&key)
+            .is_some_and(|(s, _)| *s == stamp)
+        {
+            return true;
+        }
+        let mut asked = lock(&self.asked);
+        if asked.len() >= MAX_LISTS && !asked.contains_key(&key) {
+            asked.clear();
+        }
+        let entry = asked.entry(key).or_insert((stamp, 0));
+        if entry.0 != stamp {
+            *entry = (stamp, 0);
+        }
+        entry.1 += 1;
+        entry.1 >= LIST_AFTER_ASKS
     }
 
     /// The vectors of `pairs`' keys: cached ones, and the rest read in batches.
@@ -255,6 +488,17 @@ where
         .collect()
 }
 
+/// The cosine of each vector of `segments` of the query's dimension (unit vectors),
+/// in order.
+fn score(segments: &[Candidates], query: &[f32]) -> Vec<f32> {
+    segments
+        .iter()
+        .flat_map(|s| s.iter())
+        .filter(|(_, v)| v.len() == query.len())
+        .map(|(_, v)| dot(query, v))
+        .collect()
+}
+
 /// The `limit` best of `pairs` against the unit `query`, best first, ties by id.
 fn best<'a>(
     pairs: impl Iterator<Item = (&'a str, &'a [f32])>,
@@ -288,6 +532,28 @@ fn parse_ranked<Id: std::str::FromStr<Err = Error>>(
 mod tests {
     use super::*;
     use rememberstack_core::ids::ChunkId;
+
+    #[test]
+    fn a_statement_ranks_its_list_once_asked_enough_at_one_stamp_or_while_the_list_is_current() {
+        let cache = VectorCache::default();
+        let asks = |stamp| {
+            (0..LIST_AFTER_ASKS)
+                .map(|_| cache.prefers_list("ns", "g", "claims|all", stamp))
+                .collect::<Vec<_>>()
+        };
+        let mut want = vec![false; LIST_AFTER_ASKS as usize - 1];
+        want.push(true);
+        assert_eq!(asks(7), want, "walks until asked enough at stamp 7");
+        assert_eq!(asks(8), want, "a write starts the count again");
+        assert!(
+            !cache.prefers_list("ns", "g", "claims|other", 8),
+            "counted per statement"
+        );
+        // A list built at stamp 9 is ranked from the first ask at 9, not at 10.
+        lock(&cache.lists).insert("ns|g|claims|all".into(), (9, Arc::default()));
+        assert!(cache.prefers_list("ns", "g", "claims|all", 9));
+        assert!(!cache.prefers_list("ns", "g", "claims|all", 10));
+    }
 
     #[test]
     fn top_k_ranks_by_score_then_id_and_skips_other_dimensions() {

@@ -4,8 +4,8 @@
 //! (many sessions applying currency to one lineage at once) stays in its own tests.
 
 use crate::store_fixtures::{
-    EXTRACTOR as EXT, chunk_as, chunked_version, extract, fresh, identity, lease, mention,
-    new_claim, occurrence, put_vectors, rows,
+    EXTRACTOR as EXT, chunk_as, chunked_version, extract, forget_manifest, fresh, identity, lease,
+    mention, new_claim, occurrence, put_vectors, rows,
 };
 use chrono::{TimeZone, Utc};
 use rememberstack::store::ledger::{NewWork, Stage, WorkStatus};
@@ -691,6 +691,74 @@ fn check(hits: Vec<ClaimHit>, want: Vec<(ClaimId, f64)>) {
             h.score,
             w.1
         );
+    }
+}
+
+/// Semantic search stays exact while claims are written, embedded and retired
+/// between searches (the embedded store ranks a set it brings up to date by the rows
+/// written since, not a list rebuilt on every write).
+#[tokio::test]
+async fn claims_semantic_search_follows_writes_between_searches() {
+    for h in stores().await {
+        let store = h.store.as_ref();
+        let t = corpus(store).await;
+        let ns = t.ns;
+        let g = identity("g1", 3);
+        let k = g.generation();
+        let v = |key: &str, v: Vec<f32>| (key.to_string(), v);
+        put_vectors(
+            store,
+            ns,
+            &g,
+            vec![
+                v("emb-a", vec![1.0, 0.0, 0.0]),
+                v("emb-b", vec![0.6, 0.8, 0.0]),
+                v("emb-c", vec![0.0, 1.0, 0.0]),
+                v("emb-d", vec![0.0, 0.0, 1.0]),
+            ],
+            at(3),
+        )
+        .await;
+        let q = [1.0, 0.0, 0.0];
+        let all = filter(ns);
+        let search = || store.search_claims_semantic(&all, &k, &q, 2);
+        check(search().await.unwrap(), vec![(t.a.id, 1.0), (t.b.id, 0.6)]);
+
+        // A claim written after that search: found once its vector is stored.
+        let k3 = ChunkId::new();
+        let (doc3, v3) = document(store, ns, "three.md", &[&[k3]]).await;
+        let e = claim_at(doc3, v3[0], k3, "Eve flew to Kigali", "e");
+        extract(store, ns, (doc3, v3[0], k3), "h3", vec![e.clone()], at(4)).await;
+        store
+            .apply_currency(ns, doc3, &[e.id], "x", None, at(4))
+            .await
+            .unwrap();
+        check(search().await.unwrap(), vec![(t.a.id, 1.0), (t.b.id, 0.6)]);
+        put_vectors(store, ns, &g, vec![v("emb-e", vec![0.8, 0.6, 0.0])], at(5)).await;
+        check(search().await.unwrap(), vec![(t.a.id, 1.0), (e.id, 0.8)]);
+
+        // The best retired: the next take its place.
+        store
+            .apply_currency(ns, t.doc1, &[t.b.id], "x", None, at(6))
+            .await
+            .unwrap();
+        check(search().await.unwrap(), vec![(e.id, 0.8), (t.b.id, 0.6)]);
+
+        // The newest claim forgotten, then another written: SQLite may give it the
+        // forgotten one's rowid, and it is found all the same.
+        let m = forget_manifest(store, "s", doc3, ("file", "three.md"), at(7)).await;
+        store.forget(&m, at(7)).await.unwrap();
+        check(search().await.unwrap(), vec![(t.b.id, 0.6), (t.c.id, 0.0)]);
+        let k4 = ChunkId::new();
+        let (doc4, v4) = document(store, ns, "four.md", &[&[k4]]).await;
+        let f = claim_at(doc4, v4[0], k4, "Fay sailed to Kigali", "f");
+        extract(store, ns, (doc4, v4[0], k4), "h4", vec![f.clone()], at(8)).await;
+        store
+            .apply_currency(ns, doc4, &[f.id], "x", None, at(8))
+            .await
+            .unwrap();
+        put_vectors(store, ns, &g, vec![v("emb-f", vec![1.0, 0.0, 0.0])], at(8)).await;
+        check(search().await.unwrap(), vec![(f.id, 1.0), (t.b.id, 0.6)]);
     }
 }
 
