@@ -771,26 +771,17 @@ impl SqliteStore {
                 .prefers_list(&ns_s, generation, &statement, stamp)
         {
             let eligible = |ids: Vec<String>| {
-                let ns_s = &ns_s;
-                async move {
-                    let list =
-                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
-                    let rows = sqlx::query(
-                        "SELECT c.id FROM claims c
-                         JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                        AND vv.embedding_key = c.embedding_key
-                         WHERE c.namespace_id = ? AND (? OR c.is_current = 1)
-                           AND c.id IN (SELECT value FROM json_each(?))",
-                    )
-                    .bind(generation)
-                    .bind(ns_s)
-                    .bind(filter.include_retired)
-                    .bind(list)
-                    .fetch_all(&self.read)
-                    .await
-                    .map_err(db_err)?;
-                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
-                }
+                let check = sqlx::query(
+                    "SELECT c.id FROM claims c
+                     JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                                    AND vv.embedding_key = c.embedding_key
+                     WHERE c.namespace_id = ? AND (? OR c.is_current = 1)
+                       AND c.id IN (SELECT value FROM json_each(?))",
+                )
+                .bind(generation)
+                .bind(ns_s.as_str())
+                .bind(filter.include_retired);
+                async move { crate::vector_cache::admitted(&self.read, check, &ids).await }
             };
             if let Some(hits) = self
                 .vector_cache

@@ -1126,20 +1126,11 @@ impl SqliteStore {
         {
             let check = format!("{sql} AND f.id IN (SELECT value FROM json_each(?))");
             let eligible = |ids: Vec<String>| {
-                let (check, binds) = (&check, &binds);
-                async move {
-                    let list =
-                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
-                    let rows = bind_args(
-                        sqlx::query(AssertSqlSafe(check.clone())).bind(generation),
-                        binds,
-                    )
-                    .bind(list)
-                    .fetch_all(&self.read)
-                    .await
-                    .map_err(db_err)?;
-                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
-                }
+                let check = bind_args(
+                    sqlx::query(AssertSqlSafe(check.clone())).bind(generation),
+                    &binds,
+                );
+                async move { crate::vector_cache::admitted(&self.read, check, &ids).await }
             };
             if let Some(hits) = self
                 .vector_cache

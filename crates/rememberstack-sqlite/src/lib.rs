@@ -1954,19 +1954,10 @@ impl SearchStore for SqliteStore {
                 role_list(&filter.roles)
             );
             let eligible = |ids: Vec<String>| {
-                let (check, ns_s) = (&check, &ns_s);
-                async move {
-                    let list =
-                        serde_json::to_string(&ids).map_err(|e| Error::internal(e.to_string()))?;
-                    let rows = sqlx::query(AssertSqlSafe(check.clone()))
-                        .bind(generation)
-                        .bind(ns_s)
-                        .bind(list)
-                        .fetch_all(&self.read)
-                        .await
-                        .map_err(db_err)?;
-                    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
-                }
+                let check = sqlx::query(AssertSqlSafe(check.clone()))
+                    .bind(generation)
+                    .bind(ns_s.as_str());
+                async move { vector_cache::admitted(&self.read, check, &ids).await }
             };
             if let Some(hits) = self
                 .vector_cache

@@ -488,6 +488,19 @@ where
         .collect()
 }
 
+/// The ids a walk's eligibility check admits (its `eligible`): `check` is the
+/// statement with every argument bound but the last, the candidate ids as a JSON
+/// list, and it selects a column `id`.
+pub(crate) async fn admitted(
+    pool: &crate::conns::Conns,
+    check: crate::SqlQuery<'_>,
+    ids: &[String],
+) -> Result<Vec<String>> {
+    let list = serde_json::to_string(ids).map_err(|e| Error::internal(e.to_string()))?;
+    let rows = check.bind(list).fetch_all(pool).await.map_err(db_err)?;
+    Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
+}
+
 /// The cosine of each vector of `segments` of the query's dimension (unit vectors),
 /// in order.
 fn score(segments: &[Candidates], query: &[f32]) -> Vec<f32> {
