@@ -757,73 +757,43 @@ impl SqliteStore {
         }
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
-        // Unscoped: rank the claims' record set and check eligibility for the best
-        // (writes then cost this search their own rows, not a rebuilt list).
-        let statement = format!(
-            "claims|{}|{:?}|{:?}|{:?}",
-            filter.include_retired, filter.document_id, filter.entities, filter.documents
-        );
-        if filter.entities.is_empty()
-            && filter.documents.is_none()
-            && filter.document_id.is_none()
-            && !self
-                .vector_cache
-                .prefers_list(&ns_s, generation, &statement, stamp)
-        {
-            let eligible = |ids: Vec<String>| {
-                let check = sqlx::query(
-                    "SELECT c.id FROM claims c
-                     JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                    AND vv.embedding_key = c.embedding_key
-                     WHERE c.namespace_id = ? AND (? OR c.is_current = 1)
-                       AND c.id IN (SELECT value FROM json_each(?))",
-                )
-                .bind(generation)
-                .bind(ns_s.as_str())
-                .bind(filter.include_retired);
-                async move { crate::vector_cache::admitted(&self.read, check, &ids).await }
-            };
-            if let Some(hits) = self
-                .vector_cache
-                .walk(
-                    &self.read, &ns_s, generation, "claims", stamp, query, limit, eligible,
-                )
-                .await?
-            {
-                return Ok(hits
-                    .into_iter()
-                    .map(|(claim_id, score)| ClaimHit { claim_id, score })
-                    .collect());
-            }
-        }
-        let fetch = async {
-            let q = sqlx::query(AssertSqlSafe(format!(
+        let statement = crate::vector_cache::Eligibility {
+            table: "claims",
+            id_column: "c.id",
+            key: format!(
+                "claims|{}|{:?}|{:?}|{:?}",
+                filter.include_retired, filter.document_id, filter.entities, filter.documents
+            ),
+            scoped: !filter.entities.is_empty()
+                || filter.documents.is_some()
+                || filter.document_id.is_some(),
+            sql: format!(
                 "SELECT c.id, c.embedding_key FROM claims c
                  JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
                                 AND vv.embedding_key = c.embedding_key
                  WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
                    AND {CLAIM_SCOPE}"
-            )))
-            .bind(generation)
-            .bind(&ns_s)
-            .bind(filter.include_retired)
-            .bind(filter.document_id.map(|d| d.to_string()))
-            .bind(filter.document_id.map(|d| d.to_string()));
-            crate::bind_scope(
-                q,
-                filter.namespace_id,
-                &filter.entities,
-                filter.documents.as_deref(),
-            )
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)
+            ),
+            bind: crate::vector_cache::binder(|q| {
+                let q = q
+                    .bind(generation)
+                    .bind(ns_s.as_str())
+                    .bind(filter.include_retired)
+                    .bind(filter.document_id.map(|d| d.to_string()))
+                    .bind(filter.document_id.map(|d| d.to_string()));
+                crate::bind_scope(
+                    q,
+                    filter.namespace_id,
+                    &filter.entities,
+                    filter.documents.as_deref(),
+                )
+            }),
         };
-        let candidates = self
+        Ok(self
             .vector_cache
-            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
-            .await?;
-        Ok(crate::vector_cache::rank(candidates, query, limit)
+            .search(
+                &self.read, &ns_s, generation, stamp, statement, query, limit,
+            )
             .await?
             .into_iter()
             .map(|(claim_id, score)| ClaimHit { claim_id, score })

@@ -1114,45 +1114,21 @@ impl SqliteStore {
         );
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
-        // Unscoped: rank the facts' record set and check eligibility for the best
-        // (writes then cost this search their own rows, not a rebuilt list).
-        let statement = format!("facts|{cond}|{binds:?}");
-        if filter.entities.is_empty()
-            && filter.documents.is_none()
-            && filter.group.is_none()
-            && !self
-                .vector_cache
-                .prefers_list(&ns_s, generation, &statement, stamp)
-        {
-            let check = format!("{sql} AND f.id IN (SELECT value FROM json_each(?))");
-            let eligible = |ids: Vec<String>| {
-                let check = bind_args(
-                    sqlx::query(AssertSqlSafe(check.clone())).bind(generation),
-                    &binds,
-                );
-                async move { crate::vector_cache::admitted(&self.read, check, &ids).await }
-            };
-            if let Some(hits) = self
-                .vector_cache
-                .walk(
-                    &self.read, &ns_s, generation, "facts", stamp, query, limit, eligible,
-                )
-                .await?
-            {
-                return Ok(hits);
-            }
-        }
-        let fetch = async {
-            bind_args(sqlx::query(AssertSqlSafe(sql)).bind(generation), &binds)
-                .fetch_all(&self.read)
-                .await
-                .map_err(db_err)
+        let statement = crate::vector_cache::Eligibility {
+            table: "facts",
+            id_column: "f.id",
+            key: format!("facts|{cond}|{binds:?}"),
+            scoped: !filter.entities.is_empty()
+                || filter.documents.is_some()
+                || filter.group.is_some(),
+            sql,
+            bind: crate::vector_cache::binder(|q| bind_args(q.bind(generation), &binds)),
         };
-        let candidates = self
-            .vector_cache
-            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
-            .await?;
-        crate::vector_cache::rank(candidates, query, limit).await
+        self.vector_cache
+            .search(
+                &self.read, &ns_s, generation, stamp, statement, query, limit,
+            )
+            .await
     }
 
     pub(crate) async fn vectors_impl(

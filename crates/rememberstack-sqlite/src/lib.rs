@@ -1930,65 +1930,29 @@ impl SearchStore for SqliteStore {
         );
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
-        // Unscoped: rank the chunks' record set and check eligibility for the best
-        // (writes then cost this search their own rows, not a rebuilt list).
-        let statement = format!(
-            "chunks|{:?}|{:?}|{:?}",
-            filter.roles, filter.entities, filter.documents
-        );
-        if filter.entities.is_empty()
-            && filter.documents.is_none()
-            && !self
-                .vector_cache
-                .prefers_list(&ns_s, generation, &statement, stamp)
-        {
-            let check = format!(
-                "SELECT c.id FROM chunks c
-                 JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                                AND s.ordinal = c.section_ordinal
-                 JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                AND vv.embedding_key = c.embedding_key
-                 WHERE c.namespace_id = ? AND s.role IN ({})
-                   AND c.id IN (SELECT value FROM json_each(?))",
-                role_list(&filter.roles)
-            );
-            let eligible = |ids: Vec<String>| {
-                let check = sqlx::query(AssertSqlSafe(check.clone()))
-                    .bind(generation)
-                    .bind(ns_s.as_str());
-                async move { vector_cache::admitted(&self.read, check, &ids).await }
-            };
-            if let Some(hits) = self
-                .vector_cache
-                .walk(
-                    &self.read, &ns_s, generation, "chunks", stamp, query, limit, eligible,
+        let statement = vector_cache::Eligibility {
+            table: "chunks",
+            id_column: "c.id",
+            key: format!(
+                "chunks|{:?}|{:?}|{:?}",
+                filter.roles, filter.entities, filter.documents
+            ),
+            scoped: !filter.entities.is_empty() || filter.documents.is_some(),
+            sql,
+            bind: vector_cache::binder(|q| {
+                bind_scope(
+                    q.bind(generation).bind(ns_s.as_str()),
+                    filter.namespace_id,
+                    &filter.entities,
+                    filter.documents.as_deref(),
                 )
-                .await?
-            {
-                return Ok(hits
-                    .into_iter()
-                    .map(|(chunk_id, score)| ChunkHit { chunk_id, score })
-                    .collect());
-            }
-        }
-        let fetch = async {
-            let q = sqlx::query(AssertSqlSafe(sql)).bind(generation).bind(&ns_s);
-            bind_scope(
-                q,
-                filter.namespace_id,
-                &filter.entities,
-                filter.documents.as_deref(),
-            )
-            .fetch_all(&self.read)
-            .await
-            .map_err(db_err)
+            }),
         };
-        let candidates = self
+        Ok(self
             .vector_cache
-            .candidates(&self.read, &ns_s, generation, stamp, statement, fetch)
-            .await?;
-        Ok(vector_cache::rank(candidates, query, limit)
+            .search(
+                &self.read, &ns_s, generation, stamp, statement, query, limit,
+            )
             .await?
             .into_iter()
             .map(|(chunk_id, score)| ChunkHit { chunk_id, score })

@@ -114,6 +114,36 @@ struct RecordSet {
     pending: Vec<(String, String)>,
 }
 
+/// A semantic search's eligibility statement (see [`VectorCache::search`]).
+pub(crate) struct Eligibility<B> {
+    /// The table whose records it selects (`chunks`, `claims` or `facts`).
+    pub(crate) table: &'static str,
+    /// The selected records' id column, with its alias (`c.id`).
+    pub(crate) id_column: &'static str,
+    /// The statement's key among the cached lists: its shape and arguments.
+    pub(crate) key: String,
+    /// Whether it narrows by entity or document: it then ranks its list, as a walk
+    /// of the whole table would check most of it.
+    pub(crate) scoped: bool,
+    /// The statement: `id` and `embedding_key` of the eligible records.
+    pub(crate) sql: String,
+    /// Binds its arguments, in order.
+    pub(crate) bind: B,
+}
+
+/// `bind` as an [`Eligibility`]'s binder: its argument and result share one lifetime.
+pub(crate) fn binder<'a, B>(bind: B) -> B
+where
+    B: Fn(crate::SqlQuery<'a>) -> crate::SqlQuery<'a>,
+{
+    bind
+}
+
+/// A cached list's key.
+fn list_key(ns: &str, generation: &str, statement: &str) -> String {
+    format!("{ns}|{generation}|{statement}")
+}
+
 /// The record sets, by (namespace, generation, table).
 type RecordSets = HashMap<(String, String, &'static str), Arc<tokio::sync::Mutex<RecordSet>>>;
 
@@ -147,7 +177,7 @@ impl VectorCache {
     where
         Fut: std::future::Future<Output = Result<Vec<SqliteRow>>>,
     {
-        let list_key = format!("{ns}|{generation}|{statement}");
+        let list_key = list_key(ns, generation, &statement);
         if let Some((s, list)) = lock(&self.lists).get(&list_key)
             && *s == stamp
         {
@@ -175,6 +205,59 @@ impl VectorCache {
         }
         lists.insert(list_key, (stamp, list.clone()));
         Ok(list)
+    }
+
+    /// The `limit` best records that `statement` admits, against `query`, best first,
+    /// ties by id. An unscoped statement on a store being written walks its table's
+    /// record set, checking eligibility with the statement restricted to the
+    /// candidates' ids ([`VectorCache::walk`]); otherwise, or when the walk gives way,
+    /// the statement's list is ranked ([`VectorCache::candidates`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn search<'a, Id, B>(
+        &self,
+        pool: &crate::conns::Conns,
+        ns: &str,
+        generation: &str,
+        stamp: u64,
+        statement: Eligibility<B>,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(Id, f64)>>
+    where
+        Id: std::str::FromStr<Err = Error>,
+        B: Fn(crate::SqlQuery<'a>) -> crate::SqlQuery<'a>,
+    {
+        let Eligibility {
+            table,
+            id_column,
+            key,
+            scoped,
+            sql,
+            bind,
+        } = statement;
+        if !scoped && !self.prefers_list(ns, generation, &key, stamp) {
+            let check = format!("{sql} AND {id_column} IN (SELECT value FROM json_each(?))");
+            let eligible = |ids: Vec<String>| {
+                let check = bind(sqlx::query(AssertSqlSafe(check.clone())));
+                async move { admitted(pool, check, &ids).await }
+            };
+            if let Some(hits) = self
+                .walk(pool, ns, generation, table, stamp, query, limit, eligible)
+                .await?
+            {
+                return Ok(hits);
+            }
+        }
+        let fetch = async {
+            bind(sqlx::query(AssertSqlSafe(sql.clone())))
+                .fetch_all(pool)
+                .await
+                .map_err(db_err)
+        };
+        let candidates = self
+            .candidates(pool, ns, generation, stamp, key, fetch)
+            .await?;
+        rank(candidates, query, limit).await
     }
 
     /// The segments of the record set of `table` (`chunks`, `claims` or `facts`),
@@ -263,7 +346,7 @@ impl VectorCache {
     /// has checked more than a quarter of the set without enough (a selective
     /// filter): the caller then ranks the eligibility statement's list instead.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn walk<Id, F, Fut>(
+    async fn walk<Id, F, Fut>(
         &self,
         pool: &crate::conns::Conns,
         ns: &str,
@@ -337,14 +420,8 @@ impl VectorCache {
     /// this stamp (the store is quiet, so the list is built once and then reused). A
     /// store being written walks; one that is only read ranks lists, with no
     /// statement per search.
-    pub(crate) fn prefers_list(
-        &self,
-        ns: &str,
-        generation: &str,
-        statement: &str,
-        stamp: u64,
-    ) -> bool {
-        let key = format!("{ns}|{generation}|{statement}");
+    fn prefers_list(&self, ns: &str, generation: &str, statement: &str, stamp: u64) -> bool {
+        let key = list_key(ns, generation, statement);
         if lock(&self.lists)
             .get(&key)
             .is_some_and(|(s, _)| *s == stamp)
@@ -488,10 +565,10 @@ where
         .collect()
 }
 
-/// The ids a walk's eligibility check admits (its `eligible`): `check` is the
+/// The ids a walk's eligibility check admits: `check` is the
 /// statement with every argument bound but the last, the candidate ids as a JSON
 /// list, and it selects a column `id`.
-pub(crate) async fn admitted(
+async fn admitted(
     pool: &crate::conns::Conns,
     check: crate::SqlQuery<'_>,
     ids: &[String],
