@@ -1302,6 +1302,7 @@ async fn scale_check(memory: &Memory, claims: usize, questions: usize, seed: u64
     let started = Instant::now();
     let build = scale::build(
         &m,
+        &scale::Runner::Here,
         &mut generator,
         claims as u64,
         async |_: &Generator, _| Ok(()),

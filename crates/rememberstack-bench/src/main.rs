@@ -66,6 +66,9 @@ enum Command {
     /// SVG charts from results this harness wrote: recall against context budget
     /// (a `locomo.json`) and p95 latency against store size (several `scale.json`).
     Chart(ChartArgs),
+    /// One worker process of `scale --worker-processes` (started by it).
+    #[command(hide = true)]
+    Drain(DrainArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -328,9 +331,29 @@ struct ScaleArgs {
     /// against its source text.
     #[arg(long)]
     long_turns: bool,
+    /// PostgreSQL: run the ledger in this many processes of this benchmark
+    /// (`drain`), started together after each batch, as several `remember worker`
+    /// processes on one store would (0: this process runs it).
+    #[arg(long, default_value_t = 0)]
+    worker_processes: usize,
     /// Where to write `scale.json` and `scale.md`.
     #[arg(long)]
     out: PathBuf,
+}
+
+/// One worker process of `scale --worker-processes`: open the store, run the ledger
+/// until idle, print what it did as one JSON line.
+#[derive(clap::Args, Debug)]
+struct DrainArgs {
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreArg::Sqlite)]
+    store: StoreArg,
+    /// The embedded store's file (PostgreSQL: `DATABASE_URL`).
+    #[arg(long)]
+    db: Option<String>,
+    /// PostgreSQL: the store's schema.
+    #[arg(long)]
+    schema: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -369,6 +392,7 @@ async fn main() -> Result<()> {
         Command::Scale(a) => scale::run(a).await.map(|_| ()),
         Command::Load(a) => load::run(a).await.map(|_| ()),
         Command::Knowledge(a) => knowledge::run(a).await.map(|_| ()),
+        Command::Drain(a) => scale::drain(a).await,
         Command::Chart(a) => {
             if a.locomo.is_none() && a.scale.is_empty() {
                 anyhow::bail!("chart: give --locomo FILE and/or --scale FILE");

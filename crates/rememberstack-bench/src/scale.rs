@@ -13,13 +13,13 @@
 
 use crate::stores::{BenchStore, StoreChoice};
 use crate::synth::{self, Generator, Item, Query};
-use crate::{ScaleArgs, commit};
+use crate::{DrainArgs, ScaleArgs, StoreArg, commit};
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use rememberstack::internals::embed::{EmbedPurpose, Embedder, EmbedderIdentity, ProviderError};
 use rememberstack::{
     ClaimsAndSourcesInput, CombinedContextInput, FactQuery, FactsContextInput, IngestOptions,
-    Memory, Stage,
+    Memory, MemoryStore, Stage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -55,7 +55,7 @@ struct Meter {
 }
 
 /// Time spent in one purpose's `embed` calls.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmbedTotals {
     /// Seconds inside `embed`.
     pub secs: f64,
@@ -232,7 +232,7 @@ pub async fn all_facts(memory: &Memory, history: bool) -> Result<Vec<remembersta
 }
 
 /// Processing time of one stage.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTime {
     /// Seconds in batches of this stage.
     pub secs: f64,
@@ -243,7 +243,7 @@ pub struct StageTime {
 }
 
 /// What running the ledger until idle did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Processing {
     /// Seconds inside the engine's batches.
     pub busy_secs: f64,
@@ -257,6 +257,10 @@ pub struct Processing {
     pub dead_lettered: u64,
     /// Per stage, as the engine's drain report gives it (a batch holds one stage).
     pub stages: BTreeMap<String, StageTime>,
+    /// Seconds the worker processes spent embedding documents (they embed outside
+    /// this process's meter); zero when this process ran the ledger.
+    #[serde(default)]
+    pub processes_embedding: EmbedTotals,
 }
 
 impl Processing {
@@ -266,6 +270,9 @@ impl Processing {
         self.completed += other.completed;
         self.retried += other.retried;
         self.dead_lettered += other.dead_lettered;
+        self.processes_embedding.secs += other.processes_embedding.secs;
+        self.processes_embedding.calls += other.processes_embedding.calls;
+        self.processes_embedding.texts += other.processes_embedding.texts;
         for (k, v) in &other.stages {
             let s = self.stages.entry(k.clone()).or_default();
             s.secs += v.secs;
@@ -273,6 +280,125 @@ impl Processing {
             s.items += v.items;
         }
     }
+}
+
+/// Who runs the ledger after each batch `build` ingests.
+#[derive(Clone, Debug)]
+pub enum Runner {
+    /// This process (`Memory::process_until_idle`).
+    Here,
+    /// Processes of this benchmark's `drain` command on the same store, started
+    /// together: each runs the ledger until no work is left (waiting on the
+    /// others' leases), as several `remember worker` processes would.
+    Processes {
+        /// How many.
+        count: usize,
+        /// Their arguments after `drain` (how to open the store).
+        args: Vec<String>,
+        /// Their extra environment.
+        env: Vec<(String, String)>,
+    },
+}
+
+impl Runner {
+    /// Worker processes for `store` (`count` 0 is this process).
+    pub fn for_store(store: &BenchStore, count: usize) -> Runner {
+        if count == 0 {
+            return Runner::Here;
+        }
+        let (args, env) = store.reopen_args();
+        Runner::Processes { count, args, env }
+    }
+
+    /// How many processes run the ledger.
+    pub fn processes(&self) -> usize {
+        match self {
+            Runner::Here => 1,
+            Runner::Processes { count, .. } => *count,
+        }
+    }
+
+    /// Run the ledger until idle. With worker processes, the stage times are
+    /// their sum and the wall time is from the first start to the last exit.
+    pub async fn run(&self, memory: &Memory) -> Result<Processing> {
+        let Runner::Processes { count, args, env } = self else {
+            return process(memory).await;
+        };
+        let exe = std::env::current_exe().context("finding this benchmark's executable")?;
+        let started = Instant::now();
+        let mut children = Vec::with_capacity(*count);
+        for _ in 0..*count {
+            let child = tokio::process::Command::new(&exe)
+                .arg("drain")
+                .args(args)
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .with_context(|| format!("starting {} drain", exe.display()))?;
+            children.push(child);
+        }
+        let mut out = Processing::default();
+        for child in children {
+            let done = child.wait_with_output().await?;
+            if !done.status.success() {
+                bail!(
+                    "a worker process ({} drain) failed: {}",
+                    exe.display(),
+                    done.status
+                );
+            }
+            let text = String::from_utf8_lossy(&done.stdout);
+            let line = text.lines().last().unwrap_or_default();
+            let p: Processing = serde_json::from_str(line)
+                .with_context(|| format!("reading a worker process's report `{line}`"))?;
+            out.add(&p);
+        }
+        // Throughput counts wall time: the processes ran side by side.
+        out.wall_secs = started.elapsed().as_secs_f64();
+        out.busy_secs = out.wall_secs;
+        Ok(out)
+    }
+}
+
+/// `store` opened on namespace [`NAMESPACE`] with the configured pipeline, its
+/// embedder wrapped in a [`TimingEmbedder`].
+async fn open_timed(store: Arc<dyn MemoryStore>) -> Result<(Memory, Arc<TimingEmbedder>)> {
+    let configured = Memory::builder()
+        .store(store.clone())
+        .namespace(NAMESPACE)
+        .open()
+        .await?;
+    let timed = Arc::new(TimingEmbedder::new(configured.engine().embedder().clone()));
+    drop(configured);
+    let memory = Memory::builder()
+        .store(store)
+        .embedder(timed.clone())
+        .namespace(NAMESPACE)
+        .open()
+        .await?;
+    Ok((memory, timed))
+}
+
+/// `rememberstack-bench drain`: one worker process of `scale --worker-processes`.
+/// Opens the store with the configured pipeline, runs the ledger until idle and
+/// prints what it did as one JSON line.
+pub async fn drain(a: DrainArgs) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let bench_store = BenchStore::open(StoreChoice {
+        kind: a.store,
+        db: a.db.as_deref(),
+        schema: a.schema.as_deref(),
+        default_path: tmp.path().join("memory.db"),
+        purpose: "drain",
+        max_connections: 8,
+    })
+    .await?;
+    let (memory, timed) = open_timed(bench_store.store()).await?;
+    let mut p = process(&memory).await?;
+    p.processes_embedding = timed.totals(EmbedPurpose::Document);
+    println!("{}", serde_json::to_string(&p)?);
+    Ok(())
 }
 
 /// Run the ledger until nothing is left to do (`Memory::process_until_idle`) and
@@ -387,6 +513,7 @@ pub struct Build {
 /// sees the generator after each batch (to record progress).
 pub async fn build(
     memory: &Memory,
+    runner: &Runner,
     generator: &mut Generator,
     target: u64,
     mut on_batch: impl AsyncFnMut(&Generator, u64) -> Result<()>,
@@ -444,7 +571,7 @@ pub async fn build(
         }
         out.items += n;
         out.batches += 1;
-        let p = process(memory).await?;
+        let p = runner.run(memory).await?;
         out.processing.add(&p);
         let now = current_claims(memory).await?;
         if now <= claims {
@@ -584,6 +711,12 @@ pub async fn run(a: ScaleArgs) -> Result<Value> {
     if a.queries == 0 {
         bail!("--queries must be at least 1");
     }
+    if a.worker_processes > 0 && a.store != StoreArg::Postgres {
+        bail!(
+            "--worker-processes applies to --store postgres: the embedded store has one \
+             writing process (its worker pool runs inside it)"
+        );
+    }
     let load_start = load_average();
     let tmp = tempfile::tempdir()?;
     let bench_store = BenchStore::open(StoreChoice {
@@ -618,20 +751,7 @@ async fn build_and_measure(
     bench_store: &BenchStore,
     load_start: Option<String>,
 ) -> Result<(Value, u64)> {
-    let store = bench_store.store();
-    let configured = Memory::builder()
-        .store(store.clone())
-        .namespace(NAMESPACE)
-        .open()
-        .await?;
-    let timed = Arc::new(TimingEmbedder::new(configured.engine().embedder().clone()));
-    drop(configured);
-    let memory = Memory::builder()
-        .store(store.clone())
-        .embedder(timed.clone())
-        .namespace(NAMESPACE)
-        .open()
-        .await?;
+    let (memory, timed) = open_timed(bench_store.store()).await?;
     let engine = memory.engine();
     let status = memory.status().await?;
     let target = a.claims as u64;
@@ -722,7 +842,8 @@ async fn build_and_measure(
             items: replayed,
             long_turns,
         };
-        let build = build(&memory, &mut generator, target, async |g, _| {
+        let runner = Runner::for_store(bench_store, a.worker_processes);
+        let build = build(&memory, &runner, &mut generator, target, async |g, _| {
             write_sidecar(
                 bench_store,
                 &Sidecar {
@@ -735,9 +856,16 @@ async fn build_and_measure(
         .await?;
         let claims_now = current_claims(&memory).await?;
         let chunks_now = memory.status().await?.semantic.chunks;
-        let embed = timed.totals(EmbedPurpose::Document);
         let p = &build.processing;
+        let mut embed = timed.totals(EmbedPurpose::Document);
+        embed.secs += p.processes_embedding.secs;
+        embed.calls += p.processes_embedding.calls;
+        embed.texts += p.processes_embedding.texts;
+        // Worker processes embed side by side: "excluding embedding" takes out an
+        // average process's share of it.
+        let embed_wall = embed.secs / runner.processes() as f64;
         let build_secs = build.ingest_secs + p.busy_secs;
+        let staged_secs: f64 = p.stages.values().map(|v| v.secs).sum();
         let new_claims = (claims_now - existing) as f64;
         let new_chunks = chunks_now.saturating_sub(chunks_before) as f64;
         let stage_shares: BTreeMap<&str, Value> = p
@@ -748,7 +876,7 @@ async fn build_and_measure(
                     k.as_str(),
                     json!({
                         "secs": v.secs,
-                        "share": per_sec(v.secs, p.busy_secs),
+                        "share": per_sec(v.secs, staged_secs),
                         "batches": v.batches,
                         "items": v.items,
                     }),
@@ -769,6 +897,7 @@ async fn build_and_measure(
             "ingest_secs": build.ingest_secs,
             "process_secs": p.busy_secs,
             "process_wall_secs": p.wall_secs,
+            "worker_processes": a.worker_processes,
             "build_secs": build_secs,
             "embedding": {"document": embed},
             "work": {
@@ -784,9 +913,9 @@ async fn build_and_measure(
                 "turns_per_sec": per_sec(build.turns as f64, build_secs),
                 "text_bytes_per_sec": per_sec(build.text_bytes as f64, build_secs),
                 "turns_per_sec_excluding_embedding":
-                    per_sec(build.turns as f64, build_secs - embed.secs),
+                    per_sec(build.turns as f64, build_secs - embed_wall),
                 "claims_per_sec_excluding_embedding":
-                    per_sec(new_claims, build_secs - embed.secs),
+                    per_sec(new_claims, build_secs - embed_wall),
             },
         })
     };
@@ -1001,7 +1130,6 @@ mod tests {
         assert!(table_sizes_md(disk).contains("| claims |"));
         sum
     }
-    use crate::StoreArg;
     use crate::stores::testing::{schema_exists, schema_of};
     use std::path::Path;
 
@@ -1044,6 +1172,7 @@ mod tests {
             warmup: 2,
             seed: 11,
             long_turns: false,
+            worker_processes: 0,
             out: dir.join("out"),
         }
     }

@@ -32,6 +32,8 @@ pub enum BenchStore {
         schema: String,
         /// Whether the run made the schema and drops it at the end.
         temporary: bool,
+        /// The database URL (never printed: it may carry a password).
+        url: String,
     },
 }
 
@@ -120,6 +122,7 @@ impl BenchStore {
                     store: Arc::new(store),
                     schema,
                     temporary,
+                    url,
                 })
             }
         }
@@ -130,6 +133,31 @@ impl BenchStore {
         match self {
             BenchStore::Sqlite { store, .. } => store.clone(),
             BenchStore::Postgres { store, .. } => store.clone(),
+        }
+    }
+
+    /// How another process of this benchmark opens the same store: its arguments
+    /// and environment (the URL goes in `DATABASE_URL`, out of the process list).
+    pub fn reopen_args(&self) -> (Vec<String>, Vec<(String, String)>) {
+        match self {
+            BenchStore::Sqlite { path, .. } => (
+                vec![
+                    "--store".into(),
+                    "sqlite".into(),
+                    "--db".into(),
+                    path.display().to_string(),
+                ],
+                vec![],
+            ),
+            BenchStore::Postgres { schema, url, .. } => (
+                vec![
+                    "--store".into(),
+                    "postgres".into(),
+                    "--schema".into(),
+                    schema.clone(),
+                ],
+                vec![("DATABASE_URL".into(), url.clone())],
+            ),
         }
     }
 
@@ -221,6 +249,7 @@ impl BenchStore {
                 store,
                 schema,
                 temporary,
+                ..
             } => {
                 if temporary {
                     drop_schema(&store, &schema).await?;

@@ -1304,6 +1304,17 @@ pub trait LedgerStore: Send + Sync + std::fmt::Debug {
     /// earliest lease expiry among running rows.
     async fn next_wakeup(&self) -> Result<Option<Timestamp>>;
 
+    /// A signal that the ledger changed in a way an idle worker should look at (new
+    /// work, an item back to pending, a lease released), sent by whichever process
+    /// wrote it: its value changes each time. An idle worker marks it seen before it
+    /// claims and waits for the next change (or its poll interval) when it found
+    /// nothing, so work another process enqueues starts at once instead of at the
+    /// next poll. `None` (the default): the store has no such signal and idle
+    /// workers poll.
+    fn work_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
+
     /// Work leased at `now` and not yet expired, per holder, for a worker that waits
     /// for it to say whom it waits for. The default reports nothing.
     async fn lease_holders(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {

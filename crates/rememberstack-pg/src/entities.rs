@@ -524,151 +524,185 @@ impl PgStore {
         commit: ResolutionCommit,
         now: Timestamp,
     ) -> Result<EntityId> {
-        let d = &commit.decision;
-        let ns = d.namespace_id.to_string();
-        let entity = d.entity_id.to_string();
-        let decision = d.decision_id.to_string();
-        let ordinal = ordinal_param(d.ordinal)?;
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        // Identity writes serialize on the normalized lemma (D99/D103): the decision's
-        // lemma and, when minting, the new entity's (sorted, so two writers never
-        // wait on each other crosswise).
-        let mut lemmas: BTreeSet<&str> = BTreeSet::new();
-        lemmas.insert(d.lemma.as_str());
-        if let Some((_, lemma)) = &commit.mint {
-            lemmas.insert(lemma.as_str());
+        let entity = resolve_in(&mut tx, &commit, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(entity)
+    }
+
+    /// Several resolutions of one namespace in order, in one transaction, each as
+    /// [`Self::commit_resolution_impl`] commits it at its decision's time. The engine
+    /// holds the batch's lemma locks across processes while it decides and commits,
+    /// so the lemmas' transaction locks taken here, held to the one commit, are not
+    /// waited for by another batch's.
+    pub(crate) async fn commit_resolutions_impl(
+        &self,
+        commits: Vec<ResolutionCommit>,
+    ) -> Result<Vec<EntityId>> {
+        if commits.is_empty() {
+            return Ok(vec![]);
         }
-        for lemma in lemmas {
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-                .bind(format!("lemma:{ns}:{lemma}"))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let mut out = Vec::with_capacity(commits.len());
+        for c in &commits {
+            out.push(resolve_in(&mut tx, c, c.decision.created_at).await?);
         }
-        // A decision already committed for (claim, ordinal, resolver) makes the whole
-        // commit a no-op: a re-run after a crash writes nothing twice.
-        let existing = sqlx::query(
-            "SELECT entity_id FROM resolution_decisions
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+}
+
+/// Write one resolution in `tx` (see `MemoryStore::commit_resolution`); returns the
+/// entity that stands for it.
+async fn resolve_in(
+    tx: &mut sqlx::PgConnection,
+    commit: &ResolutionCommit,
+    now: Timestamp,
+) -> Result<EntityId> {
+    let d = &commit.decision;
+    let ns = d.namespace_id.to_string();
+    let entity = d.entity_id.to_string();
+    let decision = d.decision_id.to_string();
+    let ordinal = ordinal_param(d.ordinal)?;
+    // Identity writes serialize on the normalized lemma (D99/D103): the decision's
+    // lemma and, when minting, the new entity's (sorted, so two writers never
+    // wait on each other crosswise).
+    let mut lemmas: BTreeSet<&str> = BTreeSet::new();
+    lemmas.insert(d.lemma.as_str());
+    if let Some((_, lemma)) = &commit.mint {
+        lemmas.insert(lemma.as_str());
+    }
+    for lemma in lemmas {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("lemma:{ns}:{lemma}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    }
+    // A decision already committed for (claim, ordinal, resolver) makes the whole
+    // commit a no-op: a re-run after a crash writes nothing twice.
+    let existing = sqlx::query(
+        "SELECT entity_id FROM resolution_decisions
              WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4",
-        )
-        .bind(&ns)
-        .bind(d.claim_id.to_string())
-        .bind(ordinal)
-        .bind(&d.resolver_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if let Some(row) = existing {
-            return parse_id(&row.get::<String, _>("entity_id"));
-        }
-        if let Some((canonical_name, lemma)) = &commit.mint {
-            sqlx::query(
-                "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace_id, id) DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(&entity)
-            .bind(canonical_name)
-            .bind(lemma)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        for a in &commit.aliases {
-            let inserted = sqlx::query(
-                "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(&entity)
-            .bind(&a.surface)
-            .bind(&a.lemma)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            // An alias's keys derive from its surface alone and were written with it:
-            // a known alias has them already.
-            if inserted.rows_affected() == 0 {
-                continue;
-            }
-            insert_keys(&mut tx, &ns, a, &entity).await?;
-        }
-        let m = &commit.mention;
+    )
+    .bind(&ns)
+    .bind(d.claim_id.to_string())
+    .bind(ordinal)
+    .bind(&d.resolver_version)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if let Some(row) = existing {
+        return parse_id(&row.get::<String, _>("entity_id"));
+    }
+    if let Some((canonical_name, lemma)) = &commit.mint {
         sqlx::query(
-            "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
-                 surface, decision_id, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace_id, id) DO NOTHING",
         )
         .bind(&ns)
         .bind(&entity)
-        .bind(m.claim_id.to_string())
-        .bind(m.start.map(|s| s as i64))
-        .bind(m.end.map(|e| e as i64))
-        .bind(&m.surface)
-        .bind(&decision)
+        .bind(canonical_name)
+        .bind(lemma)
         .bind(now)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+    }
+    for a in &commit.aliases {
+        let inserted = sqlx::query(
+            "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(&ns)
+        .bind(&entity)
+        .bind(&a.surface)
+        .bind(&a.lemma)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        // An alias's keys derive from its surface alone and were written with it:
+        // a known alias has them already.
+        if inserted.rows_affected() == 0 {
+            continue;
+        }
+        insert_keys(tx, &ns, a, &entity).await?;
+    }
+    let m = &commit.mention;
+    sqlx::query(
+        "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+                 surface, decision_id, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&ns)
+    .bind(&entity)
+    .bind(m.claim_id.to_string())
+    .bind(m.start.map(|s| s as i64))
+    .bind(m.end.map(|e| e as i64))
+    .bind(&m.surface)
+    .bind(&decision)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    sqlx::query(
+        "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
                  lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
                  rationale, model, resolver_version, features_json, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                  $18, $19)",
+    )
+    .bind(&ns)
+    .bind(&decision)
+    .bind(d.claim_id.to_string())
+    .bind(d.document_id.to_string())
+    .bind(ordinal)
+    .bind(&d.name)
+    .bind(&d.lemma)
+    .bind(&d.tier)
+    .bind(Json(&d.candidates))
+    .bind(d.complete)
+    .bind(d.t3_score.map(|s| s as f64))
+    .bind(&d.t3_outcome)
+    .bind(&d.verdict)
+    .bind(&entity)
+    .bind(&d.rationale)
+    .bind(&d.model)
+    .bind(&d.resolver_version)
+    .bind(Json(&d.features))
+    .bind(d.created_at)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    for other in &commit.exclusions {
+        let other = other.to_string();
+        if other == entity {
+            continue;
+        }
+        let (a, b) = if entity < other {
+            (&entity, &other)
+        } else {
+            (&other, &entity)
+        };
+        sqlx::query(
+            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
         )
         .bind(&ns)
+        .bind(a)
+        .bind(b)
         .bind(&decision)
-        .bind(d.claim_id.to_string())
-        .bind(d.document_id.to_string())
-        .bind(ordinal)
-        .bind(&d.name)
-        .bind(&d.lemma)
-        .bind(&d.tier)
-        .bind(Json(&d.candidates))
-        .bind(d.complete)
-        .bind(d.t3_score.map(|s| s as f64))
-        .bind(&d.t3_outcome)
-        .bind(&d.verdict)
-        .bind(&entity)
-        .bind(&d.rationale)
-        .bind(&d.model)
-        .bind(&d.resolver_version)
-        .bind(Json(&d.features))
-        .bind(d.created_at)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for other in &commit.exclusions {
-            let other = other.to_string();
-            if other == entity {
-                continue;
-            }
-            let (a, b) = if entity < other {
-                (&entity, &other)
-            } else {
-                (&other, &entity)
-            };
-            sqlx::query(
-                "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(a)
-            .bind(b)
-            .bind(&decision)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        if let Some(b) = &commit.binding {
-            // An existing anchor is kept: the first T4 match anchors replay. The row is
-            // only rewritten when it gains an anchor (the COALESCE of SQLite, without
-            // a no-op update that would move the row).
-            sqlx::query(
-                "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
+    }
+    if let Some(b) = &commit.binding {
+        // An existing anchor is kept: the first T4 match anchors replay. The row is
+        // only rewritten when it gains an anchor (the COALESCE of SQLite, without
+        // a no-op update that would move the row).
+        sqlx::query(
+            "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
                      anchor_decision_id)
                  VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
@@ -676,20 +710,20 @@ impl PgStore {
                                                    excluded.anchor_decision_id)
                  WHERE document_entity_bindings.anchor_decision_id IS NULL
                    AND excluded.anchor_decision_id IS NOT NULL",
-            )
-            .bind(&ns)
-            .bind(b.document_id.to_string())
-            .bind(&b.lemma)
-            .bind(b.entity_id.to_string())
-            .bind(b.anchor.map(|a| a.to_string()))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(d.entity_id)
+        )
+        .bind(&ns)
+        .bind(b.document_id.to_string())
+        .bind(&b.lemma)
+        .bind(b.entity_id.to_string())
+        .bind(b.anchor.map(|a| a.to_string()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     }
+    Ok(d.entity_id)
+}
 
+impl PgStore {
     pub(crate) async fn add_exclusion_impl(
         &self,
         ns: NamespaceId,

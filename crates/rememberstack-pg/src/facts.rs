@@ -19,9 +19,9 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::store::{Lease, VectorCoverage};
+use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, Result};
+use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::facts::fact_select;
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
@@ -234,31 +234,77 @@ impl PgStore {
         follow_up: Vec<NewWork>,
         now: Timestamp,
     ) -> Result<()> {
+        let commit = NormalizationCommit {
+            lease: lease.clone(),
+            claim,
+            normalizer_version: normalizer_version.to_string(),
+            output,
+            assertions,
+            follow_up,
+        };
+        self.commit_normalizations_impl(vec![commit], now)
+            .await?
+            .pop()
+            .unwrap_or(Ok(()))
+    }
+
+    /// Several claims' normalizations in one transaction (one claim's is a batch of
+    /// one). A commit whose lease is gone
+    /// writes nothing of its own (its fence is its first write and fails before the
+    /// rest) and is answered `lease_lost`; the others commit. Any other failure
+    /// rolls the whole batch back.
+    pub(crate) async fn commit_normalizations_impl(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        if commits.is_empty() {
+            return Ok(vec![]);
+        }
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        fence(&mut tx, lease, now).await?;
-        let ns: String =
-            sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
-                .bind(lease.work_id.to_string())
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        sqlx::query(
+        let mut out = Vec::with_capacity(commits.len());
+        for c in &commits {
+            match normalize_in(&mut tx, c, now).await {
+                Err(e) if e.code() == ErrorCode::LeaseLost => out.push(Err(e)),
+                Err(e) => return Err(e),
+                Ok(()) => out.push(Ok(())),
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+}
+
+/// Write one claim's normalization in `tx` (see `MemoryStore::commit_normalization`),
+/// its lease fenced first.
+async fn normalize_in(
+    tx: &mut sqlx::PgConnection,
+    c: &NormalizationCommit,
+    now: Timestamp,
+) -> Result<()> {
+    fence(tx, &c.lease, now).await?;
+    let ns: String = sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
+        .bind(c.lease.work_id.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    sqlx::query(
             "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
                  output_json = EXCLUDED.output_json, created_at = EXCLUDED.created_at",
         )
         .bind(&ns)
-        .bind(claim.to_string())
-        .bind(normalizer_version)
-        .bind(Json(&output))
+        .bind(c.claim.to_string())
+        .bind(&c.normalizer_version)
+        .bind(Json(&c.output))
         .bind(now)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for a in &assertions {
-            let a_ns = a.namespace_id.to_string();
-            let inserted = sqlx::query(
+    for a in &c.assertions {
+        let a_ns = a.namespace_id.to_string();
+        let inserted = sqlx::query(
                 "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
                      normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
                      valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
@@ -270,7 +316,7 @@ impl PgStore {
             .bind(a.claim_id.to_string())
             .bind(a.document_id.to_string())
             .bind(a.version_id.to_string())
-            .bind(normalizer_version)
+            .bind(&c.normalizer_version)
             .bind(a.kind.as_str())
             .bind(a.subject.to_string())
             .bind(&a.predicate)
@@ -287,28 +333,29 @@ impl PgStore {
             .await
             .map_err(db_err)?
             .rows_affected();
-            // Uses are counted once per staged assertion: a replayed row counts nothing.
-            if inserted == 0 || a.kind != FactKind::Relation {
-                continue;
-            }
-            let Some(predicate) = &a.predicate else {
-                continue;
-            };
-            sqlx::query(
-                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
+        // Uses are counted once per staged assertion: a replayed row counts nothing.
+        if inserted == 0 || a.kind != FactKind::Relation {
+            continue;
+        }
+        let Some(predicate) = &a.predicate else {
+            continue;
+        };
+        sqlx::query(
+            "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
                  VALUES ($1, $2, '', '[]'::jsonb, 'other', 1)
                  ON CONFLICT (namespace_id, name) DO UPDATE SET uses = predicates.uses + 1",
-            )
-            .bind(&a_ns)
-            .bind(predicate)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        insert_work(&mut tx, &follow_up, now).await?;
-        tx.commit().await.map_err(db_err)
+        )
+        .bind(&a_ns)
+        .bind(predicate)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     }
+    insert_work(tx, &c.follow_up, now).await?;
+    Ok(())
+}
 
+impl PgStore {
     pub(crate) async fn normalization_impl(
         &self,
         ns: NamespaceId,
@@ -375,51 +422,87 @@ impl PgStore {
         commit: ApplyCommit,
         now: Timestamp,
     ) -> Result<bool> {
+        let mut tx = self.pool().begin().await.map_err(db_err)?;
+        let applied = apply_in(&mut tx, &ns.to_string(), &commit, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(applied)
+    }
+
+    /// Several assertions of one namespace in order, in one transaction: each as
+    /// [`Self::apply_assertion_impl`] applies it at its transcript's time. The
+    /// engine holds the batch's entity locks across processes while it decides and
+    /// applies, so the subjects' transaction locks taken here, held to the one
+    /// commit, are not waited for by another batch's.
+    pub(crate) async fn apply_assertions_impl(
+        &self,
+        ns: NamespaceId,
+        commits: Vec<ApplyCommit>,
+    ) -> Result<Vec<bool>> {
+        if commits.is_empty() {
+            return Ok(vec![]);
+        }
         let ns_s = ns.to_string();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let subject: Option<String> = sqlx::query_scalar(
-            "SELECT subject_id FROM staged_assertions WHERE namespace_id = $1 AND id = $2",
-        )
-        .bind(&ns_s)
-        .bind(commit.assertion_id.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some(subject) = subject else {
-            return Err(Error::not_found(format!(
-                "assertion {} is not staged in this namespace",
-                commit.assertion_id
-            )));
-        };
-        // One subject's assertions apply one at a time across processes (SQLite's single
-        // writer): adjudication read the subject's facts, and this writes them.
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(format!("entity:{ns_s}:{subject}"))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let applied: Option<DateTime<Utc>> = sqlx::query_scalar(
-            "SELECT applied_at FROM staged_assertions WHERE namespace_id = $1 AND id = $2
-             FOR UPDATE",
-        )
-        .bind(&ns_s)
-        .bind(commit.assertion_id.to_string())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if applied.is_some() {
-            return Ok(false);
+        let mut out = Vec::with_capacity(commits.len());
+        for c in &commits {
+            out.push(apply_in(&mut tx, &ns_s, c, c.transcript.created_at).await?);
         }
-        insert_work(&mut tx, &commit.follow_up, now).await?;
-        if let Some(f) = &commit.new_fact {
-            let seq: i64 = sqlx::query_scalar(
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+}
+
+/// Apply one assertion in `tx` (see `MemoryStore::apply_assertion`); `false` when
+/// it was applied before.
+async fn apply_in(
+    tx: &mut sqlx::PgConnection,
+    ns_s: &str,
+    commit: &ApplyCommit,
+    now: Timestamp,
+) -> Result<bool> {
+    let subject: Option<String> = sqlx::query_scalar(
+        "SELECT subject_id FROM staged_assertions WHERE namespace_id = $1 AND id = $2",
+    )
+    .bind(ns_s)
+    .bind(commit.assertion_id.to_string())
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let Some(subject) = subject else {
+        return Err(Error::not_found(format!(
+            "assertion {} is not staged in this namespace",
+            commit.assertion_id
+        )));
+    };
+    // One subject's assertions apply one at a time across processes (SQLite's single
+    // writer): adjudication read the subject's facts, and this writes them.
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("entity:{ns_s}:{subject}"))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    let applied: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT applied_at FROM staged_assertions WHERE namespace_id = $1 AND id = $2
+             FOR UPDATE",
+    )
+    .bind(ns_s)
+    .bind(commit.assertion_id.to_string())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    if applied.is_some() {
+        return Ok(false);
+    }
+    insert_work(tx, &commit.follow_up, now).await?;
+    if let Some(f) = &commit.new_fact {
+        let seq: i64 = sqlx::query_scalar(
                 "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
                      valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
                      updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                  RETURNING seq",
             )
-            .bind(&ns_s)
+            .bind(ns_s)
             .bind(f.fact_id.to_string())
             .bind(f.kind.as_str())
             .bind(f.subject.to_string())
@@ -436,30 +519,30 @@ impl PgStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
-            sqlx::query("INSERT INTO fact_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
-                .bind(&ns_s)
-                .bind(seq)
-                .bind(&f.statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        for (fact, claim, stance) in &commit.evidence {
-            sqlx::query(
-                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns_s)
-            .bind(fact.to_string())
-            .bind(claim.to_string())
-            .bind(stance.as_str())
-            .bind(now)
+        sqlx::query("INSERT INTO fact_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
+            .bind(ns_s)
+            .bind(seq)
+            .bind(&f.statement)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        }
-        for (fact, w) in &commit.windows {
-            sqlx::query(
+    }
+    for (fact, claim, stance) in &commit.evidence {
+        sqlx::query(
+            "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(ns_s)
+        .bind(fact.to_string())
+        .bind(claim.to_string())
+        .bind(stance.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    for (fact, w) in &commit.windows {
+        sqlx::query(
                 "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3, updated_at = $4
                  WHERE namespace_id = $5 AND id = $6",
             )
@@ -467,90 +550,90 @@ impl PgStore {
             .bind(w.valid_until)
             .bind(precision_str(&w.precision)?)
             .bind(now)
-            .bind(&ns_s)
+            .bind(ns_s)
+            .bind(fact.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    }
+    if let Some((group, members)) = &commit.contradiction {
+        for fact in members {
+            sqlx::query(
+                "UPDATE facts SET contradiction_group = $1, updated_at = $2
+                     WHERE namespace_id = $3 AND id = $4",
+            )
+            .bind(group.to_string())
+            .bind(now)
+            .bind(ns_s)
             .bind(fact.to_string())
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
         }
-        if let Some((group, members)) = &commit.contradiction {
-            for fact in members {
-                sqlx::query(
-                    "UPDATE facts SET contradiction_group = $1, updated_at = $2
-                     WHERE namespace_id = $3 AND id = $4",
-                )
-                .bind(group.to_string())
-                .bind(now)
-                .bind(&ns_s)
-                .bind(fact.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-        }
-        if let Some((predecessor, successor)) = &commit.superseded {
-            sqlx::query(
+    }
+    if let Some((predecessor, successor)) = &commit.superseded {
+        sqlx::query(
                 "UPDATE facts SET superseded_by = $1, updated_at = $2 WHERE namespace_id = $3 AND id = $4",
             )
             .bind(successor.to_string())
             .bind(now)
-            .bind(&ns_s)
+            .bind(ns_s)
             .bind(predecessor.to_string())
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        }
-        // Chain decisions: each fact's window, successor and group as given, and its
-        // contradict-stance evidence exactly the given claims.
-        for l in &commit.links {
-            sqlx::query(
-                "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3,
+    }
+    // Chain decisions: each fact's window, successor and group as given, and its
+    // contradict-stance evidence exactly the given claims.
+    for l in &commit.links {
+        sqlx::query(
+            "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3,
                      superseded_by = $4, contradiction_group = $5, updated_at = $6
                  WHERE namespace_id = $7 AND id = $8",
-            )
-            .bind(l.window.valid_from)
-            .bind(l.window.valid_until)
-            .bind(precision_str(&l.window.precision)?)
-            .bind(l.superseded_by.map(|f| f.to_string()))
-            .bind(l.contradiction_group.map(|g| g.to_string()))
-            .bind(now)
-            .bind(&ns_s)
-            .bind(l.fact.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
-            sqlx::query(
-                "DELETE FROM fact_evidence WHERE namespace_id = $1 AND fact_id = $2
-                     AND stance = 'contradict' AND NOT (claim_id = ANY($3))",
-            )
-            .bind(&ns_s)
-            .bind(l.fact.to_string())
-            .bind(&keep)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            for c in &keep {
-                sqlx::query(
-                    "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                     VALUES ($1, $2, $3, 'contradict', $4) ON CONFLICT DO NOTHING",
-                )
-                .bind(&ns_s)
-                .bind(l.fact.to_string())
-                .bind(c)
-                .bind(now)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-        }
-        let t = &commit.transcript;
+        )
+        .bind(l.window.valid_from)
+        .bind(l.window.valid_until)
+        .bind(precision_str(&l.window.precision)?)
+        .bind(l.superseded_by.map(|f| f.to_string()))
+        .bind(l.contradiction_group.map(|g| g.to_string()))
+        .bind(now)
+        .bind(ns_s)
+        .bind(l.fact.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
         sqlx::query(
+            "DELETE FROM fact_evidence WHERE namespace_id = $1 AND fact_id = $2
+                     AND stance = 'contradict' AND NOT (claim_id = ANY($3))",
+        )
+        .bind(ns_s)
+        .bind(l.fact.to_string())
+        .bind(&keep)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        for c in &keep {
+            sqlx::query(
+                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+                     VALUES ($1, $2, $3, 'contradict', $4) ON CONFLICT DO NOTHING",
+            )
+            .bind(ns_s)
+            .bind(l.fact.to_string())
+            .bind(c)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+    }
+    let t = &commit.transcript;
+    sqlx::query(
             "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
                  result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
-        .bind(&ns_s)
+        .bind(ns_s)
         .bind(t.adjudication_id.to_string())
         .bind(t.assertion_id.to_string())
         .bind(t.claim_id.to_string())
@@ -566,22 +649,22 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query(
-            "UPDATE staged_assertions SET applied_at = $1, fact_id = $2, verdict = $3
+    sqlx::query(
+        "UPDATE staged_assertions SET applied_at = $1, fact_id = $2, verdict = $3
              WHERE namespace_id = $4 AND id = $5",
-        )
-        .bind(now)
-        .bind(t.result_fact.to_string())
-        .bind(&t.verdict)
-        .bind(&ns_s)
-        .bind(commit.assertion_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
-    }
+    )
+    .bind(now)
+    .bind(t.result_fact.to_string())
+    .bind(&t.verdict)
+    .bind(ns_s)
+    .bind(commit.assertion_id.to_string())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(true)
+}
 
+impl PgStore {
     /// Rows of `select` (over `facts f`) for the facts `filter` admits, in `order`.
     async fn eligible_facts(
         &self,

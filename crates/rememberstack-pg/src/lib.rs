@@ -43,6 +43,7 @@ mod lifecycle;
 mod liveness;
 mod rows;
 mod search;
+mod signal;
 
 use async_trait::async_trait;
 use rememberstack_core::embed::EmbedderIdentity;
@@ -68,9 +69,9 @@ use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{
     CallRecord, ChunkFilter, ChunkHit, ChunkRecord, ChunkRef, ClaimFilter, ClaimHit, ClaimRecord,
     ClaimRetraction, DecisionRecord, DeletionOutcome, DocumentRow, ExtractionCommit, FactEvent,
-    FactInvalidation, FeedbackRecord, Lease, Namespace, NewChunk, NewVersion, NoteLookup,
-    NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow, StoreLock,
-    StoreTuning, VectorCoverage, VersionOutcome, VersionRecord,
+    FactInvalidation, FeedbackRecord, Lease, Namespace, NewChunk, NewVersion, NormalizationCommit,
+    NoteLookup, NoteRecord, PreparedVersion, PriorExtraction, Receipt, RequestKey, SectionRow,
+    StoreLock, StoreTuning, VectorCoverage, VersionOutcome, VersionRecord,
 };
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
@@ -183,6 +184,8 @@ pub struct PgStore {
     shared_root: bool,
     /// The session whose lock says this process still runs (see `liveness`).
     owner: std::sync::Arc<liveness::Owner>,
+    /// What wakes this process's idle workers (see `signal`).
+    work_signal: std::sync::Arc<signal::WorkSignal>,
 }
 
 /// This process's host name, for the connection's `application_name`: a
@@ -431,6 +434,8 @@ impl PgStore {
             .min_connections(0)
             .acquire_timeout(config.acquire_timeout)
             .connect_lazy_with(options.clone());
+        let work_signal =
+            std::sync::Arc::new(signal::WorkSignal::new(options.clone(), schema.clone()));
         let maintenance = in_schema(
             PgPoolOptions::new()
                 .max_connections(2)
@@ -514,6 +519,7 @@ impl PgStore {
             manifests: ManifestRoot::new(manifest_dir),
             shared_root,
             owner: Default::default(),
+            work_signal,
         };
         if let Ok(Some(warning)) = store.manifest_root_warning_impl().await {
             tracing::warn!("{warning}");
@@ -618,6 +624,7 @@ impl PgStore {
 
     /// Close every connection; waits until they are returned.
     pub async fn close(&self) {
+        self.work_signal.stop();
         self.locks.close().await;
         self.maintenance.close().await;
         if let Some(read) = &self.read {
@@ -933,6 +940,10 @@ impl SourceStore for PgStore {
 
 #[async_trait]
 impl LedgerStore for PgStore {
+    fn work_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.work_signal.subscribe()
+    }
+
     async fn enqueue(&self, items: Vec<NewWork>, now: Timestamp) -> Result<u64> {
         self.enqueue_impl(items, now).await
     }
@@ -1336,6 +1347,10 @@ impl IdentityStore for PgStore {
         self.commit_resolution_impl(commit, now).await
     }
 
+    async fn commit_resolutions(&self, commits: Vec<ResolutionCommit>) -> Result<Vec<EntityId>> {
+        self.commit_resolutions_impl(commits).await
+    }
+
     async fn add_exclusion(
         &self,
         ns: NamespaceId,
@@ -1484,6 +1499,14 @@ impl FactStore for PgStore {
         .await
     }
 
+    async fn commit_normalizations(
+        &self,
+        commits: Vec<NormalizationCommit>,
+        now: Timestamp,
+    ) -> Result<Vec<Result<()>>> {
+        self.commit_normalizations_impl(commits, now).await
+    }
+
     async fn normalization(
         &self,
         ns: NamespaceId,
@@ -1513,6 +1536,17 @@ impl FactStore for PgStore {
     ) -> Result<bool> {
         let applied = self.apply_assertion_impl(ns, commit, now).await?;
         self.grew(1).await;
+        Ok(applied)
+    }
+
+    async fn apply_assertions(
+        &self,
+        ns: NamespaceId,
+        commits: Vec<ApplyCommit>,
+    ) -> Result<Vec<bool>> {
+        let n = commits.len() as u64;
+        let applied = self.apply_assertions_impl(ns, commits).await?;
+        self.grew(n).await;
         Ok(applied)
     }
 

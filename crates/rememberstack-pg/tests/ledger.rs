@@ -287,3 +287,74 @@ async fn pg_ledger_completions_and_overlapping_enqueues_never_deadlock() {
     .await
     .unwrap();
 }
+
+/// Whether `signal` changes within `within` (marking it seen).
+async fn changes(
+    signal: &mut tokio::sync::watch::Receiver<u64>,
+    within: std::time::Duration,
+) -> bool {
+    tokio::time::timeout(within, signal.changed())
+        .await
+        .is_ok_and(|r| r.is_ok())
+}
+
+/// Another process's new work and ended leases wake this process's idle workers
+/// (LISTEN/NOTIFY, migration 0029); its claims do not, nor does a store in another
+/// schema of the same database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_ledger_signal_wakes_other_processes_on_new_and_released_work() {
+    let Some(url) = database_url("pg_ledger_signal") else {
+        return;
+    };
+    let schema = fresh_schema("ledger_signal");
+    let here = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let there = PgStore::connect_with(&url, config(&schema)).await.unwrap();
+    let elsewhere = store("pg_ledger_signal", "ledger_signal_other")
+        .await
+        .unwrap();
+    let long = std::time::Duration::from_secs(10);
+    let short = std::time::Duration::from_millis(700);
+    let mut signal = here
+        .work_signal()
+        .expect("PostgreSQL signals ledger changes");
+    // The session says it listens (it may have missed what came before).
+    assert!(
+        changes(&mut signal, long).await,
+        "the session never listened"
+    );
+    let ns = NamespaceId::new();
+
+    there
+        .enqueue(vec![work(ns, Stage::Embed, 0)], at(0))
+        .await
+        .unwrap();
+    assert!(changes(&mut signal, long).await, "new work sent nothing");
+
+    let got = there.claim(&req("w", &[], 5, 10)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert!(
+        !changes(&mut signal, short).await,
+        "a claim woke the workers"
+    );
+
+    there
+        .complete(&Lease::of(&got[0]), vec![], at(11))
+        .await
+        .unwrap();
+    assert!(
+        changes(&mut signal, long).await,
+        "a released lease sent nothing"
+    );
+
+    elsewhere
+        .enqueue(vec![work(NamespaceId::new(), Stage::Embed, 0)], at(0))
+        .await
+        .unwrap();
+    assert!(
+        !changes(&mut signal, short).await,
+        "another schema's work woke these workers"
+    );
+    drop_schema(&elsewhere).await;
+    there.close().await;
+    drop_schema(&here).await;
+}

@@ -489,8 +489,11 @@ impl SqliteStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<Vec<EntityId>> {
+        // Both indexes hold only waiting rows (migration 0030), and the planner may
+        // take the subject index for its grouping: that reads every waiting row of
+        // the namespace, where the version's are asked for.
         let rows = sqlx::query(
-            "SELECT subject_id, MIN(seq) AS first FROM staged_assertions
+            "SELECT subject_id, MIN(seq) AS first FROM staged_assertions INDEXED BY staged_by_version
              WHERE namespace_id = ? AND version_id = ? AND applied_at IS NULL
              GROUP BY subject_id ORDER BY first",
         )

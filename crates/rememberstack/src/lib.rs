@@ -643,7 +643,11 @@ impl Memory {
             let mut total = DrainReport::default();
             // What the last wait reported, and when.
             let mut told: Option<(Vec<(String, u64)>, std::time::Instant)> = None;
+            // Work another process enqueues (or a lease it releases) wakes the wait
+            // below at once where the store signals it.
+            let mut signal = WorkWait::new(&engine);
             loop {
+                signal.mark_seen();
                 let report = engine.drain().await?;
                 total.add(&report);
                 let Some(next) = report.next_wakeup else {
@@ -688,7 +692,9 @@ impl Memory {
                 } else {
                     wait.min(std::time::Duration::from_secs(2))
                 };
-                tokio::time::sleep(wait.max(std::time::Duration::from_millis(20))).await;
+                signal
+                    .wait(wait.max(std::time::Duration::from_millis(20)))
+                    .await;
             }
         })
         .await
@@ -1310,6 +1316,42 @@ impl Memory {
     }
 }
 
+/// An idle worker's wait: its poll interval, cut short when the store signals
+/// that the ledger changed since the worker last looked (see
+/// [`store::LedgerStore::work_signal`]); a store without the signal, or one whose
+/// signal is gone, leaves the plain poll.
+struct WorkWait(Option<tokio::sync::watch::Receiver<u64>>);
+
+impl WorkWait {
+    fn new(engine: &Engine) -> Self {
+        WorkWait(engine.store().work_signal())
+    }
+
+    /// Call before looking for work: a change after this ends the next wait.
+    fn mark_seen(&mut self) {
+        if let Some(s) = self.0.as_mut() {
+            s.borrow_and_update();
+        }
+    }
+
+    async fn wait(&mut self, poll: std::time::Duration) {
+        let sleep = tokio::time::sleep(poll);
+        tokio::pin!(sleep);
+        if let Some(s) = self.0.as_mut() {
+            tokio::select! {
+                _ = &mut sleep => return,
+                changed = s.changed() => {
+                    if changed.is_ok() {
+                        return;
+                    }
+                    self.0 = None;
+                }
+            }
+        }
+        sleep.await;
+    }
+}
+
 /// `concurrency` ledger workers, each claiming its own batches under its own lease
 /// owner, until `shutdown` turns true (see [`Memory::run_workers`]).
 async fn worker_pool(
@@ -1326,7 +1368,9 @@ async fn worker_pool(
         let mut shutdown = shutdown.clone();
         tasks.spawn(async move {
             let mut total = DrainReport::default();
+            let mut signal = WorkWait::new(&engine);
             while !*shutdown.borrow() {
+                signal.mark_seen();
                 let wait = match engine.run_batch(&owner).await {
                     Ok((0, _)) => match engine.next_wakeup().await {
                         Ok(Some(next)) => (next - chrono::Utc::now())
@@ -1345,7 +1389,7 @@ async fn worker_pool(
                     }
                 };
                 tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = signal.wait(wait) => {}
                     _ = shutdown.changed() => {}
                 }
             }

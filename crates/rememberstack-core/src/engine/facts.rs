@@ -1246,7 +1246,9 @@ impl Engine {
             verdict.t3_outcome = "not_run".into();
             verdict.features = serde_json::json!({
                 "policy": "offline-exact",
-                "departs_from": "D95: an exact name never decides alone; without a chat model the offline resolver accepts the first exact-lemma candidate in D103 order",
+                // The design decision this policy departs from (an exact name
+                // never decides alone), as the site's decision log numbers it.
+                "departs_from": "D95",
             });
             let bound: Vec<EntityId> = snap.bindings.iter().map(|b| b.entity_id).collect();
             let pick = snap.candidates.iter().find(|c| {
