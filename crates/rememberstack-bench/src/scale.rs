@@ -648,6 +648,141 @@ pub struct OperationLatency {
     pub retrieval: Stats,
 }
 
+/// Starts the embedded store's approximate indexes (one search of each kind) and
+/// waits until they are built; the seconds it took.
+async fn index_approximately(
+    memory: &Memory,
+    store: &rememberstack::SqliteStore,
+    queries: &[Query],
+) -> Result<f64> {
+    let t = Instant::now();
+    if let Some(q) = queries.first() {
+        run_operation(memory, "combined_context", q).await?;
+        run_operation(memory, "search", q).await?;
+    }
+    store.wait_for_vector_indexes().await;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// Recall@10 of the embedded store's semantic searches (claims and chunks) through
+/// its approximate indexes against the exact scan of the same store, over
+/// `queries`, with each way's median time. Below the index size both are exact and
+/// the recall is 1.
+pub async fn approximate_recall(
+    memory: &Memory,
+    store: &rememberstack::SqliteStore,
+    queries: &[Query],
+    approximate_from: usize,
+) -> Result<Value> {
+    use rememberstack::store::text::SectionRole;
+    use rememberstack::store::{ChunkFilter, ClaimFilter, SearchStore};
+    const K: usize = 10;
+    let engine = memory.engine();
+    let Some(ns) = engine.store().namespace(memory.namespace()).await? else {
+        return Ok(json!(null));
+    };
+    let generation = engine.component_version(Stage::EmbedClaims);
+    let texts: Vec<String> = queries.iter().map(|q| q.question.clone()).collect();
+    let vectors = engine
+        .embedder()
+        .embed(&texts, EmbedPurpose::Query)
+        .await
+        .map_err(|e| anyhow::anyhow!("embedding the queries: {e}"))?;
+    let claims = ClaimFilter {
+        namespace_id: ns.id,
+        include_retired: false,
+        document_id: None,
+        entities: vec![],
+        documents: None,
+    };
+    let chunks = ChunkFilter {
+        namespace_id: ns.id,
+        roles: vec![SectionRole::Body],
+        entities: vec![],
+        documents: None,
+        exact: false,
+    };
+    // Each query's (claim hits, chunk hits) as (id, score), and the milliseconds of
+    // each search.
+    type Hits = Vec<(String, f64)>;
+    type Run = (Vec<(Hits, Hits)>, Vec<f64>, Vec<f64>);
+    let run = async || -> Result<Run> {
+        let (mut hits, mut claim_ms, mut chunk_ms) = (Vec::new(), Vec::new(), Vec::new());
+        for v in &vectors {
+            let t = Instant::now();
+            let c = store
+                .search_claims_semantic(&claims, &generation, v, K)
+                .await?;
+            claim_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            let k = store
+                .search_chunks_semantic(&chunks, &generation, v, K)
+                .await?;
+            chunk_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            hits.push((
+                c.iter()
+                    .map(|h| (h.claim_id.to_string(), h.score))
+                    .collect(),
+                k.iter()
+                    .map(|h| (h.chunk_id.to_string(), h.score))
+                    .collect(),
+            ));
+        }
+        Ok((hits, claim_ms, chunk_ms))
+    };
+    let (approximate, claim_approx, chunk_approx) = run().await?;
+    store.set_approximate_from(0);
+    let exact = run().await;
+    store.set_approximate_from(approximate_from);
+    let (exact, claim_exact, chunk_exact) = exact?;
+    // Recall two ways: the exact scan's ids found, and hits scoring at least the exact
+    // scan's last (records of equal cosine are equally good answers, and a corpus of
+    // templated sentences has many: the exact scan breaks their ties by id).
+    let recall = |pick: fn(&(Hits, Hits)) -> &Hits| {
+        let (mut ids, mut scores, mut want) = (0usize, 0usize, 0usize);
+        for (a, e) in approximate.iter().zip(&exact) {
+            let (a, e) = (pick(a), pick(e));
+            want += e.len();
+            ids += e
+                .iter()
+                .filter(|(id, _)| a.iter().any(|(x, _)| x == id))
+                .count();
+            let last = e.last().map_or(f64::INFINITY, |(_, s)| *s);
+            scores += a
+                .iter()
+                .filter(|(_, s)| *s >= last - 1e-6)
+                .count()
+                .min(e.len());
+        }
+        let share = |n: usize| {
+            if want == 0 {
+                1.0
+            } else {
+                n as f64 / want as f64
+            }
+        };
+        (share(ids), share(scores))
+    };
+    let (claims_ids, claims_scores) = recall(|p| &p.0);
+    let (chunks_ids, chunks_scores) = recall(|p| &p.1);
+    Ok(json!({
+        "queries": vectors.len(),
+        "k": K,
+        "claims": {
+            "recall_at_10": claims_scores,
+            "id_recall_at_10": claims_ids,
+            "median_ms": stats(&claim_approx).p50_ms,
+            "exact_median_ms": stats(&claim_exact).p50_ms,
+        },
+        "chunks": {
+            "recall_at_10": chunks_scores,
+            "id_recall_at_10": chunks_ids,
+            "median_ms": stats(&chunk_approx).p50_ms,
+            "exact_median_ms": stats(&chunk_exact).p50_ms,
+        },
+    }))
+}
+
 /// Run every query through every operation: `warmup` queries untimed first, then
 /// all of them timed.
 pub async fn latency(
@@ -942,9 +1077,39 @@ async fn build_and_measure(
         "observation_facts": facts.len() - relations,
     });
 
-    // Latency.
+    // Latency, once the embedded store's approximate indexes are built (a first
+    // search starts them; searches scan exactly until they are ready).
     let queries = generator.queries(a.queries, seed);
+    let approximate_from = a
+        .approximate_from
+        .unwrap_or(rememberstack::DEFAULT_APPROXIMATE_FROM);
+    let indexes = match bench_store {
+        BenchStore::Sqlite { store, .. } => {
+            store.set_approximate_from(approximate_from);
+            Some(index_approximately(&memory, store, &queries).await?)
+        }
+        BenchStore::Postgres { .. } => None,
+    };
     let lat = latency(&memory, &timed, &queries, a.warmup).await?;
+    let approximate = match (bench_store, indexes) {
+        (BenchStore::Sqlite { store, .. }, Some(build_secs)) => {
+            let mut r = approximate_recall(&memory, store, &queries, approximate_from).await?;
+            r["approximate_from"] = json!(approximate_from);
+            r["index_build_secs"] = json!(build_secs);
+            r["indexes"] = json!(
+                store
+                    .vector_indexes()
+                    .await
+                    .into_iter()
+                    .map(|(_, table, records)| json!({"table": table, "records": records}))
+                    .collect::<Vec<_>>()
+            );
+            r
+        }
+        _ => {
+            json!({"store": "postgres: pgvector's HNSW indexes (the exact flag is not measured here)"})
+        }
+    };
     let peak = peak_rss_bytes();
 
     let memory_json = match (peak_after_build, peak) {
@@ -965,6 +1130,7 @@ async fn build_and_measure(
             "corpus": corpus,
             "ingest": ingest,
             "latency": lat,
+            "approximate": approximate,
             "memory": memory_json,
         }),
         claims,
@@ -1055,6 +1221,39 @@ pub fn markdown(r: &Value) -> String {
             f(&l["query_embedding"]["mean_ms"]),
             f(&l["retrieval"]["p50_ms"]),
             f(&l["retrieval"]["p95_ms"]),
+        ));
+    }
+    let x = &r["approximate"];
+    if x["claims"].is_object() {
+        let indexed: Vec<String> = x["indexes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|i| format!("{} {}", i["table"].as_str().unwrap_or("?"), i["records"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        md.push_str(&format!(
+            "\nApproximate vector indexes: {} (built in {:.1} s). Semantic top-{} against the \
+             exact scan over {} queries (ties at the cut counted found; ids alone in \
+             brackets): claims recall {:.3} [{:.3}] (median {:.2} ms, exact {:.2} ms), chunks \
+             recall {:.3} [{:.3}] (median {:.2} ms, exact {:.2} ms).\n",
+            if indexed.is_empty() {
+                "none (every table below the size)".to_string()
+            } else {
+                indexed.join(", ")
+            },
+            f(&x["index_build_secs"]),
+            x["k"],
+            x["queries"],
+            f(&x["claims"]["recall_at_10"]),
+            f(&x["claims"]["id_recall_at_10"]),
+            f(&x["claims"]["median_ms"]),
+            f(&x["claims"]["exact_median_ms"]),
+            f(&x["chunks"]["recall_at_10"]),
+            f(&x["chunks"]["id_recall_at_10"]),
+            f(&x["chunks"]["median_ms"]),
+            f(&x["chunks"]["exact_median_ms"]),
         ));
     }
     let m = &r["memory"];
@@ -1173,6 +1372,7 @@ mod tests {
             seed: 11,
             long_turns: false,
             worker_processes: 0,
+            approximate_from: None,
             out: dir.join("out"),
         }
     }

@@ -307,7 +307,7 @@ pub struct SearchArgs {
     #[arg(long = "document", value_name = "DOC_ID")]
     pub documents: Vec<String>,
     /// Rank chunks by an exact vector scan even where the store has an approximate
-    /// index (PostgreSQL's HNSW); the embedded store always scans exactly.
+    /// index (PostgreSQL's HNSW, the embedded store's index of a large table).
     #[arg(long)]
     pub exact: bool,
     /// Document filters (D134), applied before the top-k cut.

@@ -229,7 +229,7 @@ pub struct ChunkFilter {
     /// nothing).
     pub documents: Option<Vec<DocumentId>>,
     /// Rank the semantic channel by an exact scan even where an approximate index
-    /// exists (PostgreSQL's HNSW); the embedded store always scans exactly.
+    /// exists (PostgreSQL's HNSW, the embedded store's index of a large table).
     pub exact: bool,
 }
 

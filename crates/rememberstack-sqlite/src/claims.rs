@@ -767,6 +767,7 @@ impl SqliteStore {
             scoped: !filter.entities.is_empty()
                 || filter.documents.is_some()
                 || filter.document_id.is_some(),
+            exact: false,
             sql: format!(
                 "SELECT c.id, c.embedding_key FROM claims c
                  JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?

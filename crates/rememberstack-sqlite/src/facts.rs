@@ -1124,6 +1124,7 @@ impl SqliteStore {
             scoped: !filter.entities.is_empty()
                 || filter.documents.is_some()
                 || filter.group.is_some(),
+            exact: false,
             sql,
             bind: crate::vector_cache::binder(|q| bind_args(q.bind(generation), &binds)),
         };

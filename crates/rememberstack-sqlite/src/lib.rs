@@ -7,6 +7,8 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod affinity;
+mod ann;
+pub use ann::DEFAULT_APPROXIMATE_FROM;
 mod blobs;
 mod claims;
 mod compact;
@@ -75,7 +77,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Work claims since the planner statistics were last refreshed.
     claims_since_optimize: Arc<AtomicU64>,
-    /// Decoded vectors and candidate lists for the exact semantic scan.
+    /// Decoded vectors, candidate lists and record sets (with their approximate
+    /// indexes) of the semantic search.
     vector_cache: Arc<vector_cache::VectorCache>,
     /// Rows matching each lexical term, for the bounded first pass.
     df_cache: Arc<lexical::DfCache>,
@@ -263,7 +266,9 @@ impl SqliteStore {
             manifests,
             path,
             claims_since_optimize: Arc::new(AtomicU64::new(0)),
-            vector_cache: Arc::default(),
+            vector_cache: Arc::new(vector_cache::VectorCache::approximate_from(
+                ann::DEFAULT_APPROXIMATE_FROM,
+            )),
             df_cache: Arc::default(),
             key_cache: Arc::default(),
             disk_reserve: Arc::new(AtomicU64::new(disk::DEFAULT_RESERVE)),
@@ -347,6 +352,29 @@ impl SqliteStore {
     /// pending (`file_rewrite_pending`).
     pub fn set_disk_reserve(&self, bytes: u64) {
         self.disk_reserve.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Semantic search over a namespace's chunks, claims or facts walks an
+    /// approximate (HNSW) index once the table has at least `records` records with a
+    /// vector (default 200,000); `0` scans exactly always. Scores stay exact cosines;
+    /// the index decides only which records are scored (its recall@10 against the
+    /// exact scan is measured by `rememberstack-bench scale`).
+    pub fn set_approximate_from(&self, records: usize) {
+        self.vector_cache.set_approximate_from(records);
+    }
+
+    /// The approximate indexes this process keeps: (namespace id, table, records
+    /// in the graph).
+    pub async fn vector_indexes(&self) -> Vec<(String, &'static str, usize)> {
+        self.vector_cache.indexes().await
+    }
+
+    /// Waits until no approximate index is being built or growing (they are built
+    /// off the request path; searches scan exactly meanwhile).
+    pub async fn wait_for_vector_indexes(&self) {
+        while !self.vector_cache.indexes_settled().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub(crate) fn disk_reserve(&self) -> u64 {
@@ -1938,6 +1966,7 @@ impl SearchStore for SqliteStore {
                 filter.roles, filter.entities, filter.documents
             ),
             scoped: !filter.entities.is_empty() || filter.documents.is_some(),
+            exact: filter.exact,
             sql,
             bind: vector_cache::binder(|q| {
                 bind_scope(

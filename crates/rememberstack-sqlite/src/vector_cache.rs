@@ -24,6 +24,7 @@
 //! own rows; a removal (counted per table in `record_removals`) makes the set be
 //! read again in full, as SQLite may then hand out a `seq` already passed.
 
+use crate::ann::{Graph, Positions};
 use crate::db_err;
 use crate::parse_id;
 use crate::rows::decode_vector;
@@ -33,6 +34,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Cached vectors at most (then the vector map starts over).
@@ -77,7 +79,7 @@ impl CandidateList {
         list
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&str, &[f32])> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &[f32])> {
         self.range(0..self.ids.len())
     }
 
@@ -89,8 +91,15 @@ impl CandidateList {
             .map(|(id, (start, len))| (id.as_str(), &self.data[*start..*start + *len]))
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ids.len()
+    }
+
+    /// The pair at `position`.
+    pub(crate) fn get(&self, position: usize) -> Option<(&str, &[f32])> {
+        let id = self.ids.get(position)?;
+        let (start, len) = self.spans[position];
+        Some((id.as_str(), &self.data[start..start + len]))
     }
 }
 
@@ -112,6 +121,15 @@ struct RecordSet {
     stamp: u64,
     /// (id, embedding key) of records read before their vector was stored.
     pending: Vec<(String, String)>,
+    /// Counts the times the set was read in full: a record's position (see
+    /// [`crate::ann`]) means the same record only within one epoch.
+    epoch: u64,
+    /// The approximate index over the set's first positions, once built.
+    graph: Option<Arc<Graph>>,
+    /// The epoch whose graph is being built.
+    building: Option<u64>,
+    /// The epoch whose graph could not be built (it is not tried again).
+    failed: Option<u64>,
 }
 
 /// A semantic search's eligibility statement (see [`VectorCache::search`]).
@@ -125,6 +143,8 @@ pub(crate) struct Eligibility<B> {
     /// Whether it narrows by entity or document: it then ranks its list, as a walk
     /// of the whole table would check most of it.
     pub(crate) scoped: bool,
+    /// Whether the ranking must be exact: no approximate index is walked.
+    pub(crate) exact: bool,
     /// The statement: `id` and `embedding_key` of the eligible records.
     pub(crate) sql: String,
     /// Binds its arguments, in order.
@@ -149,6 +169,9 @@ type RecordSets = HashMap<(String, String, &'static str), Arc<tokio::sync::Mutex
 
 #[derive(Debug, Default)]
 pub(crate) struct VectorCache {
+    /// Record sets of at least this many records keep an approximate index
+    /// ([`crate::ann`]); 0: never.
+    approximate_from: AtomicUsize,
     vectors: Mutex<HashMap<(String, String), Vectors>>,
     lists: Mutex<HashMap<String, (u64, Candidates)>>,
     sets: Mutex<RecordSets>,
@@ -162,6 +185,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl VectorCache {
+    /// A cache whose record sets of at least `n` records keep an approximate index
+    /// (0: none does).
+    pub(crate) fn approximate_from(n: usize) -> VectorCache {
+        let cache = VectorCache::default();
+        cache.set_approximate_from(n);
+        cache
+    }
+
     /// The candidates of the eligibility statement identified by `statement`,
     /// reused while `stamp` (read before the statement runs) is unchanged, else
     /// fetched with `fetch` (rows with columns `id` and `embedding_key`).
@@ -232,17 +263,25 @@ impl VectorCache {
             id_column,
             key,
             scoped,
+            exact,
             sql,
             bind,
         } = statement;
-        if !scoped && !self.prefers_list(ns, generation, &key, stamp) {
+        // A set with an approximate index walks it even on a quiet store: a list
+        // would be scanned whole, the index is not.
+        if !scoped
+            && ((!exact && self.has_graph(ns, generation, table, query.len()).await)
+                || !self.prefers_list(ns, generation, &key, stamp))
+        {
             let check = format!("{sql} AND {id_column} IN (SELECT value FROM json_each(?))");
             let eligible = |ids: Vec<String>| {
                 let check = bind(sqlx::query(AssertSqlSafe(check.clone())));
                 async move { admitted(pool, check, &ids).await }
             };
             if let Some(hits) = self
-                .walk(pool, ns, generation, table, stamp, query, limit, eligible)
+                .walk(
+                    pool, ns, generation, table, stamp, query, limit, exact, eligible,
+                )
                 .await?
             {
                 return Ok(hits);
@@ -271,14 +310,15 @@ impl VectorCache {
         generation: &str,
         table: &'static str,
         stamp: u64,
-    ) -> Result<Vec<Candidates>> {
-        let set = lock(&self.sets)
+    ) -> Result<(Vec<Candidates>, Option<Arc<Graph>>)> {
+        let handle = lock(&self.sets)
             .entry((ns.to_string(), generation.to_string(), table))
             .or_default()
             .clone();
-        let mut set = set.lock().await;
+        let mut set = handle.lock().await;
         if set.loaded && set.stamp == stamp {
-            return Ok(set.segments.clone());
+            let graph = self.maintain_graph(&handle, &mut set);
+            return Ok((set.segments.clone(), graph));
         }
         let removals: i64 =
             sqlx::query_scalar("SELECT n FROM record_removals WHERE namespace_id = ? AND kind = ?")
@@ -292,6 +332,7 @@ impl VectorCache {
             *set = RecordSet {
                 loaded: true,
                 removals,
+                epoch: set.epoch + 1,
                 ..RecordSet::default()
             };
         }
@@ -334,7 +375,118 @@ impl VectorCache {
             }
         }
         set.stamp = stamp;
-        Ok(set.segments.clone())
+        let graph = self.maintain_graph(&handle, &mut set);
+        Ok((set.segments.clone(), graph))
+    }
+
+    /// Record sets of at least `n` records keep an approximate index; 0: none does,
+    /// and every search scans exactly.
+    pub(crate) fn set_approximate_from(&self, n: usize) {
+        self.approximate_from.store(n, Ordering::Relaxed);
+    }
+
+    /// The approximate index a walk of `set` may use, if any: a set past the size
+    /// starts building one (off the request path, but for a small set), and a graph
+    /// behind its set starts taking in the new records.
+    fn maintain_graph(
+        &self,
+        handle: &Arc<tokio::sync::Mutex<RecordSet>>,
+        set: &mut RecordSet,
+    ) -> Option<Arc<Graph>> {
+        let from = self.approximate_from.load(Ordering::Relaxed);
+        let total: usize = set.segments.iter().map(|s| s.len()).sum();
+        if from == 0 || total < from {
+            return None;
+        }
+        if let Some(graph) = &set.graph {
+            if graph.indexed() < total && graph.start_growing() {
+                let (graph, segments) = (graph.clone(), set.segments.clone());
+                crate::ann::detached(move || graph.grow(&segments));
+            }
+            return Some(graph.clone());
+        }
+        if set.building == Some(set.epoch) || set.failed == Some(set.epoch) {
+            return None;
+        }
+        if total <= crate::ann::BUILD_INLINE_MAX {
+            set.graph = crate::ann::guarded(|| Graph::build(&set.segments)).map(Arc::new);
+            if set.graph.is_none() {
+                set.failed = Some(set.epoch);
+            }
+            return set.graph.clone();
+        }
+        set.building = Some(set.epoch);
+        let (handle, segments, epoch) = (handle.clone(), set.segments.clone(), set.epoch);
+        crate::ann::detached(move || {
+            let graph = crate::ann::guarded(|| Graph::build(&segments)).map(Arc::new);
+            let mut set = handle.blocking_lock();
+            // A set read again in full meanwhile builds for its new epoch.
+            if set.epoch == epoch {
+                set.building = None;
+                if graph.is_none() {
+                    set.failed = Some(epoch);
+                }
+                set.graph = graph;
+            }
+        });
+        None
+    }
+
+    /// Whether the record set of `table` walks an approximate index for queries of
+    /// `dimension`.
+    async fn has_graph(
+        &self,
+        ns: &str,
+        generation: &str,
+        table: &'static str,
+        dimension: usize,
+    ) -> bool {
+        if self.approximate_from.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let set = lock(&self.sets)
+            .get(&(ns.to_string(), generation.to_string(), table))
+            .cloned();
+        match set {
+            Some(set) => set
+                .lock()
+                .await
+                .graph
+                .as_ref()
+                .is_some_and(|g| g.dimension() == dimension),
+            None => false,
+        }
+    }
+
+    /// The approximate indexes: (table, records in the graph), by namespace.
+    pub(crate) async fn indexes(&self) -> Vec<(String, &'static str, usize)> {
+        let sets: Vec<_> = lock(&self.sets)
+            .iter()
+            .map(|((ns, _, table), set)| (ns.clone(), *table, set.clone()))
+            .collect();
+        let mut out = Vec::new();
+        for (ns, table, set) in sets {
+            if let Some(graph) = &set.lock().await.graph {
+                out.push((ns, table, graph.indexed()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Whether no record set is building or growing its approximate index.
+    pub(crate) async fn indexes_settled(&self) -> bool {
+        let sets: Vec<_> = lock(&self.sets).values().cloned().collect();
+        for set in sets {
+            let set = set.lock().await;
+            if set.building == Some(set.epoch) {
+                return false;
+            }
+            if set.graph.as_ref().is_some_and(|g| g.is_growing()) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The `limit` best records of `table` against `query` that `eligible` admits,
@@ -355,6 +507,7 @@ impl VectorCache {
         stamp: u64,
         query: &[f32],
         limit: usize,
+        exact: bool,
         eligible: F,
     ) -> Result<Option<Vec<(Id, f64)>>>
     where
@@ -363,8 +516,11 @@ impl VectorCache {
         Fut: std::future::Future<Output = Result<Vec<String>>>,
     {
         rememberstack_core::store::check_query_vector(query)?;
-        let segments = self.record_set(pool, ns, generation, table, stamp).await?;
+        let (segments, graph) = self.record_set(pool, ns, generation, table, stamp).await?;
         let query: Arc<[f32]> = Arc::from(unit(query));
+        if let Some(graph) = graph.filter(|g| !exact && g.dimension() == query.len()) {
+            return walk_graph(&segments, graph, query, limit, eligible).await;
+        }
         let total: usize = segments.iter().map(|s| s.len()).sum();
         // A long set is scored off the async worker.
         let scores: Vec<f32> = if total < PARALLEL_SCAN_MIN {
@@ -498,6 +654,73 @@ impl VectorCache {
             .filter_map(|(_, k)| entry.get(k).map(|v| (k.clone(), v.clone())))
             .collect())
     }
+}
+
+/// [`VectorCache::walk`] over an approximate index: its candidates are the records
+/// the graph finds nearest to `query` (a unit vector) and the records appended since
+/// the graph last grew (scored exactly), the best `want` of each; eligibility is
+/// checked for those not checked yet, and each round asks four times more, until
+/// `limit` are admitted. Every score is the exact cosine and the result is ranked by
+/// it; only which records are looked at is approximate. `None` when more than a
+/// quarter of the set was checked without enough (a selective filter).
+async fn walk_graph<Id, F, Fut>(
+    segments: &[Candidates],
+    graph: Arc<Graph>,
+    query: Arc<[f32]>,
+    limit: usize,
+    eligible: F,
+) -> Result<Option<Vec<(Id, f64)>>>
+where
+    Id: std::str::FromStr<Err = Error>,
+    F: Fn(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<String>>>,
+{
+    let positions = Positions::of(segments);
+    let total = positions.total();
+    let indexed = graph.indexed().min(total);
+    let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
+    let mut tail: Vec<(f64, usize)> = (indexed..total)
+        .filter_map(|p| {
+            let (_, v) = positions.at(segments, p)?;
+            (v.len() == query.len()).then(|| (dot(&query, v) as f64, p))
+        })
+        .collect();
+    tail.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut checked: HashSet<usize> = HashSet::new();
+    let mut kept: Vec<(f64, &str)> = Vec::with_capacity(limit);
+    let mut want = (limit * WALK_FIRST_PER_RESULT).max(64);
+    loop {
+        let nearest = {
+            let (graph, query) = (graph.clone(), query.clone());
+            let n = want.min(indexed);
+            tokio::task::spawn_blocking(move || graph.nearest(&query, n))
+                .await
+                .map_err(|e| Error::internal(format!("a vector search failed: {e}")))?
+        };
+        let mut fresh: Vec<(f64, &str)> = nearest
+            .into_iter()
+            .map(|(p, score)| (score as f64, p))
+            .chain(tail.iter().take(want).copied())
+            .filter(|(_, p)| checked.insert(*p))
+            .filter_map(|(score, p)| positions.at(segments, p).map(|(id, _)| (score, id)))
+            .collect();
+        fresh.sort_by(by_rank);
+        if !fresh.is_empty() {
+            let ids: Vec<String> = fresh.iter().map(|(_, id)| id.to_string()).collect();
+            let admitted: HashSet<String> = eligible(ids).await?.into_iter().collect();
+            kept.extend(fresh.into_iter().filter(|(_, id)| admitted.contains(*id)));
+        }
+        if kept.len() >= limit || want >= total {
+            break;
+        }
+        if checked.len() * WALK_MAX_SHARE > total {
+            return Ok(None);
+        }
+        want = want.saturating_mul(4);
+    }
+    kept.sort_by(by_rank);
+    kept.truncate(limit);
+    parse_ranked(kept).map(Some)
 }
 
 /// A list at least this long is scanned off the async worker, in parts.
@@ -669,6 +892,113 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    /// A deterministic unit vector of `dim` dimensions.
+    fn vector(seed: u64, dim: usize) -> Vec<f32> {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let v: Vec<f32> = (0..dim)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+            })
+            .collect();
+        unit(&v)
+    }
+
+    fn id(i: usize) -> String {
+        format!("00000000-0000-0000-0000-{i:012x}")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_walk_of_the_approximate_index_finds_the_exact_best_of_the_eligible() {
+        const DIM: usize = 24;
+        let records: Vec<(String, Vec<f32>)> =
+            (0..3_000).map(|i| (id(i), vector(i as u64, DIM))).collect();
+        let list = |range: std::ops::Range<usize>| -> Candidates {
+            Arc::new(CandidateList::new(
+                records[range].iter().map(|(i, v)| (i.clone(), &v[..])),
+            ))
+        };
+        // The graph holds the first two segments; the third came after it.
+        let mut segments = vec![list(0..1_500), list(1_500..2_800)];
+        let graph = Arc::new(Graph::build(&segments).unwrap());
+        assert_eq!(graph.indexed(), 2_800);
+        segments.push(list(2_800..3_000));
+        // Records with an even number are eligible.
+        let even = |i: &str| {
+            usize::from_str_radix(&i[24..], 16)
+                .unwrap()
+                .is_multiple_of(2)
+        };
+        let eligible = |ids: Vec<String>| async move {
+            Ok::<_, Error>(ids.into_iter().filter(|i| even(i)).collect::<Vec<_>>())
+        };
+        let exact = |q: &[f32], limit: usize| -> Vec<String> {
+            let mut all: Vec<(f32, &String)> = records
+                .iter()
+                .filter(|(i, _)| even(i))
+                .map(|(i, v)| (dot(q, v), i))
+                .collect();
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+            all.into_iter()
+                .take(limit)
+                .map(|(_, i)| i.clone())
+                .collect()
+        };
+        let (mut found, mut asked) = (0, 0);
+        for q in 0..40u64 {
+            let query: Arc<[f32]> = Arc::from(vector(10_000 + q, DIM));
+            let hits: Vec<(ChunkId, f64)> =
+                walk_graph(&segments, graph.clone(), query.clone(), 10, eligible)
+                    .await
+                    .unwrap()
+                    .expect("an unselective filter never gives way");
+            assert_eq!(hits.len(), 10);
+            let want = exact(&query, 10);
+            for (k, (hit, score)) in hits.iter().enumerate() {
+                let hit = hit.to_string();
+                assert!(even(&hit), "only eligible records");
+                let v = &records.iter().find(|(i, _)| *i == hit).unwrap().1;
+                assert!(
+                    (dot(&query, v) as f64 - score).abs() < 1e-6,
+                    "exact cosines"
+                );
+                if k > 0 {
+                    assert!(hits[k - 1].1 >= *score, "ranked by score");
+                }
+                found += usize::from(want.contains(&hit));
+            }
+            asked += 10;
+        }
+        let recall = found as f64 / asked as f64;
+        assert!(recall >= 0.95, "recall@10 against the exact scan: {recall}");
+        // A record after the graph is found: scored exactly beside it.
+        let newest: Arc<[f32]> = Arc::from(records[2_998].1.clone());
+        let hits: Vec<(ChunkId, f64)> = walk_graph(&segments, graph.clone(), newest, 1, eligible)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(hits[0].0.to_string(), id(2_998));
+        // A selective filter gives way to the eligibility statement's list.
+        let rare = |ids: Vec<String>| async move {
+            Ok::<_, Error>(ids.into_iter().filter(|i| i == &id(7)).collect::<Vec<_>>())
+        };
+        let query: Arc<[f32]> = Arc::from(vector(99, DIM));
+        let gave_way: Option<Vec<(ChunkId, f64)>> =
+            walk_graph(&segments, graph.clone(), query, 5, rare)
+                .await
+                .unwrap();
+        assert!(gave_way.is_none());
+        // The graph grows by the records after it.
+        assert!(graph.start_growing());
+        graph.grow(&segments);
+        assert_eq!(graph.indexed(), 3_000);
+        assert!(!graph.is_growing());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

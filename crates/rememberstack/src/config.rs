@@ -77,6 +77,12 @@ pub struct StoreConfig {
     /// operations run there (a replica lags its primary: a search right after a
     /// write may not find it yet). Refused for the embedded store.
     pub read_url: Option<String>,
+    /// Embedded store only: a semantic search over a namespace's chunks, claims or
+    /// facts walks an approximate (HNSW) index once that table has at least this
+    /// many records with a vector; below it, or with `0`, the scan is exact.
+    /// Scores stay exact cosines: the index decides only which records are scored.
+    /// (PostgreSQL always searches its pgvector HNSW indexes.)
+    pub approximate_from: usize,
 }
 
 impl Default for StoreConfig {
@@ -87,6 +93,7 @@ impl Default for StoreConfig {
             statement_timeout: rememberstack_pg::DEFAULT_STATEMENT_TIMEOUT.as_secs_f64(),
             lock_timeout: rememberstack_pg::DEFAULT_LOCK_TIMEOUT.as_secs_f64(),
             read_url: None,
+            approximate_from: rememberstack_sqlite::DEFAULT_APPROXIMATE_FROM,
         }
     }
 }

@@ -122,7 +122,7 @@ pub use rememberstack_llm::{
     OpenAiEmbedder, OpenAiEmbedderConfig, ScriptedChatModel,
 };
 pub use rememberstack_pg::{PgStore, PgStoreConfig};
-pub use rememberstack_sqlite::SqliteStore;
+pub use rememberstack_sqlite::{DEFAULT_APPROXIMATE_FROM, SqliteStore};
 pub use usage::{ProviderUsage, SeatUsage};
 
 /// `path` as a PostgreSQL URL, when it is one (`postgres://` or `postgresql://`):
@@ -340,13 +340,16 @@ impl MemoryBuilder {
                     .await?,
                 )
             }
-            (None, Some(p)) => {
-                Arc::new(SqliteStore::open_with(p, config.store.manifest_root.clone()).await?)
+            (None, p) => {
+                let path = match p {
+                    Some(p) => p,
+                    None => default_db_path()?,
+                };
+                let store =
+                    SqliteStore::open_with(path, config.store.manifest_root.clone()).await?;
+                store.set_approximate_from(config.store.approximate_from);
+                Arc::new(store)
             }
-            (None, None) => Arc::new(
-                SqliteStore::open_with(default_db_path()?, config.store.manifest_root.clone())
-                    .await?,
-            ),
         };
         let usage = Arc::new(ProviderUsage::default());
         let embedder: Arc<dyn Embedder> = Arc::new(usage::CountingEmbedder {
