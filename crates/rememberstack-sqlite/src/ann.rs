@@ -36,8 +36,9 @@ const LAYERS: usize = 16;
 /// the hashing embedder's sparse vectors need a wide search to find what the exact
 /// scan finds (the changelog has the recall at each width).
 const EF_SEARCH_MIN: usize = 600;
-/// Records a graph takes in at once while it grows (searches wait meanwhile).
-const GROW_BATCH: usize = 256;
+/// Records a graph takes in at once while it grows (searches wait meanwhile, a few
+/// milliseconds).
+const GROW_BATCH: usize = 32;
 
 /// Cosine distance of unit vectors: one minus their dot product.
 #[derive(Debug, Clone, Copy, Default)]
@@ -141,6 +142,11 @@ impl Graph {
         !self.growing.swap(true, Ordering::AcqRel)
     }
 
+    /// Ends the growing mark of a thread that could not start.
+    pub(crate) fn stop_growing(&self) {
+        self.growing.store(false, Ordering::Release);
+    }
+
     /// Whether a thread is adding records.
     pub(crate) fn is_growing(&self) -> bool {
         self.growing.load(Ordering::Acquire)
@@ -207,12 +213,17 @@ pub(crate) fn guarded<T>(job: impl FnOnce() -> Option<T>) -> Option<T> {
 
 /// Runs `job` on a thread of its own, detached: a process that ends meanwhile ends
 /// it too (a runtime's blocking pool would hold the runtime's shutdown until an
-/// index of a million records is built).
-pub(crate) fn detached(job: impl FnOnce() + Send + 'static) {
-    if let Err(e) = std::thread::Builder::new()
+/// index of a million records is built). False when no thread could be started.
+#[must_use]
+pub(crate) fn detached(job: impl FnOnce() + Send + 'static) -> bool {
+    match std::thread::Builder::new()
         .name("rememberstack-ann".to_string())
         .spawn(job)
     {
-        tracing::warn!("cannot start an approximate index thread: {e}");
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!("cannot start an approximate index thread: {e}");
+            false
+        }
     }
 }

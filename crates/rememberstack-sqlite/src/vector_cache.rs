@@ -400,8 +400,10 @@ impl VectorCache {
         }
         if let Some(graph) = &set.graph {
             if graph.indexed() < total && graph.start_growing() {
-                let (graph, segments) = (graph.clone(), set.segments.clone());
-                crate::ann::detached(move || graph.grow(&segments));
+                let (grower, segments) = (graph.clone(), set.segments.clone());
+                if !crate::ann::detached(move || grower.grow(&segments)) {
+                    graph.stop_growing();
+                }
             }
             return Some(graph.clone());
         }
@@ -417,7 +419,7 @@ impl VectorCache {
         }
         set.building = Some(set.epoch);
         let (handle, segments, epoch) = (handle.clone(), set.segments.clone(), set.epoch);
-        crate::ann::detached(move || {
+        let started = crate::ann::detached(move || {
             let graph = crate::ann::guarded(|| Graph::build(&segments)).map(Arc::new);
             let mut set = handle.blocking_lock();
             // A set read again in full meanwhile builds for its new epoch.
@@ -429,6 +431,10 @@ impl VectorCache {
                 set.graph = graph;
             }
         });
+        if !started {
+            set.building = None;
+            set.failed = Some(set.epoch);
+        }
         None
     }
 
