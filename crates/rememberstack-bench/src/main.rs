@@ -337,8 +337,8 @@ struct ScaleArgs {
     #[arg(long, default_value_t = 0)]
     worker_processes: usize,
     /// Embedded store: tables of at least this many records search through an
-    /// approximate (HNSW) index (the store's default, 200,000, when left out; 0:
-    /// exact always). The report gives the index's recall@10 against the exact scan.
+    /// approximate (HNSW) index (left out: the store's default, 0, exact always).
+    /// The report gives the index's recall@10 against the exact scan.
     #[arg(long)]
     approximate_from: Option<usize>,
     /// Where to write `scale.json` and `scale.md`.

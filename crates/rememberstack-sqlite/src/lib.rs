@@ -356,7 +356,7 @@ impl SqliteStore {
 
     /// Semantic search over a namespace's chunks, claims or facts walks an
     /// approximate (HNSW) index once the table has at least `records` records with a
-    /// vector (default 200,000); `0` scans exactly always. Scores stay exact cosines;
+    /// vector; `0` (the default) scans exactly always. Scores stay exact cosines;
     /// the index decides only which records are scored (its recall@10 against the
     /// exact scan is measured by `rememberstack-bench scale`).
     pub fn set_approximate_from(&self, records: usize) {
