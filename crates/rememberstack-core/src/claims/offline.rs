@@ -96,7 +96,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// The offline extractor's component version: bump it when its output changes.
-pub const OFFLINE_EXTRACTOR_VERSION: &str = "offline-extractor-v2";
+pub const OFFLINE_EXTRACTOR_VERSION: &str = "offline-extractor-v3";
 
 // ---------------------------------------------------------------------------
 // Word lists (lowercase, `’` folded to `'`, sorted for binary search)

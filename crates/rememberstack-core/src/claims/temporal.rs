@@ -29,6 +29,17 @@
 //! | `N days ago`, `N weeks ago` | the day `N` (×7) days before | day |
 //! | `N months ago`, `N years ago` | the calendar month / year `N` before | month / year |
 //! | `May 7` / `7 May` (no year) | that day in the anchor's year | day |
+//! | `last/next <month>` | the most recent such month before / the first after the anchor's month | month |
+//! | `this <month>` | that month of the anchor's year | month |
+//! | `in/since/during/by/until/of <month>` (no year) | by the sentence's tense: past → the most recent such month up to the anchor's, future → the first from it on; no clear tense → not resolved | month |
+//!
+//! A month named without a year is rewritten with its year kept beside the name
+//! (`in January` → `in January 2024`), so the word stays searchable. The tense of
+//! a sentence is read from its words: future when it has `will`, `'ll`, `shall`,
+//! `gonna`, `going to`, `plan(s|ning)`, `next` or `soon`; past when it has a
+//! common irregular past (`was`, `went`, `left`, …) or a verb ending in `-ed` that
+//! does not follow a form of *be* or an intensifier ("I'm excited" is present);
+//! both, or neither, is no clear tense.
 //!
 //! `N` is a number in digits or `a`, `an`, `one` … `twelve`; vague counts
 //! ("a few days ago", "several weeks ago") are not resolved. Absolute forms
@@ -133,7 +144,8 @@ pub fn combined_validity(mentions: &[TimeMention]) -> Validity {
 ///
 /// - day → `YYYY-MM-DD` (a multi-day window, rendered "from A to B", gives both
 ///   day strings: the first day and the last day, `until − 1 day`);
-/// - month → `YYYY-MM`; year → `YYYY`;
+/// - month → `YYYY-MM` and its year `YYYY` (a month named without a year is
+///   rewritten `January 2024`); year → `YYYY`;
 /// - quarter → both calendar bounds (first and last day) as `YYYY-MM-DD` and `YYYY-MM`;
 /// - open → the start as `YYYY-MM-DD`, `YYYY-MM` and `YYYY`;
 /// - instant → its RFC 3339 forms (`Z` and `+00:00`, whole seconds, milliseconds
@@ -157,7 +169,11 @@ pub fn iso_renderings(v: &Validity) -> Vec<String> {
                 out.push(iso_day(last));
             }
         }
-        Precision::Month => out.push(iso_month(start.year(), start.month())),
+        Precision::Month => {
+            out.push(iso_month(start.year(), start.month()));
+            // A month named without a year is rewritten `January 2024`.
+            out.push(iso_year(start.year()));
+        }
         Precision::Year => out.push(iso_year(start.year())),
         Precision::Quarter => {
             out.push(iso_day(start));
@@ -407,6 +423,38 @@ const BARE_AFTER: &[&str] = &[
 /// Prepositions that make a bare 4-digit year a date.
 const YEAR_CONTEXT: &[&str] = &["by", "during", "in", "of", "since", "until"];
 
+/// Common irregular past forms that are not also present forms.
+const IRREGULAR_PAST: &[&str] = &[
+    "was", "were", "did", "had", "went", "came", "left", "got", "made", "took", "saw", "met",
+    "began", "bought", "found", "gave", "told", "felt", "kept", "ran", "won", "lost", "sold",
+    "spent", "built", "became", "brought", "wrote", "heard", "paid", "sent", "flew", "drove",
+    "ate", "grew", "knew", "thought", "taught", "caught", "fell", "broke", "chose", "held", "sat",
+    "stood", "slept", "swam", "sang", "gotten", "done", "been",
+];
+
+/// Words ending in `-ed` that are not past forms.
+const NOT_PAST_ED: &[&str] = &[
+    "indeed", "speed", "seed", "feed", "bed", "red", "shed", "hundred", "proceed", "exceed",
+    "succeed", "breed", "weed", "greed", "embed", "bleed", "deed", "steed", "creed", "reed",
+    "tweed", "sled", "naked", "wicked", "sacred", "kindred", "rugged", "ragged", "beloved", "aged",
+];
+
+/// Words after which an `-ed` word is an adjective or a passive, not a past:
+/// forms of *be*, *get*, *feel*, and intensifiers ("I'm so excited").
+const BEFORE_ADJECTIVE: &[&str] = &[
+    "am", "is", "are", "m", "re", "s", "be", "being", "so", "very", "really", "too", "quite",
+    "pretty", "super", "more", "most", "get", "gets", "getting", "feel", "feels", "feeling",
+    "seem", "seems", "look", "looks", "stay", "staying", "always", "still", "not",
+];
+
+/// A sentence's tense for [`Scan::context_month`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tense {
+    Past,
+    Future,
+    Unclear,
+}
+
 fn in_list(list: &[&str], w: &str) -> bool {
     list.iter().any(|x| x.eq_ignore_ascii_case(w))
 }
@@ -450,6 +498,9 @@ struct Match {
     next: usize,
     window: Window,
     relative: bool,
+    /// The month word to keep in the phrase (`January 2024`), for a month
+    /// named without its year.
+    named: Option<usize>,
 }
 
 struct Scan<'a> {
@@ -570,6 +621,7 @@ impl<'a> Scan<'a> {
             .or_else(|| self.month_first(i))
             .or_else(|| self.day_first(i))
             .or_else(|| self.context_year(i))
+            .or_else(|| self.context_month(i))
     }
 
     fn mention(&self, m: &Match) -> Option<TimeMention> {
@@ -595,13 +647,18 @@ impl<'a> Scan<'a> {
             )
         };
         let bare = !starts_with_on && (after_prep || possessive);
+        let phrase = match (m.named.and_then(|i| self.word(i)), m.window) {
+            (Some(name), Window::Month(y, _)) if bare => format!("{name} {}", iso_year(y)),
+            (Some(name), Window::Month(y, _)) => format!("in {name} {}", iso_year(y)),
+            _ => m.window.phrase(bare)?,
+        };
         Some(TimeMention {
             start,
             end,
             text,
             validity,
             iso: m.window.iso()?,
-            phrase: m.window.phrase(bare)?,
+            phrase,
             relative: m.relative,
         })
     }
@@ -624,6 +681,7 @@ impl<'a> Scan<'a> {
                 next: i + 3,
                 window: Window::Day(d),
                 relative: false,
+                named: None,
             });
         }
         if !self.free_after(i + 1) {
@@ -634,6 +692,7 @@ impl<'a> Scan<'a> {
             next: i + 2,
             window: Window::Month(year, month),
             relative: false,
+            named: None,
         })
     }
 
@@ -656,6 +715,7 @@ impl<'a> Scan<'a> {
                 next,
                 window: Window::Day(shift_days(anchor, delta)?),
                 relative: true,
+                named: None,
             })
         };
         match w {
@@ -716,6 +776,21 @@ impl<'a> Scan<'a> {
                 Window::Month(y, m)
             }
             "year" => Window::Year(anchor.year().checked_add(i32::try_from(dir).ok()?)?),
+            _ if month(target).is_some_and(|(_, abbr)| !abbr) => {
+                let (m, _) = month(target)?;
+                let year = match dir {
+                    -1 if m >= anchor.month() => anchor.year().checked_sub(1)?,
+                    1 if m <= anchor.month() => anchor.year().checked_add(1)?,
+                    _ => anchor.year(),
+                };
+                return Some(Match {
+                    first: i,
+                    next: i + 2,
+                    window: Window::Month(year, m),
+                    relative: true,
+                    named: Some(i + 1),
+                });
+            }
             _ => {
                 let wd = weekday(target)?;
                 let target_n = i64::from(wd.num_days_from_monday());
@@ -733,6 +808,7 @@ impl<'a> Scan<'a> {
             next: i + 2,
             window,
             relative: true,
+            named: None,
         })
     }
 
@@ -761,6 +837,7 @@ impl<'a> Scan<'a> {
             next: i + 3,
             window,
             relative: true,
+            named: None,
         })
     }
 
@@ -790,6 +867,7 @@ impl<'a> Scan<'a> {
                 next: i + 2,
                 window: Window::Month(y, m),
                 relative: false,
+                named: None,
             });
         }
         let d = day_of_month(self.word(i + 1)?)?;
@@ -806,6 +884,7 @@ impl<'a> Scan<'a> {
                 next: i + 3,
                 window: Window::Day(date),
                 relative: false,
+                named: None,
             });
         }
         let date = NaiveDate::from_ymd_opt(self.anchor?.year(), m, d)?;
@@ -814,6 +893,7 @@ impl<'a> Scan<'a> {
             next: i + 2,
             window: Window::Day(date),
             relative: true,
+            named: None,
         })
     }
 
@@ -838,6 +918,7 @@ impl<'a> Scan<'a> {
                 next: i + 3,
                 window: Window::Day(date),
                 relative: false,
+                named: None,
             });
         }
         let date = NaiveDate::from_ymd_opt(self.anchor?.year(), m, d)?;
@@ -846,7 +927,79 @@ impl<'a> Scan<'a> {
             next: i + 2,
             window: Window::Day(date),
             relative: true,
+            named: None,
         })
+    }
+
+    /// `in January`, `since March`, …, a month named without a day or year: the
+    /// mention is the month alone, placed by the sentence's [`Tense`] (`since`
+    /// looks back unless the sentence speaks of the future).
+    fn context_month(&self, i: usize) -> Option<Match> {
+        let anchor = self.anchor?;
+        if !in_list(YEAR_CONTEXT, self.word(i)?) || !self.spaced(i) {
+            return None;
+        }
+        let (m, abbr) = month(self.word(i + 1)?)?;
+        // `Jan`, `Dec`, … are names as often as months.
+        if abbr || !self.free_after(i + 1) {
+            return None;
+        }
+        // `in May 7`, `in May 2023`: a day or a year after the month is not this form.
+        if self.spaced_or(i + 1, &[','])
+            && self
+                .word(i + 2)
+                .is_some_and(|w| w.as_bytes()[0].is_ascii_digit())
+        {
+            return None;
+        }
+        let tense = match self.tense() {
+            Tense::Unclear if self.is(i, "since") => Tense::Past,
+            t => t,
+        };
+        let year = match tense {
+            Tense::Past if m > anchor.month() => anchor.year().checked_sub(1)?,
+            Tense::Future if m < anchor.month() => anchor.year().checked_add(1)?,
+            Tense::Past | Tense::Future => anchor.year(),
+            Tense::Unclear => return None,
+        };
+        Some(Match {
+            first: i + 1,
+            next: i + 2,
+            window: Window::Month(year, m),
+            relative: true,
+            named: Some(i + 1),
+        })
+    }
+
+    /// The sentence's tense, as far as a month without a year needs it (see the
+    /// module docs).
+    fn tense(&self) -> Tense {
+        let (mut past, mut future) = (false, false);
+        let mut buf = [0u8; 16];
+        let mut prev = String::new();
+        for i in 0..self.words.len() {
+            let w = ascii_lower(self.word(i).unwrap_or(""), &mut buf).to_string();
+            match w.as_str() {
+                "will" | "ll" | "shall" | "gonna" | "plan" | "plans" | "planning" | "next"
+                | "soon" => future = true,
+                "to" if prev == "going" => future = true,
+                w if in_list(IRREGULAR_PAST, w) => past = true,
+                w if w.len() >= 4
+                    && w.ends_with("ed")
+                    && !in_list(NOT_PAST_ED, w)
+                    && !in_list(BEFORE_ADJECTIVE, &prev) =>
+                {
+                    past = true;
+                }
+                _ => {}
+            }
+            prev = w;
+        }
+        match (past, future) {
+            (true, false) => Tense::Past,
+            (false, true) => Tense::Future,
+            _ => Tense::Unclear,
+        }
     }
 
     /// `in 2022`, `since 2019`, …: the mention is the year alone.
@@ -863,6 +1016,7 @@ impl<'a> Scan<'a> {
             next: i + 2,
             window: Window::Year(y),
             relative: false,
+            named: None,
         })
     }
 }
@@ -925,6 +1079,23 @@ mod tests {
         ("You may 2 go, march 3 miles.", Some(MONDAY), &[]),
         ("Budget in 2023-24 and in 2022.5 and 12 2022 items.", None, &[]),
         ("FY 2023-05-07-01 code.", None, &[]),
+        ("I moved to Porto in January.", Some(MONDAY), &[("January", "2023-01", "January 2023", Precision::Month)]),
+        ("I moved to Lisbon in December.", Some(MONDAY), &[("December", "2022-12", "December 2022", Precision::Month)]),
+        ("We started it in May.", Some(MONDAY), &[("May", "2023-05", "May 2023", Precision::Month)]),
+        ("We will fly to Rome in April.", Some(MONDAY), &[("April", "2024-04", "April 2024", Precision::Month)]),
+        ("I'll fly to Rome in June.", Some(MONDAY), &[("June", "2023-06", "June 2023", Precision::Month)]),
+        ("Vegan since November.", Some(MONDAY), &[("November", "2022-11", "November 2022", Precision::Month)]),
+        ("I saw her last March.", Some(MONDAY), &[("last March", "2023-03", "in March 2023", Precision::Month)]),
+        ("I saw her last May.", Some(MONDAY), &[("last May", "2022-05", "in May 2022", Precision::Month)]),
+        ("I saw her last January.", Some(MONDAY), &[("last January", "2023-01", "in January 2023", Precision::Month)]),
+        ("See you next May!", Some(MONDAY), &[("next May", "2024-05", "in May 2024", Precision::Month)]),
+        ("I moved in January 2020.", Some(MONDAY), &[("January 2020", "2020-01", "2020-01", Precision::Month)]),
+        ("I'm so excited about the trip in December.", Some(MONDAY), &[]),
+        ("The trip in December is fun.", Some(MONDAY), &[]),
+        ("I moved and will move again in July.", Some(MONDAY), &[]),
+        ("I moved in Jan.", Some(MONDAY), &[]),
+        ("He left in may.", Some(MONDAY), &[]),
+        ("I moved to Porto in January.", None, &[]),
     ];
 
     #[test]
@@ -997,7 +1168,7 @@ mod tests {
             .clone();
         assert_eq!(iso_renderings(&week), vec!["2023-05-01", "2023-05-07"]);
         let month = find_time_mentions("May 2023", None)[0].validity.clone();
-        assert_eq!(iso_renderings(&month), vec!["2023-05"]);
+        assert_eq!(iso_renderings(&month), vec!["2023-05", "2023"]);
         let year = find_time_mentions("in 2022", None)[0].validity.clone();
         assert_eq!(iso_renderings(&year), vec!["2022"]);
         let quarter = Validity {
