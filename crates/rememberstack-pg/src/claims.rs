@@ -478,16 +478,13 @@ impl PgStore {
         version: VersionId,
         extractor_version: &str,
     ) -> Result<Vec<ClaimId>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT claim_id FROM chunk_claims
-             WHERE namespace_id = $1 AND version_id = $2 AND extractor_version = $3",
-        )
-        .bind(ns.to_string())
-        .bind(version.to_string())
-        .bind(extractor_version)
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_OF_VERSION))
+            .bind(ns.to_string())
+            .bind(version.to_string())
+            .bind(extractor_version)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| parse_id(&get::<String>(r, "claim_id")?))
             .collect()
@@ -564,11 +561,9 @@ impl PgStore {
             current.iter().map(|c| c.to_string()).collect()
         };
         // A retracted claim is never current testimony again.
-        let retracted: Vec<String> = sqlx::query_scalar(
-            "SELECT r.claim_id FROM claim_retractions r
-             JOIN claims c ON c.namespace_id = r.namespace_id AND c.id = r.claim_id
-             WHERE r.namespace_id = $1 AND c.document_id = $2",
-        )
+        let retracted: Vec<String> = sqlx::query_scalar(crate::shared(
+            &rememberstack_sql::claims::RETRACTED_CLAIMS_OF_DOCUMENT,
+        ))
         .bind(&ns_s)
         .bind(doc.to_string())
         .fetch_all(&mut *tx)
@@ -608,7 +603,7 @@ impl PgStore {
             changed += 1;
         }
         if let Some(v) = version {
-            sqlx::query("DELETE FROM currency_due WHERE namespace_id = $1 AND version_id = $2")
+            sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DONE))
                 .bind(&ns_s)
                 .bind(v.to_string())
                 .execute(&mut *tx)
@@ -710,10 +705,9 @@ impl PgStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<DecisionRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = $1 AND document_id = $2
-             ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::EXTRACTION_DECISIONS,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(self.pool())

@@ -218,7 +218,7 @@ fn chunk_row(r: &PgRow) -> Result<ChunkRecord> {
 
 /// The namespace of a leased work item.
 async fn lease_namespace(tx: &mut PgConnection, lease: &Lease) -> Result<String> {
-    sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
+    sqlx::query_scalar(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
         .bind(lease.work_id.to_string())
         .fetch_one(&mut *tx)
         .await
@@ -290,12 +290,9 @@ impl PgStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
-            let row = sqlx::query(
-                "SELECT d.id, d.mode, d.latest_version_id, d.version_count, d.deleted_at, v.content_sha256
-                 FROM documents d JOIN document_versions v
-                   ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
-                 WHERE d.namespace_id = $1 AND d.source_kind = $2 AND d.source_ref = $3",
-            )
+            let row = sqlx::query(crate::shared(
+                &rememberstack_sql::documents::DOCUMENT_WITH_LATEST_DIGEST,
+            ))
             .bind(&ns)
             .bind(&nv.source_kind)
             .bind(&nv.source_ref)
@@ -343,11 +340,9 @@ impl PgStore {
                 });
             }
             let count: i32 = get(&row, "version_count")?;
-            sqlx::query(
-                "UPDATE documents SET latest_version_id = $1, version_count = version_count + 1,
-                     updated_at = $2, deleted_at = NULL
-                 WHERE namespace_id = $3 AND id = $4",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::documents::SET_LATEST_VERSION,
+            ))
             .bind(nv.version_id.to_string())
             .bind(now)
             .bind(&ns)
@@ -391,29 +386,24 @@ impl PgStore {
                 .map_err(db_err)?,
             ),
         };
-        sqlx::query(
-            "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
-                 mime, format, source_modified_at, origin, metadata_json, created_at, admission,
-                 ingested_by_principal_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(&ns)
-        .bind(nv.version_id.to_string())
-        .bind(document_id.to_string())
-        .bind(ordinal)
-        .bind(&nv.content.sha256)
-        .bind(nv.content.bytes.len() as i64)
-        .bind(&nv.content.mime)
-        .bind(nv.format.map(|f| f.as_str()))
-        .bind(stored(nv.source_modified_at))
-        .bind(nv.origin.as_str())
-        .bind(Json(&nv.metadata))
-        .bind(now)
-        .bind(nv.admission.as_str())
-        .bind(principal_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_VERSION))
+            .bind(&ns)
+            .bind(nv.version_id.to_string())
+            .bind(document_id.to_string())
+            .bind(ordinal)
+            .bind(&nv.content.sha256)
+            .bind(nv.content.bytes.len() as i64)
+            .bind(&nv.content.mime)
+            .bind(nv.format.map(|f| f.as_str()))
+            .bind(stored(nv.source_modified_at))
+            .bind(nv.origin.as_str())
+            .bind(Json(&nv.metadata))
+            .bind(now)
+            .bind(nv.admission.as_str())
+            .bind(principal_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if let Some(note) = &nv.note {
             insert_note(
                 &mut tx,
@@ -433,17 +423,14 @@ impl PgStore {
             names.push(&t.value);
         }
         for name in names {
-            sqlx::query(
-                "INSERT INTO document_names (namespace_id, document_id, name, first_version_id)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(document_id.to_string())
-            .bind(name)
-            .bind(nv.version_id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_NAME))
+                .bind(&ns)
+                .bind(document_id.to_string())
+                .bind(name)
+                .bind(nv.version_id.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         let mut work = nv.work.clone();
         work.target_id = nv.version_id.uuid();
@@ -524,10 +511,9 @@ impl PgStore {
             .await
             .map_err(db_err)?;
         }
-        sqlx::query(
-            "INSERT INTO representations (namespace_id, version_id, markdown, turns_json, title, component_version, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::documents::INSERT_REPRESENTATION,
+        ))
         .bind(&ns)
         .bind(&vid)
         .bind(&prepared.representation.markdown)
@@ -557,23 +543,20 @@ impl PgStore {
             .map_err(db_err)?;
         }
         for s in &prepared.sections {
-            sqlx::query(
-                "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level, title, path_json, role, parent)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&ns)
-            .bind(&vid)
-            .bind(s.ordinal as i32)
-            .bind(s.block_start as i32)
-            .bind(s.block_end as i32)
-            .bind(i32::from(s.level))
-            .bind(&s.title)
-            .bind(Json(&s.path))
-            .bind(s.role.as_str())
-            .bind(s.parent.map(|p| p as i32))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_SECTION))
+                .bind(&ns)
+                .bind(&vid)
+                .bind(s.ordinal as i32)
+                .bind(s.block_start as i32)
+                .bind(s.block_end as i32)
+                .bind(i32::from(s.level))
+                .bind(&s.title)
+                .bind(Json(&s.path))
+                .bind(s.role.as_str())
+                .bind(s.parent.map(|p| p as i32))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
@@ -608,30 +591,24 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let blocks = sqlx::query(
-            "SELECT ordinal, kind, level, start_byte, end_byte, hash, turn_json FROM blocks
-             WHERE namespace_id = $1 AND version_id = $2 ORDER BY ordinal",
-        )
-        .bind(&ns_s)
-        .bind(&vid)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(block_row)
-        .collect::<Result<Vec<_>>>()?;
-        let sections = sqlx::query(
-            "SELECT ordinal, block_start, block_end, level, title, path_json, role, parent FROM sections
-             WHERE namespace_id = $1 AND version_id = $2 ORDER BY ordinal",
-        )
-        .bind(&ns_s)
-        .bind(&vid)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(section_row)
-        .collect::<Result<Vec<_>>>()?;
+        let blocks = sqlx::query(crate::shared(&rememberstack_sql::documents::BLOCKS))
+            .bind(&ns_s)
+            .bind(&vid)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(block_row)
+            .collect::<Result<Vec<_>>>()?;
+        let sections = sqlx::query(crate::shared(&rememberstack_sql::documents::SECTIONS))
+            .bind(&ns_s)
+            .bind(&vid)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(section_row)
+            .collect::<Result<Vec<_>>>()?;
         tx.commit().await.map_err(db_err)?;
         let turns: Vec<TurnSpan> =
             serde_json::from_value(get::<serde_json::Value>(&rep, "turns_json")?)
@@ -686,14 +663,12 @@ impl PgStore {
         let ns = lease_namespace(&mut tx, lease).await?;
         lock_version(&mut tx, &ns, &vid).await?;
         let now = stored(now);
-        let row = sqlx::query(
-            "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = $1 AND id = $2",
-        )
-        .bind(&ns)
-        .bind(&vid)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::VERSION_PLACE))
+            .bind(&ns)
+            .bind(&vid)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let document_id: String = get(&row, "document_id")?;
         let ordinal: i32 = get(&row, "ordinal")?;
         // The lexical rows go with their chunks (the foreign key would cascade too).
@@ -706,7 +681,7 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query("DELETE FROM chunks WHERE namespace_id = $1 AND version_id = $2")
+        sqlx::query(crate::shared(&rememberstack_sql::documents::DELETE_CHUNKS))
             .bind(&ns)
             .bind(&vid)
             .execute(&mut *tx)
@@ -750,20 +725,15 @@ impl PgStore {
                 .map_err(db_err)?;
         }
         // The version becomes current unless a newer version already is.
-        sqlx::query(
-            "UPDATE documents SET current_version_id = $1, updated_at = $2
-             WHERE namespace_id = $3 AND id = $4 AND (current_version_id IS NULL OR
-                 (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
-                      AND id = documents.current_version_id) <= $5)
-               AND deleted_at IS NULL
-               AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
-                      WHERE namespace_id = documents.namespace_id AND id = $1)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::documents::ADVANCE_CURRENT_VERSION,
+        ))
         .bind(&vid)
         .bind(now)
         .bind(&ns)
         .bind(&document_id)
         .bind(ordinal)
+        .bind(&vid)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -853,12 +823,9 @@ impl PgStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<Vec<SectionRow>> {
-        let rows = sqlx::query(
-            "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
-                    (SELECT COUNT(*) FROM chunks c WHERE c.namespace_id = s.namespace_id
-                        AND c.version_id = s.version_id AND c.section_ordinal = s.ordinal) AS chunk_count
-             FROM sections s WHERE s.namespace_id = $1 AND s.version_id = $2 ORDER BY s.ordinal",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::SECTIONS_WITH_CHUNK_COUNTS,
+        ))
         .bind(ns.to_string())
         .bind(version.to_string())
         .fetch_all(self.pool())
@@ -917,7 +884,7 @@ impl PgStore {
     }
 
     pub(crate) async fn setting_impl(&self, key: &str) -> Result<Option<String>> {
-        sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+        sqlx::query_scalar(crate::shared(&rememberstack_sql::namespaces::SETTING))
             .bind(key)
             .fetch_optional(self.pool())
             .await

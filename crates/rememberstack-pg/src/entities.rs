@@ -581,47 +581,38 @@ async fn resolve_in(
     }
     // A decision already committed for (claim, ordinal, resolver) makes the whole
     // commit a no-op: a re-run after a crash writes nothing twice.
-    let existing = sqlx::query(
-        "SELECT entity_id FROM resolution_decisions
-             WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4",
-    )
-    .bind(&ns)
-    .bind(d.claim_id.to_string())
-    .bind(ordinal)
-    .bind(&d.resolver_version)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_err)?;
+    let existing = sqlx::query(crate::shared(&rememberstack_sql::entities::DECIDED_ENTITY))
+        .bind(&ns)
+        .bind(d.claim_id.to_string())
+        .bind(ordinal)
+        .bind(&d.resolver_version)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
     if let Some(row) = existing {
         return parse_id(&row.get::<String, _>("entity_id"));
     }
     if let Some((canonical_name, lemma)) = &commit.mint {
-        sqlx::query(
-            "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace_id, id) DO NOTHING",
-        )
-        .bind(&ns)
-        .bind(&entity)
-        .bind(canonical_name)
-        .bind(lemma)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ENTITY))
+            .bind(&ns)
+            .bind(&entity)
+            .bind(canonical_name)
+            .bind(lemma)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
     }
     for a in &commit.aliases {
-        let inserted = sqlx::query(
-            "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        )
-        .bind(&ns)
-        .bind(&entity)
-        .bind(&a.surface)
-        .bind(&a.lemma)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let inserted = sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ALIAS))
+            .bind(&ns)
+            .bind(&entity)
+            .bind(&a.surface)
+            .bind(&a.lemma)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         // An alias's keys derive from its surface alone and were written with it:
         // a known alias has them already.
         if inserted.rows_affected() == 0 {
@@ -630,29 +621,21 @@ async fn resolve_in(
         insert_keys(tx, &ns, a, &entity).await?;
     }
     let m = &commit.mention;
-    sqlx::query(
-        "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
-                 surface, decision_id, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(&ns)
-    .bind(&entity)
-    .bind(m.claim_id.to_string())
-    .bind(m.start.map(|s| s as i64))
-    .bind(m.end.map(|e| e as i64))
-    .bind(&m.surface)
-    .bind(&decision)
-    .bind(now)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    sqlx::query(
-        "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
-                 lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
-                 rationale, model, resolver_version, features_json, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19)",
-    )
+    sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_MENTION))
+        .bind(&ns)
+        .bind(&entity)
+        .bind(m.claim_id.to_string())
+        .bind(m.start.map(|s| s as i64))
+        .bind(m.end.map(|e| e as i64))
+        .bind(&m.surface)
+        .bind(&decision)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    sqlx::query(crate::shared(
+        &rememberstack_sql::entities::INSERT_RESOLUTION_DECISION,
+    ))
     .bind(&ns)
     .bind(&decision)
     .bind(d.claim_id.to_string())
@@ -685,10 +668,9 @@ async fn resolve_in(
         } else {
             (&other, &entity)
         };
-        sqlx::query(
-            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_EXCLUSION,
+        ))
         .bind(&ns)
         .bind(a)
         .bind(b)
@@ -731,10 +713,9 @@ impl PgStore {
         b: EntityId,
         decided_by: &str,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
-             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_EXCLUSION,
+        ))
         .bind(ns.to_string())
         .bind(a.to_string())
         .bind(b.to_string())
@@ -777,10 +758,9 @@ impl PgStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<DocumentBinding>> {
-        let rows = sqlx::query(
-            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
-             WHERE namespace_id = $1 AND document_id = $2 ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DOCUMENT_BINDINGS,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(self.pool())
@@ -796,10 +776,9 @@ impl PgStore {
         lemma: &str,
     ) -> Result<Vec<DocumentBinding>> {
         // Insertion order (`seq`, as SQLite's rowid).
-        let rows = sqlx::query(
-            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
-             WHERE namespace_id = $1 AND document_id = $2 AND lemma = $3 ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DOCUMENT_BINDINGS_OF_LEMMA,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .bind(lemma)
@@ -851,16 +830,13 @@ impl PgStore {
         entity: EntityId,
         limit: u32,
     ) -> Result<Vec<Mention>> {
-        let rows = sqlx::query(
-            "SELECT claim_id, start_byte, end_byte, surface FROM entity_mentions
-             WHERE namespace_id = $1 AND entity_id = $2 ORDER BY seq LIMIT $3",
-        )
-        .bind(ns.to_string())
-        .bind(entity.to_string())
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::entities::MENTIONS))
+            .bind(ns.to_string())
+            .bind(entity.to_string())
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(Mention {
@@ -881,18 +857,15 @@ impl PgStore {
         profile_key: &str,
         now: Timestamp,
     ) -> Result<()> {
-        let r = sqlx::query(
-            "UPDATE entities SET profile_summary = $1, profile_key = $2, profile_updated_at = $3
-             WHERE namespace_id = $4 AND id = $5",
-        )
-        .bind(summary)
-        .bind(profile_key)
-        .bind(now)
-        .bind(ns.to_string())
-        .bind(entity.to_string())
-        .execute(self.pool())
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(crate::shared(&rememberstack_sql::entities::SET_PROFILE))
+            .bind(summary)
+            .bind(profile_key)
+            .bind(now)
+            .bind(ns.to_string())
+            .bind(entity.to_string())
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(Error::not_found(format!("entity {entity} not found")));
         }
@@ -936,21 +909,16 @@ impl PgStore {
                 )));
             }
         }
-        sqlx::query(
-            "UPDATE entities SET merged_into = $1
-             WHERE namespace_id = $2 AND id = $3 AND merged_into IS NULL",
-        )
-        .bind(event.into.to_string())
-        .bind(&ns)
-        .bind(event.from.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO merge_events (namespace_id, id, from_id, into_id, snapshot_json, created_at,
-                 reverted_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::entities::MERGE_INTO))
+            .bind(event.into.to_string())
+            .bind(&ns)
+            .bind(event.from.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_MERGE_EVENT,
+        ))
         .bind(&ns)
         .bind(event.merge_id.to_string())
         .bind(event.from.to_string())
@@ -995,16 +963,13 @@ impl PgStore {
                 to_rfc3339(&at)
             )));
         }
-        let cleared = sqlx::query(
-            "UPDATE entities SET merged_into = NULL
-             WHERE namespace_id = $1 AND id = $2 AND merged_into = $3",
-        )
-        .bind(&ns_s)
-        .bind(event.from.to_string())
-        .bind(event.into.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let cleared = sqlx::query(crate::shared(&rememberstack_sql::entities::UNMERGE))
+            .bind(&ns_s)
+            .bind(event.from.to_string())
+            .bind(event.into.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if cleared.rows_affected() == 0 {
             return Err(Error::invalid_input(format!(
                 "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",

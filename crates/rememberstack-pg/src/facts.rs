@@ -200,16 +200,11 @@ impl PgStore {
     }
 
     pub(crate) async fn predicates_impl(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
-        let rows = sqlx::query(
-            "SELECT name, description, synonyms_json, status, uses FROM predicates
-             WHERE namespace_id = $1
-             ORDER BY status <> 'core', COALESCE(core_ordinal, 0),
-                      CASE WHEN status = 'core' THEN 0 ELSE uses END DESC, name",
-        )
-        .bind(ns.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::facts::PREDICATES))
+            .bind(ns.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(PredicateRow {
@@ -283,11 +278,12 @@ async fn normalize_in(
     now: Timestamp,
 ) -> Result<()> {
     fence(tx, &c.lease, now).await?;
-    let ns: String = sqlx::query_scalar("SELECT namespace_id FROM processing_state WHERE id = $1")
-        .bind(c.lease.work_id.to_string())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
+    let ns: String =
+        sqlx::query_scalar(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
+            .bind(c.lease.work_id.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
     sqlx::query(
             "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
              VALUES ($1, $2, $3, $4, $5)
@@ -304,35 +300,31 @@ async fn normalize_in(
         .map_err(db_err)?;
     for a in &c.assertions {
         let a_ns = a.namespace_id.to_string();
-        let inserted = sqlx::query(
-                "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
-                     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
-                     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(&a_ns)
-            .bind(a.assertion_id.to_string())
-            .bind(a.claim_id.to_string())
-            .bind(a.document_id.to_string())
-            .bind(a.version_id.to_string())
-            .bind(&c.normalizer_version)
-            .bind(a.kind.as_str())
-            .bind(a.subject.to_string())
-            .bind(&a.predicate)
-            .bind(a.object.map(|o| o.to_string()))
-            .bind(&a.statement)
-            .bind(a.window.valid_from)
-            .bind(a.window.valid_until)
-            .bind(precision_str(&a.window.precision)?)
-            .bind(validity_str(&a.validity_kind)?)
-            .bind(a.asserted_at)
-            .bind(a.ordinal as i32)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
+        let inserted = sqlx::query(crate::shared(
+            &rememberstack_sql::facts::INSERT_STAGED_ASSERTION,
+        ))
+        .bind(&a_ns)
+        .bind(a.assertion_id.to_string())
+        .bind(a.claim_id.to_string())
+        .bind(a.document_id.to_string())
+        .bind(a.version_id.to_string())
+        .bind(&c.normalizer_version)
+        .bind(a.kind.as_str())
+        .bind(a.subject.to_string())
+        .bind(&a.predicate)
+        .bind(a.object.map(|o| o.to_string()))
+        .bind(&a.statement)
+        .bind(a.window.valid_from)
+        .bind(a.window.valid_until)
+        .bind(precision_str(&a.window.precision)?)
+        .bind(validity_str(&a.validity_kind)?)
+        .bind(a.asserted_at)
+        .bind(a.ordinal as i32)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
         // Uses are counted once per staged assertion: a replayed row counts nothing.
         if inserted == 0 || a.kind != FactKind::Relation {
             continue;
@@ -362,16 +354,13 @@ impl PgStore {
         claim: ClaimId,
         normalizer_version: &str,
     ) -> Result<Option<serde_json::Value>> {
-        sqlx::query_scalar(
-            "SELECT output_json FROM normalizations
-             WHERE namespace_id = $1 AND claim_id = $2 AND normalizer_version = $3",
-        )
-        .bind(ns.to_string())
-        .bind(claim.to_string())
-        .bind(normalizer_version)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)
+        sqlx::query_scalar(crate::shared(&rememberstack_sql::facts::NORMALIZATION))
+            .bind(ns.to_string())
+            .bind(claim.to_string())
+            .bind(normalizer_version)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)
     }
 
     pub(crate) async fn unapplied_assertions_impl(
@@ -481,15 +470,13 @@ async fn apply_in(
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-    let applied: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT applied_at FROM staged_assertions WHERE namespace_id = $1 AND id = $2
-             FOR UPDATE",
-    )
-    .bind(ns_s)
-    .bind(commit.assertion_id.to_string())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db_err)?;
+    let applied: Option<DateTime<Utc>> =
+        sqlx::query_scalar(crate::shared(&rememberstack_sql::facts::APPLIED_AT))
+            .bind(ns_s)
+            .bind(commit.assertion_id.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
     if applied.is_some() {
         return Ok(false);
     }
@@ -528,24 +515,18 @@ async fn apply_in(
             .map_err(db_err)?;
     }
     for (fact, claim, stance) in &commit.evidence {
-        sqlx::query(
-            "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        )
-        .bind(ns_s)
-        .bind(fact.to_string())
-        .bind(claim.to_string())
-        .bind(stance.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::facts::INSERT_EVIDENCE))
+            .bind(ns_s)
+            .bind(fact.to_string())
+            .bind(claim.to_string())
+            .bind(stance.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
     }
     for (fact, w) in &commit.windows {
-        sqlx::query(
-                "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3, updated_at = $4
-                 WHERE namespace_id = $5 AND id = $6",
-            )
+        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_WINDOW))
             .bind(w.valid_from)
             .bind(w.valid_until)
             .bind(precision_str(&w.precision)?)
@@ -558,23 +539,18 @@ async fn apply_in(
     }
     if let Some((group, members)) = &commit.contradiction {
         for fact in members {
-            sqlx::query(
-                "UPDATE facts SET contradiction_group = $1, updated_at = $2
-                     WHERE namespace_id = $3 AND id = $4",
-            )
-            .bind(group.to_string())
-            .bind(now)
-            .bind(ns_s)
-            .bind(fact.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_GROUP))
+                .bind(group.to_string())
+                .bind(now)
+                .bind(ns_s)
+                .bind(fact.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
     }
     if let Some((predecessor, successor)) = &commit.superseded {
-        sqlx::query(
-                "UPDATE facts SET superseded_by = $1, updated_at = $2 WHERE namespace_id = $3 AND id = $4",
-            )
+        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_SUCCESSOR))
             .bind(successor.to_string())
             .bind(now)
             .bind(ns_s)
@@ -586,22 +562,18 @@ async fn apply_in(
     // Chain decisions: each fact's window, successor and group as given, and its
     // contradict-stance evidence exactly the given claims.
     for l in &commit.links {
-        sqlx::query(
-            "UPDATE facts SET valid_from = $1, valid_until = $2, valid_precision = $3,
-                     superseded_by = $4, contradiction_group = $5, updated_at = $6
-                 WHERE namespace_id = $7 AND id = $8",
-        )
-        .bind(l.window.valid_from)
-        .bind(l.window.valid_until)
-        .bind(precision_str(&l.window.precision)?)
-        .bind(l.superseded_by.map(|f| f.to_string()))
-        .bind(l.contradiction_group.map(|g| g.to_string()))
-        .bind(now)
-        .bind(ns_s)
-        .bind(l.fact.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_CHAIN_LINK))
+            .bind(l.window.valid_from)
+            .bind(l.window.valid_until)
+            .bind(precision_str(&l.window.precision)?)
+            .bind(l.superseded_by.map(|f| f.to_string()))
+            .bind(l.contradiction_group.map(|g| g.to_string()))
+            .bind(now)
+            .bind(ns_s)
+            .bind(l.fact.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
         sqlx::query(
             "DELETE FROM fact_evidence WHERE namespace_id = $1 AND fact_id = $2
@@ -614,10 +586,9 @@ async fn apply_in(
         .await
         .map_err(db_err)?;
         for c in &keep {
-            sqlx::query(
-                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                     VALUES ($1, $2, $3, 'contradict', $4) ON CONFLICT DO NOTHING",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::facts::INSERT_CONTRADICTING_EVIDENCE,
+            ))
             .bind(ns_s)
             .bind(l.fact.to_string())
             .bind(c)
@@ -628,39 +599,34 @@ async fn apply_in(
         }
     }
     let t = &commit.transcript;
-    sqlx::query(
-            "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
-                 result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .bind(ns_s)
-        .bind(t.adjudication_id.to_string())
-        .bind(t.assertion_id.to_string())
-        .bind(t.claim_id.to_string())
-        .bind(&t.verdict)
-        .bind(t.target_fact.map(|f| f.to_string()))
-        .bind(t.result_fact.to_string())
-        .bind(Json(&t.candidates))
-        .bind(&t.reason)
-        .bind(Json(&t.input))
-        .bind(&t.model)
-        .bind(&t.adjudicator_version)
-        .bind(t.created_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    sqlx::query(
-        "UPDATE staged_assertions SET applied_at = $1, fact_id = $2, verdict = $3
-             WHERE namespace_id = $4 AND id = $5",
-    )
-    .bind(now)
-    .bind(t.result_fact.to_string())
-    .bind(&t.verdict)
+    sqlx::query(crate::shared(
+        &rememberstack_sql::facts::INSERT_ADJUDICATION,
+    ))
     .bind(ns_s)
-    .bind(commit.assertion_id.to_string())
+    .bind(t.adjudication_id.to_string())
+    .bind(t.assertion_id.to_string())
+    .bind(t.claim_id.to_string())
+    .bind(&t.verdict)
+    .bind(t.target_fact.map(|f| f.to_string()))
+    .bind(t.result_fact.to_string())
+    .bind(Json(&t.candidates))
+    .bind(&t.reason)
+    .bind(Json(&t.input))
+    .bind(&t.model)
+    .bind(&t.adjudicator_version)
+    .bind(t.created_at)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
+    sqlx::query(crate::shared(&rememberstack_sql::facts::MARK_APPLIED))
+        .bind(now)
+        .bind(t.result_fact.to_string())
+        .bind(&t.verdict)
+        .bind(ns_s)
+        .bind(commit.assertion_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     Ok(true)
 }
 
@@ -788,18 +754,12 @@ impl PgStore {
         fact: FactId,
     ) -> Result<Vec<EvidenceRecord>> {
         // Ties of `added_at` in insertion order (`seq`, as SQLite's rowid).
-        let rows = sqlx::query(
-            "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
-             FROM fact_evidence e
-             JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = $1 AND e.fact_id = $2
-             ORDER BY e.added_at, e.seq",
-        )
-        .bind(ns.to_string())
-        .bind(fact.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::facts::EVIDENCE))
+            .bind(ns.to_string())
+            .bind(fact.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(EvidenceRecord {
@@ -819,11 +779,11 @@ impl PgStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<AdjudicationRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM adjudications
-             WHERE namespace_id = $1 AND (target_fact = $2 OR result_fact = $2) ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::facts::ADJUDICATIONS_OF_FACT,
+        ))
         .bind(ns.to_string())
+        .bind(fact.to_string())
         .bind(fact.to_string())
         .fetch_all(self.pool())
         .await
@@ -836,20 +796,12 @@ impl PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0)::bigint
-                        AS missing
-             FROM facts f
-             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = $1
-                                  AND vv.embedding_key = f.embedding_key
-             WHERE f.namespace_id = $2 AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE))
+            .bind(generation)
+            .bind(ns.to_string())
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
         Ok(VectorCoverage {
             chunks: get::<i64>(&row, "n")? as u64,
             missing: get::<i64>(&row, "missing")? as u64,

@@ -186,19 +186,15 @@ impl PgStore {
         // The manifest is durable before anything changes (append-first).
         self.manifests.append(manifest)?;
         let json = serde_json::to_value(manifest).map_err(|e| Error::internal(e.to_string()))?;
-        sqlx::query(
-            "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (namespace_id, manifest_id) DO UPDATE SET completed_at = NULL, report_json = NULL",
-        )
-        .bind(manifest.namespace_id.to_string())
-        .bind(manifest.manifest_id.to_string())
-        .bind(manifest.document_id.to_string())
-        .bind(sqlx::types::Json(json))
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::forget::INSERT_EPISODE))
+            .bind(manifest.namespace_id.to_string())
+            .bind(manifest.manifest_id.to_string())
+            .bind(manifest.document_id.to_string())
+            .bind(sqlx::types::Json(json))
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 
@@ -206,14 +202,11 @@ impl PgStore {
         &self,
         ns: NamespaceId,
     ) -> Result<Vec<ForgetManifest>> {
-        let rows = sqlx::query(
-            "SELECT manifest_json FROM forget_episodes
-             WHERE namespace_id = $1 AND completed_at IS NULL ORDER BY started_at, manifest_id",
-        )
-        .bind(ns.to_string())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::forget::OPEN_MANIFESTS))
+            .bind(ns.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 serde_json::from_value(r.get::<serde_json::Value, _>("manifest_json"))
@@ -242,14 +235,13 @@ impl PgStore {
         let outcome = self.run_forget(manifest, now).await;
         if let Err(e) = &outcome {
             tracing::error!(manifest = %manifest.manifest_id, error = %e, "a forget stopped");
-            if let Err(record) = sqlx::query(
-                "UPDATE forget_episodes SET last_error = $1 WHERE namespace_id = $2 AND manifest_id = $3",
-            )
-            .bind(e.to_string())
-            .bind(manifest.namespace_id.to_string())
-            .bind(manifest.manifest_id.to_string())
-            .execute(&self.pool)
-            .await
+            if let Err(record) =
+                sqlx::query(crate::shared(&rememberstack_sql::forget::SET_EPISODE_ERROR))
+                    .bind(e.to_string())
+                    .bind(manifest.namespace_id.to_string())
+                    .bind(manifest.manifest_id.to_string())
+                    .execute(&self.pool)
+                    .await
             {
                 tracing::error!(error = %record, "the reason a forget stopped could not be recorded");
             }
@@ -265,16 +257,13 @@ impl PgStore {
         let ns_s = manifest.namespace_id.to_string();
         // A restored database may predate the namespace: it comes back under its id,
         // so the guards below apply to the namespace users reach by its slug.
-        sqlx::query(
-            "INSERT INTO namespaces (id, slug, created_at) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&ns_s)
-        .bind(&manifest.namespace)
-        .bind(manifest.requested_at)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::RESTORE))
+            .bind(&ns_s)
+            .bind(&manifest.namespace)
+            .bind(manifest.requested_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
         let doc_s = manifest.document_id.to_string();
         let mut report = ForgetReport {
             manifest_id: manifest.manifest_id,
@@ -320,11 +309,9 @@ impl PgStore {
             report.versions = versions.len() as u64;
             let scrubbed = scrub(&mut SqlConn(&mut tx), &ns_s, &doc_s, &versions, true).await?;
             for sha in &manifest.content_sha256 {
-                sqlx::query(
-                    "INSERT INTO forgotten_content (namespace_id, sha256, manifest_id, document_id,
-                         source_identity_sha256, forgotten_at)
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (namespace_id, sha256) DO NOTHING",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::forget::INSERT_FORGOTTEN_CONTENT,
+                ))
                 .bind(&ns_s)
                 .bind(sha)
                 .bind(manifest.manifest_id.to_string())
@@ -461,14 +448,10 @@ impl PgStore {
     }
 
     pub(crate) async fn pending_forgets_impl(&self) -> Result<Vec<PendingForget>> {
-        let rows = sqlx::query(
-            "SELECT n.slug, e.manifest_id, e.document_id, e.started_at, e.last_error
-             FROM forget_episodes e JOIN namespaces n ON n.id = e.namespace_id
-             WHERE e.completed_at IS NULL ORDER BY e.started_at, e.manifest_id",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::forget::OPEN_EPISODES))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(PendingForget::new(

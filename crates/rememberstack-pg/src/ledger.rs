@@ -26,11 +26,6 @@ use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::ledger;
 use sqlx::postgres::{PgConnection, PgRow};
 
-/// A shared ledger statement (`rememberstack_sql::ledger`) as PostgreSQL runs it.
-fn ledger_sql(statement: &'static rememberstack_sql::Statement) -> &'static str {
-    statement.sql(rememberstack_sql::Dialect::Postgres)
-}
-
 fn ms(t: Timestamp) -> i64 {
     t.timestamp_millis()
 }
@@ -98,17 +93,13 @@ fn lease_lost() -> Error {
 /// its latest committed version.
 pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
     stamp_first(conn, lease).await?;
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = $1
-         WHERE id = $2 AND status = 'running' AND lease_owner = $3",
-    )
-    .bind(ms(now))
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
+    let done = sqlx::query(crate::shared(&rememberstack_sql::ledger::COMPLETE))
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
     if done.rows_affected() == 0 {
         return Err(lease.lost());
     }
@@ -446,7 +437,7 @@ impl PgStore {
         let error: String = pg_text(&error.chars().take(2000).collect::<String>());
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(ledger_sql(&ledger::FAIL))
+        let r = sqlx::query(crate::shared(&ledger::FAIL))
             .bind(status)
             .bind(not_before)
             .bind(defer)
@@ -472,7 +463,7 @@ impl PgStore {
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         stamp_first(&mut tx, lease).await?;
-        let r = sqlx::query(ledger_sql(&ledger::PARK))
+        let r = sqlx::query(crate::shared(&ledger::PARK))
             .bind(reason.as_str())
             .bind(ms(not_before))
             .bind(ms(now))
@@ -574,7 +565,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<u64> {
         let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
-        let r = sqlx::query(ledger_sql(&ledger::REPLAY_DEAD_LETTERS))
+        let r = sqlx::query(crate::shared(&ledger::REPLAY_DEAD_LETTERS))
             .bind(i64::from(allowance.max(1)))
             .bind(ms(now))
             .bind(ms(now))
@@ -595,7 +586,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<u64> {
         let (ns, stage) = (ns.map(|n| n.to_string()), stage.map(|s| s.as_str()));
-        let r = sqlx::query(ledger_sql(&ledger::EXPEDITE_FAILED))
+        let r = sqlx::query(crate::shared(&ledger::EXPEDITE_FAILED))
             .bind(ms(now))
             .bind(ms(now))
             .bind(ms(now))
@@ -633,12 +624,10 @@ impl PgStore {
     }
 
     pub(crate) async fn currency_due_impl(&self) -> Result<Vec<(NamespaceId, VersionId)>> {
-        let rows = sqlx::query(
-            "SELECT namespace_id, version_id FROM currency_due ORDER BY namespace_id, version_id",
-        )
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DUE))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok((
@@ -654,7 +643,7 @@ impl PgStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<()> {
-        sqlx::query("DELETE FROM currency_due WHERE namespace_id = $1 AND version_id = $2")
+        sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DONE))
             .bind(ns.to_string())
             .bind(version.to_string())
             .execute(self.pool())
@@ -664,7 +653,7 @@ impl PgStore {
     }
 
     pub(crate) async fn next_wakeup_impl(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(ledger_sql(&ledger::NEXT_WAKEUP))
+        let row = sqlx::query(crate::shared(&ledger::NEXT_WAKEUP))
             .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
@@ -696,42 +685,34 @@ impl PgStore {
     pub(crate) async fn record_call_impl(&self, call: CallRecord, now: Timestamp) -> Result<()> {
         let ns = call.namespace_id.to_string();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO cost_ledger (namespace_id, processing_id, attempt, call_key, stage, model,
-                 prompt_tokens, completion_tokens, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
-        )
-        .bind(&ns)
-        .bind(call.processing_id.to_string())
-        .bind(int(call.attempt))
-        .bind(&call.call_key)
-        .bind(call.stage.as_str())
-        .bind(&call.model)
-        .bind(i64::try_from(call.prompt_tokens).unwrap_or(i64::MAX))
-        .bind(i64::try_from(call.completion_tokens).unwrap_or(i64::MAX))
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO llm_transcripts (namespace_id, processing_id, attempt, call_key, request_hash, model,
-                 prompt_version, raw_output, verdict, reason, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(&ns)
-        .bind(call.processing_id.to_string())
-        .bind(int(call.attempt))
-        .bind(&call.call_key)
-        .bind(&call.request_hash)
-        .bind(&call.model)
-        .bind(&call.prompt_version)
-        .bind(pg_text(&call.raw_output))
-        .bind(&call.verdict)
-        .bind(call.reason.as_deref().map(pg_text))
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::ledger::INSERT_COST))
+            .bind(&ns)
+            .bind(call.processing_id.to_string())
+            .bind(int(call.attempt))
+            .bind(&call.call_key)
+            .bind(call.stage.as_str())
+            .bind(&call.model)
+            .bind(i64::try_from(call.prompt_tokens).unwrap_or(i64::MAX))
+            .bind(i64::try_from(call.completion_tokens).unwrap_or(i64::MAX))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::ledger::INSERT_TRANSCRIPT))
+            .bind(&ns)
+            .bind(call.processing_id.to_string())
+            .bind(int(call.attempt))
+            .bind(&call.call_key)
+            .bind(&call.request_hash)
+            .bind(&call.model)
+            .bind(&call.prompt_version)
+            .bind(pg_text(&call.raw_output))
+            .bind(&call.verdict)
+            .bind(call.reason.as_deref().map(pg_text))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
     }
 
@@ -739,14 +720,11 @@ impl PgStore {
         &self,
         ns: NamespaceId,
     ) -> Result<Vec<(String, String, u64, u64)>> {
-        let rows = sqlx::query(
-            "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
-             WHERE namespace_id = $1 ORDER BY seq",
-        )
-        .bind(ns.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::ledger::COSTS))
+            .bind(ns.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok((
@@ -771,7 +749,7 @@ impl PgStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(ledger_sql(&ledger::DEFER))
+        sqlx::query(crate::shared(&ledger::DEFER))
             .bind(ms(not_before))
             .bind(reason.as_str())
             .bind(ms(now))

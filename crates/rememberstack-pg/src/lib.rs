@@ -336,6 +336,12 @@ fn in_schema(options: PgPoolOptions, schema: Option<String>) -> PgPoolOptions {
 /// A database failure as the core's store error; a statement cancelled by its
 /// time bound (`query_canceled`, 57014) or that waited too long for a lock
 /// (`lock_not_available`, 55P03) is `timeout`, which callers may retry.
+/// A statement of `rememberstack_sql` (written once for both stores) as PostgreSQL
+/// runs it.
+pub(crate) fn shared(statement: &'static rememberstack_sql::Statement) -> &'static str {
+    statement.sql(rememberstack_sql::Dialect::Postgres)
+}
+
 pub(crate) fn db_err(e: sqlx::Error) -> Error {
     if let sqlx::Error::Database(db) = &e
         && matches!(db.code().as_deref(), Some("57014" | "55P03"))
@@ -651,12 +657,9 @@ impl StoreRuntime for PgStore {
     }
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
-        let row = sqlx::query(
-            "SELECT id, slug, created_at, (SELECT e.document_id FROM forget_episodes e
-                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL
-                 ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
-             FROM namespaces WHERE slug = $1",
-        )
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::namespaces::WITH_OPEN_FORGET,
+        ))
         .bind(slug)
         .fetch_optional(&self.pool)
         .await
@@ -673,17 +676,14 @@ impl StoreRuntime for PgStore {
         if let Some(ns) = self.namespace(slug).await? {
             return Ok(ns);
         }
-        sqlx::query(
-            "INSERT INTO namespaces (id, slug, created_at) VALUES ($1, $2, $3)
-             ON CONFLICT (slug) DO NOTHING",
-        )
-        .bind(rememberstack_core::ids::NamespaceId::new().to_string())
-        .bind(slug)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        let row = sqlx::query("SELECT id, slug, created_at FROM namespaces WHERE slug = $1")
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::INSERT))
+            .bind(rememberstack_core::ids::NamespaceId::new().to_string())
+            .bind(slug)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::namespaces::BY_SLUG))
             .bind(slug)
             .fetch_one(&self.pool)
             .await
@@ -692,7 +692,7 @@ impl StoreRuntime for PgStore {
     }
 
     async fn namespaces(&self) -> Result<Vec<Namespace>> {
-        let rows = sqlx::query("SELECT id, slug, created_at FROM namespaces ORDER BY slug")
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::namespaces::LIST))
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;

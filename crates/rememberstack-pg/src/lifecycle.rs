@@ -100,9 +100,9 @@ impl PgStore {
         let at = stored(now);
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         // The lineage row is the episode's lock: one deletion of it at a time.
-        let Some(row) = sqlx::query(
-            "SELECT deleted_at FROM documents WHERE namespace_id = $1 AND id = $2 FOR UPDATE",
-        )
+        let Some(row) = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DOCUMENT_DELETED_AT,
+        ))
         .bind(&ns_s)
         .bind(&doc_s)
         .fetch_optional(&mut *tx)
@@ -115,11 +115,9 @@ impl PgStore {
         let first = previous.is_none();
         let deleted_at = previous.unwrap_or(at);
         // The tombstone: no version of the lineage is served any more.
-        sqlx::query(
-            "UPDATE documents SET deleted_at = COALESCE(deleted_at, $1), current_version_id = NULL,
-                 updated_at = $2
-             WHERE namespace_id = $3 AND id = $4",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DELETE_DOCUMENT,
+        ))
         .bind(deleted_at)
         .bind(at)
         .bind(&ns_s)
@@ -127,10 +125,9 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query(
-            "UPDATE document_versions SET deleted_at = $1
-             WHERE namespace_id = $2 AND document_id = $3 AND deleted_at IS NULL",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DELETE_VERSIONS,
+        ))
         .bind(deleted_at)
         .bind(&ns_s)
         .bind(&doc_s)
@@ -146,11 +143,9 @@ impl PgStore {
             // rolls back, as in SQLite).
             return Ok(DeletionOutcome::AlreadyDeleted);
         }
-        sqlx::query(
-            "INSERT INTO document_deletions (namespace_id, document_id, deleted_at, claims_retired,
-                 relations_closed, observations_closed, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_DOCUMENT_DELETION,
+        ))
         .bind(&ns_s)
         .bind(&doc_s)
         .bind(deleted_at)
@@ -228,10 +223,9 @@ impl PgStore {
                 touched_entities: vec![],
             }
         } else {
-            sqlx::query(
-                "INSERT INTO claim_retractions (namespace_id, claim_id, reason, request_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::lifecycle::INSERT_RETRACTION,
+            ))
             .bind(&ns_s)
             .bind(&claim_s)
             .bind(reason)
@@ -318,15 +312,12 @@ impl PgStore {
                 .map_err(|e| Error::store(format!("corrupt stored request result: {e}")));
         }
         // The fact's row lock: a concurrent close is seen before the check.
-        let Some(row) = sqlx::query(
-            "SELECT invalidated_at, closed_reason, subject_id, object_id FROM facts
-             WHERE namespace_id = $1 AND id = $2 FOR UPDATE",
-        )
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
+        let Some(row) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FACT_TO_CLOSE))
+            .bind(&ns_s)
+            .bind(&fact_s)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
         else {
             return Err(Error::new(
                 ErrorCode::NotFound,
@@ -347,22 +338,18 @@ impl PgStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        sqlx::query(
-            "UPDATE facts SET invalidated_at = $1, closed_reason = $2, updated_at = $3
-             WHERE namespace_id = $4 AND id = $5",
-        )
-        .bind(at)
-        .bind(closed_reason)
-        .bind(at)
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
+            .bind(at)
+            .bind(closed_reason)
+            .bind(at)
+            .bind(&ns_s)
+            .bind(&fact_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FACT_EVENT,
+        ))
         .bind(&ns_s)
         .bind(&fact_s)
         .bind(event)
@@ -402,15 +389,12 @@ impl PgStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<FactEvent>> {
-        let rows = sqlx::query(
-            "SELECT event, reason, detail_json, created_at FROM fact_events
-             WHERE namespace_id = $1 AND fact_id = $2 ORDER BY seq",
-        )
-        .bind(ns.to_string())
-        .bind(fact.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FACT_EVENTS))
+            .bind(ns.to_string())
+            .bind(fact.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(FactEvent {
@@ -429,15 +413,14 @@ impl PgStore {
         prune_before: Timestamp,
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        sqlx::query("DELETE FROM feedback WHERE created_at < $1")
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::PRUNE_FEEDBACK))
             .bind(stored(prune_before))
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO feedback (namespace_id, id, receipt_id, item_ref, rating, comment, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FEEDBACK,
+        ))
         .bind(f.namespace_id.to_string())
         .bind(f.feedback_id.to_string())
         .bind(f.receipt_id.to_string())
@@ -457,17 +440,14 @@ impl PgStore {
         receipt: Option<ReceiptId>,
         limit: u32,
     ) -> Result<Vec<FeedbackRecord>> {
-        let rows = sqlx::query(
-            "SELECT id, receipt_id, item_ref, rating, comment, created_at FROM feedback
-             WHERE namespace_id = $1 AND ($2::text IS NULL OR receipt_id = $2)
-             ORDER BY seq LIMIT $3",
-        )
-        .bind(ns.to_string())
-        .bind(receipt.map(|r| r.to_string()))
-        .bind(limit as i64)
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FEEDBACK))
+            .bind(ns.to_string())
+            .bind(receipt.map(|r| r.to_string()))
+            .bind(receipt.map(|r| r.to_string()))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(FeedbackRecord {
@@ -487,12 +467,14 @@ impl PgStore {
     }
 
     pub(crate) async fn prune_feedback_impl(&self, before: Timestamp) -> Result<u64> {
-        Ok(sqlx::query("DELETE FROM feedback WHERE created_at < $1")
-            .bind(stored(before))
-            .execute(self.pool())
-            .await
-            .map_err(db_err)?
-            .rows_affected())
+        Ok(
+            sqlx::query(crate::shared(&rememberstack_sql::lifecycle::PRUNE_FEEDBACK))
+                .bind(stored(before))
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?
+                .rows_affected(),
+        )
     }
 }
 
@@ -509,15 +491,12 @@ async fn replay(
         return Ok(None);
     };
     advisory_lock(tx, &format!("request:{ns}:{}", request.request_id)).await?;
-    let Some(row) = sqlx::query(
-        "SELECT operation, digest, result_json FROM lifecycle_requests
-         WHERE namespace_id = $1 AND request_id = $2",
-    )
-    .bind(ns)
-    .bind(&request.request_id)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_err)?
+    let Some(row) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::REQUEST))
+        .bind(ns)
+        .bind(&request.request_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
     else {
         return Ok(None);
     };
@@ -539,19 +518,16 @@ async fn remember_request(
     let Some(request) = request else {
         return Ok(());
     };
-    sqlx::query(
-        "INSERT INTO lifecycle_requests (namespace_id, request_id, operation, digest, result_json, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(ns)
-    .bind(&request.request_id)
-    .bind(&request.operation)
-    .bind(&request.digest)
-    .bind(Json(result))
-    .bind(at)
-    .execute(tx)
-    .await
-    .map_err(db_err)?;
+    sqlx::query(crate::shared(&rememberstack_sql::lifecycle::INSERT_REQUEST))
+        .bind(ns)
+        .bind(&request.request_id)
+        .bind(&request.operation)
+        .bind(&request.digest)
+        .bind(Json(result))
+        .bind(at)
+        .execute(tx)
+        .await
+        .map_err(db_err)?;
     Ok(())
 }
 
@@ -658,22 +634,18 @@ async fn close_unsupported(
         {
             touched.insert(parse_id(&o)?);
         }
-        sqlx::query(
-            "UPDATE facts SET invalidated_at = $1, closed_reason = $2, updated_at = $3
-             WHERE namespace_id = $4 AND id = $5",
-        )
-        .bind(at)
-        .bind(reason)
-        .bind(at)
-        .bind(ns)
-        .bind(&id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-             VALUES ($1, $2, 'closed', $3, $4, $5)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
+            .bind(at)
+            .bind(reason)
+            .bind(at)
+            .bind(ns)
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FACT_CLOSED,
+        ))
         .bind(ns)
         .bind(&id)
         .bind(reason)
@@ -770,10 +742,9 @@ pub(crate) async fn set_lifecycle(
     to: Admission,
     at: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "UPDATE notes SET lifecycle = $1, lifecycle_version = lifecycle_version + 1, updated_at = $2
-         WHERE namespace_id = $3 AND version_id = $4",
-    )
+    sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::SET_NOTE_LIFECYCLE,
+    ))
     .bind(to.as_str())
     .bind(at)
     .bind(ns)
@@ -781,7 +752,7 @@ pub(crate) async fn set_lifecycle(
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    sqlx::query("UPDATE document_versions SET admission = $1 WHERE namespace_id = $2 AND id = $3")
+    sqlx::query(crate::shared(&rememberstack_sql::lifecycle::SET_ADMISSION))
         .bind(to.as_str())
         .bind(ns)
         .bind(version)
@@ -800,13 +771,12 @@ pub(crate) async fn unserve(
     at: Timestamp,
     reason: &str,
 ) -> Result<()> {
-    let cleared = sqlx::query(
-        "UPDATE documents SET current_version_id = NULL, updated_at = $1
-         WHERE namespace_id = $2 AND id = $3 AND current_version_id IN
-             (SELECT id FROM document_versions WHERE namespace_id = $2 AND document_id = $3
-                AND admission <> 'promoted')",
-    )
+    let cleared = sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::CLEAR_CURRENT_VERSION_OF,
+    ))
     .bind(at)
+    .bind(ns)
+    .bind(doc)
     .bind(ns)
     .bind(doc)
     .execute(&mut *tx)
@@ -843,25 +813,21 @@ pub(crate) async fn insert_note(
     if admission == Admission::Promoted {
         archive_promoted(tx, ns, &doc_s, &note.source_key, &version_s, at).await?;
     }
-    let inserted = sqlx::query(
-        "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
-             lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)
-         ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING",
-    )
-    .bind(ns)
-    .bind(&doc_s)
-    .bind(&version_s)
-    .bind(&note.source_key)
-    .bind(&note.source_revision)
-    .bind(&note.content_digest)
-    .bind(admission.as_str())
-    .bind(Json(&note.metadata))
-    .bind(at)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?
-    .rows_affected();
+    let inserted = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::INSERT_NOTE))
+        .bind(ns)
+        .bind(&doc_s)
+        .bind(&version_s)
+        .bind(&note.source_key)
+        .bind(&note.source_revision)
+        .bind(&note.content_digest)
+        .bind(admission.as_str())
+        .bind(Json(&note.metadata))
+        .bind(at)
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
     if inserted == 0 {
         return Err(Error::new(
             ErrorCode::Conflict,
@@ -871,10 +837,9 @@ pub(crate) async fn insert_note(
             ),
         ));
     }
-    sqlx::query(
-        "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
-         VALUES ($1, $2, $3, $4, $5)",
-    )
+    sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::INSERT_NOTE_REQUEST,
+    ))
     .bind(ns)
     .bind(&note.request_id)
     .bind(&note.request_digest)
@@ -895,14 +860,12 @@ impl PgStore {
         source_revision: &str,
     ) -> Result<NoteLookup> {
         let ns_s = ns.to_string();
-        if let Some(r) = sqlx::query(
-            "SELECT digest, version_id FROM note_requests WHERE namespace_id = $1 AND request_id = $2",
-        )
-        .bind(&ns_s)
-        .bind(request_id)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)?
+        if let Some(r) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::NOTE_REQUEST))
+            .bind(&ns_s)
+            .bind(request_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?
         {
             let version: VersionId =
                 parse_id(&r.try_get::<String, _>("version_id").map_err(db_err)?)?;
@@ -938,10 +901,9 @@ impl PgStore {
         version: VersionId,
         now: Timestamp,
     ) -> Result<()> {
-        let done = sqlx::query(
-            "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace_id, request_id) DO NOTHING",
-        )
+        let done = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_NOTE_REQUEST_ONCE,
+        ))
         .bind(ns.to_string())
         .bind(request_id)
         .bind(request_digest)
@@ -1003,10 +965,9 @@ impl PgStore {
         match to {
             Admission::Promoted => {
                 archive_promoted(&mut tx, &ns_s, &doc_s, &note.source_key, &version_s, at).await?;
-                sqlx::query(
-                    "UPDATE documents SET current_version_id = $1, updated_at = $2
-                     WHERE namespace_id = $3 AND id = $4 AND deleted_at IS NULL",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::lifecycle::SET_CURRENT_VERSION,
+                ))
                 .bind(&version_s)
                 .bind(at)
                 .bind(&ns_s)

@@ -54,7 +54,7 @@ async fn stored_by_request(
     ns: NamespaceId,
     request: &str,
 ) -> Result<Option<PgRow>> {
-    sqlx::query("SELECT body_json FROM recall_receipts WHERE namespace_id = $1 AND request_id = $2")
+    sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_REQUEST))
         .bind(ns.to_string())
         .bind(request)
         .fetch_optional(&mut *tx)
@@ -194,10 +194,9 @@ impl PgStore {
         for lease in leases {
             fence(&mut tx, lease, now).await?;
         }
-        sqlx::query(
-            "INSERT INTO embedder_generations (generation, provider, model, dimension, version, first_seen)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::namespaces::INSERT_EMBEDDER_GENERATION,
+        ))
         .bind(&gen_key)
         .bind(&generation.provider)
         .bind(&generation.model)
@@ -385,7 +384,7 @@ impl PgStore {
 
     pub(crate) async fn change_stamp_impl(&self, ns: NamespaceId) -> Result<u64> {
         let n: Option<i64> =
-            sqlx::query_scalar("SELECT n FROM change_stamps WHERE namespace_id = $1")
+            sqlx::query_scalar(crate::shared(&rememberstack_sql::namespaces::CHANGE_STAMP))
                 .bind(ns.to_string())
                 .fetch_optional(self.pool())
                 .await
@@ -603,7 +602,7 @@ impl PgStore {
         ns: NamespaceId,
         id: ReceiptId,
     ) -> Result<Option<Receipt>> {
-        sqlx::query("SELECT body_json FROM recall_receipts WHERE namespace_id = $1 AND id = $2")
+        sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_ID))
             .bind(ns.to_string())
             .bind(id.to_string())
             .fetch_optional(self.pool())
@@ -618,15 +617,13 @@ impl PgStore {
         ns: NamespaceId,
         request_id: &str,
     ) -> Result<Option<Receipt>> {
-        sqlx::query(
-            "SELECT body_json FROM recall_receipts WHERE namespace_id = $1 AND request_id = $2",
-        )
-        .bind(ns.to_string())
-        .bind(request_id)
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)?
-        .map(|r| receipt_row(&r))
-        .transpose()
+        sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_REQUEST))
+            .bind(ns.to_string())
+            .bind(request_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?
+            .map(|r| receipt_row(&r))
+            .transpose()
     }
 }

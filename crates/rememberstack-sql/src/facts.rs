@@ -6,7 +6,7 @@ use crate::{Arg, Params};
 use rememberstack_core::facts::FactFilter;
 
 /// Facts with their entity names and the evidence counts (distinct lineages with
-/// current testimony per stance; see [`supported`]).
+/// current testimony per stance; see [`SUPPORTED`]).
 pub fn fact_select() -> String {
     format!(
         "SELECT f.seq, f.id, f.namespace_id, f.kind, f.subject_id, f.predicate, f.object_id, f.statement,
@@ -113,6 +113,87 @@ pub fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
     sql
 }
 
+statements! {
+    /// One adjudication verdict. Binds: the listed columns in order.
+    INSERT_ADJUDICATION = "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
+     result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// A claim that contradicts a fact, once. Binds: namespace, fact, claim, now.
+    INSERT_CONTRADICTING_EVIDENCE = "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+ VALUES (?, ?, ?, 'contradict', ?) ON CONFLICT DO NOTHING";
+
+    /// A claim's evidence for a fact, once. Binds: namespace, fact, claim, stance, now.
+    INSERT_EVIDENCE = "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+ VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+    /// A normalized assertion waiting to be adjudicated. Binds: the listed columns in
+    /// order.
+    INSERT_STAGED_ASSERTION = "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
+     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
+     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ ON CONFLICT DO NOTHING";
+
+    /// A staged assertion is applied, with its fact and verdict. Binds: each `?` in turn.
+    MARK_APPLIED = "UPDATE staged_assertions SET applied_at = ?, fact_id = ?, verdict = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// A claim's normalization by one normalizer version. Binds: each `?` in turn.
+    NORMALIZATION = "SELECT output_json FROM normalizations
+ WHERE namespace_id = ? AND claim_id = ? AND normalizer_version = ?";
+
+    /// The predicate registry of a namespace, core predicates first. Binds: namespace.
+    PREDICATES = "SELECT name, description, synonyms_json, status, uses FROM predicates
+ WHERE namespace_id = ?
+ ORDER BY status <> 'core', COALESCE(core_ordinal, 0),
+          CASE WHEN status = 'core' THEN 0 ELSE uses END DESC, name";
+
+    /// A fact's window, successor and contradiction group as its chain decides them. Binds:
+    /// each `?` in turn.
+    SET_CHAIN_LINK = "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, superseded_by = ?,
+     contradiction_group = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// A fact's contradiction group. Binds: group, now, namespace, fact.
+    SET_GROUP = "UPDATE facts SET contradiction_group = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// A fact's successor. Binds: successor, now, namespace, fact.
+    SET_SUCCESSOR = "UPDATE facts SET superseded_by = ?, updated_at = ? WHERE namespace_id = ? AND id = ?";
+
+    /// A fact's window. Binds: from, until, precision, now, namespace, fact.
+    SET_WINDOW = "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// The adjudications that targeted or produced a fact, in order. Binds: namespace,
+    /// fact, fact.
+    ADJUDICATIONS_OF_FACT = "SELECT * FROM adjudications
+ WHERE namespace_id = ? AND (target_fact = ? OR result_fact = ?) ORDER BY seq";
+
+    /// When a staged assertion was applied (its row locked on PostgreSQL). Binds:
+    /// namespace, id.
+    APPLIED_AT = "SELECT applied_at FROM staged_assertions WHERE namespace_id = ? AND id = ?{FOR_UPDATE}";
+
+    /// A fact's evidence with each claim's document and currency, in order. Binds: each `?`
+    /// in turn.
+    EVIDENCE = "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
+ FROM fact_evidence e
+ JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
+ WHERE e.namespace_id = ? AND e.fact_id = ?
+ ORDER BY e.added_at, e.{SEQ}";
+
+    /// How many facts a namespace has and how many lack a vector of one generation. Binds:
+    /// each `?` in turn.
+    VECTOR_COVERAGE = "SELECT COUNT(*) AS n,
+        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0){BIGINT}
+            AS missing
+ FROM facts f
+ LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = f.embedding_key
+ WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +252,20 @@ mod tests {
         assert!(!cond.contains("invalidated_at"), "{cond}");
         let cond = eligibility(&filter(), &mut Params::new(Dialect::Sqlite));
         assert!(cond.contains("f.evidence_count > 0"), "{cond}");
+    }
+}
+
+#[cfg(test)]
+mod statement_tests {
+    use crate::{Dialect, render_all};
+
+    #[test]
+    fn statements_in_sqlite() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
+    }
+
+    #[test]
+    fn statements_in_postgres() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
     }
 }

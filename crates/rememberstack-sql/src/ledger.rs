@@ -60,6 +60,30 @@ pub static NEXT_WAKEUP: Statement = Statement::new(
      SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w",
 );
 
+statements! {
+    /// A leased item is done. Binds: each `?` in turn.
+    COMPLETE = "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
+     defer_reason = NULL, last_error = NULL, updated_at = ?
+ WHERE id = ? AND status = 'running' AND lease_owner = ?";
+
+    /// A model call's token cost. Binds: the listed columns in order.
+    INSERT_COST = "INSERT INTO cost_ledger (namespace_id, processing_id, attempt, call_key, stage, model,
+     prompt_tokens, completion_tokens, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+    /// A model call's transcript. Binds: the listed columns in order.
+    INSERT_TRANSCRIPT = "INSERT INTO llm_transcripts (namespace_id, processing_id, attempt, call_key, request_hash, model,
+     prompt_version, raw_output, verdict, reason, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// The namespace of a work item. Binds: id.
+    NAMESPACE_OF_ITEM = "SELECT namespace_id FROM processing_state WHERE id = ?";
+
+    /// A namespace's model-call costs, in order. Binds: namespace.
+    COSTS = "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
+ WHERE namespace_id = ? ORDER BY {SEQ}";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +113,20 @@ mod tests {
     #[test]
     fn ledger_statements_in_postgres() {
         insta::assert_snapshot!(rendered(Dialect::Postgres));
+    }
+}
+
+#[cfg(test)]
+mod statement_tests {
+    use crate::{Dialect, render_all};
+
+    #[test]
+    fn statements_in_sqlite() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
+    }
+
+    #[test]
+    fn statements_in_postgres() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
     }
 }

@@ -14,20 +14,40 @@
 //! | `{BIGINT}` | (nothing) | `::bigint` (widen an `integer` column before adding) |
 //! | `{GREATEST}` | `MAX` | `GREATEST` (of its arguments) |
 //! | `{LEAST}` | `MIN` | `LEAST` (of its arguments) |
+//! | `{SEQ}` | `rowid` | `seq` (a table's insertion order) |
+//! | `{FOR_UPDATE}` | (nothing: one writer) | ` FOR UPDATE` (the rows read are locked) |
 //!
 //! A list is bound as one JSON array parameter ([`json_list`]), so a statement's
 //! text never grows with the list. No template holds a `?` that is not a
 //! parameter (a snapshot test renders every one in both dialects).
+//!
+//! Each concern's fixed statements (`documents`, `claims`, `entities`, `facts`,
+//! `lifecycle`, `forget`, `keys`, `namespaces`, `receipts`, `ledger`) are declared in
+//! one `statements!` block: documented statics, rendered once per dialect on first
+//! use. A store binds and decodes the values itself (timestamps are text in SQLite
+//! and `timestamptz` in PostgreSQL), so a template never repeats a placeholder: a
+//! value needed twice is bound twice.
 //!
 //! Procedures that only run statements (the hard-forget [`scrub`]) are written
 //! once too, over [`Conn`]: each store implements it for its own transaction.
 //! What a store cannot express the same way — ranking, locks, pools, the
 //! migration runner, SQLite's FTS5 tables — stays in the store.
 
+#[macro_use]
+mod macros;
+
+pub mod claims;
 pub mod compact;
+pub mod documents;
+pub mod entities;
 pub mod facts;
+pub mod forget;
+pub mod keys;
 pub mod ledger;
+pub mod lifecycle;
 pub mod manifests;
+pub mod namespaces;
+pub mod receipts;
 pub mod scrub;
 
 /// The schema version both stores are at: the number of their latest migration.
@@ -124,9 +144,16 @@ impl Dialect {
 
     /// The statement this dialect runs for `template` (see the crate's table).
     pub fn render(self, template: &str) -> String {
-        let (text, bigint, greatest, least) = match self {
-            Dialect::Sqlite => ("", "", "MAX", "MIN"),
-            Dialect::Postgres => ("::text", "::bigint", "GREATEST", "LEAST"),
+        let (text, bigint, greatest, least, seq, for_update) = match self {
+            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", ""),
+            Dialect::Postgres => (
+                "::text",
+                "::bigint",
+                "GREATEST",
+                "LEAST",
+                "seq",
+                " FOR UPDATE",
+            ),
         };
         let sql = template
             .replace("{IN_INT}", self.in_int_list())
@@ -135,7 +162,9 @@ impl Dialect {
             .replace("{TEXT}", text)
             .replace("{BIGINT}", bigint)
             .replace("{GREATEST}", greatest)
-            .replace("{LEAST}", least);
+            .replace("{LEAST}", least)
+            .replace("{SEQ}", seq)
+            .replace("{FOR_UPDATE}", for_update);
         match self {
             Dialect::Sqlite => sql,
             Dialect::Postgres => number_placeholders(&sql),
@@ -497,6 +526,16 @@ pub async fn text_pairs<C: Conn>(
         out.push((a.text()?, b.text()?));
     }
     Ok(out)
+}
+
+/// Every statement of `all` rendered in `dialect`, one after another (the
+/// modules' snapshot tests).
+#[cfg(test)]
+pub(crate) fn render_all(all: &[(&str, &'static Statement)], dialect: Dialect) -> String {
+    all.iter()
+        .map(|(name, s)| format!("-- {name}\n{};\n", s.sql(dialect)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -431,16 +431,13 @@ impl SqliteStore {
         version: VersionId,
         extractor_version: &str,
     ) -> Result<Vec<ClaimId>> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT claim_id FROM chunk_claims
-             WHERE namespace_id = ? AND version_id = ? AND extractor_version = ?",
-        )
-        .bind(ns.to_string())
-        .bind(version.to_string())
-        .bind(extractor_version)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_OF_VERSION))
+            .bind(ns.to_string())
+            .bind(version.to_string())
+            .bind(extractor_version)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| parse_id(&r.get::<String, _>("claim_id")))
             .collect()
@@ -484,9 +481,9 @@ impl SqliteStore {
         let mut tx = self.write.begin().await.map_err(db_err)?;
         // A deleted lineage publishes no testimony (D135): work that lands after the
         // tombstone leaves its claims retired.
-        let deleted: Option<String> = sqlx::query_scalar(
-            "SELECT deleted_at FROM documents WHERE namespace_id = ? AND id = ?",
-        )
+        let deleted: Option<String> = sqlx::query_scalar(crate::shared(
+            &rememberstack_sql::lifecycle::DOCUMENT_DELETED_AT,
+        ))
         .bind(&ns_s)
         .bind(doc.to_string())
         .fetch_optional(&mut *tx)
@@ -499,11 +496,9 @@ impl SqliteStore {
             current.iter().map(|c| c.to_string()).collect()
         };
         // A retracted claim is never current testimony again.
-        let retracted: Vec<String> = sqlx::query_scalar(
-            "SELECT r.claim_id FROM claim_retractions r
-             JOIN claims c ON c.namespace_id = r.namespace_id AND c.id = r.claim_id
-             WHERE r.namespace_id = ? AND c.document_id = ?",
-        )
+        let retracted: Vec<String> = sqlx::query_scalar(crate::shared(
+            &rememberstack_sql::claims::RETRACTED_CLAIMS_OF_DOCUMENT,
+        ))
         .bind(&ns_s)
         .bind(doc.to_string())
         .fetch_all(&mut *tx)
@@ -562,7 +557,7 @@ impl SqliteStore {
         )
         .await?;
         if let Some(v) = &version {
-            sqlx::query("DELETE FROM currency_due WHERE namespace_id = ? AND version_id = ?")
+            sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DONE))
                 .bind(&ns_s)
                 .bind(v)
                 .execute(&mut *tx)
@@ -661,9 +656,9 @@ impl SqliteStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<DecisionRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM claim_extraction_decisions WHERE namespace_id = ? AND document_id = ? ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::EXTRACTION_DECISIONS,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(&self.read)
@@ -856,42 +851,34 @@ impl SqliteStore {
         let at = to_rfc3339(&now);
         let ns = call.namespace_id.to_string();
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO cost_ledger (namespace_id, processing_id, attempt, call_key, stage, model,
-                 prompt_tokens, completion_tokens, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
-        .bind(&ns)
-        .bind(call.processing_id.to_string())
-        .bind(call.attempt as i64)
-        .bind(&call.call_key)
-        .bind(call.stage.as_str())
-        .bind(&call.model)
-        .bind(call.prompt_tokens as i64)
-        .bind(call.completion_tokens as i64)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO llm_transcripts (namespace_id, processing_id, attempt, call_key, request_hash, model,
-                 prompt_version, raw_output, verdict, reason, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&ns)
-        .bind(call.processing_id.to_string())
-        .bind(call.attempt as i64)
-        .bind(&call.call_key)
-        .bind(&call.request_hash)
-        .bind(&call.model)
-        .bind(&call.prompt_version)
-        .bind(&call.raw_output)
-        .bind(&call.verdict)
-        .bind(&call.reason)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::ledger::INSERT_COST))
+            .bind(&ns)
+            .bind(call.processing_id.to_string())
+            .bind(call.attempt as i64)
+            .bind(&call.call_key)
+            .bind(call.stage.as_str())
+            .bind(&call.model)
+            .bind(call.prompt_tokens as i64)
+            .bind(call.completion_tokens as i64)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::ledger::INSERT_TRANSCRIPT))
+            .bind(&ns)
+            .bind(call.processing_id.to_string())
+            .bind(call.attempt as i64)
+            .bind(&call.call_key)
+            .bind(&call.request_hash)
+            .bind(&call.model)
+            .bind(&call.prompt_version)
+            .bind(&call.raw_output)
+            .bind(&call.verdict)
+            .bind(&call.reason)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)
     }
 
@@ -899,14 +886,11 @@ impl SqliteStore {
         &self,
         ns: NamespaceId,
     ) -> Result<Vec<(String, String, u64, u64)>> {
-        let rows = sqlx::query(
-            "SELECT call_key, model, prompt_tokens, completion_tokens FROM cost_ledger
-             WHERE namespace_id = ? ORDER BY rowid",
-        )
-        .bind(ns.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::ledger::COSTS))
+            .bind(ns.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         Ok(rows
             .iter()
             .map(|r| {

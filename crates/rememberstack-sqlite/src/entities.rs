@@ -474,49 +474,40 @@ impl SqliteStore {
         let mut tx = self.write.begin().await.map_err(db_err)?;
         // A decision already committed for (claim, ordinal, resolver) makes the whole
         // commit a no-op: a re-run after a crash writes nothing twice.
-        let existing = sqlx::query(
-            "SELECT entity_id FROM resolution_decisions
-             WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?",
-        )
-        .bind(&ns)
-        .bind(d.claim_id.to_string())
-        .bind(d.ordinal as i64)
-        .bind(&d.resolver_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let existing = sqlx::query(crate::shared(&rememberstack_sql::entities::DECIDED_ENTITY))
+            .bind(&ns)
+            .bind(d.claim_id.to_string())
+            .bind(d.ordinal as i64)
+            .bind(&d.resolver_version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if let Some(row) = existing {
             return parse_id(&row.get::<String, _>("entity_id"));
         }
         let mut written = 0u64;
         let mut touched_keys: Vec<BlockingKey> = Vec::new();
         if let Some((canonical_name, lemma)) = &commit.mint {
-            sqlx::query(
-                "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(&entity)
-            .bind(canonical_name)
-            .bind(lemma)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ENTITY))
+                .bind(&ns)
+                .bind(&entity)
+                .bind(canonical_name)
+                .bind(lemma)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         for a in &commit.aliases {
-            let inserted = sqlx::query(
-                "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(&entity)
-            .bind(&a.surface)
-            .bind(&a.lemma)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            let inserted = sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ALIAS))
+                .bind(&ns)
+                .bind(&entity)
+                .bind(&a.surface)
+                .bind(&a.lemma)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
             // An alias's keys derive from its surface alone and were written with it:
             // a known alias has them already.
             if inserted.rows_affected() == 0 {
@@ -530,28 +521,21 @@ impl SqliteStore {
             touched_keys.extend(rows.into_iter().map(|(k, _, _)| k));
         }
         let m = &commit.mention;
-        sqlx::query(
-            "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
-                 surface, decision_id, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&ns)
-        .bind(&entity)
-        .bind(m.claim_id.to_string())
-        .bind(m.start.map(|s| s as i64))
-        .bind(m.end.map(|e| e as i64))
-        .bind(&m.surface)
-        .bind(&decision)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
-                 lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
-                 rationale, model, resolver_version, features_json, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_MENTION))
+            .bind(&ns)
+            .bind(&entity)
+            .bind(m.claim_id.to_string())
+            .bind(m.start.map(|s| s as i64))
+            .bind(m.end.map(|e| e as i64))
+            .bind(&m.surface)
+            .bind(&decision)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_RESOLUTION_DECISION,
+        ))
         .bind(&ns)
         .bind(&decision)
         .bind(d.claim_id.to_string())
@@ -584,10 +568,9 @@ impl SqliteStore {
             } else {
                 (&other, &entity)
             };
-            sqlx::query(
-                "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
-                 VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::entities::INSERT_EXCLUSION,
+            ))
             .bind(&ns)
             .bind(a)
             .bind(b)
@@ -936,10 +919,9 @@ impl SqliteStore {
         b: EntityId,
         decided_by: &str,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
-             VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_EXCLUSION,
+        ))
         .bind(ns.to_string())
         .bind(a.to_string())
         .bind(b.to_string())
@@ -979,10 +961,9 @@ impl SqliteStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<DocumentBinding>> {
-        let rows = sqlx::query(
-            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
-             WHERE namespace_id = ? AND document_id = ? ORDER BY rowid",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DOCUMENT_BINDINGS,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(&self.read)
@@ -1006,10 +987,9 @@ impl SqliteStore {
         doc: DocumentId,
         lemma: &str,
     ) -> Result<Vec<DocumentBinding>> {
-        let rows = sqlx::query(
-            "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
-             WHERE namespace_id = ? AND document_id = ? AND lemma = ? ORDER BY rowid",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DOCUMENT_BINDINGS_OF_LEMMA,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .bind(lemma)
@@ -1069,16 +1049,13 @@ impl SqliteStore {
         entity: EntityId,
         limit: u32,
     ) -> Result<Vec<Mention>> {
-        let rows = sqlx::query(
-            "SELECT claim_id, start_byte, end_byte, surface FROM entity_mentions
-             WHERE namespace_id = ? AND entity_id = ? ORDER BY seq LIMIT ?",
-        )
-        .bind(ns.to_string())
-        .bind(entity.to_string())
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::entities::MENTIONS))
+            .bind(ns.to_string())
+            .bind(entity.to_string())
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(Mention {
@@ -1099,18 +1076,15 @@ impl SqliteStore {
         profile_key: &str,
         now: Timestamp,
     ) -> Result<()> {
-        let r = sqlx::query(
-            "UPDATE entities SET profile_summary = ?, profile_key = ?, profile_updated_at = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(summary)
-        .bind(profile_key)
-        .bind(to_rfc3339(&now))
-        .bind(ns.to_string())
-        .bind(entity.to_string())
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        let r = sqlx::query(crate::shared(&rememberstack_sql::entities::SET_PROFILE))
+            .bind(summary)
+            .bind(profile_key)
+            .bind(to_rfc3339(&now))
+            .bind(ns.to_string())
+            .bind(entity.to_string())
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         if r.rows_affected() == 0 {
             return Err(Error::not_found(format!("entity {entity} not found")));
         }
@@ -1145,19 +1119,16 @@ impl SqliteStore {
                 )));
             }
         }
-        sqlx::query(
-            "UPDATE entities SET merged_into = ? WHERE namespace_id = ? AND id = ? AND merged_into IS NULL",
-        )
-        .bind(event.into.to_string())
-        .bind(&ns)
-        .bind(event.from.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO merge_events (namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::entities::MERGE_INTO))
+            .bind(event.into.to_string())
+            .bind(&ns)
+            .bind(event.from.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::INSERT_MERGE_EVENT,
+        ))
         .bind(&ns)
         .bind(event.merge_id.to_string())
         .bind(event.from.to_string())
@@ -1197,16 +1168,13 @@ impl SqliteStore {
                 to_rfc3339(&at)
             )));
         }
-        let cleared = sqlx::query(
-            "UPDATE entities SET merged_into = NULL
-             WHERE namespace_id = ? AND id = ? AND merged_into = ?",
-        )
-        .bind(&ns_s)
-        .bind(event.from.to_string())
-        .bind(event.into.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let cleared = sqlx::query(crate::shared(&rememberstack_sql::entities::UNMERGE))
+            .bind(&ns_s)
+            .bind(event.from.to_string())
+            .bind(event.into.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if cleared.rows_affected() == 0 {
             return Err(Error::invalid_input(format!(
                 "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",

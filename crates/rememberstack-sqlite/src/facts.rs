@@ -169,16 +169,11 @@ impl SqliteStore {
     }
 
     pub(crate) async fn predicates_impl(&self, ns: NamespaceId) -> Result<Vec<PredicateRow>> {
-        let rows = sqlx::query(
-            "SELECT name, description, synonyms_json, status, uses FROM predicates
-             WHERE namespace_id = ?
-             ORDER BY status <> 'core', COALESCE(core_ordinal, 0),
-                      CASE WHEN status = 'core' THEN 0 ELSE uses END DESC, name",
-        )
-        .bind(ns.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::facts::PREDICATES))
+            .bind(ns.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(PredicateRow {
@@ -207,7 +202,7 @@ impl SqliteStore {
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
         let (ns,): (String,) =
-            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+            sqlx::query_as(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
                 .bind(lease.work_id.to_string())
                 .fetch_one(&mut *tx)
                 .await
@@ -228,13 +223,9 @@ impl SqliteStore {
         .map_err(db_err)?;
         for a in &assertions {
             let a_ns = a.namespace_id.to_string();
-            let inserted = sqlx::query(
-                "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
-                     normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
-                     valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                 ON CONFLICT DO NOTHING",
-            )
+            let inserted = sqlx::query(crate::shared(
+                &rememberstack_sql::facts::INSERT_STAGED_ASSERTION,
+            ))
             .bind(&a_ns)
             .bind(a.assertion_id.to_string())
             .bind(a.claim_id.to_string())
@@ -437,16 +428,13 @@ impl SqliteStore {
         claim: ClaimId,
         normalizer_version: &str,
     ) -> Result<Option<serde_json::Value>> {
-        let row = sqlx::query(
-            "SELECT output_json FROM normalizations
-             WHERE namespace_id = ? AND claim_id = ? AND normalizer_version = ?",
-        )
-        .bind(ns.to_string())
-        .bind(claim.to_string())
-        .bind(normalizer_version)
-        .fetch_optional(&self.read)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::facts::NORMALIZATION))
+            .bind(ns.to_string())
+            .bind(claim.to_string())
+            .bind(normalizer_version)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
         row.map(|r| from_json(&r.get::<String, _>("output_json")))
             .transpose()
     }
@@ -649,46 +637,38 @@ impl SqliteStore {
         .await?;
         for c in &fresh {
             for (fact, w) in &c.windows {
-                sqlx::query(
-                    "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, updated_at = ?
-                     WHERE namespace_id = ? AND id = ?",
-                )
-                .bind(w.valid_from.as_ref().map(to_rfc3339))
-                .bind(w.valid_until.as_ref().map(to_rfc3339))
-                .bind(enum_str(&w.precision)?)
-                .bind(at(c))
-                .bind(&ns_s)
-                .bind(fact.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-            if let Some((group, members)) = &c.contradiction {
-                for fact in members {
-                    sqlx::query(
-                        "UPDATE facts SET contradiction_group = ?, updated_at = ?
-                         WHERE namespace_id = ? AND id = ?",
-                    )
-                    .bind(group.to_string())
+                sqlx::query(crate::shared(&rememberstack_sql::facts::SET_WINDOW))
+                    .bind(w.valid_from.as_ref().map(to_rfc3339))
+                    .bind(w.valid_until.as_ref().map(to_rfc3339))
+                    .bind(enum_str(&w.precision)?)
                     .bind(at(c))
                     .bind(&ns_s)
                     .bind(fact.to_string())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+            }
+            if let Some((group, members)) = &c.contradiction {
+                for fact in members {
+                    sqlx::query(crate::shared(&rememberstack_sql::facts::SET_GROUP))
+                        .bind(group.to_string())
+                        .bind(at(c))
+                        .bind(&ns_s)
+                        .bind(fact.to_string())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
                 }
             }
             if let Some((predecessor, successor)) = &c.superseded {
-                sqlx::query(
-                    "UPDATE facts SET superseded_by = ?, updated_at = ? WHERE namespace_id = ? AND id = ?",
-                )
-                .bind(successor.to_string())
-                .bind(at(c))
-                .bind(&ns_s)
-                .bind(predecessor.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                sqlx::query(crate::shared(&rememberstack_sql::facts::SET_SUCCESSOR))
+                    .bind(successor.to_string())
+                    .bind(at(c))
+                    .bind(&ns_s)
+                    .bind(predecessor.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
             }
             apply_links(&mut tx, &ns_s, &c.links, &at(c)).await?;
         }
@@ -751,14 +731,12 @@ impl SqliteStore {
         let at = to_rfc3339(&now);
         let fts = fact_fts_table(&ns_s)?;
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        let staged = sqlx::query(
-            "SELECT applied_at FROM staged_assertions WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(&ns_s)
-        .bind(commit.assertion_id.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let staged = sqlx::query(crate::shared(&rememberstack_sql::facts::APPLIED_AT))
+            .bind(&ns_s)
+            .bind(commit.assertion_id.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let Some(staged) = staged else {
             return Err(Error::not_found(format!(
                 "assertion {} is not staged in this namespace",
@@ -809,68 +787,55 @@ impl SqliteStore {
             .map_err(db_err)?;
         }
         for (fact, claim, stance) in &commit.evidence {
-            sqlx::query(
-                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns_s)
-            .bind(fact.to_string())
-            .bind(claim.to_string())
-            .bind(stance.as_str())
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::facts::INSERT_EVIDENCE))
+                .bind(&ns_s)
+                .bind(fact.to_string())
+                .bind(claim.to_string())
+                .bind(stance.as_str())
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         for (fact, w) in &commit.windows {
-            sqlx::query(
-                "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, updated_at = ?
-                 WHERE namespace_id = ? AND id = ?",
-            )
-            .bind(w.valid_from.as_ref().map(to_rfc3339))
-            .bind(w.valid_until.as_ref().map(to_rfc3339))
-            .bind(enum_str(&w.precision)?)
-            .bind(&at)
-            .bind(&ns_s)
-            .bind(fact.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        if let Some((group, members)) = &commit.contradiction {
-            for fact in members {
-                sqlx::query(
-                    "UPDATE facts SET contradiction_group = ?, updated_at = ?
-                     WHERE namespace_id = ? AND id = ?",
-                )
-                .bind(group.to_string())
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_WINDOW))
+                .bind(w.valid_from.as_ref().map(to_rfc3339))
+                .bind(w.valid_until.as_ref().map(to_rfc3339))
+                .bind(enum_str(&w.precision)?)
                 .bind(&at)
                 .bind(&ns_s)
                 .bind(fact.to_string())
                 .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
+        }
+        if let Some((group, members)) = &commit.contradiction {
+            for fact in members {
+                sqlx::query(crate::shared(&rememberstack_sql::facts::SET_GROUP))
+                    .bind(group.to_string())
+                    .bind(&at)
+                    .bind(&ns_s)
+                    .bind(fact.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
             }
         }
         if let Some((predecessor, successor)) = &commit.superseded {
-            sqlx::query(
-                "UPDATE facts SET superseded_by = ?, updated_at = ? WHERE namespace_id = ? AND id = ?",
-            )
-            .bind(successor.to_string())
-            .bind(&at)
-            .bind(&ns_s)
-            .bind(predecessor.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_SUCCESSOR))
+                .bind(successor.to_string())
+                .bind(&at)
+                .bind(&ns_s)
+                .bind(predecessor.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         apply_links(&mut tx, &ns_s, &commit.links, &at).await?;
         let t = &commit.transcript;
-        sqlx::query(
-            "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
-                 result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::facts::INSERT_ADJUDICATION,
+        ))
         .bind(&ns_s)
         .bind(t.adjudication_id.to_string())
         .bind(t.assertion_id.to_string())
@@ -887,18 +852,15 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query(
-            "UPDATE staged_assertions SET applied_at = ?, fact_id = ?, verdict = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(&at)
-        .bind(t.result_fact.to_string())
-        .bind(&t.verdict)
-        .bind(&ns_s)
-        .bind(commit.assertion_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::facts::MARK_APPLIED))
+            .bind(&at)
+            .bind(t.result_fact.to_string())
+            .bind(&t.verdict)
+            .bind(&ns_s)
+            .bind(commit.assertion_id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -1008,18 +970,12 @@ impl SqliteStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<EvidenceRecord>> {
-        let rows = sqlx::query(
-            "SELECT e.fact_id, e.claim_id, e.stance, e.added_at, c.document_id, c.is_current
-             FROM fact_evidence e
-             JOIN claims c ON c.namespace_id = e.namespace_id AND c.id = e.claim_id
-             WHERE e.namespace_id = ? AND e.fact_id = ?
-             ORDER BY e.added_at, e.rowid",
-        )
-        .bind(ns.to_string())
-        .bind(fact.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::facts::EVIDENCE))
+            .bind(ns.to_string())
+            .bind(fact.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(EvidenceRecord {
@@ -1039,10 +995,9 @@ impl SqliteStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<AdjudicationRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM adjudications
-             WHERE namespace_id = ? AND (target_fact = ? OR result_fact = ?) ORDER BY seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::facts::ADJUDICATIONS_OF_FACT,
+        ))
         .bind(ns.to_string())
         .bind(fact.to_string())
         .bind(fact.to_string())
@@ -1172,22 +1127,18 @@ async fn apply_links(
     at: &str,
 ) -> Result<()> {
     for l in links {
-        sqlx::query(
-            "UPDATE facts SET valid_from = ?, valid_until = ?, valid_precision = ?, superseded_by = ?,
-                 contradiction_group = ?, updated_at = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(l.window.valid_from.as_ref().map(to_rfc3339))
-        .bind(l.window.valid_until.as_ref().map(to_rfc3339))
-        .bind(enum_str(&l.window.precision)?)
-        .bind(l.superseded_by.map(|f| f.to_string()))
-        .bind(l.contradiction_group.map(|g| g.to_string()))
-        .bind(at)
-        .bind(ns_s)
-        .bind(l.fact.to_string())
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_CHAIN_LINK))
+            .bind(l.window.valid_from.as_ref().map(to_rfc3339))
+            .bind(l.window.valid_until.as_ref().map(to_rfc3339))
+            .bind(enum_str(&l.window.precision)?)
+            .bind(l.superseded_by.map(|f| f.to_string()))
+            .bind(l.contradiction_group.map(|g| g.to_string()))
+            .bind(at)
+            .bind(ns_s)
+            .bind(l.fact.to_string())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
         let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
         let sql = format!(
             "DELETE FROM fact_evidence WHERE namespace_id = ? AND fact_id = ? AND stance = 'contradict'{}",
@@ -1205,10 +1156,9 @@ async fn apply_links(
         }
         q.execute(&mut *conn).await.map_err(db_err)?;
         for c in &keep {
-            sqlx::query(
-                "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
-                 VALUES (?, ?, ?, 'contradict', ?) ON CONFLICT DO NOTHING",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::facts::INSERT_CONTRADICTING_EVIDENCE,
+            ))
             .bind(ns_s)
             .bind(l.fact.to_string())
             .bind(c)

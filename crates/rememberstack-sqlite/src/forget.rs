@@ -201,19 +201,15 @@ impl SqliteStore {
         // The manifest is durable before anything changes (append-first).
         self.manifests.append(manifest)?;
         let json = serde_json::to_string(manifest).map_err(|e| Error::internal(e.to_string()))?;
-        sqlx::query(
-            "INSERT INTO forget_episodes (namespace_id, manifest_id, document_id, manifest_json, started_at)
-             VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (namespace_id, manifest_id) DO UPDATE SET completed_at = NULL, report_json = NULL",
-        )
-        .bind(manifest.namespace_id.to_string())
-        .bind(manifest.manifest_id.to_string())
-        .bind(manifest.document_id.to_string())
-        .bind(&json)
-        .bind(to_rfc3339(&now))
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::forget::INSERT_EPISODE))
+            .bind(manifest.namespace_id.to_string())
+            .bind(manifest.manifest_id.to_string())
+            .bind(manifest.document_id.to_string())
+            .bind(&json)
+            .bind(to_rfc3339(&now))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 
@@ -221,14 +217,11 @@ impl SqliteStore {
         &self,
         ns: NamespaceId,
     ) -> Result<Vec<ForgetManifest>> {
-        let rows = sqlx::query(
-            "SELECT manifest_json FROM forget_episodes
-             WHERE namespace_id = ? AND completed_at IS NULL ORDER BY started_at, manifest_id",
-        )
-        .bind(ns.to_string())
-        .fetch_all(&self.write)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::forget::OPEN_MANIFESTS))
+            .bind(ns.to_string())
+            .fetch_all(&self.write)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 serde_json::from_str(&r.get::<String, _>("manifest_json"))
@@ -263,14 +256,13 @@ impl SqliteStore {
             .map_err(db_err);
         if let Err(e) = &outcome {
             tracing::error!(manifest = %manifest.manifest_id, error = %e, "a forget stopped");
-            if let Err(record) = sqlx::query(
-                "UPDATE forget_episodes SET last_error = ? WHERE namespace_id = ? AND manifest_id = ?",
-            )
-            .bind(e.to_string())
-            .bind(manifest.namespace_id.to_string())
-            .bind(manifest.manifest_id.to_string())
-            .execute(&self.write)
-            .await
+            if let Err(record) =
+                sqlx::query(crate::shared(&rememberstack_sql::forget::SET_EPISODE_ERROR))
+                    .bind(e.to_string())
+                    .bind(manifest.namespace_id.to_string())
+                    .bind(manifest.manifest_id.to_string())
+                    .execute(&self.write)
+                    .await
             {
                 tracing::error!(error = %record, "the reason a forget stopped could not be recorded");
             }
@@ -288,16 +280,13 @@ impl SqliteStore {
         let ns_s = manifest.namespace_id.to_string();
         // A restored database may predate the namespace: it comes back under its id,
         // so the guards below apply to the namespace users reach by its slug.
-        sqlx::query(
-            "INSERT INTO namespaces (id, slug, created_at) VALUES (?, ?, ?)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&ns_s)
-        .bind(&manifest.namespace)
-        .bind(to_rfc3339(&manifest.requested_at))
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::RESTORE))
+            .bind(&ns_s)
+            .bind(&manifest.namespace)
+            .bind(to_rfc3339(&manifest.requested_at))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         let doc_s = manifest.document_id.to_string();
         let mut report = ForgetReport {
             manifest_id: manifest.manifest_id,
@@ -330,11 +319,9 @@ impl SqliteStore {
             report.versions = versions.len() as u64;
             let scrubbed = scrub(&mut tx, &ns_s, &doc_s, &versions, true).await?;
             for sha in &manifest.content_sha256 {
-                sqlx::query(
-                    "INSERT INTO forgotten_content (namespace_id, sha256, manifest_id, document_id,
-                         source_identity_sha256, forgotten_at)
-                     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, sha256) DO NOTHING",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::forget::INSERT_FORGOTTEN_CONTENT,
+                ))
                 .bind(&ns_s)
                 .bind(sha)
                 .bind(manifest.manifest_id.to_string())
@@ -576,14 +563,10 @@ impl SqliteStore {
     }
 
     pub(crate) async fn pending_forgets_impl(&self) -> Result<Vec<PendingForget>> {
-        let rows = sqlx::query(
-            "SELECT n.slug, e.manifest_id, e.document_id, e.started_at, e.last_error
-             FROM forget_episodes e JOIN namespaces n ON n.id = e.namespace_id
-             WHERE e.completed_at IS NULL ORDER BY e.started_at, e.manifest_id",
-        )
-        .fetch_all(&self.write)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::forget::OPEN_EPISODES))
+            .fetch_all(&self.write)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(PendingForget::new(

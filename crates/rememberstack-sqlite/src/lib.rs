@@ -48,8 +48,8 @@ use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::ledger;
 use rememberstack_sql::manifests::ManifestRoot;
 
-/// A shared ledger statement (`rememberstack_sql::ledger`) as SQLite runs it.
-fn ledger_sql(statement: &'static rememberstack_sql::Statement) -> &'static str {
+/// A statement of `rememberstack_sql` (written once for both stores) as SQLite runs it.
+pub(crate) fn shared(statement: &'static rememberstack_sql::Statement) -> &'static str {
     statement.sql(rememberstack_sql::Dialect::Sqlite)
 }
 use rows::*;
@@ -490,17 +490,13 @@ pub(crate) fn fts_query(terms: &[String]) -> String {
 }
 
 async fn fence(tx: &mut sqlx::SqliteConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE processing_state SET status = 'done', lease_owner = NULL, lease_expires_at = NULL,
-             defer_reason = NULL, last_error = NULL, updated_at = ?
-         WHERE id = ? AND status = 'running' AND lease_owner = ?",
-    )
-    .bind(ms(now))
-    .bind(lease.work_id.to_string())
-    .bind(&lease.owner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
+    let done = sqlx::query(crate::shared(&rememberstack_sql::ledger::COMPLETE))
+        .bind(ms(now))
+        .bind(lease.work_id.to_string())
+        .bind(&lease.owner)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     if done.rows_affected() == 0 {
         return Err(lease.lost());
     }
@@ -576,12 +572,9 @@ impl StoreRuntime for SqliteStore {
     }
 
     async fn namespace(&self, slug: &str) -> Result<Option<Namespace>> {
-        let row = sqlx::query(
-            "SELECT id, slug, created_at, (SELECT e.document_id FROM forget_episodes e
-                 WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL
-                 ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
-             FROM namespaces WHERE slug = ?",
-        )
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::namespaces::WITH_OPEN_FORGET,
+        ))
         .bind(slug)
         .fetch_optional(&self.read)
         .await
@@ -598,16 +591,14 @@ impl StoreRuntime for SqliteStore {
         if let Some(ns) = self.namespace(slug).await? {
             return Ok(ns);
         }
-        sqlx::query(
-            "INSERT INTO namespaces (id, slug, created_at) VALUES (?, ?, ?) ON CONFLICT (slug) DO NOTHING",
-        )
-        .bind(NamespaceId::new().to_string())
-        .bind(slug)
-        .bind(to_rfc3339(&now))
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
-        let row = sqlx::query("SELECT id, slug, created_at FROM namespaces WHERE slug = ?")
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::INSERT))
+            .bind(NamespaceId::new().to_string())
+            .bind(slug)
+            .bind(to_rfc3339(&now))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::namespaces::BY_SLUG))
             .bind(slug)
             .fetch_one(&self.write)
             .await
@@ -616,7 +607,7 @@ impl StoreRuntime for SqliteStore {
     }
 
     async fn namespaces(&self) -> Result<Vec<Namespace>> {
-        let rows = sqlx::query("SELECT id, slug, created_at FROM namespaces ORDER BY slug")
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::namespaces::LIST))
             .fetch_all(&self.read)
             .await
             .map_err(db_err)?;
@@ -625,7 +616,7 @@ impl StoreRuntime for SqliteStore {
 
     async fn change_stamp(&self, ns: NamespaceId) -> Result<u64> {
         let n: Option<i64> =
-            sqlx::query_scalar("SELECT n FROM change_stamps WHERE namespace_id = ?")
+            sqlx::query_scalar(crate::shared(&rememberstack_sql::namespaces::CHANGE_STAMP))
                 .bind(ns.to_string())
                 .fetch_optional(&self.read)
                 .await
@@ -634,7 +625,7 @@ impl StoreRuntime for SqliteStore {
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
+        let row = sqlx::query(crate::shared(&rememberstack_sql::namespaces::SETTING))
             .bind(key)
             .fetch_optional(&self.read)
             .await
@@ -677,12 +668,9 @@ impl SourceStore for SqliteStore {
                 ),
             ));
         }
-        let existing = sqlx::query(
-            "SELECT d.id, d.mode, d.latest_version_id, d.version_count, d.deleted_at, v.content_sha256
-             FROM documents d JOIN document_versions v
-               ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
-             WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?",
-        )
+        let existing = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::DOCUMENT_WITH_LATEST_DIGEST,
+        ))
         .bind(&ns)
         .bind(&nv.source_kind)
         .bind(&nv.source_ref)
@@ -732,11 +720,9 @@ impl SourceStore for SqliteStore {
                     });
                 }
                 let count: i64 = row.get("version_count");
-                sqlx::query(
-                    "UPDATE documents SET latest_version_id = ?, version_count = version_count + 1,
-                         updated_at = ?, deleted_at = NULL
-                     WHERE namespace_id = ? AND id = ?",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::documents::SET_LATEST_VERSION,
+                ))
                 .bind(nv.version_id.to_string())
                 .bind(&now)
                 .bind(&ns)
@@ -809,29 +795,24 @@ impl SourceStore for SqliteStore {
                 Some(id)
             }
         };
-        sqlx::query(
-            "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
-                 mime, format, source_modified_at, origin, metadata_json, created_at, admission,
-                 ingested_by_principal_id)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&ns)
-        .bind(nv.version_id.to_string())
-        .bind(document_id.to_string())
-        .bind(ordinal)
-        .bind(&nv.content.sha256)
-        .bind(nv.content.bytes.len() as i64)
-        .bind(&nv.content.mime)
-        .bind(nv.format.map(|f| f.as_str()))
-        .bind(to_rfc3339(&nv.source_modified_at))
-        .bind(nv.origin.as_str())
-        .bind(metadata_json)
-        .bind(&now)
-        .bind(nv.admission.as_str())
-        .bind(principal_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_VERSION))
+            .bind(&ns)
+            .bind(nv.version_id.to_string())
+            .bind(document_id.to_string())
+            .bind(ordinal)
+            .bind(&nv.content.sha256)
+            .bind(nv.content.bytes.len() as i64)
+            .bind(&nv.content.mime)
+            .bind(nv.format.map(|f| f.as_str()))
+            .bind(to_rfc3339(&nv.source_modified_at))
+            .bind(nv.origin.as_str())
+            .bind(metadata_json)
+            .bind(&now)
+            .bind(nv.admission.as_str())
+            .bind(principal_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if let Some(note) = &nv.note {
             lifecycle::insert_note(
                 &mut tx,
@@ -851,17 +832,14 @@ impl SourceStore for SqliteStore {
             names.push(&t.value);
         }
         for name in names {
-            sqlx::query(
-                "INSERT INTO document_names (namespace_id, document_id, name, first_version_id)
-                 VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(&ns)
-            .bind(document_id.to_string())
-            .bind(name)
-            .bind(nv.version_id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_NAME))
+                .bind(&ns)
+                .bind(document_id.to_string())
+                .bind(name)
+                .bind(nv.version_id.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         let mut work = nv.work.clone();
         work.target_id = nv.version_id.uuid();
@@ -930,7 +908,7 @@ impl SourceStore for SqliteStore {
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
         let (ns,): (String,) =
-            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+            sqlx::query_as(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
                 .bind(lease.work_id.to_string())
                 .fetch_one(&mut *tx)
                 .await
@@ -946,10 +924,9 @@ impl SourceStore for SqliteStore {
             .await
             .map_err(db_err)?;
         }
-        sqlx::query(
-            "INSERT INTO representations (namespace_id, version_id, markdown, turns_json, title, component_version, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::documents::INSERT_REPRESENTATION,
+        ))
         .bind(&ns)
         .bind(&vid)
         .bind(&prepared.representation.markdown)
@@ -991,23 +968,20 @@ impl SourceStore for SqliteStore {
         )
         .await?;
         for s in &prepared.sections {
-            sqlx::query(
-                "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level, title, path_json, role, parent)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&ns)
-            .bind(&vid)
-            .bind(s.ordinal as i64)
-            .bind(s.block_start as i64)
-            .bind(s.block_end as i64)
-            .bind(s.level as i64)
-            .bind(&s.title)
-            .bind(json(&s.path)?)
-            .bind(s.role.as_str())
-            .bind(s.parent.map(|p| p as i64))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_SECTION))
+                .bind(&ns)
+                .bind(&vid)
+                .bind(s.ordinal as i64)
+                .bind(s.block_start as i64)
+                .bind(s.block_end as i64)
+                .bind(s.level as i64)
+                .bind(&s.title)
+                .bind(json(&s.path)?)
+                .bind(s.role.as_str())
+                .bind(s.parent.map(|p| p as i64))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
@@ -1030,30 +1004,24 @@ impl SourceStore for SqliteStore {
         else {
             return Ok(None);
         };
-        let blocks = sqlx::query(
-            "SELECT ordinal, kind, level, start_byte, end_byte, hash, turn_json FROM blocks
-             WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal",
-        )
-        .bind(&ns_s)
-        .bind(&vid)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(block_row)
-        .collect::<Result<Vec<_>>>()?;
-        let sections = sqlx::query(
-            "SELECT ordinal, block_start, block_end, level, title, path_json, role, parent FROM sections
-             WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal",
-        )
-        .bind(&ns_s)
-        .bind(&vid)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(section_row)
-        .collect::<Result<Vec<_>>>()?;
+        let blocks = sqlx::query(crate::shared(&rememberstack_sql::documents::BLOCKS))
+            .bind(&ns_s)
+            .bind(&vid)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(block_row)
+            .collect::<Result<Vec<_>>>()?;
+        let sections = sqlx::query(crate::shared(&rememberstack_sql::documents::SECTIONS))
+            .bind(&ns_s)
+            .bind(&vid)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(section_row)
+            .collect::<Result<Vec<_>>>()?;
         Ok(Some(PreparedVersion {
             version_id: id,
             representation: rememberstack_core::text::Representation {
@@ -1079,20 +1047,18 @@ impl SourceStore for SqliteStore {
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
         let (ns,): (String,) =
-            sqlx::query_as("SELECT namespace_id FROM processing_state WHERE id = ?")
+            sqlx::query_as(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
                 .bind(lease.work_id.to_string())
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(db_err)?;
         let vid = version_id.to_string();
-        let row = sqlx::query(
-            "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(&ns)
-        .bind(&vid)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::VERSION_PLACE))
+            .bind(&ns)
+            .bind(&vid)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let document_id: String = row.get("document_id");
         let ordinal: i64 = row.get("ordinal");
         let fts = fts_table(&ns)?;
@@ -1110,7 +1076,7 @@ impl SourceStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query("DELETE FROM chunks WHERE namespace_id = ? AND version_id = ?")
+        sqlx::query(crate::shared(&rememberstack_sql::documents::DELETE_CHUNKS))
             .bind(&ns)
             .bind(&vid)
             .execute(&mut *tx)
@@ -1154,15 +1120,9 @@ impl SourceStore for SqliteStore {
             .map_err(db_err)?;
         }
         // The version becomes current unless a newer version already is.
-        sqlx::query(
-            "UPDATE documents SET current_version_id = ?, updated_at = ?
-             WHERE namespace_id = ? AND id = ? AND (current_version_id IS NULL OR
-                 (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
-                      AND id = documents.current_version_id) <= ?)
-               AND deleted_at IS NULL
-               AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
-                      WHERE namespace_id = documents.namespace_id AND id = ?)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::documents::ADVANCE_CURRENT_VERSION,
+        ))
         .bind(&vid)
         .bind(to_rfc3339(&now))
         .bind(&ns)
@@ -1305,12 +1265,9 @@ impl SourceStore for SqliteStore {
     }
 
     async fn sections(&self, ns: NamespaceId, version: VersionId) -> Result<Vec<SectionRow>> {
-        let rows = sqlx::query(
-            "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
-                    (SELECT COUNT(*) FROM chunks c WHERE c.namespace_id = s.namespace_id
-                        AND c.version_id = s.version_id AND c.section_ordinal = s.ordinal) AS chunk_count
-             FROM sections s WHERE s.namespace_id = ? AND s.version_id = ? ORDER BY s.ordinal",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::SECTIONS_WITH_CHUNK_COUNTS,
+        ))
         .bind(ns.to_string())
         .bind(version.to_string())
         .fetch_all(&self.read)
@@ -1479,7 +1436,7 @@ impl LedgerStore for SqliteStore {
             FailureOutcome::DeadLetter => ("dead_letter", None, None),
         };
         let error: String = error.chars().take(2000).collect();
-        let r = sqlx::query(ledger_sql(&ledger::FAIL))
+        let r = sqlx::query(crate::shared(&ledger::FAIL))
             .bind(status)
             .bind(not_before)
             .bind(defer)
@@ -1506,7 +1463,7 @@ impl LedgerStore for SqliteStore {
         not_before: Timestamp,
         now: Timestamp,
     ) -> Result<()> {
-        let r = sqlx::query(ledger_sql(&ledger::PARK))
+        let r = sqlx::query(crate::shared(&ledger::PARK))
             .bind(reason.as_str())
             .bind(ms(not_before))
             .bind(ms(now))
@@ -1609,7 +1566,7 @@ impl LedgerStore for SqliteStore {
         allowance: u32,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(ledger_sql(&ledger::REPLAY_DEAD_LETTERS))
+        let r = sqlx::query(crate::shared(&ledger::REPLAY_DEAD_LETTERS))
             .bind(allowance.max(1) as i64)
             .bind(ms(now))
             .bind(ms(now))
@@ -1629,7 +1586,7 @@ impl LedgerStore for SqliteStore {
         stage: Option<Stage>,
         now: Timestamp,
     ) -> Result<u64> {
-        let r = sqlx::query(ledger_sql(&ledger::EXPEDITE_FAILED))
+        let r = sqlx::query(crate::shared(&ledger::EXPEDITE_FAILED))
             .bind(ms(now))
             .bind(ms(now))
             .bind(ms(now))
@@ -1644,7 +1601,7 @@ impl LedgerStore for SqliteStore {
     }
 
     async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
-        let row = sqlx::query(ledger_sql(&ledger::NEXT_WAKEUP))
+        let row = sqlx::query(crate::shared(&ledger::NEXT_WAKEUP))
             .fetch_one(&self.read)
             .await
             .map_err(db_err)?;
@@ -1678,19 +1635,18 @@ impl LedgerStore for SqliteStore {
     }
 
     async fn currency_due(&self) -> Result<Vec<(NamespaceId, VersionId)>> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT namespace_id, version_id FROM currency_due ORDER BY namespace_id, version_id",
-        )
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as(crate::shared(&rememberstack_sql::claims::CURRENCY_DUE))
+                .fetch_all(&self.read)
+                .await
+                .map_err(db_err)?;
         rows.iter()
             .map(|(ns, v)| Ok((parse_id(ns)?, parse_id(v)?)))
             .collect()
     }
 
     async fn clear_currency_due(&self, ns: NamespaceId, version: VersionId) -> Result<()> {
-        sqlx::query("DELETE FROM currency_due WHERE namespace_id = ? AND version_id = ?")
+        sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DONE))
             .bind(ns.to_string())
             .bind(version.to_string())
             .execute(&self.write)
@@ -1723,7 +1679,7 @@ impl LedgerStore for SqliteStore {
         // pending row with a future `not_before` (`claim` and `next_wakeup` see it).
         let mut tx = self.write.begin().await.map_err(db_err)?;
         fence(&mut tx, lease, now).await?;
-        sqlx::query(ledger_sql(&ledger::DEFER))
+        sqlx::query(crate::shared(&ledger::DEFER))
             .bind(ms(not_before))
             .bind(reason.as_str())
             .bind(ms(now))
@@ -1783,10 +1739,9 @@ impl SearchStore for SqliteStore {
             return Err(lost.lost());
         }
         let gen_key = generation.generation();
-        sqlx::query(
-            "INSERT INTO embedder_generations (generation, provider, model, dimension, version, first_seen)
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::namespaces::INSERT_EMBEDDER_GENERATION,
+        ))
         .bind(&gen_key)
         .bind(&generation.provider)
         .bind(&generation.model)
@@ -2058,19 +2013,12 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
-             FROM facts f
-             LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = f.embedding_key
-             WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE))
+            .bind(generation)
+            .bind(ns.to_string())
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
         Ok(VectorCoverage {
             chunks: row.get::<i64, _>("n") as u64,
             missing: row.get::<i64, _>("missing") as u64,
@@ -2518,14 +2466,12 @@ impl LifecycleStore for SqliteStore {
         let body = serde_json::to_string(&receipt).map_err(|e| Error::internal(e.to_string()))?;
         let mut tx = self.write.begin().await.map_err(db_err)?;
         if let Some(request) = &receipt.request_id {
-            let existing = sqlx::query(
-                "SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND request_id = ?",
-            )
-            .bind(receipt.namespace_id.to_string())
-            .bind(request)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            let existing = sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_REQUEST))
+                .bind(receipt.namespace_id.to_string())
+                .bind(request)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
             if let Some(row) = existing {
                 return receipt_body(&row.get::<String, _>("body_json"));
             }
@@ -2548,7 +2494,7 @@ impl LifecycleStore for SqliteStore {
     }
 
     async fn receipt(&self, ns: NamespaceId, id: ReceiptId) -> Result<Option<Receipt>> {
-        sqlx::query("SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND id = ?")
+        sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_ID))
             .bind(ns.to_string())
             .bind(id.to_string())
             .fetch_optional(&self.read)
@@ -2563,16 +2509,14 @@ impl LifecycleStore for SqliteStore {
         ns: NamespaceId,
         request_id: &str,
     ) -> Result<Option<Receipt>> {
-        sqlx::query(
-            "SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND request_id = ?",
-        )
-        .bind(ns.to_string())
-        .bind(request_id)
-        .fetch_optional(&self.read)
-        .await
-        .map_err(db_err)?
-        .map(|r| receipt_body(&r.get::<String, _>("body_json")))
-        .transpose()
+        sqlx::query(crate::shared(&rememberstack_sql::receipts::BY_REQUEST))
+            .bind(ns.to_string())
+            .bind(request_id)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?
+            .map(|r| receipt_body(&r.get::<String, _>("body_json")))
+            .transpose()
     }
 }
 

@@ -40,13 +40,14 @@ impl SqliteStore {
         let doc_s = doc.to_string();
         let at = to_rfc3339(&now);
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        let Some(row) =
-            sqlx::query("SELECT deleted_at FROM documents WHERE namespace_id = ? AND id = ?")
-                .bind(&ns_s)
-                .bind(&doc_s)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?
+        let Some(row) = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DOCUMENT_DELETED_AT,
+        ))
+        .bind(&ns_s)
+        .bind(&doc_s)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
         else {
             return Ok(DeletionOutcome::NotFound);
         };
@@ -58,11 +59,9 @@ impl SqliteStore {
         };
         let tomb = to_rfc3339(&deleted_at);
         // The tombstone: no version of the lineage is served any more.
-        sqlx::query(
-            "UPDATE documents SET deleted_at = COALESCE(deleted_at, ?), current_version_id = NULL,
-                 updated_at = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DELETE_DOCUMENT,
+        ))
         .bind(&tomb)
         .bind(&at)
         .bind(&ns_s)
@@ -70,10 +69,9 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query(
-            "UPDATE document_versions SET deleted_at = ?
-             WHERE namespace_id = ? AND document_id = ? AND deleted_at IS NULL",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::DELETE_VERSIONS,
+        ))
         .bind(&tomb)
         .bind(&ns_s)
         .bind(&doc_s)
@@ -87,11 +85,9 @@ impl SqliteStore {
             // Nothing changed: the episode was already complete.
             return Ok(DeletionOutcome::AlreadyDeleted);
         }
-        sqlx::query(
-            "INSERT INTO document_deletions (namespace_id, document_id, deleted_at, claims_retired,
-                 relations_closed, observations_closed, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_DOCUMENT_DELETION,
+        ))
         .bind(&ns_s)
         .bind(&doc_s)
         .bind(&tomb)
@@ -160,10 +156,9 @@ impl SqliteStore {
             }
         } else {
             let was_current = row.get::<i64, _>("is_current") != 0;
-            sqlx::query(
-                "INSERT INTO claim_retractions (namespace_id, claim_id, reason, request_id, created_at)
-                 VALUES (?, ?, ?, ?, ?)",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::lifecycle::INSERT_RETRACTION,
+            ))
             .bind(&ns_s)
             .bind(&claim_s)
             .bind(reason)
@@ -243,15 +238,12 @@ impl SqliteStore {
         if let Some(stored) = replay::<FactInvalidation>(&mut tx, &ns_s, request).await? {
             return Ok(stored);
         }
-        let Some(row) = sqlx::query(
-            "SELECT invalidated_at, closed_reason, subject_id, object_id FROM facts
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
+        let Some(row) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FACT_TO_CLOSE))
+            .bind(&ns_s)
+            .bind(&fact_s)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
         else {
             return Err(Error::new(
                 ErrorCode::NotFound,
@@ -267,22 +259,18 @@ impl SqliteStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        sqlx::query(
-            "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(&at)
-        .bind(closed_reason)
-        .bind(&at)
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-             VALUES (?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
+            .bind(&at)
+            .bind(closed_reason)
+            .bind(&at)
+            .bind(&ns_s)
+            .bind(&fact_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FACT_EVENT,
+        ))
         .bind(&ns_s)
         .bind(&fact_s)
         .bind(event)
@@ -319,15 +307,12 @@ impl SqliteStore {
         ns: NamespaceId,
         fact: FactId,
     ) -> Result<Vec<FactEvent>> {
-        let rows = sqlx::query(
-            "SELECT event, reason, detail_json, created_at FROM fact_events
-             WHERE namespace_id = ? AND fact_id = ? ORDER BY seq",
-        )
-        .bind(ns.to_string())
-        .bind(fact.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FACT_EVENTS))
+            .bind(ns.to_string())
+            .bind(fact.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(FactEvent {
@@ -349,15 +334,14 @@ impl SqliteStore {
         prune_before: Timestamp,
     ) -> Result<()> {
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        sqlx::query("DELETE FROM feedback WHERE created_at < ?")
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::PRUNE_FEEDBACK))
             .bind(to_rfc3339(&prune_before))
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO feedback (namespace_id, id, receipt_id, item_ref, rating, comment, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FEEDBACK,
+        ))
         .bind(f.namespace_id.to_string())
         .bind(f.feedback_id.to_string())
         .bind(f.receipt_id.to_string())
@@ -377,18 +361,14 @@ impl SqliteStore {
         receipt: Option<ReceiptId>,
         limit: u32,
     ) -> Result<Vec<FeedbackRecord>> {
-        let rows = sqlx::query(
-            "SELECT id, receipt_id, item_ref, rating, comment, created_at FROM feedback
-             WHERE namespace_id = ? AND (? IS NULL OR receipt_id = ?)
-             ORDER BY seq LIMIT ?",
-        )
-        .bind(ns.to_string())
-        .bind(receipt.map(|r| r.to_string()))
-        .bind(receipt.map(|r| r.to_string()))
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::FEEDBACK))
+            .bind(ns.to_string())
+            .bind(receipt.map(|r| r.to_string()))
+            .bind(receipt.map(|r| r.to_string()))
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| {
                 Ok(FeedbackRecord {
@@ -406,12 +386,14 @@ impl SqliteStore {
     }
 
     pub(crate) async fn prune_feedback_impl(&self, before: Timestamp) -> Result<u64> {
-        Ok(sqlx::query("DELETE FROM feedback WHERE created_at < ?")
-            .bind(to_rfc3339(&before))
-            .execute(&self.write)
-            .await
-            .map_err(db_err)?
-            .rows_affected())
+        Ok(
+            sqlx::query(crate::shared(&rememberstack_sql::lifecycle::PRUNE_FEEDBACK))
+                .bind(to_rfc3339(&before))
+                .execute(&self.write)
+                .await
+                .map_err(db_err)?
+                .rows_affected(),
+        )
     }
 }
 
@@ -425,15 +407,12 @@ async fn replay<T: DeserializeOwned>(
     let Some(request) = request else {
         return Ok(None);
     };
-    let Some(row) = sqlx::query(
-        "SELECT operation, digest, result_json FROM lifecycle_requests
-         WHERE namespace_id = ? AND request_id = ?",
-    )
-    .bind(ns)
-    .bind(&request.request_id)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?
+    let Some(row) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::REQUEST))
+        .bind(ns)
+        .bind(&request.request_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
     else {
         return Ok(None);
     };
@@ -458,19 +437,16 @@ async fn remember_request<T: Serialize>(
         return Ok(());
     };
     let json = serde_json::to_string(result).map_err(|e| Error::internal(e.to_string()))?;
-    sqlx::query(
-        "INSERT INTO lifecycle_requests (namespace_id, request_id, operation, digest, result_json, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(ns)
-    .bind(&request.request_id)
-    .bind(&request.operation)
-    .bind(&request.digest)
-    .bind(json)
-    .bind(at)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
+    sqlx::query(crate::shared(&rememberstack_sql::lifecycle::INSERT_REQUEST))
+        .bind(ns)
+        .bind(&request.request_id)
+        .bind(&request.operation)
+        .bind(&request.digest)
+        .bind(json)
+        .bind(at)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
     Ok(())
 }
 
@@ -558,22 +534,18 @@ async fn close_unsupported(
         if let Some(o) = r.get::<Option<String>, _>("object_id") {
             touched.insert(parse_id(&o)?);
         }
-        sqlx::query(
-            "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
-             WHERE namespace_id = ? AND id = ?",
-        )
-        .bind(at)
-        .bind(reason)
-        .bind(at)
-        .bind(ns)
-        .bind(&id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-             VALUES (?, ?, 'closed', ?, ?, ?)",
-        )
+        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
+            .bind(at)
+            .bind(reason)
+            .bind(at)
+            .bind(ns)
+            .bind(&id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_FACT_CLOSED,
+        ))
         .bind(ns)
         .bind(&id)
         .bind(reason)
@@ -666,10 +638,9 @@ pub(crate) async fn set_lifecycle(
     to: Admission,
     at: &str,
 ) -> Result<()> {
-    sqlx::query(
-        "UPDATE notes SET lifecycle = ?, lifecycle_version = lifecycle_version + 1, updated_at = ?
-         WHERE namespace_id = ? AND version_id = ?",
-    )
+    sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::SET_NOTE_LIFECYCLE,
+    ))
     .bind(to.as_str())
     .bind(at)
     .bind(ns)
@@ -677,7 +648,7 @@ pub(crate) async fn set_lifecycle(
     .execute(&mut **tx)
     .await
     .map_err(db_err)?;
-    sqlx::query("UPDATE document_versions SET admission = ? WHERE namespace_id = ? AND id = ?")
+    sqlx::query(crate::shared(&rememberstack_sql::lifecycle::SET_ADMISSION))
         .bind(to.as_str())
         .bind(ns)
         .bind(version)
@@ -696,12 +667,9 @@ pub(crate) async fn unserve(
     at: &str,
     reason: &str,
 ) -> Result<()> {
-    let cleared = sqlx::query(
-        "UPDATE documents SET current_version_id = NULL, updated_at = ?
-         WHERE namespace_id = ? AND id = ? AND current_version_id IN
-             (SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?
-                AND admission <> 'promoted')",
-    )
+    let cleared = sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::CLEAR_CURRENT_VERSION_OF,
+    ))
     .bind(at)
     .bind(ns)
     .bind(doc)
@@ -730,26 +698,21 @@ pub(crate) async fn insert_note(
     if admission == Admission::Promoted {
         archive_promoted(tx, ns, &doc_s, &note.source_key, &version_s, at).await?;
     }
-    let inserted = sqlx::query(
-        "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
-             lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-         ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING",
-    )
-    .bind(ns)
-    .bind(&doc_s)
-    .bind(&version_s)
-    .bind(&note.source_key)
-    .bind(&note.source_revision)
-    .bind(&note.content_digest)
-    .bind(admission.as_str())
-    .bind(note.metadata.to_string())
-    .bind(at)
-    .bind(at)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?
-    .rows_affected();
+    let inserted = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::INSERT_NOTE))
+        .bind(ns)
+        .bind(&doc_s)
+        .bind(&version_s)
+        .bind(&note.source_key)
+        .bind(&note.source_revision)
+        .bind(&note.content_digest)
+        .bind(admission.as_str())
+        .bind(note.metadata.to_string())
+        .bind(at)
+        .bind(at)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
     if inserted == 0 {
         return Err(Error::new(
             ErrorCode::Conflict,
@@ -759,10 +722,9 @@ pub(crate) async fn insert_note(
             ),
         ));
     }
-    sqlx::query(
-        "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
-         VALUES (?, ?, ?, ?, ?)",
-    )
+    sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::INSERT_NOTE_REQUEST,
+    ))
     .bind(ns)
     .bind(&note.request_id)
     .bind(&note.request_digest)
@@ -783,14 +745,12 @@ impl SqliteStore {
         source_revision: &str,
     ) -> Result<NoteLookup> {
         let ns_s = ns.to_string();
-        if let Some(r) = sqlx::query(
-            "SELECT digest, version_id FROM note_requests WHERE namespace_id = ? AND request_id = ?",
-        )
-        .bind(&ns_s)
-        .bind(request_id)
-        .fetch_optional(&self.write)
-        .await
-        .map_err(db_err)?
+        if let Some(r) = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::NOTE_REQUEST))
+            .bind(&ns_s)
+            .bind(request_id)
+            .fetch_optional(&self.write)
+            .await
+            .map_err(db_err)?
         {
             let version: VersionId = parse_id(&r.get::<String, _>("version_id"))?;
             let note = self
@@ -822,10 +782,9 @@ impl SqliteStore {
         version: VersionId,
         now: Timestamp,
     ) -> Result<()> {
-        let done = sqlx::query(
-            "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, request_id) DO NOTHING",
-        )
+        let done = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::INSERT_NOTE_REQUEST_ONCE,
+        ))
         .bind(ns.to_string())
         .bind(request_id)
         .bind(request_digest)
@@ -883,10 +842,9 @@ impl SqliteStore {
         match to {
             Admission::Promoted => {
                 archive_promoted(&mut tx, &ns_s, &doc_s, &note.source_key, &version_s, &at).await?;
-                sqlx::query(
-                    "UPDATE documents SET current_version_id = ?, updated_at = ?
-                     WHERE namespace_id = ? AND id = ? AND deleted_at IS NULL",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::lifecycle::SET_CURRENT_VERSION,
+                ))
                 .bind(&version_s)
                 .bind(&at)
                 .bind(&ns_s)

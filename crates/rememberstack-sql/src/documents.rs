@@ -1,0 +1,80 @@
+//! Documents and their versions, names, representations, sections, blocks and
+//! chunks: the statements both stores run as they are.
+
+statements! {
+    /// A version's blocks in order. Binds: namespace, version.
+    BLOCKS = "SELECT ordinal, kind, level, start_byte, end_byte, hash, turn_json FROM blocks
+ WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal";
+
+    /// A version's chunks. Binds: namespace, version.
+    DELETE_CHUNKS = "DELETE FROM chunks WHERE namespace_id = ? AND version_id = ?";
+
+    /// A document by name with its latest version's content digest. Binds: each `?` in
+    /// turn.
+    DOCUMENT_WITH_LATEST_DIGEST = "SELECT d.id, d.mode, d.latest_version_id, d.version_count, d.deleted_at, v.content_sha256
+ FROM documents d JOIN document_versions v
+   ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+ WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?";
+
+    /// A name a document went by, once. Binds: the listed columns in order.
+    INSERT_NAME = "INSERT INTO document_names (namespace_id, document_id, name, first_version_id)
+ VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+    /// A version's Markdown representation. Binds: the listed columns in order.
+    INSERT_REPRESENTATION = "INSERT INTO representations (namespace_id, version_id, markdown, turns_json, title, component_version, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+    /// One section of a version. Binds: the listed columns in order.
+    INSERT_SECTION = "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end, level, title, path_json, role, parent)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// A new document version. Binds: the listed columns in order.
+    INSERT_VERSION = "INSERT INTO document_versions (namespace_id, id, document_id, ordinal, content_sha256, size,
+     mime, format, source_modified_at, origin, metadata_json, created_at, admission,
+     ingested_by_principal_id)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// A version's sections in order. Binds: namespace, version.
+    SECTIONS = "SELECT ordinal, block_start, block_end, level, title, path_json, role, parent FROM sections
+ WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal";
+
+    /// A version's sections with how many chunks each holds. Binds: each `?` in turn.
+    SECTIONS_WITH_CHUNK_COUNTS = "SELECT s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path_json, s.role, s.parent,
+        (SELECT COUNT(*) FROM chunks c WHERE c.namespace_id = s.namespace_id
+            AND c.version_id = s.version_id AND c.section_ordinal = s.ordinal) AS chunk_count
+ FROM sections s WHERE s.namespace_id = ? AND s.version_id = ? ORDER BY s.ordinal";
+
+    /// A document's newest version (and an undeleted document). Binds: each `?` in turn.
+    SET_LATEST_VERSION = "UPDATE documents SET latest_version_id = ?, version_count = version_count + 1,
+     updated_at = ?, deleted_at = NULL
+ WHERE namespace_id = ? AND id = ?";
+
+    /// A version's document and ordinal. Binds: namespace, version.
+    VERSION_PLACE = "SELECT document_id, ordinal FROM document_versions WHERE namespace_id = ? AND id = ?";
+
+    /// A promoted, live version becomes its document's current one unless a later
+    /// version already is. Binds: version, now, namespace, document, the version's
+    /// ordinal, version.
+    ADVANCE_CURRENT_VERSION = "UPDATE documents SET current_version_id = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ? AND (current_version_id IS NULL OR
+     (SELECT ordinal FROM document_versions WHERE namespace_id = documents.namespace_id
+          AND id = documents.current_version_id) <= ?)
+   AND deleted_at IS NULL
+   AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
+          WHERE namespace_id = documents.namespace_id AND id = ?)";
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Dialect, render_all};
+
+    #[test]
+    fn statements_in_sqlite() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
+    }
+
+    #[test]
+    fn statements_in_postgres() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
+    }
+}

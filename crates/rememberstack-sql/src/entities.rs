@@ -1,0 +1,75 @@
+//! Entities, their aliases and mentions, resolution decisions and exclusions, and
+//! merges: the statements both stores run as they are.
+
+statements! {
+    /// The entity a mention was resolved to by one resolver version. Binds: each `?` in
+    /// turn.
+    DECIDED_ENTITY = "SELECT entity_id FROM resolution_decisions
+ WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?";
+
+    /// A surface form of an entity, once. Binds: the listed columns in order.
+    INSERT_ALIAS = "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
+ VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+    /// A new entity, once. Binds: the listed columns in order.
+    INSERT_ENTITY = "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
+ VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO NOTHING";
+
+    /// Two entities that must not be merged, once. Binds: namespace, a, b, decision.
+    INSERT_EXCLUSION = "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+ VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+    /// A mention of an entity in a claim. Binds: the listed columns in order.
+    INSERT_MENTION = "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+     surface, decision_id, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// A merge of two entities, with what undoing it needs. Binds: the listed columns in
+    /// order.
+    INSERT_MERGE_EVENT = "INSERT INTO merge_events (namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+    /// One mention's resolution decision. Binds: the listed columns in order.
+    INSERT_RESOLUTION_DECISION = "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+     lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
+     rationale, model, resolver_version, features_json, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// An entity's mentions, oldest first. Binds: namespace, entity, limit.
+    MENTIONS = "SELECT claim_id, start_byte, end_byte, surface FROM entity_mentions
+ WHERE namespace_id = ? AND entity_id = ? ORDER BY seq LIMIT ?";
+
+    /// An unmerged entity merges into another. Binds: into, namespace, from.
+    MERGE_INTO = "UPDATE entities SET merged_into = ? WHERE namespace_id = ? AND id = ? AND merged_into IS NULL";
+
+    /// An entity's profile summary. Binds: each `?` in turn.
+    SET_PROFILE = "UPDATE entities SET profile_summary = ?, profile_key = ?, profile_updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// Undo a merge. Binds: namespace, from, into.
+    UNMERGE = "UPDATE entities SET merged_into = NULL
+ WHERE namespace_id = ? AND id = ? AND merged_into = ?";
+
+    /// A document's name bindings, in order. Binds: namespace, document.
+    DOCUMENT_BINDINGS = "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+ WHERE namespace_id = ? AND document_id = ? ORDER BY {SEQ}";
+
+    /// A document's bindings of one lemma, in order. Binds: namespace, document, lemma.
+    DOCUMENT_BINDINGS_OF_LEMMA = "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
+ WHERE namespace_id = ? AND document_id = ? AND lemma = ? ORDER BY {SEQ}";
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Dialect, render_all};
+
+    #[test]
+    fn statements_in_sqlite() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
+    }
+
+    #[test]
+    fn statements_in_postgres() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
+    }
+}

@@ -1,0 +1,118 @@
+//! Deleting documents, retracting claims, closing facts, notes, feedback and the
+//! replay of lifecycle requests: the statements both stores run as they are.
+
+statements! {
+    /// Close a fact with a reason. Binds: now, reason, now, namespace, fact.
+    CLOSE_FACT = "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// Soft-delete a document (the first deletion time stays). Binds: each `?` in turn.
+    DELETE_DOCUMENT = "UPDATE documents SET deleted_at = COALESCE(deleted_at, ?), current_version_id = NULL,
+     updated_at = ?
+ WHERE namespace_id = ? AND id = ?";
+
+    /// Soft-delete a document's live versions. Binds: each `?` in turn.
+    DELETE_VERSIONS = "UPDATE document_versions SET deleted_at = ?
+ WHERE namespace_id = ? AND document_id = ? AND deleted_at IS NULL";
+
+    /// A fact's events in order. Binds: namespace, fact.
+    FACT_EVENTS = "SELECT event, reason, detail_json, created_at FROM fact_events
+ WHERE namespace_id = ? AND fact_id = ? ORDER BY seq";
+
+    /// The record of a document's soft deletion. Binds: the listed columns in order.
+    INSERT_DOCUMENT_DELETION = "INSERT INTO document_deletions (namespace_id, document_id, deleted_at, claims_retired,
+     relations_closed, observations_closed, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+    /// A fact closed, with its reason. Binds: each `?` in turn.
+    INSERT_FACT_CLOSED = "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
+ VALUES (?, ?, 'closed', ?, ?, ?)";
+
+    /// An event in a fact's history. Binds: the listed columns in order.
+    INSERT_FACT_EVENT = "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
+ VALUES (?, ?, ?, ?, ?, ?)";
+
+    /// A rating of a recalled item. Binds: the listed columns in order.
+    INSERT_FEEDBACK = "INSERT INTO feedback (namespace_id, id, receipt_id, item_ref, rating, comment, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+    /// A note request's outcome. Binds: the listed columns in order.
+    INSERT_NOTE_REQUEST = "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
+ VALUES (?, ?, ?, ?, ?)";
+
+    /// A note request's outcome, kept once. Binds: the listed columns in order.
+    INSERT_NOTE_REQUEST_ONCE = "INSERT INTO note_requests (namespace_id, request_id, digest, version_id, created_at)
+ VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace_id, request_id) DO NOTHING";
+
+    /// A lifecycle request's result, for replay. Binds: the listed columns in order.
+    INSERT_REQUEST = "INSERT INTO lifecycle_requests (namespace_id, request_id, operation, digest, result_json, created_at)
+ VALUES (?, ?, ?, ?, ?, ?)";
+
+    /// A retraction of a claim. Binds: the listed columns in order.
+    INSERT_RETRACTION = "INSERT INTO claim_retractions (namespace_id, claim_id, reason, request_id, created_at)
+ VALUES (?, ?, ?, ?, ?)";
+
+    /// A note request's stored outcome. Binds: namespace, request.
+    NOTE_REQUEST = "SELECT digest, version_id FROM note_requests WHERE namespace_id = ? AND request_id = ?";
+
+    /// Feedback older than a time. Binds: cutoff.
+    PRUNE_FEEDBACK = "DELETE FROM feedback WHERE created_at < ?";
+
+    /// A lifecycle request's stored result. Binds: namespace, request.
+    REQUEST = "SELECT operation, digest, result_json FROM lifecycle_requests
+ WHERE namespace_id = ? AND request_id = ?";
+
+    /// A version's admission. Binds: admission, namespace, version.
+    SET_ADMISSION = "UPDATE document_versions SET admission = ? WHERE namespace_id = ? AND id = ?";
+
+    /// A live document's current version. Binds: each `?` in turn.
+    SET_CURRENT_VERSION = "UPDATE documents SET current_version_id = ?, updated_at = ?
+ WHERE namespace_id = ? AND id = ? AND deleted_at IS NULL";
+
+    /// A note's lifecycle state, versioned. Binds: each `?` in turn.
+    SET_NOTE_LIFECYCLE = "UPDATE notes SET lifecycle = ?, lifecycle_version = lifecycle_version + 1, updated_at = ?
+ WHERE namespace_id = ? AND version_id = ?";
+
+    /// A document has no current version when its current one is among the given. Binds:
+    /// each `?` in turn.
+    CLEAR_CURRENT_VERSION_OF = "UPDATE documents SET current_version_id = NULL, updated_at = ?
+ WHERE namespace_id = ? AND id = ? AND current_version_id IN
+     (SELECT id FROM document_versions WHERE namespace_id = ? AND document_id = ?
+        AND admission <> 'promoted')";
+
+    /// A note's lifecycle row. Binds: the listed columns in order.
+    INSERT_NOTE = "INSERT INTO notes (namespace_id, document_id, version_id, source_key, source_revision, digest,
+     lifecycle, lifecycle_version, metadata_json, created_at, updated_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+ ON CONFLICT (namespace_id, source_key, source_revision) DO NOTHING";
+
+    /// When a document was deleted, if it was (its row locked on PostgreSQL). Binds:
+    /// namespace, document.
+    DOCUMENT_DELETED_AT = "SELECT deleted_at FROM documents WHERE namespace_id = ? AND id = ?{FOR_UPDATE}";
+
+    /// A fact's state before it is closed (its row locked on PostgreSQL: a concurrent close
+    /// is seen before the check). Binds: namespace, fact.
+    FACT_TO_CLOSE = "SELECT invalidated_at, closed_reason, subject_id, object_id FROM facts
+ WHERE namespace_id = ? AND id = ?{FOR_UPDATE}";
+
+    /// Feedback, optionally of one receipt, in order. Binds: namespace, receipt, receipt,
+    /// limit.
+    FEEDBACK = "SELECT id, receipt_id, item_ref, rating, comment, created_at FROM feedback
+ WHERE namespace_id = ? AND (?{TEXT} IS NULL OR receipt_id = ?)
+ ORDER BY seq LIMIT ?";
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Dialect, render_all};
+
+    #[test]
+    fn statements_in_sqlite() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
+    }
+
+    #[test]
+    fn statements_in_postgres() {
+        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
+    }
+}
