@@ -22,18 +22,3 @@ statements! {
  JOIN claims c ON c.namespace_id = r.namespace_id AND c.id = r.claim_id
  WHERE r.namespace_id = ? AND c.document_id = ?";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

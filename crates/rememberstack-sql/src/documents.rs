@@ -63,18 +63,3 @@ statements! {
    AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
           WHERE namespace_id = documents.namespace_id AND id = ?)";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -58,18 +58,3 @@ statements! {
     DOCUMENT_BINDINGS_OF_LEMMA = "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
  WHERE namespace_id = ? AND document_id = ? AND lemma = ? ORDER BY {SEQ}";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

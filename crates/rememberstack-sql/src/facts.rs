@@ -254,18 +254,3 @@ mod tests {
         assert!(cond.contains("f.evidence_count > 0"), "{cond}");
     }
 }
-
-#[cfg(test)]
-mod statement_tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -27,18 +27,3 @@ statements! {
     /// Why a forget episode has not finished yet. Binds: error, namespace, manifest.
     SET_EPISODE_ERROR = "UPDATE forget_episodes SET last_error = ? WHERE namespace_id = ? AND manifest_id = ?";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

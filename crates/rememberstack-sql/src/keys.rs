@@ -21,18 +21,3 @@ statements! {
     LIST = "SELECT id, name, namespaces, scopes, prefix, created_at, revoked_at FROM api_keys
  ORDER BY created_at, {SEQ}";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -115,18 +115,3 @@ mod tests {
         insta::assert_snapshot!(rendered(Dialect::Postgres));
     }
 }
-
-#[cfg(test)]
-mod statement_tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -101,18 +101,3 @@ statements! {
  WHERE namespace_id = ? AND (?{TEXT} IS NULL OR receipt_id = ?)
  ORDER BY seq LIMIT ?";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -10,5 +10,19 @@ macro_rules! statements {
         /// Every statement of this module, by name.
         #[cfg(test)]
         pub(crate) const ALL: &[(&str, &$crate::Statement)] = &[$((stringify!($name), &$name)),+];
+
+        /// Every statement as each store runs it: a change to one shows here.
+        #[cfg(test)]
+        mod statement_snapshots {
+            #[test]
+            fn statements_in_sqlite() {
+                insta::assert_snapshot!($crate::render_all(super::ALL, $crate::Dialect::Sqlite));
+            }
+
+            #[test]
+            fn statements_in_postgres() {
+                insta::assert_snapshot!($crate::render_all(super::ALL, $crate::Dialect::Postgres));
+            }
+        }
     };
 }

@@ -34,18 +34,3 @@ statements! {
      ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
  FROM namespaces WHERE slug = ?";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}

@@ -7,18 +7,3 @@ statements! {
     /// A recall receipt by its request id. Binds: namespace, request.
     BY_REQUEST = "SELECT body_json FROM recall_receipts WHERE namespace_id = ? AND request_id = ?";
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{Dialect, render_all};
-
-    #[test]
-    fn statements_in_sqlite() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Sqlite));
-    }
-
-    #[test]
-    fn statements_in_postgres() {
-        insta::assert_snapshot!(render_all(super::ALL, Dialect::Postgres));
-    }
-}
