@@ -805,16 +805,12 @@ impl PgStore {
         doc: DocumentId,
     ) -> Result<Vec<String>> {
         // SQLite orders names by its default BINARY collation: bytewise here too.
-        let rows = sqlx::query(
-            "SELECT n.name FROM document_names n
-             JOIN document_versions v ON v.namespace_id = n.namespace_id AND v.id = n.first_version_id
-             WHERE n.namespace_id = $1 AND n.document_id = $2 ORDER BY v.ordinal, n.name COLLATE \"C\"",
-        )
-        .bind(ns.to_string())
-        .bind(doc.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::documents::NAMES))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter().map(|r| get(r, "name")).collect()
     }
 
@@ -892,15 +888,12 @@ impl PgStore {
     }
 
     pub(crate) async fn set_setting_impl(&self, key: &str, value: &str) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO settings (key, value) VALUES ($1, $2)
-             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-        )
-        .bind(key)
-        .bind(value)
-        .execute(self.pool())
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::SET_SETTING))
+            .bind(key)
+            .bind(value)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 }

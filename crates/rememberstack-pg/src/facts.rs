@@ -179,14 +179,9 @@ impl PgStore {
         for (i, (name, description, synonyms)) in core.iter().enumerate() {
             // Idempotent; a name first seen as an uncounted value becomes core, and its
             // use count is kept.
-            sqlx::query(
-                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status,
-                     core_ordinal, uses)
-                 VALUES ($1, $2, $3, $4, 'core', $5, 0)
-                 ON CONFLICT (namespace_id, name) DO UPDATE SET status = 'core',
-                     description = EXCLUDED.description, synonyms_json = EXCLUDED.synonyms_json,
-                     core_ordinal = EXCLUDED.core_ordinal",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::facts::UPSERT_CORE_PREDICATE,
+            ))
             .bind(&ns_s)
             .bind(name)
             .bind(description)
@@ -284,20 +279,17 @@ async fn normalize_in(
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
-    sqlx::query(
-            "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
-                 output_json = EXCLUDED.output_json, created_at = EXCLUDED.created_at",
-        )
-        .bind(&ns)
-        .bind(c.claim.to_string())
-        .bind(&c.normalizer_version)
-        .bind(Json(&c.output))
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+    sqlx::query(crate::shared(
+        &rememberstack_sql::facts::UPSERT_NORMALIZATION,
+    ))
+    .bind(&ns)
+    .bind(c.claim.to_string())
+    .bind(&c.normalizer_version)
+    .bind(Json(&c.output))
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
     for a in &c.assertions {
         let a_ns = a.namespace_id.to_string();
         let inserted = sqlx::query(crate::shared(

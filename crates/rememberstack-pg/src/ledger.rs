@@ -663,11 +663,9 @@ impl PgStore {
     pub(crate) async fn latest_versions_impl(
         &self,
     ) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
-        let rows = sqlx::query(
-            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
-             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
-             ORDER BY d.namespace_id COLLATE \"C\", d.created_at",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::LATEST_VERSIONS,
+        ))
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;

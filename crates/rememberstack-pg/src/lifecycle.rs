@@ -235,18 +235,15 @@ impl PgStore {
             .await
             .map_err(db_err)?;
             if was_current {
-                sqlx::query(
-                    "UPDATE claims SET is_current = false WHERE namespace_id = $1 AND id = $2",
-                )
-                .bind(&ns_s)
-                .bind(&claim_s)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                sqlx::query(
-                    "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-                     VALUES ($1, $2, false, 'retracted', NULL, $3)",
-                )
+                sqlx::query(crate::shared(&rememberstack_sql::lifecycle::RETIRE_CLAIM))
+                    .bind(&ns_s)
+                    .bind(&claim_s)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::lifecycle::INSERT_RETRACTED_EVENT,
+                ))
                 .bind(&ns_s)
                 .bind(&claim_s)
                 .bind(at)

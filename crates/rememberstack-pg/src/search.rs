@@ -397,14 +397,9 @@ impl PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<Vec<ChunkRef>> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.version_id FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = $2 AND vv.embedding_key IS NULL
-             ORDER BY c.version_id COLLATE \"C\", c.ordinal",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::CHUNKS_MISSING_VECTORS,
+        ))
         .bind(generation)
         .bind(ns.to_string())
         .fetch_all(self.pool())

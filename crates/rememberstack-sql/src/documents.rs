@@ -62,4 +62,22 @@ statements! {
    AND deleted_at IS NULL
    AND (SELECT deleted_at IS NULL AND admission = 'promoted' FROM document_versions
           WHERE namespace_id = documents.namespace_id AND id = ?)";
+
+    /// Every document's latest version and its format, by namespace, oldest document first.
+    LATEST_VERSIONS = "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
+ JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
+ ORDER BY d.namespace_id{COLLATE_C}, d.created_at";
+
+    /// A namespace's current chunks without a vector of one generation, in order. Binds: generation, namespace.
+    CHUNKS_MISSING_VECTORS = "SELECT c.id, c.version_id FROM chunks c
+ JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ? AND vv.embedding_key IS NULL
+ ORDER BY c.version_id{COLLATE_C}, c.ordinal";
+
+    /// A document's names, in the order its versions took them. Binds: namespace, document.
+    NAMES = "SELECT n.name FROM document_names n
+ JOIN document_versions v ON v.namespace_id = n.namespace_id AND v.id = n.first_version_id
+ WHERE n.namespace_id = ? AND n.document_id = ? ORDER BY v.ordinal, n.name{COLLATE_C}";
 }

@@ -192,6 +192,20 @@ statements! {
  LEFT JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
                       AND vv.embedding_key = f.embedding_key
  WHERE f.namespace_id = ? AND f.invalidated_at IS NULL AND f.superseded_by IS NULL";
+
+    /// A core predicate of the registry, its text brought up to date. Binds: namespace, name, description, synonyms, core ordinal.
+    UPSERT_CORE_PREDICATE = "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status,
+     core_ordinal, uses)
+ VALUES (?, ?, ?, ?, 'core', ?, 0)
+ ON CONFLICT (namespace_id, name) DO UPDATE SET status = 'core',
+     description = excluded.description, synonyms_json = excluded.synonyms_json,
+     core_ordinal = excluded.core_ordinal";
+
+    /// A claim's normalization by one normalizer version, replacing an earlier one. Binds: the listed columns in order.
+    UPSERT_NORMALIZATION = "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
+ VALUES (?, ?, ?, ?, ?)
+ ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
+     output_json = excluded.output_json, created_at = excluded.created_at";
 }
 
 #[cfg(test)]

@@ -16,6 +16,10 @@
 //! | `{LEAST}` | `MIN` | `LEAST` (of its arguments) |
 //! | `{SEQ}` | `rowid` | `seq` (a table's insertion order) |
 //! | `{FOR_UPDATE}` | (nothing: one writer) | ` FOR UPDATE` (the rows read are locked) |
+//! | `{COLLATE_C}` | (nothing: text compares bytewise) | ` COLLATE "C"` (bytewise, not the locale's order) |
+//!
+//! Both dialects read `false`/`true` (SQLite as 0 and 1) and `excluded.` in an
+//! upsert, so templates write those one way.
 //!
 //! A list is bound as one JSON array parameter ([`json_list`]), so a statement's
 //! text never grows with the list. No template holds a `?` that is not a
@@ -144,8 +148,8 @@ impl Dialect {
 
     /// The statement this dialect runs for `template` (see the crate's table).
     pub fn render(self, template: &str) -> String {
-        let (text, bigint, greatest, least, seq, for_update) = match self {
-            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", ""),
+        let (text, bigint, greatest, least, seq, for_update, collate_c) = match self {
+            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", "", ""),
             Dialect::Postgres => (
                 "::text",
                 "::bigint",
@@ -153,6 +157,7 @@ impl Dialect {
                 "LEAST",
                 "seq",
                 " FOR UPDATE",
+                " COLLATE \"C\"",
             ),
         };
         let sql = template
@@ -164,7 +169,8 @@ impl Dialect {
             .replace("{GREATEST}", greatest)
             .replace("{LEAST}", least)
             .replace("{SEQ}", seq)
-            .replace("{FOR_UPDATE}", for_update);
+            .replace("{FOR_UPDATE}", for_update)
+            .replace("{COLLATE_C}", collate_c);
         match self {
             Dialect::Sqlite => sql,
             Dialect::Postgres => number_placeholders(&sql),

@@ -100,4 +100,11 @@ statements! {
     FEEDBACK = "SELECT id, receipt_id, item_ref, rating, comment, created_at FROM feedback
  WHERE namespace_id = ? AND (?{TEXT} IS NULL OR receipt_id = ?)
  ORDER BY seq LIMIT ?";
+
+    /// A claim stops being current testimony. Binds: namespace, claim.
+    RETIRE_CLAIM = "UPDATE claims SET is_current = false WHERE namespace_id = ? AND id = ?";
+
+    /// A claim's currency event for a retraction. Binds: namespace, claim, now.
+    INSERT_RETRACTED_EVENT = "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
+ VALUES (?, ?, false, 'retracted', NULL, ?)";
 }

@@ -33,4 +33,8 @@ statements! {
      WHERE e.namespace_id = namespaces.id AND e.completed_at IS NULL
      ORDER BY e.started_at, e.manifest_id LIMIT 1) AS gated
  FROM namespaces WHERE slug = ?";
+
+    /// A store setting, replacing its value. Binds: key, value.
+    SET_SETTING = "INSERT INTO settings (key, value) VALUES (?, ?)
+ ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 }

@@ -148,14 +148,9 @@ impl SqliteStore {
         for (i, (name, description, synonyms)) in core.iter().enumerate() {
             // Idempotent; a name first seen as an uncounted value becomes core, and its
             // use count is kept.
-            sqlx::query(
-                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status,
-                     core_ordinal, uses)
-                 VALUES (?, ?, ?, ?, 'core', ?, 0)
-                 ON CONFLICT (namespace_id, name) DO UPDATE SET status = 'core',
-                     description = excluded.description, synonyms_json = excluded.synonyms_json,
-                     core_ordinal = excluded.core_ordinal",
-            )
+            sqlx::query(crate::shared(
+                &rememberstack_sql::facts::UPSERT_CORE_PREDICATE,
+            ))
             .bind(&ns_s)
             .bind(name)
             .bind(description)
@@ -207,12 +202,9 @@ impl SqliteStore {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
-             VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
-                 output_json = excluded.output_json, created_at = excluded.created_at",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::facts::UPSERT_NORMALIZATION,
+        ))
         .bind(&ns)
         .bind(claim.to_string())
         .bind(normalizer_version)

@@ -634,14 +634,12 @@ impl StoreRuntime for SqliteStore {
     }
 
     async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )
-        .bind(key)
-        .bind(value)
-        .execute(&self.write)
-        .await
-        .map_err(db_err)?;
+        sqlx::query(crate::shared(&rememberstack_sql::namespaces::SET_SETTING))
+            .bind(key)
+            .bind(value)
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 }
@@ -1190,16 +1188,12 @@ impl SourceStore for SqliteStore {
     }
 
     async fn document_names(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<String>> {
-        let rows = sqlx::query(
-            "SELECT n.name FROM document_names n
-             JOIN document_versions v ON v.namespace_id = n.namespace_id AND v.id = n.first_version_id
-             WHERE n.namespace_id = ? AND n.document_id = ? ORDER BY v.ordinal, n.name",
-        )
-        .bind(ns.to_string())
-        .bind(doc.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::documents::NAMES))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         Ok(rows.iter().map(|r| r.get("name")).collect())
     }
 
@@ -1302,11 +1296,9 @@ impl SourceStore for SqliteStore {
     }
 
     async fn latest_versions(&self) -> Result<Vec<(NamespaceId, VersionId, Option<SourceFormat>)>> {
-        let rows = sqlx::query(
-            "SELECT d.namespace_id, d.latest_version_id, v.format FROM documents d
-             JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id
-             ORDER BY d.namespace_id, d.created_at",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::LATEST_VERSIONS,
+        ))
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
@@ -1796,14 +1788,9 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<Vec<ChunkRef>> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.version_id FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND vv.embedding_key IS NULL
-             ORDER BY c.version_id, c.ordinal",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::CHUNKS_MISSING_VECTORS,
+        ))
         .bind(generation)
         .bind(ns.to_string())
         .fetch_all(&self.read)

@@ -168,16 +168,15 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
             if was_current {
-                sqlx::query("UPDATE claims SET is_current = 0 WHERE namespace_id = ? AND id = ?")
+                sqlx::query(crate::shared(&rememberstack_sql::lifecycle::RETIRE_CLAIM))
                     .bind(&ns_s)
                     .bind(&claim_s)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                sqlx::query(
-                    "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-                     VALUES (?, ?, 0, 'retracted', NULL, ?)",
-                )
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::lifecycle::INSERT_RETRACTED_EVENT,
+                ))
                 .bind(&ns_s)
                 .bind(&claim_s)
                 .bind(&at)
