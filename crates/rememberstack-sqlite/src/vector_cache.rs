@@ -544,8 +544,6 @@ impl VectorCache {
             .zip(scores)
             .map(|((id, _), score)| (score as f64, id))
             .collect();
-        let by_rank =
-            |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
         let mut kept: Vec<(f64, &str)> = Vec::with_capacity(limit);
         let (mut done, mut want) = (0, (limit * WALK_FIRST_PER_RESULT).max(64));
         while kept.len() < limit && done < scored.len() {
@@ -684,7 +682,6 @@ where
     let positions = Positions::of(segments);
     let total = positions.total();
     let indexed = graph.indexed().min(total);
-    let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
     let mut tail: Vec<(f64, usize)> = (indexed..total)
         .filter_map(|p| {
             let (_, v) = positions.at(segments, p)?;
@@ -727,6 +724,12 @@ where
     kept.sort_by(by_rank);
     kept.truncate(limit);
     parse_ranked(kept).map(Some)
+}
+
+/// Best score first; equal scores by id, so a ranking does not depend on the order
+/// records were read in.
+fn by_rank(a: &(f64, &str), b: &(f64, &str)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1))
 }
 
 /// A list at least this long is scanned off the async worker, in parts.
@@ -828,7 +831,6 @@ fn best<'a>(
         .filter(|(_, v)| v.len() == query.len())
         .map(|(id, v)| (dot(query, v) as f64, id))
         .collect();
-    let by_rank = |a: &(f64, &str), b: &(f64, &str)| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
     if scored.len() > limit && limit > 0 {
         scored.select_nth_unstable_by(limit - 1, by_rank);
         scored.truncate(limit);

@@ -423,6 +423,11 @@ const BARE_AFTER: &[&str] = &[
 /// Prepositions that make a bare 4-digit year a date.
 const YEAR_CONTEXT: &[&str] = &["by", "during", "in", "of", "since", "until"];
 
+/// Words that put a sentence in the future (`ll` is the end of `I'll`).
+const FUTURE: &[&str] = &[
+    "will", "ll", "shall", "gonna", "plan", "plans", "planning", "next", "soon",
+];
+
 /// Common irregular past forms that are not also present forms.
 const IRREGULAR_PAST: &[&str] = &[
     "was", "were", "did", "had", "went", "came", "left", "got", "made", "took", "saw", "met",
@@ -766,6 +771,8 @@ impl<'a> Scan<'a> {
             return None;
         }
         let target = self.word(i + 1)?;
+        // A month written out (`last March`); an abbreviation is as often a name.
+        let named_month = month(target).filter(|(_, abbr)| !abbr);
         let mut buf = [0u8; 16];
         let monday = monday_of(anchor)?;
         let window = match ascii_lower(target, &mut buf) {
@@ -776,8 +783,8 @@ impl<'a> Scan<'a> {
                 Window::Month(y, m)
             }
             "year" => Window::Year(anchor.year().checked_add(i32::try_from(dir).ok()?)?),
-            _ if month(target).is_some_and(|(_, abbr)| !abbr) => {
-                let (m, _) = month(target)?;
+            _ if named_month.is_some() => {
+                let (m, _) = named_month?;
                 let year = match dir {
                     -1 if m >= anchor.month() => anchor.year().checked_sub(1)?,
                     1 if m <= anchor.month() => anchor.year().checked_add(1)?,
@@ -975,23 +982,20 @@ impl<'a> Scan<'a> {
     /// module docs).
     fn tense(&self) -> Tense {
         let (mut past, mut future) = (false, false);
-        let mut buf = [0u8; 16];
-        let mut prev = String::new();
+        let mut prev = "";
         for i in 0..self.words.len() {
-            let w = ascii_lower(self.word(i).unwrap_or(""), &mut buf).to_string();
-            match w.as_str() {
-                "will" | "ll" | "shall" | "gonna" | "plan" | "plans" | "planning" | "next"
-                | "soon" => future = true,
-                "to" if prev == "going" => future = true,
-                w if in_list(IRREGULAR_PAST, w) => past = true,
-                w if w.len() >= 4
-                    && w.ends_with("ed")
+            let w = self.word(i).unwrap_or("");
+            if in_list(FUTURE, w)
+                || (w.eq_ignore_ascii_case("to") && prev.eq_ignore_ascii_case("going"))
+            {
+                future = true;
+            } else if in_list(IRREGULAR_PAST, w)
+                || (w.len() >= 4
+                    && w.as_bytes()[w.len() - 2..].eq_ignore_ascii_case(b"ed")
                     && !in_list(NOT_PAST_ED, w)
-                    && !in_list(BEFORE_ADJECTIVE, &prev) =>
-                {
-                    past = true;
-                }
-                _ => {}
+                    && !in_list(BEFORE_ADJECTIVE, prev))
+            {
+                past = true;
             }
             prev = w;
         }
