@@ -17,7 +17,6 @@ use crate::ledger::{fence, insert_work};
 use crate::rows::get;
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
-use rememberstack_core::claims::{EvidenceSpan, Precision, ValidityKind};
 use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
@@ -26,7 +25,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
-use sqlx::postgres::PgRow;
+use rememberstack_sql::rows::{claim_row, extraction_decision_row, occurrence_row};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::{HashMap, HashSet};
@@ -36,18 +35,6 @@ const MAX_DIM: usize = 16_000;
 /// Rows semantic search fetches beyond its limit, so that ties at the cut can be
 /// broken by id as SQLite does.
 const TIE_MARGIN: usize = 32;
-
-fn corrupt_enum(s: &str, e: serde_json::Error) -> Error {
-    Error::store(format!("corrupt enum value `{s}`: {e}"))
-}
-
-fn precision_from(s: &str) -> Result<Precision> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| corrupt_enum(s, e))
-}
-
-fn validity_kind_from(s: &str) -> Result<ValidityKind> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| corrupt_enum(s, e))
-}
 
 /// The serde name of a unit enum variant, from its `serde_json::to_value`.
 fn enum_str(v: serde_json::Result<serde_json::Value>) -> Result<String> {
@@ -83,57 +70,6 @@ fn claim_scope(ns: usize, first: usize) -> String {
             WHERE m.namespace_id = ${ns} AND m.entity_id = ANY(${b}::text[])))
          AND (NOT ${c}::boolean OR c.document_id = ANY(${d}::text[]))"
     )
-}
-
-fn claim_row(r: &PgRow) -> Result<ClaimRecord> {
-    Ok(ClaimRecord {
-        claim_id: parse_id(&get::<String>(r, "id")?)?,
-        document_id: parse_id(&get::<String>(r, "document_id")?)?,
-        document_title: get(r, "document_title")?,
-        source_kind: get(r, "source_kind")?,
-        source_ref: get(r, "source_ref")?,
-        text: get(r, "text")?,
-        added_context: get::<Json<Vec<String>>>(r, "added_context_json")?.0,
-        validity: rememberstack_core::claims::Validity {
-            from: get(r, "valid_from")?,
-            until: get(r, "valid_until")?,
-            precision: precision_from(&get::<String>(r, "valid_precision")?)?,
-            kind: validity_kind_from(&get::<String>(r, "valid_kind")?)?,
-        },
-        asserted_at: get(r, "asserted_at")?,
-        extractor_version: get(r, "extractor_version")?,
-        is_current: get(r, "is_current")?,
-        embedding_key: get(r, "embedding_key")?,
-        occurrences: vec![],
-    })
-}
-
-fn occurrence_row(r: &PgRow) -> Result<Occurrence> {
-    Ok(Occurrence {
-        claim_id: parse_id(&get::<String>(r, "claim_id")?)?,
-        chunk_id: parse_id(&get::<String>(r, "chunk_id")?)?,
-        version_id: parse_id(&get::<String>(r, "version_id")?)?,
-        document_id: parse_id(&get::<String>(r, "document_id")?)?,
-        extractor_version: get(r, "extractor_version")?,
-        extraction_input_hash: get(r, "extraction_input_hash")?,
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        spans: get::<Json<Vec<EvidenceSpan>>>(r, "spans_json")?.0,
-        passages: get::<Json<Vec<String>>>(r, "passages_json")?.0,
-        event_ids: get::<Json<Vec<String>>>(r, "event_ids_json")?.0,
-        reused: get(r, "reused")?,
-    })
-}
-
-fn decision_row(r: &PgRow) -> Result<DecisionRow> {
-    Ok(DecisionRow {
-        kind: get(r, "kind")?,
-        passage: get(r, "passage")?,
-        reason: get(r, "reason")?,
-        claim_id: get::<Option<String>>(r, "claim_id")?
-            .map(|s| parse_id(&s))
-            .transpose()?,
-        detail: get(r, "detail_json")?,
-    })
 }
 
 async fn write_extraction(
@@ -719,7 +655,7 @@ impl PgStore {
                     version_id: parse_id(&get::<String>(r, "version_id")?)?,
                     chunk_id: parse_id(&get::<String>(r, "chunk_id")?)?,
                     extractor_version: get(r, "extractor_version")?,
-                    row: decision_row(r)?,
+                    row: extraction_decision_row(r)?,
                     created_at: get(r, "created_at")?,
                 })
             })

@@ -9,21 +9,19 @@
 
 use crate::ledger::{fence, insert_work};
 use crate::lifecycle::{insert_note, stored};
-use crate::rows::{get, opt_id};
+use crate::rows::get;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::source::{
-    DocumentMetadata, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
-};
+use rememberstack_core::source::VersioningMode;
 use rememberstack_core::store::{
     ChunkRecord, DocumentRow, ExtractionCommit, Lease, NewChunk, NewVersion, PreparedVersion,
-    SectionRow, VersionOutcome, VersionRecord, WorkSummary,
+    SectionRow, VersionOutcome, VersionRecord,
 };
-use rememberstack_core::text::{Block, BlockKind, Section, SectionRole, SourceFormat, TurnSpan};
+use rememberstack_core::text::{BlockKind, TurnSpan};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
-use sqlx::postgres::PgRow;
+use rememberstack_sql::rows::{block_row, chunk_row, document_row, section_row, version_row};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::HashMap;
@@ -88,132 +86,6 @@ fn block_kind_str(kind: BlockKind) -> Result<String> {
         serde_json::Value::String(s) => Ok(s),
         other => Err(Error::internal(format!("not a unit variant: {other}"))),
     }
-}
-
-fn block_kind_from(s: &str) -> Result<BlockKind> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
-}
-
-fn version_row(r: &PgRow) -> Result<VersionRecord> {
-    let id: String = get(r, "id")?;
-    let metadata: serde_json::Value = get(r, "metadata_json")?;
-    Ok(VersionRecord {
-        version_id: parse_id(&id)?,
-        document_id: parse_id(&get::<String>(r, "document_id")?)?,
-        namespace_id: parse_id(&get::<String>(r, "namespace_id")?)?,
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        source_kind: get(r, "source_kind")?,
-        source_ref: get(r, "source_ref")?,
-        mode: VersioningMode::parse(&get::<String>(r, "mode")?)?,
-        content_sha256: get(r, "content_sha256")?,
-        size: get::<i64>(r, "size")? as u64,
-        mime: get(r, "mime")?,
-        format: get::<Option<String>>(r, "format")?.and_then(|f| SourceFormat::parse(&f)),
-        source_modified_at: get(r, "source_modified_at")?,
-        origin: Origin::parse(&get::<String>(r, "origin")?)?,
-        metadata: serde_json::from_value(metadata).map_err(corrupt_json)?,
-        created_at: get(r, "created_at")?,
-        is_current: get::<Option<String>>(r, "current_version_id")?.as_deref() == Some(id.as_str()),
-        ingested_by: match (
-            get::<Option<String>>(r, "principal_kind")?,
-            get::<Option<String>>(r, "principal_ref")?,
-        ) {
-            (Some(kind), Some(external_ref)) => Some(IngestPrincipal {
-                kind: PrincipalKind::parse(&kind)?,
-                external_ref,
-            }),
-            _ => None,
-        },
-        compacted_at: get(r, "compacted_at")?,
-    })
-}
-
-fn document_row(r: &PgRow) -> Result<DocumentRow> {
-    let metadata: DocumentMetadata =
-        serde_json::from_value(get::<serde_json::Value>(r, "metadata_json")?)
-            .map_err(corrupt_json)?;
-    Ok(DocumentRow {
-        document_id: parse_id(&get::<String>(r, "id")?)?,
-        source_kind: get(r, "source_kind")?,
-        source_ref: get(r, "source_ref")?,
-        mode: VersioningMode::parse(&get::<String>(r, "mode")?)?,
-        current_version_id: opt_id(r, "current_version_id")?,
-        latest_version_id: parse_id(&get::<String>(r, "latest_version_id")?)?,
-        metadata,
-        latest_work: WorkSummary {
-            open: get::<i64>(r, "open_work")? as u64,
-            parked: get::<i64>(r, "parked_work")? as u64,
-            dead_letter: get::<i64>(r, "dead_work")? as u64,
-        },
-        version_count: get::<i32>(r, "version_count")? as u32,
-        created_at: get(r, "created_at")?,
-        deleted_at: get(r, "deleted_at")?,
-    })
-}
-
-fn block_row(r: &PgRow) -> Result<Block> {
-    Ok(Block {
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        kind: block_kind_from(&get::<String>(r, "kind")?)?,
-        level: get::<Option<i32>>(r, "level")?.map(|l| l as u8),
-        start: get::<i64>(r, "start_byte")? as usize,
-        end: get::<i64>(r, "end_byte")? as usize,
-        hash: get(r, "hash")?,
-        turn: get::<Option<serde_json::Value>>(r, "turn_json")?
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(corrupt_json)?,
-    })
-}
-
-fn section_row(r: &PgRow) -> Result<Section> {
-    Ok(Section {
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        block_start: get::<i32>(r, "block_start")? as u32,
-        block_end: get::<i32>(r, "block_end")? as u32,
-        level: get::<i32>(r, "level")? as u8,
-        title: get(r, "title")?,
-        path: serde_json::from_value(get::<serde_json::Value>(r, "path_json")?)
-            .map_err(corrupt_json)?,
-        role: SectionRole::parse(&get::<String>(r, "role")?)
-            .ok_or_else(|| Error::store("corrupt section role"))?,
-        parent: get::<Option<i32>>(r, "parent")?.map(|p| p as u32),
-    })
-}
-
-fn chunk_row(r: &PgRow) -> Result<ChunkRecord> {
-    let version_id: String = get(r, "version_id")?;
-    Ok(ChunkRecord {
-        chunk_id: parse_id(&get::<String>(r, "id")?)?,
-        document_id: parse_id(&get::<String>(r, "document_id")?)?,
-        version_id: parse_id(&version_id)?,
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        section_ordinal: get::<i32>(r, "section_ordinal")? as u32,
-        block_start: get::<i32>(r, "block_start")? as u32,
-        block_end: get::<i32>(r, "block_end")? as u32,
-        start: get::<i64>(r, "start_byte")? as u64,
-        end: get::<i64>(r, "end_byte")? as u64,
-        document_title: get(r, "document_title")?,
-        source_kind: get(r, "source_kind")?,
-        source_ref: get(r, "source_ref")?,
-        section_path: serde_json::from_value(get::<serde_json::Value>(r, "path_json")?)
-            .map_err(corrupt_json)?,
-        section_title: get(r, "section_title")?,
-        section_role: SectionRole::parse(&get::<String>(r, "role")?)
-            .ok_or_else(|| Error::store("corrupt section role"))?,
-        text: get(r, "text")?,
-        char_start: get::<i64>(r, "char_start")? as u64,
-        char_end: get::<i64>(r, "char_end")? as u64,
-        event_ids: serde_json::from_value(get::<serde_json::Value>(r, "event_ids_json")?)
-            .map_err(corrupt_json)?,
-        source_modified_at: get(r, "source_modified_at")?,
-        content_hash: get(r, "content_hash")?,
-        embedding_key: get(r, "embedding_key")?,
-        is_current: get::<Option<String>>(r, "current_version_id")?.as_deref()
-            == Some(version_id.as_str()),
-        format: get::<Option<String>>(r, "format")?.and_then(|f| SourceFormat::parse(&f)),
-    })
 }
 
 /// The namespace of a leased work item.

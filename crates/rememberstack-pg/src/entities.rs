@@ -5,16 +5,17 @@
 //! advisory lock on the normalized lemma (`lemma:<ns>:<lemma>`, D99/D103) and merge
 //! writes lock the rows they check (`FOR UPDATE`).
 
-use crate::rows::{get, id, opt_id};
+use crate::rows::{get, id};
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::entities::{
-    AliasHit, BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit,
-    DocumentBinding, EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent,
-    NewAlias, ResolutionCommit, ResolutionDecision, alias_keys,
+    AliasHit, BlockingKey, BlockingQuery, BlockingResult, BlockingTier, DocumentBinding,
+    EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias,
+    ResolutionCommit, ResolutionDecision, alias_keys,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
+use rememberstack_sql::rows::{binding_row, entity_row, merge_row, resolution_decision_row};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row};
@@ -35,78 +36,16 @@ fn key_col(r: &PgRow) -> Result<BlockingKey> {
     ))
 }
 
-/// A `document_entity_bindings` row.
-fn binding_row(r: &PgRow) -> Result<DocumentBinding> {
-    Ok(DocumentBinding {
-        document_id: id(r, "document_id")?,
-        lemma: get(r, "lemma")?,
-        entity_id: id(r, "entity_id")?,
-        anchor: opt_id(r, "anchor_decision_id")?,
-    })
-}
-
 fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
     ids.iter().map(ToString::to_string).collect()
-}
-
-fn entity_row(r: &PgRow) -> Result<EntityRecord> {
-    Ok(EntityRecord {
-        entity_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        canonical_name: get(r, "canonical_name")?,
-        lemma: get(r, "lemma")?,
-        aliases: vec![],
-        merged_into: opt_id(r, "merged_into")?,
-        profile_summary: get(r, "profile_summary")?,
-        profile_key: get(r, "profile_key")?,
-        created_at: get(r, "created_at")?,
-        mention_count: get::<i64>(r, "mention_count")?.max(0) as u64,
-    })
 }
 
 const DECISION_COLUMNS: &str = "seq, namespace_id, id, claim_id, document_id, ordinal, name, lemma,
     tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id, rationale, model,
     resolver_version, features_json, created_at";
 
-fn decision_row(r: &PgRow) -> Result<ResolutionDecision> {
-    Ok(ResolutionDecision {
-        decision_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        claim_id: id(r, "claim_id")?,
-        document_id: id(r, "document_id")?,
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-        name: get(r, "name")?,
-        lemma: get(r, "lemma")?,
-        tier: get(r, "tier")?,
-        candidates: serde_json::from_value::<Vec<CandidateAudit>>(get(r, "candidates_json")?)
-            .map_err(|e| Error::store(format!("corrupt JSON column: {e}")))?,
-        complete: get(r, "complete")?,
-        t3_score: get::<Option<f64>>(r, "t3_score")?.map(|s| s as f32),
-        t3_outcome: get(r, "t3_outcome")?,
-        verdict: get(r, "verdict")?,
-        entity_id: id(r, "entity_id")?,
-        rationale: get(r, "rationale")?,
-        model: get(r, "model")?,
-        resolver_version: get(r, "resolver_version")?,
-        features: get(r, "features_json")?,
-        created_at: get(r, "created_at")?,
-    })
-}
-
 const MERGE_COLUMNS: &str =
     "seq, namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at";
-
-fn merge_row(r: &PgRow) -> Result<MergeEvent> {
-    Ok(MergeEvent {
-        merge_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        from: id(r, "from_id")?,
-        into: id(r, "into_id")?,
-        snapshot: get(r, "snapshot_json")?,
-        created_at: get(r, "created_at")?,
-        reverted_at: get(r, "reverted_at")?,
-    })
-}
 
 /// Sorted, deduplicated, non-empty keys.
 fn distinct_keys(keys: &[String]) -> Vec<String> {
@@ -462,7 +401,7 @@ impl PgStore {
         .await
         .map_err(db_err)?
         .iter()
-        .map(decision_row)
+        .map(resolution_decision_row)
         .collect()
     }
 
@@ -516,7 +455,7 @@ impl PgStore {
         .fetch_optional(self.pool())
         .await
         .map_err(db_err)?;
-        row.map(|r| decision_row(&r)).transpose()
+        row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
     pub(crate) async fn commit_resolution_impl(
@@ -801,7 +740,7 @@ impl PgStore {
         .fetch_optional(self.pool())
         .await
         .map_err(db_err)?;
-        row.map(|r| decision_row(&r)).transpose()
+        row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
     pub(crate) async fn resolution_decisions_impl(
@@ -821,7 +760,7 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter().map(decision_row).collect()
+        rows.iter().map(resolution_decision_row).collect()
     }
 
     pub(crate) async fn mentions_impl(

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
-    FactRecord, PredicateRow, Stance, Window,
+    FactRecord, PredicateRow, Stance,
 };
 use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
@@ -23,6 +23,7 @@ use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::types::Json;
@@ -60,93 +61,8 @@ fn unit_variant(v: serde_json::Result<serde_json::Value>) -> Result<String> {
     }
 }
 
-fn precision_from(s: &str) -> Result<Precision> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
-}
-
-fn validity_from(s: &str) -> Result<ValidityKind> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
-}
-
 fn json_err(e: serde_json::Error) -> Error {
     Error::store(format!("corrupt JSON column: {e}"))
-}
-
-fn window_row(r: &PgRow) -> Result<Window> {
-    Ok(Window {
-        valid_from: get(r, "valid_from")?,
-        valid_until: get(r, "valid_until")?,
-        precision: precision_from(&get::<String>(r, "valid_precision")?)?,
-    })
-}
-
-fn assertion_row(r: &PgRow) -> Result<Assertion> {
-    Ok(Assertion {
-        assertion_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        claim_id: id(r, "claim_id")?,
-        document_id: id(r, "document_id")?,
-        version_id: id(r, "version_id")?,
-        kind: FactKind::parse(&get::<String>(r, "kind")?)?,
-        subject: id(r, "subject_id")?,
-        predicate: get(r, "predicate")?,
-        object: opt_id(r, "object_id")?,
-        statement: get(r, "statement")?,
-        window: window_row(r)?,
-        validity_kind: validity_from(&get::<String>(r, "validity_kind")?)?,
-        asserted_at: get(r, "asserted_at")?,
-        ordinal: get::<i32>(r, "ordinal")? as u32,
-    })
-}
-
-fn fact_row(r: &PgRow) -> Result<FactRecord> {
-    Ok(FactRecord {
-        fact_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        kind: FactKind::parse(&get::<String>(r, "kind")?)?,
-        subject: id(r, "subject_id")?,
-        subject_name: get(r, "subject_name")?,
-        predicate: get(r, "predicate")?,
-        object: opt_id(r, "object_id")?,
-        object_name: get(r, "object_name")?,
-        statement: get(r, "statement")?,
-        window: window_row(r)?,
-        validity_kind: validity_from(&get::<String>(r, "validity_kind")?)?,
-        recorded_at: get(r, "recorded_at")?,
-        invalidated_at: get(r, "invalidated_at")?,
-        closed_reason: get(r, "closed_reason")?,
-        contradiction_group: get::<Option<String>>(r, "contradiction_group")?
-            .map(|s| {
-                uuid::Uuid::parse_str(&s)
-                    .map_err(|_| Error::store(format!("corrupt contradiction group `{s}`")))
-            })
-            .transpose()?,
-        superseded_by: opt_id(r, "superseded_by")?,
-        evidence_count: get::<i64>(r, "evidence_count")? as u64,
-        contradict_count: get::<i64>(r, "contradict_count")? as u64,
-        embedding_key: get(r, "embedding_key")?,
-        updated_at: get(r, "updated_at")?,
-    })
-}
-
-fn adjudication_row(r: &PgRow) -> Result<AdjudicationRecord> {
-    Ok(AdjudicationRecord {
-        adjudication_id: id(r, "id")?,
-        namespace_id: id(r, "namespace_id")?,
-        assertion_id: id(r, "assertion_id")?,
-        claim_id: id(r, "claim_id")?,
-        verdict: get(r, "verdict")?,
-        target_fact: opt_id(r, "target_fact")?,
-        result_fact: id(r, "result_fact")?,
-        candidates: serde_json::from_value(get(r, "candidates_json")?).map_err(json_err)?,
-        reason: get(r, "reason")?,
-        input: get(r, "input_json")?,
-        model: get(r, "model")?,
-        adjudicator_version: get(r, "adjudicator_version")?,
-        created_at: get(r, "created_at")?,
-    })
 }
 
 /// `q` with `args` bound in order.

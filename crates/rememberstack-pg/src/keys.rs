@@ -3,30 +3,11 @@
 
 use crate::lifecycle::stored;
 use crate::{PgStore, db_err};
-use rememberstack_core::keys::{ApiKey, KeyScope};
+use rememberstack_core::keys::ApiKey;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use rememberstack_sql::rows::key_row;
 use sqlx::types::Json;
-
-fn key_row(r: &PgRow) -> Result<ApiKey> {
-    Ok(ApiKey {
-        id: r.try_get("id").map_err(db_err)?,
-        name: r.try_get("name").map_err(db_err)?,
-        namespaces: r
-            .try_get::<Json<Vec<String>>, _>("namespaces")
-            .map_err(db_err)?
-            .0,
-        scopes: r
-            .try_get::<Json<Vec<KeyScope>>, _>("scopes")
-            .map_err(db_err)?
-            .0,
-        prefix: r.try_get("prefix").map_err(db_err)?,
-        created_at: r.try_get("created_at").map_err(db_err)?,
-        revoked_at: r.try_get("revoked_at").map_err(db_err)?,
-    })
-}
 
 impl PgStore {
     pub(crate) async fn insert_api_key_impl(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {

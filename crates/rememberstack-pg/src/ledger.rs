@@ -17,14 +17,15 @@ use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::ids::{NamespaceId, VersionId, WorkId};
 use rememberstack_core::ledger::{
     BarrierStatus, ClaimRequest, DeferReason, FailureOutcome, LeaseHolder, NewWork, Stage,
-    TargetKind, WorkCount, WorkItem, WorkStatus,
+    WorkCount, WorkItem, WorkStatus,
 };
 use rememberstack_core::store::{CallRecord, Lease};
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::ledger;
-use sqlx::postgres::{PgConnection, PgRow};
+use rememberstack_sql::rows::work_row;
+use sqlx::postgres::PgConnection;
 
 fn ms(t: Timestamp) -> i64 {
     t.timestamp_millis()
@@ -49,36 +50,6 @@ fn pg_text(s: &str) -> String {
 const WORK_COLUMNS: &str = "namespace_id, id, target_kind, target_id, version_id, stage,
     component_version, status, attempts, max_attempts, not_before, defer_reason, lease_owner,
     lease_expires_at, last_error, created_at, updated_at";
-
-fn work_row(r: &PgRow) -> Result<WorkItem> {
-    let millis = |name: &str| -> Result<Timestamp> {
-        chrono::DateTime::from_timestamp_millis(get::<i64>(r, name)?)
-            .ok_or_else(|| Error::store(format!("corrupt time in {name}")))
-    };
-    Ok(WorkItem {
-        id: parse_id::<WorkId>(&get::<String>(r, "id")?)?,
-        namespace_id: parse_id(&get::<String>(r, "namespace_id")?)?,
-        target_kind: TargetKind::parse(&get::<String>(r, "target_kind")?)?,
-        target_id: uuid::Uuid::parse_str(&get::<String>(r, "target_id")?)
-            .map_err(|e| Error::store(e.to_string()))?,
-        version_id: parse_id(&get::<String>(r, "version_id")?)?,
-        stage: Stage::parse(&get::<String>(r, "stage")?).map_err(Error::store)?,
-        component_version: get(r, "component_version")?,
-        status: WorkStatus::parse(&get::<String>(r, "status")?)?,
-        attempts: get::<i32>(r, "attempts")?.max(0) as u32,
-        max_attempts: get::<i32>(r, "max_attempts")?.max(0) as u32,
-        not_before: millis("not_before")?,
-        defer_reason: get::<Option<String>>(r, "defer_reason")?
-            .map(|d| DeferReason::parse(&d))
-            .transpose()?,
-        lease_owner: get(r, "lease_owner")?,
-        lease_expires_at: get::<Option<i64>>(r, "lease_expires_at")?
-            .and_then(chrono::DateTime::from_timestamp_millis),
-        last_error: get(r, "last_error")?,
-        created_at: millis("created_at")?,
-        updated_at: millis("updated_at")?,
-    })
-}
 
 /// The typed refusal of a write by a worker whose lease is gone (`fail`, `park`).
 fn lease_lost() -> Error {

@@ -77,7 +77,8 @@ use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::manifests::ManifestRoot;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use rememberstack_sql::rows::namespace_row;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Executor, PgPool, Row};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -365,14 +366,6 @@ fn valid_schema_name(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && name.len() <= 63
-}
-
-fn namespace_row(r: &PgRow) -> Result<Namespace> {
-    Ok(Namespace {
-        id: parse_id(&r.try_get::<String, _>("id").map_err(db_err)?)?,
-        slug: r.try_get("slug").map_err(db_err)?,
-        created_at: r.try_get("created_at").map_err(db_err)?,
-    })
 }
 
 impl PgStore {

@@ -34,7 +34,7 @@ use rememberstack_core::store::{
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::facts::SUPPORTED;
-use sqlx::postgres::PgRow;
+use rememberstack_sql::rows::note_row;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 use std::collections::BTreeSet;
@@ -680,22 +680,6 @@ pub(crate) async fn note_in(
     .as_ref()
     .map(note_row)
     .transpose()
-}
-
-fn note_row(r: &PgRow) -> Result<NoteRecord> {
-    Ok(NoteRecord {
-        note_id: parse_id(&r.try_get::<String, _>("document_id").map_err(db_err)?)?,
-        version_id: parse_id(&r.try_get::<String, _>("version_id").map_err(db_err)?)?,
-        source_key: r.try_get("source_key").map_err(db_err)?,
-        source_revision: r.try_get("source_revision").map_err(db_err)?,
-        digest: r.try_get("digest").map_err(db_err)?,
-        lifecycle: Admission::parse(&r.try_get::<String, _>("lifecycle").map_err(db_err)?)?,
-        lifecycle_version: r.try_get::<i32, _>("lifecycle_version").map_err(db_err)? as u32,
-        metadata: r.try_get("metadata_json").map_err(db_err)?,
-        created_at: r.try_get("created_at").map_err(db_err)?,
-        updated_at: r.try_get("updated_at").map_err(db_err)?,
-        seq: r.try_get("seq").map_err(db_err)?,
-    })
 }
 
 /// Archive the source's promoted revisions (other than `keep`): their notes and

@@ -25,3 +25,43 @@ pub(crate) fn opt_id<T: std::str::FromStr<Err = Error>>(r: &PgRow, col: &str) ->
         .map(|s| parse_id(&s))
         .transpose()
 }
+
+/// This store's mark on the shared row decoders (`rememberstack_sql::rows`).
+pub(crate) struct Pg;
+
+/// PostgreSQL's own types under the shared decoders: `timestamptz`, `jsonb`,
+/// `bool`, and integers of every width.
+impl rememberstack_sql::rows::SqlRow<Pg> for PgRow {
+    fn opt_text(&self, col: &str) -> Result<Option<String>> {
+        get(self, col)
+    }
+
+    fn opt_int(&self, col: &str) -> Result<Option<i64>> {
+        use sqlx::{Column, TypeInfo};
+        match self.try_column(col).map_err(db_err)?.type_info().name() {
+            "INT2" => Ok(get::<Option<i16>>(self, col)?.map(i64::from)),
+            "INT4" => Ok(get::<Option<i32>>(self, col)?.map(i64::from)),
+            _ => get(self, col),
+        }
+    }
+
+    fn opt_float(&self, col: &str) -> Result<Option<f64>> {
+        use sqlx::{Column, TypeInfo};
+        match self.try_column(col).map_err(db_err)?.type_info().name() {
+            "FLOAT4" => Ok(get::<Option<f32>>(self, col)?.map(f64::from)),
+            _ => get(self, col),
+        }
+    }
+
+    fn opt_bool(&self, col: &str) -> Result<Option<bool>> {
+        get(self, col)
+    }
+
+    fn opt_time(&self, col: &str) -> Result<Option<rememberstack_core::time::Timestamp>> {
+        get(self, col)
+    }
+
+    fn opt_json<T: serde::de::DeserializeOwned>(&self, col: &str) -> Result<Option<T>> {
+        Ok(get::<Option<sqlx::types::Json<T>>>(self, col)?.map(|j| j.0))
+    }
+}

@@ -25,6 +25,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::rows::receipt_row;
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -44,10 +45,6 @@ fn sql_literal(s: &str) -> String {
     format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-fn receipt_body(value: serde_json::Value) -> Result<Receipt> {
-    serde_json::from_value(value).map_err(|e| Error::store(format!("corrupt receipt: {e}")))
-}
-
 /// The stored receipt of a request id, read inside the writing transaction.
 async fn stored_by_request(
     tx: &mut sqlx::PgConnection,
@@ -60,13 +57,6 @@ async fn stored_by_request(
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)
-}
-
-fn receipt_row(r: &PgRow) -> Result<Receipt> {
-    receipt_body(
-        r.try_get::<serde_json::Value, _>("body_json")
-            .map_err(db_err)?,
-    )
 }
 
 /// The eligibility joins and conditions of chunk search (aliases `c`, `d`, `s`),

@@ -52,6 +52,7 @@ pub mod lifecycle;
 pub mod manifests;
 pub mod namespaces;
 pub mod receipts;
+pub mod rows;
 pub mod scrub;
 
 /// The schema version both stores are at: the number of their latest migration.

@@ -4,24 +4,18 @@ use crate::CLAIM_SCOPE;
 use crate::facts::fence_many;
 use crate::rows::*;
 use crate::{FTS_TOKENIZER, SqliteStore, db_err, insert_work, ns_table, parse_id, ts};
-use rememberstack_core::claims::{EvidenceSpan, Precision, Validity, ValidityKind};
+use rememberstack_core::Result;
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
-use rememberstack_core::{Error, Result};
-use sqlx::sqlite::SqliteRow;
+use rememberstack_sql::rows::{claim_row, extraction_decision_row, occurrence_row};
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{HashMap, HashSet};
 
 /// The namespace's claim FTS5 table (`claim_fts_<uuid>`), rowid = claims.seq.
 pub(crate) fn claim_fts_table(ns: &str) -> Result<String> {
     ns_table("claim_fts_", ns)
-}
-
-fn enum_from<T: serde::de::DeserializeOwned>(s: &str) -> Result<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
 }
 
 const CLAIM_SELECT: &str = "
@@ -33,61 +27,6 @@ const CLAIM_SELECT: &str = "
                     d.source_ref) AS document_title
     FROM claims c
     JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id";
-
-fn claim_row(r: &SqliteRow) -> Result<ClaimRecord> {
-    let opt_ts = |name: &str| -> Result<Option<Timestamp>> {
-        r.get::<Option<String>, _>(name).map(|s| ts(&s)).transpose()
-    };
-    Ok(ClaimRecord {
-        claim_id: parse_id(&r.get::<String, _>("id"))?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        document_title: r.get("document_title"),
-        source_kind: r.get("source_kind"),
-        source_ref: r.get("source_ref"),
-        text: r.get("text"),
-        added_context: from_json(&r.get::<String, _>("added_context_json"))?,
-        validity: Validity {
-            from: opt_ts("valid_from")?,
-            until: opt_ts("valid_until")?,
-            precision: enum_from::<Precision>(&r.get::<String, _>("valid_precision"))?,
-            kind: enum_from::<ValidityKind>(&r.get::<String, _>("valid_kind"))?,
-        },
-        asserted_at: ts(&r.get::<String, _>("asserted_at"))?,
-        extractor_version: r.get("extractor_version"),
-        is_current: r.get::<i64, _>("is_current") != 0,
-        embedding_key: r.get("embedding_key"),
-        occurrences: vec![],
-    })
-}
-
-fn occurrence_row(r: &SqliteRow) -> Result<Occurrence> {
-    Ok(Occurrence {
-        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
-        chunk_id: parse_id(&r.get::<String, _>("chunk_id"))?,
-        version_id: parse_id(&r.get::<String, _>("version_id"))?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        extractor_version: r.get("extractor_version"),
-        extraction_input_hash: r.get("extraction_input_hash"),
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        spans: from_json::<Vec<EvidenceSpan>>(&r.get::<String, _>("spans_json"))?,
-        passages: from_json(&r.get::<String, _>("passages_json"))?,
-        event_ids: from_json(&r.get::<String, _>("event_ids_json"))?,
-        reused: r.get::<i64, _>("reused") != 0,
-    })
-}
-
-fn decision_row(r: &SqliteRow) -> Result<DecisionRow> {
-    Ok(DecisionRow {
-        kind: r.get("kind"),
-        passage: r.get("passage"),
-        reason: r.get("reason"),
-        claim_id: r
-            .get::<Option<String>, _>("claim_id")
-            .map(|s| parse_id(&s))
-            .transpose()?,
-        detail: from_json(&r.get::<String, _>("detail_json"))?,
-    })
-}
 
 impl SqliteStore {
     pub(crate) async fn commit_extractions_impl(
@@ -670,7 +609,7 @@ impl SqliteStore {
                     version_id: parse_id(&r.get::<String, _>("version_id"))?,
                     chunk_id: parse_id(&r.get::<String, _>("chunk_id"))?,
                     extractor_version: r.get("extractor_version"),
-                    row: decision_row(r)?,
+                    row: extraction_decision_row(r)?,
                     created_at: ts(&r.get::<String, _>("created_at"))?,
                 })
             })

@@ -4,14 +4,14 @@
 use crate::rows::*;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::entities::{
-    BlockingKey, BlockingQuery, BlockingResult, BlockingTier, CandidateAudit, DocumentBinding,
-    EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias,
-    ResolutionCommit, ResolutionDecision, alias_keys, query_keys,
+    BlockingKey, BlockingQuery, BlockingResult, BlockingTier, DocumentBinding, EntityFilter,
+    EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias, ResolutionCommit,
+    ResolutionDecision, alias_keys, query_keys,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
-use sqlx::sqlite::SqliteRow;
+use rememberstack_sql::rows::{entity_row, merge_row, resolution_decision_row};
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -21,57 +21,6 @@ const ENTITY_SELECT: &str = "
            COALESCE((SELECT n FROM entity_mention_counts m
              WHERE m.namespace_id = e.namespace_id AND m.entity_id = e.id), 0) AS mention_count
     FROM entities e";
-
-fn entity_row(r: &SqliteRow) -> Result<EntityRecord> {
-    Ok(EntityRecord {
-        entity_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        canonical_name: r.get("canonical_name"),
-        lemma: r.get("lemma"),
-        aliases: vec![],
-        merged_into: opt_id(r, "merged_into")?,
-        profile_summary: r.get("profile_summary"),
-        profile_key: r.get("profile_key"),
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        mention_count: r.get::<i64, _>("mention_count") as u64,
-    })
-}
-
-fn decision_row(r: &SqliteRow) -> Result<ResolutionDecision> {
-    Ok(ResolutionDecision {
-        decision_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        name: r.get("name"),
-        lemma: r.get("lemma"),
-        tier: r.get("tier"),
-        candidates: from_json::<Vec<CandidateAudit>>(&r.get::<String, _>("candidates_json"))?,
-        complete: r.get::<i64, _>("complete") != 0,
-        t3_score: r.get::<Option<f64>, _>("t3_score").map(|s| s as f32),
-        t3_outcome: r.get("t3_outcome"),
-        verdict: r.get("verdict"),
-        entity_id: parse_id(&r.get::<String, _>("entity_id"))?,
-        rationale: r.get("rationale"),
-        model: r.get("model"),
-        resolver_version: r.get("resolver_version"),
-        features: from_json(&r.get::<String, _>("features_json"))?,
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-    })
-}
-
-fn merge_row(r: &SqliteRow) -> Result<MergeEvent> {
-    Ok(MergeEvent {
-        merge_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        from: parse_id(&r.get::<String, _>("from_id"))?,
-        into: parse_id(&r.get::<String, _>("into_id"))?,
-        snapshot: from_json(&r.get::<String, _>("snapshot_json"))?,
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        reverted_at: opt_ts(r, "reverted_at")?,
-    })
-}
 
 /// Insert blocking key rows `(key, entity, alias lemma)`, each as
 /// [`alias_keys`] gives an alias's keys; returns how many were new.
@@ -458,7 +407,7 @@ impl SqliteStore {
         .fetch_optional(&self.read)
         .await
         .map_err(db_err)?;
-        row.map(|r| decision_row(&r)).transpose()
+        row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
     pub(crate) async fn commit_resolution_impl(
@@ -904,7 +853,7 @@ impl SqliteStore {
         .await?;
         let mut out = Vec::new();
         for r in rows {
-            let d = decision_row(&r)?;
+            let d = resolution_decision_row(&r)?;
             if wanted.contains(&(d.claim_id, d.ordinal)) {
                 out.push(d);
             }
@@ -1020,7 +969,7 @@ impl SqliteStore {
                 .fetch_optional(&self.read)
                 .await
                 .map_err(db_err)?;
-        row.map(|r| decision_row(&r)).transpose()
+        row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
     pub(crate) async fn resolution_decisions_impl(
@@ -1038,7 +987,7 @@ impl SqliteStore {
         )
         .await?;
         for r in rows {
-            by_seq.insert(r.get("seq"), decision_row(&r)?);
+            by_seq.insert(r.get("seq"), resolution_decision_row(&r)?);
         }
         Ok(by_seq.into_values().collect())
     }

@@ -5,10 +5,9 @@ use crate::rows::*;
 use crate::{
     FTS_TOKENIZER, SqliteStore, db_err, fence, fts_query, insert_work, ns_table, parse_id, ts,
 };
-use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
-    FactLink, FactRecord, NewFact, PredicateRow, Stance, Window,
+    FactLink, FactRecord, NewFact, PredicateRow, Stance,
 };
 use rememberstack_core::ids::*;
 use rememberstack_core::ledger::NewWork;
@@ -17,6 +16,7 @@ use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
@@ -36,82 +36,6 @@ const ASSERTION_SELECT: &str = "
 
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
 static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
-
-fn window_row(r: &SqliteRow) -> Result<Window> {
-    Ok(Window {
-        valid_from: opt_ts(r, "valid_from")?,
-        valid_until: opt_ts(r, "valid_until")?,
-        precision: enum_from::<Precision>(&r.get::<String, _>("valid_precision"))?,
-    })
-}
-
-fn assertion_row(r: &SqliteRow) -> Result<Assertion> {
-    Ok(Assertion {
-        assertion_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        version_id: parse_id(&r.get::<String, _>("version_id"))?,
-        kind: FactKind::parse(&r.get::<String, _>("kind"))?,
-        subject: parse_id(&r.get::<String, _>("subject_id"))?,
-        predicate: r.get("predicate"),
-        object: opt_id(r, "object_id")?,
-        statement: r.get("statement"),
-        window: window_row(r)?,
-        validity_kind: enum_from::<ValidityKind>(&r.get::<String, _>("validity_kind"))?,
-        asserted_at: ts(&r.get::<String, _>("asserted_at"))?,
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-    })
-}
-
-fn fact_row(r: &SqliteRow) -> Result<FactRecord> {
-    Ok(FactRecord {
-        fact_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        kind: FactKind::parse(&r.get::<String, _>("kind"))?,
-        subject: parse_id(&r.get::<String, _>("subject_id"))?,
-        subject_name: r.get("subject_name"),
-        predicate: r.get("predicate"),
-        object: opt_id(r, "object_id")?,
-        object_name: r.get("object_name"),
-        statement: r.get("statement"),
-        window: window_row(r)?,
-        validity_kind: enum_from::<ValidityKind>(&r.get::<String, _>("validity_kind"))?,
-        recorded_at: ts(&r.get::<String, _>("recorded_at"))?,
-        invalidated_at: opt_ts(r, "invalidated_at")?,
-        closed_reason: r.get("closed_reason"),
-        contradiction_group: r
-            .get::<Option<String>, _>("contradiction_group")
-            .map(|s| {
-                uuid::Uuid::parse_str(&s)
-                    .map_err(|_| Error::store(format!("corrupt contradiction group `{s}`")))
-            })
-            .transpose()?,
-        superseded_by: opt_id(r, "superseded_by")?,
-        evidence_count: r.get::<i64, _>("evidence_count") as u64,
-        contradict_count: r.get::<i64, _>("contradict_count") as u64,
-        embedding_key: r.get("embedding_key"),
-        updated_at: ts(&r.get::<String, _>("updated_at"))?,
-    })
-}
-
-fn adjudication_row(r: &SqliteRow) -> Result<AdjudicationRecord> {
-    Ok(AdjudicationRecord {
-        adjudication_id: parse_id(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        assertion_id: parse_id(&r.get::<String, _>("assertion_id"))?,
-        claim_id: parse_id(&r.get::<String, _>("claim_id"))?,
-        verdict: r.get("verdict"),
-        target_fact: opt_id(r, "target_fact")?,
-        result_fact: parse_id(&r.get::<String, _>("result_fact"))?,
-        candidates: from_json(&r.get::<String, _>("candidates_json"))?,
-        reason: r.get("reason"),
-        input: from_json(&r.get::<String, _>("input_json"))?,
-        model: r.get("model"),
-        adjudicator_version: r.get("adjudicator_version"),
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-    })
-}
 
 /// Eligibility of facts (alias `f`) under a filter (`rememberstack_sql::facts`):
 /// an SQL condition and its values, in order.
@@ -1205,7 +1129,8 @@ mod tests {
     use super::*;
     use crate::entities::tests::{mint, open, t};
     use rememberstack_core::ErrorCode;
-    use rememberstack_core::facts::NewFact;
+    use rememberstack_core::claims::ValidityKind;
+    use rememberstack_core::facts::{NewFact, Window};
     use rememberstack_core::ledger::{ClaimRequest, DeferReason, Stage, WorkStatus};
 
     /// Enqueue and claim one work item of `stage`; its lease.

@@ -1,24 +1,11 @@
 //! API keys: deployment-wide rows, outside every namespace.
 
-use crate::rows::{from_json, json, opt_ts};
-use crate::{SqliteStore, db_err, ts};
+use crate::rows::json;
+use crate::{SqliteStore, db_err};
 use rememberstack_core::keys::ApiKey;
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
-
-fn key_row(r: &SqliteRow) -> Result<ApiKey> {
-    Ok(ApiKey {
-        id: r.get("id"),
-        name: r.get("name"),
-        namespaces: from_json(&r.get::<String, _>("namespaces"))?,
-        scopes: from_json(&r.get::<String, _>("scopes"))?,
-        prefix: r.get("prefix"),
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        revoked_at: opt_ts(r, "revoked_at")?,
-    })
-}
+use rememberstack_sql::rows::key_row;
 
 impl SqliteStore {
     pub(crate) async fn insert_api_key_impl(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {

@@ -451,10 +451,6 @@ pub(crate) fn bind_scope<'q>(
         ))
 }
 
-fn receipt_body(json: &str) -> Result<Receipt> {
-    serde_json::from_str(json).map_err(|e| Error::store(format!("corrupt receipt: {e}")))
-}
-
 fn role_list(roles: &[SectionRole]) -> String {
     // Roles come from a closed enum: their names are safe to inline.
     if roles.is_empty() {
@@ -2460,7 +2456,7 @@ impl LifecycleStore for SqliteStore {
                 .await
                 .map_err(db_err)?;
             if let Some(row) = existing {
-                return receipt_body(&row.get::<String, _>("body_json"));
+                return rememberstack_sql::rows::receipt_row(&row);
             }
         }
         sqlx::query(
@@ -2487,7 +2483,7 @@ impl LifecycleStore for SqliteStore {
             .fetch_optional(&self.read)
             .await
             .map_err(db_err)?
-            .map(|r| receipt_body(&r.get::<String, _>("body_json")))
+            .map(|r| rememberstack_sql::rows::receipt_row(&r))
             .transpose()
     }
 
@@ -2502,7 +2498,7 @@ impl LifecycleStore for SqliteStore {
             .fetch_optional(&self.read)
             .await
             .map_err(db_err)?
-            .map(|r| receipt_body(&r.get::<String, _>("body_json")))
+            .map(|r| rememberstack_sql::rows::receipt_row(&r))
             .transpose()
     }
 }

@@ -14,9 +14,9 @@ use rememberstack_core::store::{
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::facts::SUPPORTED;
+use rememberstack_sql::rows::note_row;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::BTreeSet;
 
@@ -579,23 +579,6 @@ pub(crate) async fn note_in(
     .as_ref()
     .map(note_row)
     .transpose()
-}
-
-fn note_row(r: &SqliteRow) -> Result<NoteRecord> {
-    Ok(NoteRecord {
-        note_id: parse_id(&r.get::<String, _>("document_id"))?,
-        version_id: parse_id(&r.get::<String, _>("version_id"))?,
-        source_key: r.get("source_key"),
-        source_revision: r.get("source_revision"),
-        digest: r.get("digest"),
-        lifecycle: Admission::parse(&r.get::<String, _>("lifecycle"))?,
-        lifecycle_version: r.get::<i64, _>("lifecycle_version") as u32,
-        metadata: serde_json::from_str(&r.get::<String, _>("metadata_json"))
-            .map_err(|e| Error::store(format!("corrupt note metadata: {e}")))?,
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        updated_at: ts(&r.get::<String, _>("updated_at"))?,
-        seq: r.get("seq"),
-    })
 }
 
 /// Archive the source's promoted revisions (other than `keep`): their notes and

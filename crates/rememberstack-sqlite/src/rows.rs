@@ -1,18 +1,15 @@
 //! Row decoding.
 
 use crate::{parse_id, ts};
-use rememberstack_core::ids::*;
-use rememberstack_core::ledger::*;
-use rememberstack_core::source::{
-    DocumentMetadata, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
-};
-use rememberstack_core::store::*;
-use rememberstack_core::text::{Block, Section, SectionRole, SourceFormat};
 use rememberstack_core::{Error, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+
+pub(crate) use rememberstack_sql::rows::{
+    block_row, chunk_row, document_row, namespace_row, section_row, version_row, work_row,
+};
 
 pub(crate) const VERSION_SELECT: &str = "
     SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
@@ -53,11 +50,6 @@ pub(crate) fn enum_str<T: Serialize>(v: &T) -> Result<String> {
     }
 }
 
-pub(crate) fn enum_from<T: DeserializeOwned>(s: &str) -> Result<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|e| Error::store(format!("corrupt enum value `{s}`: {e}")))
-}
-
 /// `n` bound placeholders for an `IN (…)` list: `?,?,?`.
 /// An optional id column.
 pub(crate) fn opt_id<T: std::str::FromStr<Err = Error>>(
@@ -67,14 +59,6 @@ pub(crate) fn opt_id<T: std::str::FromStr<Err = Error>>(
     r.get::<Option<String>, _>(col)
         .map(|s| parse_id(&s))
         .transpose()
-}
-
-/// An optional timestamp column.
-pub(crate) fn opt_ts(
-    r: &SqliteRow,
-    col: &str,
-) -> Result<Option<rememberstack_core::time::Timestamp>> {
-    r.get::<Option<String>, _>(col).map(|s| ts(&s)).transpose()
 }
 
 pub(crate) fn in_list(n: usize) -> String {
@@ -210,175 +194,6 @@ pub(crate) fn decode_vector(b: &[u8], dimension: i64) -> Result<Vec<f32>> {
     }
 }
 
-pub(crate) fn namespace_row(r: &SqliteRow) -> Result<Namespace> {
-    Ok(Namespace {
-        id: parse_id(&r.get::<String, _>("id"))?,
-        slug: r.get("slug"),
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-    })
-}
-
-pub(crate) fn version_row(r: &SqliteRow) -> Result<VersionRecord> {
-    let id: String = r.get("id");
-    Ok(VersionRecord {
-        version_id: parse_id(&id)?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        source_kind: r.get("source_kind"),
-        source_ref: r.get("source_ref"),
-        mode: VersioningMode::parse(&r.get::<String, _>("mode"))?,
-        content_sha256: r.get("content_sha256"),
-        size: r.get::<i64, _>("size") as u64,
-        mime: r.get("mime"),
-        format: r
-            .get::<Option<String>, _>("format")
-            .and_then(|f| SourceFormat::parse(&f)),
-        source_modified_at: ts(&r.get::<String, _>("source_modified_at"))?,
-        origin: Origin::parse(&r.get::<String, _>("origin"))?,
-        metadata: from_json(&r.get::<String, _>("metadata_json"))?,
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        is_current: r.get::<Option<String>, _>("current_version_id").as_deref()
-            == Some(id.as_str()),
-        ingested_by: match (
-            r.get::<Option<String>, _>("principal_kind"),
-            r.get::<Option<String>, _>("principal_ref"),
-        ) {
-            (Some(kind), Some(external_ref)) => Some(IngestPrincipal {
-                kind: PrincipalKind::parse(&kind)?,
-                external_ref,
-            }),
-            _ => None,
-        },
-        compacted_at: r
-            .get::<Option<String>, _>("compacted_at")
-            .map(|t| ts(&t))
-            .transpose()?,
-    })
-}
-
-pub(crate) fn document_row(r: &SqliteRow) -> Result<DocumentRow> {
-    let metadata: DocumentMetadata = from_json(&r.get::<String, _>("metadata_json"))?;
-    Ok(DocumentRow {
-        document_id: parse_id(&r.get::<String, _>("id"))?,
-        source_kind: r.get("source_kind"),
-        source_ref: r.get("source_ref"),
-        mode: VersioningMode::parse(&r.get::<String, _>("mode"))?,
-        current_version_id: r
-            .get::<Option<String>, _>("current_version_id")
-            .map(|s| parse_id(&s))
-            .transpose()?,
-        latest_version_id: parse_id(&r.get::<String, _>("latest_version_id"))?,
-        metadata,
-        latest_work: WorkSummary {
-            open: r.get::<i64, _>("open_work") as u64,
-            parked: r.get::<i64, _>("parked_work") as u64,
-            dead_letter: r.get::<i64, _>("dead_work") as u64,
-        },
-        version_count: r.get::<i64, _>("version_count") as u32,
-        created_at: ts(&r.get::<String, _>("created_at"))?,
-        deleted_at: r
-            .get::<Option<String>, _>("deleted_at")
-            .map(|s| ts(&s))
-            .transpose()?,
-    })
-}
-
-pub(crate) fn block_row(r: &SqliteRow) -> Result<Block> {
-    Ok(Block {
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        kind: enum_from(&r.get::<String, _>("kind"))?,
-        level: r.get::<Option<i64>, _>("level").map(|l| l as u8),
-        start: r.get::<i64, _>("start_byte") as usize,
-        end: r.get::<i64, _>("end_byte") as usize,
-        hash: r.get("hash"),
-        turn: r
-            .get::<Option<String>, _>("turn_json")
-            .map(|s| from_json(&s))
-            .transpose()?,
-    })
-}
-
-pub(crate) fn section_row(r: &SqliteRow) -> Result<Section> {
-    Ok(Section {
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        block_start: r.get::<i64, _>("block_start") as u32,
-        block_end: r.get::<i64, _>("block_end") as u32,
-        level: r.get::<i64, _>("level") as u8,
-        title: r.get("title"),
-        path: from_json(&r.get::<String, _>("path_json"))?,
-        role: SectionRole::parse(&r.get::<String, _>("role"))
-            .ok_or_else(|| Error::store("corrupt section role"))?,
-        parent: r.get::<Option<i64>, _>("parent").map(|p| p as u32),
-    })
-}
-
-pub(crate) fn chunk_row(r: &SqliteRow) -> Result<ChunkRecord> {
-    let version_id: String = r.get("version_id");
-    Ok(ChunkRecord {
-        chunk_id: parse_id(&r.get::<String, _>("id"))?,
-        document_id: parse_id(&r.get::<String, _>("document_id"))?,
-        version_id: parse_id(&version_id)?,
-        ordinal: r.get::<i64, _>("ordinal") as u32,
-        section_ordinal: r.get::<i64, _>("section_ordinal") as u32,
-        block_start: r.get::<i64, _>("block_start") as u32,
-        block_end: r.get::<i64, _>("block_end") as u32,
-        start: r.get::<i64, _>("start_byte") as u64,
-        end: r.get::<i64, _>("end_byte") as u64,
-        document_title: r.get("document_title"),
-        source_kind: r.get("source_kind"),
-        source_ref: r.get("source_ref"),
-        section_path: from_json(&r.get::<String, _>("path_json"))?,
-        section_title: r.get("section_title"),
-        section_role: SectionRole::parse(&r.get::<String, _>("role"))
-            .ok_or_else(|| Error::store("corrupt section role"))?,
-        text: r.get("text"),
-        char_start: r.get::<i64, _>("char_start") as u64,
-        char_end: r.get::<i64, _>("char_end") as u64,
-        event_ids: from_json(&r.get::<String, _>("event_ids_json"))?,
-        source_modified_at: ts(&r.get::<String, _>("source_modified_at"))?,
-        content_hash: r.get("content_hash"),
-        embedding_key: r.get("embedding_key"),
-        is_current: r.get::<Option<String>, _>("current_version_id").as_deref()
-            == Some(version_id.as_str()),
-        format: r
-            .get::<Option<String>, _>("format")
-            .and_then(|f| SourceFormat::parse(&f)),
-    })
-}
-
-pub(crate) fn work_row(r: &SqliteRow) -> Result<WorkItem> {
-    let millis = |name: &str| -> Result<rememberstack_core::time::Timestamp> {
-        chrono::DateTime::from_timestamp_millis(r.get::<i64, _>(name))
-            .ok_or_else(|| Error::store(format!("corrupt time in {name}")))
-    };
-    Ok(WorkItem {
-        id: parse_id::<WorkId>(&r.get::<String, _>("id"))?,
-        namespace_id: parse_id(&r.get::<String, _>("namespace_id"))?,
-        target_kind: TargetKind::parse(&r.get::<String, _>("target_kind"))?,
-        target_id: uuid::Uuid::parse_str(&r.get::<String, _>("target_id"))
-            .map_err(|e| Error::store(e.to_string()))?,
-        version_id: parse_id(&r.get::<String, _>("version_id"))?,
-        stage: Stage::parse(&r.get::<String, _>("stage")).map_err(Error::store)?,
-        component_version: r.get("component_version"),
-        status: WorkStatus::parse(&r.get::<String, _>("status"))?,
-        attempts: r.get::<i64, _>("attempts") as u32,
-        max_attempts: r.get::<i64, _>("max_attempts") as u32,
-        not_before: millis("not_before")?,
-        defer_reason: r
-            .get::<Option<String>, _>("defer_reason")
-            .map(|d| DeferReason::parse(&d))
-            .transpose()?,
-        lease_owner: r.get("lease_owner"),
-        lease_expires_at: r
-            .get::<Option<i64>, _>("lease_expires_at")
-            .and_then(chrono::DateTime::from_timestamp_millis),
-        last_error: r.get("last_error"),
-        created_at: millis("created_at")?,
-        updated_at: millis("updated_at")?,
-    })
-}
-
 /// Decode `(id, rank)` rows of a `bm25()` ranking. `bm25()` is lower-is-better; the
 /// channel reports higher-is-better, so the score is the negated rank.
 pub(crate) fn bm25_hits<Id: std::str::FromStr<Err = Error>>(
@@ -392,4 +207,35 @@ pub(crate) fn bm25_hits<Id: std::str::FromStr<Err = Error>>(
             ))
         })
         .collect()
+}
+
+/// This store's mark on the shared row decoders (`rememberstack_sql::rows`).
+pub(crate) struct Lite;
+
+/// SQLite's own types under the shared decoders: times as RFC 3339 text, JSON as
+/// text, booleans as 0 and 1.
+impl rememberstack_sql::rows::SqlRow<Lite> for SqliteRow {
+    fn opt_text(&self, col: &str) -> Result<Option<String>> {
+        self.try_get(col).map_err(crate::db_err)
+    }
+
+    fn opt_int(&self, col: &str) -> Result<Option<i64>> {
+        self.try_get(col).map_err(crate::db_err)
+    }
+
+    fn opt_float(&self, col: &str) -> Result<Option<f64>> {
+        self.try_get(col).map_err(crate::db_err)
+    }
+
+    fn opt_bool(&self, col: &str) -> Result<Option<bool>> {
+        Ok(self.opt_int(col)?.map(|n| n != 0))
+    }
+
+    fn opt_time(&self, col: &str) -> Result<Option<rememberstack_core::time::Timestamp>> {
+        self.opt_text(col)?.map(|s| ts(&s)).transpose()
+    }
+
+    fn opt_json<T: DeserializeOwned>(&self, col: &str) -> Result<Option<T>> {
+        self.opt_text(col)?.map(|s| from_json(&s)).transpose()
+    }
 }
