@@ -44,19 +44,7 @@ fn enum_str(v: serde_json::Result<serde_json::Value>) -> Result<String> {
     }
 }
 
-fn ids<T: ToString>(v: &[T]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
-}
-
-const CLAIM_SELECT: &str = "
-    SELECT c.id, c.document_id, c.text, c.added_context_json, c.valid_from, c.valid_until,
-           c.valid_precision, c.valid_kind, c.asserted_at, c.extractor_version, c.is_current,
-           c.embedding_key, d.source_kind, d.source_ref,
-           COALESCE((SELECT r.title FROM representations r WHERE r.namespace_id = d.namespace_id
-                         AND r.version_id = COALESCE(d.current_version_id, d.latest_version_id)),
-                    d.source_ref) AS document_title
-    FROM claims c
-    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id";
+use rememberstack_sql::claims::CLAIM_SELECT;
 
 /// Entity anchoring and document scoping of claim search (alias `c`), the port of
 /// SQLite's `CLAIM_SCOPE`: `$ns` the namespace, then (anchor applies, anchored
@@ -212,12 +200,14 @@ pub(crate) async fn write_carried(
         .map(|o| json(serde_json::to_string(&o.event_ids)))
         .collect::<Result<Vec<_>>>()?;
     let chunk_ids: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
-    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = ANY($2)")
-        .bind(ns_s)
-        .bind(&chunk_ids)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+    sqlx::query(crate::shared(
+        &rememberstack_sql::claims::DELETE_OCCURRENCES_OF_CHUNKS,
+    ))
+    .bind(ns_s)
+    .bind(&chunk_ids)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
     sqlx::query(
         "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
              extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
@@ -353,10 +343,9 @@ impl PgStore {
         let mut by_chunk: HashMap<String, Vec<Occurrence>> = HashMap::new();
         if !found.is_empty() {
             let chunks: Vec<String> = found.iter().map(|(_, c)| c.clone()).collect();
-            let rows = sqlx::query(
-                "SELECT * FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = ANY($2::text[])
-                 ORDER BY chunk_id, ordinal",
-            )
+            let rows = sqlx::query(crate::shared(
+                &rememberstack_sql::claims::OCCURRENCES_OF_CHUNKS,
+            ))
             .bind(&ns_s)
             .bind(chunks)
             .fetch_all(&mut *tx)
@@ -390,19 +379,13 @@ impl PgStore {
         if keys.is_empty() {
             return Ok(vec![]);
         }
-        let rows = sqlx::query(
-            "SELECT claim_key, id FROM claims c WHERE namespace_id = $1 AND document_id = $2
-               AND claim_key = ANY($3::text[]) AND origin_version_id NOT IN
-                   (SELECT id FROM document_versions WHERE namespace_id = c.namespace_id
-                      AND document_id = c.document_id AND deleted_at IS NOT NULL)
-             ORDER BY seq",
-        )
-        .bind(ns.to_string())
-        .bind(doc.to_string())
-        .bind(keys.to_vec())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_BY_KEY))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .bind(keys.to_vec())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter()
             .map(|r| Ok((get(r, "claim_key")?, parse_id(&get::<String>(r, "id")?)?)))
             .collect()
@@ -554,11 +537,9 @@ impl PgStore {
         if claims.is_empty() {
             return Ok(());
         }
-        let rows = sqlx::query(
-            "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
-             JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
-             WHERE cc.namespace_id = $1 AND cc.claim_id = ANY($2::text[])",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::OCCURRENCES_OF_CLAIMS,
+        ))
         .bind(ns)
         .bind(
             claims
@@ -617,14 +598,12 @@ impl PgStore {
             return Ok(vec![]);
         }
         let ns_s = ns.to_string();
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CLAIM_SELECT} WHERE c.namespace_id = $1 AND c.id = ANY($2::text[])"
-        )))
-        .bind(&ns_s)
-        .bind(ids(ids_in))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_BY_ID))
+            .bind(&ns_s)
+            .bind(crate::any_list(ids_in))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         let mut by_id: HashMap<ClaimId, ClaimRecord> = HashMap::new();
         for r in &rows {
             let c = claim_row(r)?;
@@ -695,9 +674,11 @@ impl PgStore {
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
             .bind(!filter.entities.is_empty())
-            .bind(ids(&filter.entities))
+            .bind(crate::any_list(&filter.entities))
             .bind(filter.documents.is_some())
-            .bind(ids(filter.documents.as_deref().unwrap_or_default()))
+            .bind(crate::any_list(
+                filter.documents.as_deref().unwrap_or_default(),
+            ))
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(self.reads())
             .await
@@ -813,9 +794,11 @@ impl PgStore {
             .bind(filter.include_retired)
             .bind(filter.document_id.map(|d| d.to_string()))
             .bind(!filter.entities.is_empty())
-            .bind(ids(&filter.entities))
+            .bind(crate::any_list(&filter.entities))
             .bind(filter.documents.is_some())
-            .bind(ids(filter.documents.as_deref().unwrap_or_default()))
+            .bind(crate::any_list(
+                filter.documents.as_deref().unwrap_or_default(),
+            ))
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&mut *tx)
             .await

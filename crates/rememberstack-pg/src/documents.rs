@@ -49,21 +49,6 @@ const DOCUMENT_SELECT: &str = "
     FROM documents d
     JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id";
 
-const CHUNK_SELECT: &str = "
-    SELECT c.id, c.document_id, c.version_id, c.ordinal, c.section_ordinal, c.block_start, c.block_end,
-           c.start_byte, c.end_byte, c.text, c.char_start, c.char_end,
-           c.event_ids_json, c.content_hash, c.embedding_key,
-           d.source_kind, d.source_ref, d.current_version_id,
-           v.source_modified_at, v.format,
-           r.title AS document_title,
-           s.title AS section_title, s.path_json, s.role
-    FROM chunks c
-    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id
-    JOIN document_versions v ON v.namespace_id = c.namespace_id AND v.id = c.version_id
-    JOIN representations r ON r.namespace_id = c.namespace_id AND r.version_id = c.version_id
-    JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                   AND s.ordinal = c.section_ordinal";
-
 /// Serialize the leased writers of one version's derived rows (representation,
 /// blocks, sections; chunks). SQLite's single writer does this implicitly; here two
 /// work items of one version (two component versions) may commit at once, and each
@@ -717,15 +702,12 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CHUNK_SELECT} WHERE c.namespace_id = $1 AND c.id = ANY($2)"
-        )))
-        .bind(ns.to_string())
-        .bind(&list)
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::documents::CHUNKS_BY_ID))
+            .bind(ns.to_string())
+            .bind(crate::any_list(ids))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         let mut by_id: HashMap<ChunkId, ChunkRecord> = HashMap::new();
         for r in &rows {
             let rec = chunk_row(r)?;
@@ -740,9 +722,9 @@ impl PgStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<Vec<ChunkRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CHUNK_SELECT} WHERE c.namespace_id = $1 AND c.version_id = $2 ORDER BY c.ordinal"
-        )))
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::CHUNKS_OF_VERSION,
+        ))
         .bind(ns.to_string())
         .bind(version.to_string())
         .fetch_all(self.pool())

@@ -19,7 +19,7 @@ use rememberstack_sql::rows::{binding_row, entity_row, merge_row, resolution_dec
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 const ENTITY_SELECT: &str = "
     SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
@@ -207,14 +207,12 @@ impl PgStore {
         if entities.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = entities.iter().map(|e| e.entity_id.to_string()).collect();
-        // Ties in insertion order (`seq`, as SQLite's rowid).
-        let rows = sqlx::query(
-            "SELECT entity_id, surface FROM entity_aliases
-             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY created_at, seq",
-        )
+        let ids: Vec<EntityId> = entities.iter().map(|e| e.entity_id).collect();
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::ALIASES_OF_ENTITIES,
+        ))
         .bind(ns)
-        .bind(&ids)
+        .bind(crate::any_list(&ids))
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
@@ -673,12 +671,13 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(vec![]);
         }
-        let rows = sqlx::query(
-            "SELECT a, b FROM resolution_exclusions
-             WHERE namespace_id = $1 AND (a = ANY($2) OR b = ANY($2))",
-        )
+        let list = crate::any_list(ids);
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::EXCLUSIONS_OF_ENTITIES,
+        ))
         .bind(ns.to_string())
-        .bind(id_strings(ids))
+        .bind(&list)
+        .bind(&list)
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
@@ -751,12 +750,11 @@ impl PgStore {
         if entities.is_empty() {
             return Ok(vec![]);
         }
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {DECISION_COLUMNS} FROM resolution_decisions
-             WHERE namespace_id = $1 AND entity_id = ANY($2) ORDER BY seq"
-        )))
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DECISIONS_OF_ENTITIES,
+        ))
         .bind(ns.to_string())
-        .bind(id_strings(entities))
+        .bind(crate::any_list(entities))
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
@@ -939,29 +937,24 @@ impl PgStore {
     ) -> Result<Vec<MergeEvent>> {
         let ns_s = ns.to_string();
         if entities.is_empty() {
-            let rows = sqlx::query(AssertSqlSafe(format!(
-                "SELECT {MERGE_COLUMNS} FROM merge_events WHERE namespace_id = $1 ORDER BY seq"
-            )))
-            .bind(&ns_s)
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
+            let rows = sqlx::query(crate::shared(&rememberstack_sql::entities::MERGES))
+                .bind(&ns_s)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
             return rows.iter().map(merge_row).collect();
         }
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {MERGE_COLUMNS} FROM merge_events
-             WHERE namespace_id = $1 AND (from_id = ANY($2) OR into_id = ANY($2)) ORDER BY seq"
-        )))
+        let list = crate::any_list(entities);
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::MERGES_OF_ENTITIES,
+        ))
         .bind(&ns_s)
-        .bind(id_strings(entities))
+        .bind(&list)
+        .bind(&list)
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
-        for r in &rows {
-            by_seq.insert(get(r, "seq")?, merge_row(r)?);
-        }
-        Ok(by_seq.into_values().collect())
+        rows.iter().map(merge_row).collect()
     }
 }
 

@@ -42,6 +42,10 @@ const ASSERTION_SELECT: &str = "
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
 static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
 
+/// `rememberstack_sql::facts::facts_by_id` as this store runs it.
+static FACTS_BY_ID: LazyLock<String> =
+    LazyLock::new(|| Dialect::Postgres.render(&rememberstack_sql::facts::facts_by_id()));
+
 /// The largest dimension a pgvector `vector` holds.
 const MAX_DIM: usize = 16_000;
 
@@ -483,10 +487,9 @@ async fn apply_in(
             .await
             .map_err(db_err)?;
         let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
-        sqlx::query(
-            "DELETE FROM fact_evidence WHERE namespace_id = $1 AND fact_id = $2
-                     AND stance = 'contradict' AND NOT (claim_id = ANY($3))",
-        )
+        sqlx::query(crate::shared(
+            &rememberstack_sql::facts::CONTRADICTIONS_NOT_KEPT,
+        ))
         .bind(ns_s)
         .bind(l.fact.to_string())
         .bind(&keep)
@@ -637,13 +640,9 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(vec![]);
         }
-        let sql = format!(
-            "{} WHERE f.namespace_id = $1 AND f.id = ANY($2)",
-            *FACT_SELECT
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let rows = sqlx::query(AssertSqlSafe(FACTS_BY_ID.as_str()))
             .bind(ns.to_string())
-            .bind(ids.iter().map(|i| i.to_string()).collect::<Vec<_>>())
+            .bind(crate::any_list(ids))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;

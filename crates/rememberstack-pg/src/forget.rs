@@ -37,6 +37,8 @@ fn bound<'q>(
             Bind::Text(s) => q.bind(s),
             Bind::Int(n) => q.bind(n),
             Bind::Time(t) => q.bind(t),
+            Bind::NullText => q.bind(None::<String>),
+            Bind::NullTime => q.bind(None::<Timestamp>),
         };
     }
     q

@@ -334,15 +334,20 @@ fn in_schema(options: PgPoolOptions, schema: Option<String>) -> PgPoolOptions {
     }
 }
 
-/// A database failure as the core's store error; a statement cancelled by its
-/// time bound (`query_canceled`, 57014) or that waited too long for a lock
-/// (`lock_not_available`, 55P03) is `timeout`, which callers may retry.
 /// A statement of `rememberstack_sql` (written once for both stores) as PostgreSQL
 /// runs it.
 pub(crate) fn shared(statement: &'static rememberstack_sql::Statement) -> &'static str {
     statement.sql(rememberstack_sql::Dialect::Postgres)
 }
 
+/// A list for a shared statement's `{ANY}`: PostgreSQL binds it as a `text[]`.
+pub(crate) fn any_list<T: ToString>(items: &[T]) -> Vec<String> {
+    items.iter().map(ToString::to_string).collect()
+}
+
+/// A database failure as the core's store error; a statement cancelled by its
+/// time bound (`query_canceled`, 57014) or that waited too long for a lock
+/// (`lock_not_available`, 55P03) is `timeout`, which callers may retry.
 pub(crate) fn db_err(e: sqlx::Error) -> Error {
     if let sqlx::Error::Database(db) = &e
         && matches!(db.code().as_deref(), Some("57014" | "55P03"))

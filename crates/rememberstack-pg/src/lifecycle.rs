@@ -18,6 +18,7 @@
 //!   `lifecycle_version`), then the lineage row before its versions (a deletion's
 //!   order, so the two never deadlock).
 
+use crate::forget::SqlConn;
 use crate::{PgStore, db_err, parse_id};
 use chrono::SubsecRound;
 use rememberstack_core::facts::closed_reason::{
@@ -223,51 +224,18 @@ impl PgStore {
                 touched_entities: vec![],
             }
         } else {
-            sqlx::query(crate::shared(
-                &rememberstack_sql::lifecycle::INSERT_RETRACTION,
-            ))
-            .bind(&ns_s)
-            .bind(&claim_s)
-            .bind(reason)
-            .bind(request.map(|r| r.request_id.as_str()))
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if was_current {
-                sqlx::query(crate::shared(&rememberstack_sql::lifecycle::RETIRE_CLAIM))
-                    .bind(&ns_s)
-                    .bind(&claim_s)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(crate::shared(
-                    &rememberstack_sql::lifecycle::INSERT_RETRACTED_EVENT,
-                ))
-                .bind(&ns_s)
-                .bind(&claim_s)
-                .bind(at)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-            // Every fact it evidences records the retraction, closed or not.
-            let recounted = sqlx::query(
-                "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-                 SELECT namespace_id, fact_id, 'support_retracted', $1, $2, $3
-                 FROM (SELECT DISTINCT namespace_id, fact_id FROM fact_evidence
-                       WHERE namespace_id = $4 AND claim_id = $5) d
-                 ORDER BY fact_id",
+            let recounted = rememberstack_sql::lifecycle::write_retraction(
+                &mut SqlConn(&mut tx),
+                &rememberstack_sql::lifecycle::Retraction {
+                    ns: &ns_s,
+                    claim: &claim_s,
+                    reason,
+                    request_id: request.map(|r| r.request_id.as_str()),
+                    at,
+                    was_current,
+                },
             )
-            .bind(reason)
-            .bind(Json(serde_json::json!({ "claim_id": claim_s })))
-            .bind(at)
-            .bind(&ns_s)
-            .bind(&claim_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
+            .await?;
             let (_, relations_closed, observations_closed, touched) =
                 close_unsupported(&mut tx, &ns_s, Scope::Claim(&claim_s), at).await?;
             ClaimRetraction {
@@ -335,30 +303,22 @@ impl PgStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
-            .bind(at)
-            .bind(closed_reason)
-            .bind(at)
-            .bind(&ns_s)
-            .bind(&fact_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query(crate::shared(
-            &rememberstack_sql::lifecycle::INSERT_FACT_EVENT,
-        ))
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .bind(event)
-        .bind(reason)
-        .bind(Json(serde_json::json!({
-            "request_id": request.map(|r| r.request_id.clone()),
-            "corrected_statement": correction,
-        })))
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        rememberstack_sql::lifecycle::write_fact_closing(
+            &mut SqlConn(&mut tx),
+            &rememberstack_sql::lifecycle::FactClosing {
+                ns: &ns_s,
+                fact: &fact_s,
+                closed_reason,
+                event,
+                reason,
+                detail: &serde_json::json!({
+                    "request_id": request.map(|r| r.request_id.clone()),
+                    "corrected_statement": correction,
+                }),
+                at,
+            },
+        )
+        .await?;
         let mut touched: Vec<EntityId> = vec![parse_id(
             &row.try_get::<String, _>("subject_id").map_err(db_err)?,
         )?];

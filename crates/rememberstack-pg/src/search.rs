@@ -142,10 +142,9 @@ impl PgStore {
         let mut out = Vec::new();
         // Batched as in SQLite (there for its parameter limit; here to bound one array).
         for batch in keys.chunks(4_000) {
-            let rows = sqlx::query(
-                "SELECT embedding_key FROM vectors
-                 WHERE namespace_id = $1 AND generation = $2 AND embedding_key = ANY($3)",
-            )
+            let rows = sqlx::query(crate::shared(
+                &rememberstack_sql::documents::EXISTING_VECTORS,
+            ))
             .bind(ns.to_string())
             .bind(generation)
             .bind(batch.to_vec())

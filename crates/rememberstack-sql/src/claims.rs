@@ -1,8 +1,39 @@
 //! Claims' statements both stores run as they are: the currency queue, what one
 //! extractor version drew from a version's chunks, retractions and extraction
-//! decisions.
+//! decisions, and the reads of claims and their occurrences by id.
+
+/// The claim columns every claim read selects (alias `c`), for statements a store
+/// builds at run time.
+pub const CLAIM_SELECT: &str = claim_select!();
 
 statements! {
+    /// Claims by id, in no order. Binds: namespace, the ids (`{ANY}`).
+    CLAIMS_BY_ID = concat!(claim_select!(), "
+ WHERE c.namespace_id = ? AND c.id {ANY}");
+
+    /// The occurrences of claims, each with its version's ordinal. Binds: namespace,
+    /// the claim ids (`{ANY}`).
+    OCCURRENCES_OF_CLAIMS = "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
+ JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
+ WHERE cc.namespace_id = ? AND cc.claim_id {ANY}";
+
+    /// The occurrences drawn from chunks, by chunk and ordinal. Binds: namespace, the
+    /// chunk ids (`{ANY}`).
+    OCCURRENCES_OF_CHUNKS = "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id {ANY}
+ ORDER BY chunk_id, ordinal";
+
+    /// Forget the occurrences drawn from chunks (they are written again). Binds:
+    /// namespace, the chunk ids (`{ANY}`).
+    DELETE_OCCURRENCES_OF_CHUNKS = "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id {ANY}";
+
+    /// A document's claims by key, outside deleted versions, in order. Binds: namespace,
+    /// document, the keys (`{ANY}`).
+    CLAIMS_BY_KEY = "SELECT claim_key, id FROM claims c WHERE namespace_id = ? AND document_id = ?
+   AND claim_key {ANY} AND NOT EXISTS
+       (SELECT 1 FROM document_versions v WHERE v.namespace_id = c.namespace_id
+          AND v.id = c.origin_version_id AND v.deleted_at IS NOT NULL)
+ ORDER BY seq";
+
     /// The claims one extractor version drew from a version's chunks. Binds: each `?` in
     /// turn.
     CLAIMS_OF_VERSION = "SELECT DISTINCT claim_id FROM chunk_claims

@@ -1,7 +1,24 @@
 //! Documents and their versions, names, representations, sections, blocks and
 //! chunks: the statements both stores run as they are.
 
+/// The chunk columns every chunk read selects (alias `c`), for statements a store
+/// builds at run time.
+pub const CHUNK_SELECT: &str = chunk_select!();
+
 statements! {
+    /// Chunks by id, in no order. Binds: namespace, the ids (`{ANY}`).
+    CHUNKS_BY_ID = concat!(chunk_select!(), "
+ WHERE c.namespace_id = ? AND c.id {ANY}");
+
+    /// Which of the embedding keys have a vector of one generation. Binds: namespace,
+    /// generation, the keys (`{ANY}`).
+    EXISTING_VECTORS = "SELECT embedding_key FROM vectors
+ WHERE namespace_id = ? AND generation = ? AND embedding_key {ANY}";
+
+    /// A version's chunks in order. Binds: namespace, version.
+    CHUNKS_OF_VERSION = concat!(chunk_select!(), "
+ WHERE c.namespace_id = ? AND c.version_id = ? ORDER BY c.ordinal");
+
     /// A version's blocks in order. Binds: namespace, version.
     BLOCKS = "SELECT ordinal, kind, level, start_byte, end_byte, hash, turn_json FROM blocks
  WHERE namespace_id = ? AND version_id = ? ORDER BY ordinal";

@@ -2,6 +2,30 @@
 //! merges: the statements both stores run as they are.
 
 statements! {
+    /// The surface forms of entities, oldest first. Binds: namespace, the entity ids
+    /// (`{ANY}`).
+    ALIASES_OF_ENTITIES = "SELECT entity_id, surface FROM entity_aliases
+ WHERE namespace_id = ? AND entity_id {ANY} ORDER BY created_at, {SEQ}";
+
+    /// The cannot-link pairs that name any of the entities. Binds: namespace, the
+    /// entity ids (`{ANY}`), the entity ids again.
+    EXCLUSIONS_OF_ENTITIES = "SELECT a, b FROM resolution_exclusions
+ WHERE namespace_id = ? AND (a {ANY} OR b {ANY})";
+
+    /// The resolution decisions that chose any of the entities, in order. Binds:
+    /// namespace, the entity ids (`{ANY}`).
+    DECISIONS_OF_ENTITIES = concat!("SELECT ", decision_columns!(), " FROM resolution_decisions
+ WHERE namespace_id = ? AND entity_id {ANY} ORDER BY seq");
+
+    /// A namespace's merges, in order. Binds: namespace.
+    MERGES = concat!("SELECT ", merge_columns!(), " FROM merge_events
+ WHERE namespace_id = ? ORDER BY seq");
+
+    /// The merges from or into any of the entities, in order. Binds: namespace, the
+    /// entity ids (`{ANY}`), the entity ids again.
+    MERGES_OF_ENTITIES = concat!("SELECT ", merge_columns!(), " FROM merge_events
+ WHERE namespace_id = ? AND (from_id {ANY} OR into_id {ANY}) ORDER BY seq");
+
     /// The entity a mention was resolved to by one resolver version. Binds: each `?` in
     /// turn.
     DECIDED_ENTITY = "SELECT entity_id FROM resolution_decisions

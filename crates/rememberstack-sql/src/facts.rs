@@ -43,6 +43,15 @@ pub const SUPPORTED: &str = "f.evidence_count > 0";
 /// Eligibility of facts (alias `f`) under a filter: an SQL condition whose values
 /// are bound through `p`, in order. Only placeholders are generated; every value
 /// is bound.
+/// Facts by id, in no order (a template: a store renders it once). Binds: namespace,
+/// the fact ids (`{ANY}`).
+pub fn facts_by_id() -> String {
+    format!(
+        "{} WHERE f.namespace_id = ? AND f.id {{ANY}}",
+        fact_select()
+    )
+}
+
 pub fn eligibility(filter: &FactFilter, p: &mut Params) -> String {
     let d = p.dialect();
     let ns = filter.namespace_id.to_string();
@@ -118,6 +127,11 @@ statements! {
     INSERT_ADJUDICATION = "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
      result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// A fact's contradicting evidence but for the claims kept (a link's
+    /// `contradicted_by`). Binds: namespace, fact, the kept claim ids (`{ANY}`).
+    CONTRADICTIONS_NOT_KEPT = "DELETE FROM fact_evidence WHERE namespace_id = ? AND fact_id = ?
+   AND stance = 'contradict' AND NOT (claim_id {ANY})";
 
     /// A claim that contradicts a fact, once. Binds: namespace, fact, claim, now.
     INSERT_CONTRADICTING_EVIDENCE = "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)

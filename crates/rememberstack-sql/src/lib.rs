@@ -9,6 +9,7 @@
 //! | `?` | `?` | `$1`, `$2`, … in order |
 //! | `{IN}` | `IN (SELECT value FROM json_each(?))` | `IN (SELECT jsonb_array_elements_text(?::jsonb))` |
 //! | `{IN_INT}` | as `{IN}` | `IN (SELECT (jsonb_array_elements_text(?::jsonb))::bigint)` |
+//! | `{ANY}` | as `{IN}` | `= ANY(?::text[])` (bound as an array: the planner sees its values) |
 //! | `{JSON}` | `?` | `?::jsonb` |
 //! | `{TEXT}` | (nothing) | `::text` (a parameter that may be NULL, typed) |
 //! | `{BIGINT}` | (nothing) | `::bigint` (widen an `integer` column before adding) |
@@ -22,7 +23,9 @@
 //! upsert, so templates write those one way.
 //!
 //! A list is bound as one JSON array parameter ([`json_list`]), so a statement's
-//! text never grows with the list. No template holds a `?` that is not a
+//! text never grows with the list; under `{ANY}` PostgreSQL binds it as a `text[]`
+//! instead (each store's `any_list`), for the reads and writes its planner should
+//! see through. No template holds a `?` that is not a
 //! parameter (a snapshot test renders every one in both dialects).
 //!
 //! Each concern's fixed statements (`documents`, `claims`, `entities`, `facts`,
@@ -161,7 +164,12 @@ impl Dialect {
                 " COLLATE \"C\"",
             ),
         };
+        let any = match self {
+            Dialect::Sqlite => self.in_list(),
+            Dialect::Postgres => "= ANY(?::text[])",
+        };
         let sql = template
+            .replace("{ANY}", any)
             .replace("{IN_INT}", self.in_int_list())
             .replace("{IN}", self.in_list())
             .replace("{JSON}", self.json_param())
@@ -240,13 +248,28 @@ pub fn json_ints(items: &[i64]) -> String {
     serde_json::Value::Array(items.iter().map(|&n| n.into()).collect()).to_string()
 }
 
-/// One parameter of a statement.
+/// One parameter of a statement. A NULL carries its type, because PostgreSQL
+/// types every parameter.
 #[derive(Debug, Clone, Copy)]
 pub enum Bind<'a> {
     Text(&'a str),
     Int(i64),
     /// A point in time: RFC 3339 text on SQLite, `timestamptz` on PostgreSQL.
     Time(Timestamp),
+    NullText,
+    NullTime,
+}
+
+impl<'a> From<Option<&'a str>> for Bind<'a> {
+    fn from(s: Option<&'a str>) -> Self {
+        s.map_or(Bind::NullText, Bind::Text)
+    }
+}
+
+impl From<Option<Timestamp>> for Bind<'_> {
+    fn from(t: Option<Timestamp>) -> Self {
+        t.map_or(Bind::NullTime, Bind::Time)
+    }
 }
 
 impl<'a> From<&'a str> for Bind<'a> {
@@ -561,6 +584,20 @@ mod tests {
             Dialect::Sqlite.render(t),
             "SELECT a FROM t WHERE ns = ? AND id IN (SELECT value FROM json_each(?)) \
              AND seq IN (SELECT value FROM json_each(?)) AND j = ?"
+        );
+    }
+
+    #[test]
+    fn an_array_list_is_any_on_postgres_and_json_on_sqlite() {
+        let t = "SELECT a FROM t WHERE ns = ? AND (x {ANY} OR y {ANY})";
+        assert_eq!(
+            Dialect::Postgres.render(t),
+            "SELECT a FROM t WHERE ns = $1 AND (x = ANY($2::text[]) OR y = ANY($3::text[]))"
+        );
+        assert_eq!(
+            Dialect::Sqlite.render(t),
+            "SELECT a FROM t WHERE ns = ? AND (x IN (SELECT value FROM json_each(?)) \
+             OR y IN (SELECT value FROM json_each(?)))"
         );
     }
 

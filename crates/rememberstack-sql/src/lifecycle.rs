@@ -1,6 +1,10 @@
 //! Deleting documents, retracting claims, closing facts, notes, feedback and the
 //! replay of lifecycle requests: the statements both stores run as they are.
 
+use crate::{Bind, Conn};
+use rememberstack_core::Result;
+use rememberstack_core::time::Timestamp;
+
 statements! {
     /// Close a fact with a reason. Binds: now, reason, now, namespace, fact.
     CLOSE_FACT = "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
@@ -30,7 +34,15 @@ statements! {
 
     /// An event in a fact's history. Binds: the listed columns in order.
     INSERT_FACT_EVENT = "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
- VALUES (?, ?, ?, ?, ?, ?)";
+ VALUES (?, ?, ?, ?, {JSON}, ?)";
+
+    /// A `support_retracted` event on every fact a claim evidences, closed or not, in
+    /// fact order. Binds: reason, detail (JSON), now, namespace, claim.
+    INSERT_SUPPORT_RETRACTED = "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
+ SELECT namespace_id, fact_id, 'support_retracted', ?, {JSON}, ?
+ FROM (SELECT DISTINCT namespace_id, fact_id FROM fact_evidence
+       WHERE namespace_id = ? AND claim_id = ?) d
+ ORDER BY fact_id";
 
     /// A rating of a recalled item. Binds: the listed columns in order.
     INSERT_FEEDBACK = "INSERT INTO feedback (namespace_id, id, receipt_id, item_ref, rating, comment, created_at)
@@ -107,4 +119,83 @@ statements! {
     /// A claim's currency event for a retraction. Binds: namespace, claim, now.
     INSERT_RETRACTED_EVENT = "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
  VALUES (?, ?, false, 'retracted', NULL, ?)";
+}
+
+/// What retracting a claim writes once the store has read it, taken its locks and
+/// found no earlier retraction: the retraction row; the claim retired, with its
+/// currency event, when it was current; and a `support_retracted` event on every
+/// fact it evidences. Returns how many facts recorded the retraction.
+pub async fn write_retraction<C: Conn>(c: &mut C, retraction: &Retraction<'_>) -> Result<u64> {
+    let r = retraction;
+    let at = Bind::Time(r.at);
+    let (ns, claim) = (Bind::Text(r.ns), Bind::Text(r.claim));
+    c.execute_rendered(
+        INSERT_RETRACTION.sql(c.dialect()),
+        &[ns, claim, Bind::Text(r.reason), r.request_id.into(), at],
+    )
+    .await?;
+    if r.was_current {
+        c.execute_rendered(RETIRE_CLAIM.sql(c.dialect()), &[ns, claim])
+            .await?;
+        c.execute_rendered(INSERT_RETRACTED_EVENT.sql(c.dialect()), &[ns, claim, at])
+            .await?;
+    }
+    let detail = serde_json::json!({ "claim_id": r.claim }).to_string();
+    c.execute_rendered(
+        INSERT_SUPPORT_RETRACTED.sql(c.dialect()),
+        &[Bind::Text(r.reason), Bind::Text(&detail), at, ns, claim],
+    )
+    .await
+}
+
+/// A claim's retraction, as [`write_retraction`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Retraction<'a> {
+    pub ns: &'a str,
+    pub claim: &'a str,
+    pub reason: &'a str,
+    /// The request that retracted it, when it came with a request id.
+    pub request_id: Option<&'a str>,
+    pub at: Timestamp,
+    /// Whether the claim was current (then it is retired).
+    pub was_current: bool,
+}
+
+/// Close a fact by hand (an invalidation or a correction) and record the event:
+/// `closed_reason` on the row, `event` with its `reason` and `detail` in the
+/// fact's history.
+pub async fn write_fact_closing<C: Conn>(c: &mut C, closing: &FactClosing<'_>) -> Result<()> {
+    let at = Bind::Time(closing.at);
+    let (ns, fact) = (Bind::Text(closing.ns), Bind::Text(closing.fact));
+    c.execute_rendered(
+        CLOSE_FACT.sql(c.dialect()),
+        &[at, Bind::Text(closing.closed_reason), at, ns, fact],
+    )
+    .await?;
+    let detail = closing.detail.to_string();
+    c.execute_rendered(
+        INSERT_FACT_EVENT.sql(c.dialect()),
+        &[
+            ns,
+            fact,
+            Bind::Text(closing.event),
+            Bind::Text(closing.reason),
+            Bind::Text(&detail),
+            at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// A fact closed by hand, as [`write_fact_closing`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct FactClosing<'a> {
+    pub ns: &'a str,
+    pub fact: &'a str,
+    pub closed_reason: &'a str,
+    pub event: &'a str,
+    pub reason: &'a str,
+    pub detail: &'a serde_json::Value,
+    pub at: Timestamp,
 }

@@ -18,15 +18,7 @@ pub(crate) fn claim_fts_table(ns: &str) -> Result<String> {
     ns_table("claim_fts_", ns)
 }
 
-const CLAIM_SELECT: &str = "
-    SELECT c.id, c.document_id, c.text, c.added_context_json, c.valid_from, c.valid_until,
-           c.valid_precision, c.valid_kind, c.asserted_at, c.extractor_version, c.is_current,
-           c.embedding_key, d.source_kind, d.source_ref,
-           COALESCE((SELECT r.title FROM representations r WHERE r.namespace_id = d.namespace_id
-                         AND r.version_id = COALESCE(d.current_version_id, d.latest_version_id)),
-                    d.source_ref) AS document_title
-    FROM claims c
-    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id";
+use rememberstack_sql::claims::CLAIM_SELECT;
 
 impl SqliteStore {
     pub(crate) async fn commit_extractions_impl(
@@ -104,13 +96,14 @@ async fn write_extractions(
     }
     let at = to_rfc3339(&now);
     let chunks: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
-    execute_in_batches(
-        tx,
-        "DELETE FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({list})",
-        &[ns_s],
-        &chunks,
-    )
-    .await?;
+    sqlx::query(crate::shared(
+        &rememberstack_sql::claims::DELETE_OCCURRENCES_OF_CHUNKS,
+    ))
+    .bind(ns_s)
+    .bind(crate::any_list(&chunks))
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
     // Every value is encoded first; the rows then bind them by reference.
     // A claim two extractions of the batch cite is carried by both: written once.
     let mut seen = HashSet::new();
@@ -307,16 +300,17 @@ impl SqliteStore {
             }
         }
         let mut by_chunk: HashMap<String, Vec<Occurrence>> = HashMap::new();
-        for batch in found.chunks(400) {
-            let sql = format!(
-                "SELECT * FROM chunk_claims WHERE namespace_id = ? AND chunk_id IN ({}) ORDER BY chunk_id, ordinal",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for (_, chunk) in batch {
-                q = q.bind(chunk);
-            }
-            for r in q.fetch_all(&mut *tx).await.map_err(db_err)? {
+        if !found.is_empty() {
+            let chunks: Vec<&str> = found.iter().map(|(_, c)| c.as_str()).collect();
+            let rows = sqlx::query(crate::shared(
+                &rememberstack_sql::claims::OCCURRENCES_OF_CHUNKS,
+            ))
+            .bind(&ns_s)
+            .bind(crate::any_list(&chunks))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            for r in rows {
                 let o = occurrence_row(&r)?;
                 by_chunk.entry(o.chunk_id.to_string()).or_default().push(o);
             }
@@ -341,27 +335,19 @@ impl SqliteStore {
         doc: DocumentId,
         keys: &[String],
     ) -> Result<Vec<(String, ClaimId)>> {
-        let mut out = Vec::new();
-        for batch in keys.chunks(400) {
-            let sql = format!(
-                "SELECT claim_key, id FROM claims WHERE namespace_id = ? AND document_id = ?
-                   AND claim_key IN ({}) AND NOT EXISTS
-                       (SELECT 1 FROM document_versions v WHERE v.namespace_id = claims.namespace_id
-                          AND v.id = claims.origin_version_id AND v.deleted_at IS NOT NULL)
-                 ORDER BY seq",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql))
-                .bind(ns.to_string())
-                .bind(doc.to_string());
-            for k in batch {
-                q = q.bind(k);
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                out.push((r.get("claim_key"), parse_id(&r.get::<String, _>("id"))?));
-            }
+        if keys.is_empty() {
+            return Ok(vec![]);
         }
-        Ok(out)
+        sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_BY_KEY))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .bind(crate::any_list(keys))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| Ok((r.get("claim_key"), parse_id(&r.get::<String, _>("id"))?)))
+            .collect()
     }
 
     pub(crate) async fn version_claims_impl(
@@ -513,24 +499,21 @@ impl SqliteStore {
             return Ok(());
         }
         let mut by_claim: HashMap<ClaimId, Vec<(i64, Occurrence)>> = HashMap::new();
-        for batch in claims.chunks(400) {
-            let sql = format!(
-                "SELECT cc.*, v.ordinal AS version_ordinal FROM chunk_claims cc
-                 JOIN document_versions v ON v.namespace_id = cc.namespace_id AND v.id = cc.version_id
-                 WHERE cc.namespace_id = ? AND cc.claim_id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns);
-            for c in batch.iter() {
-                q = q.bind(c.claim_id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let o = occurrence_row(&r)?;
-                by_claim
-                    .entry(o.claim_id)
-                    .or_default()
-                    .push((r.get::<i64, _>("version_ordinal"), o));
-            }
+        let ids: Vec<ClaimId> = claims.iter().map(|c| c.claim_id).collect();
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::OCCURRENCES_OF_CLAIMS,
+        ))
+        .bind(ns)
+        .bind(crate::any_list(&ids))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
+        for r in rows {
+            let o = occurrence_row(&r)?;
+            by_claim
+                .entry(o.claim_id)
+                .or_default()
+                .push((r.get::<i64, _>("version_ordinal"), o));
         }
         for c in claims.iter_mut() {
             let mut occ = by_claim.remove(&c.claim_id).unwrap_or_default();
@@ -571,19 +554,15 @@ impl SqliteStore {
     ) -> Result<Vec<ClaimRecord>> {
         let ns_s = ns.to_string();
         let mut by_id: HashMap<ClaimId, ClaimRecord> = HashMap::new();
-        for batch in ids.chunks(400) {
-            let sql = format!(
-                "{CLAIM_SELECT} WHERE c.namespace_id = ? AND c.id IN ({})",
-                in_list(batch.len())
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&ns_s);
-            for id in batch {
-                q = q.bind(id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let c = claim_row(&r)?;
-                by_id.insert(c.claim_id, c);
-            }
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::CLAIMS_BY_ID))
+            .bind(&ns_s)
+            .bind(crate::any_list(ids))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        for r in rows {
+            let c = claim_row(&r)?;
+            by_id.insert(c.claim_id, c);
         }
         let mut claims: Vec<ClaimRecord> = ids.iter().filter_map(|id| by_id.remove(id)).collect();
         self.attach_occurrences(&ns_s, &mut claims).await?;
@@ -852,5 +831,91 @@ impl SqliteStore {
                 .map_err(db_err)?
                 .is_some(),
         )
+    }
+}
+
+#[cfg(test)]
+mod list_plan_tests {
+    use rememberstack_sql::{Dialect, Statement};
+    use sqlx::{AssertSqlSafe, Row};
+
+    /// Every shared read or write by a list of ids (`{ANY}`, one JSON array here)
+    /// reaches its rows through an index on the listed column, as the batched
+    /// `IN (?, …)` lists it replaced did: a plan that scans the table, or only
+    /// narrows to the namespace, would read every row per call. The two that match
+    /// either of two columns (`a`/`b`, `from_id`/`into_id`) read the namespace's
+    /// rows as they always did and are not listed.
+    #[tokio::test]
+    async fn every_list_statement_reaches_its_rows_through_an_index() {
+        let (_dir, store, _ns) = crate::entities::tests::open().await;
+        // Statistics of a store of ten namespaces, as `ANALYZE` leaves them (an
+        // empty store's planner has none and picks other plans): 10,000 rows an
+        // index, 1,000 a namespace, 40 per value of its second column.
+        sqlx::query("ANALYZE").execute(&store.write).await.unwrap();
+        let indexes: Vec<(String, String)> = sqlx::query_as(
+            "SELECT tbl_name, name FROM sqlite_schema WHERE type = 'index' AND tbl_name NOT LIKE '%fts%'",
+        )
+        .fetch_all(&store.write)
+        .await
+        .unwrap();
+        for (table, index) in indexes {
+            let columns: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM pragma_index_info('{index}')"
+            )))
+            .fetch_one(&store.write)
+            .await
+            .unwrap();
+            let mut stat = vec!["10000", "1000", "40"];
+            stat.resize(columns as usize + 1, "1");
+            stat.truncate(columns as usize + 1);
+            sqlx::query("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)")
+                .bind(table)
+                .bind(index)
+                .bind(stat.join(" "))
+                .execute(&store.write)
+                .await
+                .unwrap();
+        }
+        sqlx::query("ANALYZE sqlite_schema")
+            .execute(&store.write)
+            .await
+            .unwrap();
+        let shared: [&'static Statement; 10] = [
+            &rememberstack_sql::claims::CLAIMS_BY_ID,
+            &rememberstack_sql::claims::OCCURRENCES_OF_CLAIMS,
+            &rememberstack_sql::claims::OCCURRENCES_OF_CHUNKS,
+            &rememberstack_sql::claims::DELETE_OCCURRENCES_OF_CHUNKS,
+            &rememberstack_sql::claims::CLAIMS_BY_KEY,
+            &rememberstack_sql::documents::CHUNKS_BY_ID,
+            &rememberstack_sql::documents::EXISTING_VECTORS,
+            &rememberstack_sql::entities::ALIASES_OF_ENTITIES,
+            &rememberstack_sql::entities::DECISIONS_OF_ENTITIES,
+            &rememberstack_sql::facts::CONTRADICTIONS_NOT_KEPT,
+        ];
+        let mut statements: Vec<String> = shared
+            .iter()
+            .map(|s| s.sql(Dialect::Sqlite).to_string())
+            .collect();
+        statements.push(Dialect::Sqlite.render(&rememberstack_sql::facts::facts_by_id()));
+        let mut bad = Vec::new();
+        for statement in &statements {
+            assert!(statement.contains("json_each"), "{statement}");
+            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
+                .fetch_all(&store.write)
+                .await
+                .expect("plan");
+            for row in plan {
+                let detail: String = row.get("detail");
+                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
+                if scan || detail.ends_with("(namespace_id=?)") {
+                    bad.push(format!("{detail}  <-  {statement}"));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "plans without an index on the listed column:\n{}",
+            bad.join("\n")
+        );
     }
 }

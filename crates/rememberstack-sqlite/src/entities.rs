@@ -13,7 +13,7 @@ use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::rows::{entity_row, merge_row, resolution_decision_row};
 use sqlx::{AssertSqlSafe, Row};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 const ENTITY_SELECT: &str = "
     SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
@@ -324,15 +324,15 @@ impl SqliteStore {
 
     async fn attach_aliases(&self, ns: &str, entities: &mut [EntityRecord]) -> Result<()> {
         let mut by_entity: HashMap<EntityId, Vec<String>> = HashMap::new();
-        let ids: Vec<String> = entities.iter().map(|e| e.entity_id.to_string()).collect();
-        let rows = fetch_in_batches(
-            &self.read,
-            "SELECT entity_id, surface FROM entity_aliases
-             WHERE namespace_id = ? AND entity_id IN ({list}) ORDER BY created_at, rowid",
-            &[ns],
-            &ids,
-        )
-        .await?;
+        let ids: Vec<EntityId> = entities.iter().map(|e| e.entity_id).collect();
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::ALIASES_OF_ENTITIES,
+        ))
+        .bind(ns)
+        .bind(crate::any_list(&ids))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         for r in rows {
             by_entity
                 .entry(parse_id(&r.get::<String, _>("entity_id"))?)
@@ -888,14 +888,16 @@ impl SqliteStore {
     ) -> Result<Vec<(EntityId, EntityId)>> {
         let ns_s = ns.to_string();
         let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
-        let rows = fetch_in_batches(
-            &self.read,
-            "SELECT a, b FROM resolution_exclusions
-             WHERE namespace_id = ? AND (a IN ({list}) OR b IN ({list}))",
-            &[&ns_s],
-            &id_strings(ids),
-        )
-        .await?;
+        let list = crate::any_list(ids);
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::EXCLUSIONS_OF_ENTITIES,
+        ))
+        .bind(&ns_s)
+        .bind(&list)
+        .bind(&list)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?;
         for r in rows {
             pairs.insert((r.get("a"), r.get("b")));
         }
@@ -978,18 +980,17 @@ impl SqliteStore {
         entities: &[EntityId],
     ) -> Result<Vec<ResolutionDecision>> {
         let ns_s = ns.to_string();
-        let mut by_seq: BTreeMap<i64, ResolutionDecision> = BTreeMap::new();
-        let rows = fetch_in_batches(
-            &self.read,
-            "SELECT * FROM resolution_decisions WHERE namespace_id = ? AND entity_id IN ({list})",
-            &[&ns_s],
-            &id_strings(entities),
-        )
-        .await?;
-        for r in rows {
-            by_seq.insert(r.get("seq"), resolution_decision_row(&r)?);
-        }
-        Ok(by_seq.into_values().collect())
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DECISIONS_OF_ENTITIES,
+        ))
+        .bind(&ns_s)
+        .bind(crate::any_list(entities))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(resolution_decision_row)
+        .collect()
     }
 
     pub(crate) async fn mentions_impl(
@@ -1151,27 +1152,26 @@ impl SqliteStore {
     ) -> Result<Vec<MergeEvent>> {
         let ns_s = ns.to_string();
         if entities.is_empty() {
-            let rows =
-                sqlx::query("SELECT * FROM merge_events WHERE namespace_id = ? ORDER BY seq")
-                    .bind(&ns_s)
-                    .fetch_all(&self.read)
-                    .await
-                    .map_err(db_err)?;
+            let rows = sqlx::query(crate::shared(&rememberstack_sql::entities::MERGES))
+                .bind(&ns_s)
+                .fetch_all(&self.read)
+                .await
+                .map_err(db_err)?;
             return rows.iter().map(merge_row).collect();
         }
-        let mut by_seq: BTreeMap<i64, MergeEvent> = BTreeMap::new();
-        let rows = fetch_in_batches(
-            &self.read,
-            "SELECT * FROM merge_events
-             WHERE namespace_id = ? AND (from_id IN ({list}) OR into_id IN ({list}))",
-            &[&ns_s],
-            &id_strings(entities),
-        )
-        .await?;
-        for r in rows {
-            by_seq.insert(r.get("seq"), merge_row(&r)?);
-        }
-        Ok(by_seq.into_values().collect())
+        let list = crate::any_list(entities);
+        sqlx::query(crate::shared(
+            &rememberstack_sql::entities::MERGES_OF_ENTITIES,
+        ))
+        .bind(&ns_s)
+        .bind(&list)
+        .bind(&list)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(merge_row)
+        .collect()
     }
 }
 

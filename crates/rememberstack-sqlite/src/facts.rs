@@ -37,6 +37,10 @@ const ASSERTION_SELECT: &str = "
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
 static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);
 
+/// `rememberstack_sql::facts::facts_by_id` as this store runs it.
+static FACTS_BY_ID: LazyLock<String> =
+    LazyLock::new(|| Dialect::Sqlite.render(&rememberstack_sql::facts::facts_by_id()));
+
 /// Eligibility of facts (alias `f`) under a filter (`rememberstack_sql::facts`):
 /// an SQL condition and its values, in order.
 fn eligibility(filter: &FactFilter) -> (String, Vec<Arg>) {
@@ -870,11 +874,13 @@ impl SqliteStore {
     ) -> Result<Vec<FactRecord>> {
         let ns_s = ns.to_string();
         let mut by_id: HashMap<FactId, FactRecord> = HashMap::new();
-        let sql = format!(
-            "{} WHERE f.namespace_id = ? AND f.id IN ({{list}})",
-            *FACT_SELECT
-        );
-        for r in fetch_in_batches(&self.read, &sql, &[&ns_s], &id_strings(ids)).await? {
+        let rows = sqlx::query(AssertSqlSafe(FACTS_BY_ID.as_str()))
+            .bind(&ns_s)
+            .bind(crate::any_list(ids))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        for r in rows {
             let f = fact_row(&r)?;
             by_id.insert(f.fact_id, f);
         }
@@ -1056,21 +1062,15 @@ async fn apply_links(
             .await
             .map_err(db_err)?;
         let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
-        let sql = format!(
-            "DELETE FROM fact_evidence WHERE namespace_id = ? AND fact_id = ? AND stance = 'contradict'{}",
-            if keep.is_empty() {
-                String::new()
-            } else {
-                format!(" AND claim_id NOT IN ({})", in_list(keep.len()))
-            }
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql))
-            .bind(ns_s)
-            .bind(l.fact.to_string());
-        for c in &keep {
-            q = q.bind(c);
-        }
-        q.execute(&mut *conn).await.map_err(db_err)?;
+        sqlx::query(crate::shared(
+            &rememberstack_sql::facts::CONTRADICTIONS_NOT_KEPT,
+        ))
+        .bind(ns_s)
+        .bind(l.fact.to_string())
+        .bind(crate::any_list(&keep))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
         for c in &keep {
             sqlx::query(crate::shared(
                 &rememberstack_sql::facts::INSERT_CONTRADICTING_EVIDENCE,

@@ -52,6 +52,12 @@ use rememberstack_sql::manifests::ManifestRoot;
 pub(crate) fn shared(statement: &'static rememberstack_sql::Statement) -> &'static str {
     statement.sql(rememberstack_sql::Dialect::Sqlite)
 }
+
+/// A list for a shared statement's `{ANY}`: SQLite binds it as one JSON array, so
+/// the statement's text never grows with the list and no batching is needed.
+pub(crate) fn any_list<T: ToString>(items: &[T]) -> String {
+    rememberstack_sql::json_list(items.iter().map(ToString::to_string))
+}
 use rows::*;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Row};
@@ -530,21 +536,6 @@ async fn insert_work(
     )
     .await
 }
-
-const CHUNK_SELECT: &str = "
-    SELECT c.id, c.document_id, c.version_id, c.ordinal, c.section_ordinal, c.block_start, c.block_end,
-           c.start_byte, c.end_byte, c.text, c.char_start, c.char_end,
-           c.event_ids_json, c.content_hash, c.embedding_key,
-           d.source_kind, d.source_ref, d.current_version_id,
-           v.source_modified_at, v.format,
-           r.title AS document_title,
-           s.title AS section_title, s.path_json, s.role
-    FROM chunks c
-    JOIN documents d ON d.namespace_id = c.namespace_id AND d.id = c.document_id
-    JOIN document_versions v ON v.namespace_id = c.namespace_id AND v.id = c.version_id
-    JOIN representations r ON r.namespace_id = c.namespace_id AND r.version_id = c.version_id
-    JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                   AND s.ordinal = c.section_ordinal";
 
 #[async_trait]
 impl StoreRuntime for SqliteStore {
@@ -1275,18 +1266,15 @@ impl SourceStore for SqliteStore {
 
     async fn chunks(&self, ns: NamespaceId, ids: &[ChunkId]) -> Result<Vec<ChunkRecord>> {
         let mut by_id: HashMap<ChunkId, ChunkRecord> = HashMap::new();
-        for batch in ids.chunks(400) {
-            let placeholders = vec!["?"; batch.len()].join(",");
-            let sql =
-                format!("{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.id IN ({placeholders})");
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(ns.to_string());
-            for id in batch {
-                q = q.bind(id.to_string());
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                let rec = chunk_row(&r)?;
-                by_id.insert(rec.chunk_id, rec);
-            }
+        let rows = sqlx::query(shared(&rememberstack_sql::documents::CHUNKS_BY_ID))
+            .bind(ns.to_string())
+            .bind(any_list(ids))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        for r in rows {
+            let rec = chunk_row(&r)?;
+            by_id.insert(rec.chunk_id, rec);
         }
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
@@ -1315,14 +1303,12 @@ impl SourceStore for SqliteStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<Vec<ChunkRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CHUNK_SELECT} WHERE c.namespace_id = ? AND c.version_id = ? ORDER BY c.ordinal"
-        )))
-        .bind(ns.to_string())
-        .bind(version.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(shared(&rememberstack_sql::documents::CHUNKS_OF_VERSION))
+            .bind(ns.to_string())
+            .bind(version.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter().map(chunk_row).collect()
     }
 }
@@ -1687,23 +1673,13 @@ impl SearchStore for SqliteStore {
         generation: &str,
         keys: &[String],
     ) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for batch in keys.chunks(400) {
-            let placeholders = vec!["?"; batch.len()].join(",");
-            let sql = format!(
-                "SELECT embedding_key FROM vectors WHERE namespace_id = ? AND generation = ? AND embedding_key IN ({placeholders})"
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql))
-                .bind(ns.to_string())
-                .bind(generation);
-            for k in batch {
-                q = q.bind(k);
-            }
-            for r in q.fetch_all(&self.read).await.map_err(db_err)? {
-                out.push(r.get("embedding_key"));
-            }
-        }
-        Ok(out)
+        sqlx::query_scalar(shared(&rememberstack_sql::documents::EXISTING_VECTORS))
+            .bind(ns.to_string())
+            .bind(generation)
+            .bind(any_list(keys))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)
     }
 
     async fn commit_vectors(

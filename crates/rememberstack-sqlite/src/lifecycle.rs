@@ -1,6 +1,7 @@
 //! Lifecycle writes: document deletion (D135).
 
 use crate::conns::Tx;
+use crate::forget::SqlConn;
 use crate::{SqliteStore, db_err, parse_id, ts};
 use rememberstack_core::facts::closed_reason::{
     CLAIM_RETRACTED, CORRECTED, INVALIDATED, SOURCE_REMOVAL,
@@ -156,49 +157,18 @@ impl SqliteStore {
             }
         } else {
             let was_current = row.get::<i64, _>("is_current") != 0;
-            sqlx::query(crate::shared(
-                &rememberstack_sql::lifecycle::INSERT_RETRACTION,
-            ))
-            .bind(&ns_s)
-            .bind(&claim_s)
-            .bind(reason)
-            .bind(request.map(|r| r.request_id.as_str()))
-            .bind(&at)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if was_current {
-                sqlx::query(crate::shared(&rememberstack_sql::lifecycle::RETIRE_CLAIM))
-                    .bind(&ns_s)
-                    .bind(&claim_s)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(crate::shared(
-                    &rememberstack_sql::lifecycle::INSERT_RETRACTED_EVENT,
-                ))
-                .bind(&ns_s)
-                .bind(&claim_s)
-                .bind(&at)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-            // Every fact it evidences records the retraction, closed or not.
-            let recounted = sqlx::query(
-                "INSERT INTO fact_events (namespace_id, fact_id, event, reason, detail_json, created_at)
-                 SELECT DISTINCT namespace_id, fact_id, 'support_retracted', ?, ?, ?
-                 FROM fact_evidence WHERE namespace_id = ? AND claim_id = ?",
+            let recounted = rememberstack_sql::lifecycle::write_retraction(
+                &mut SqlConn(&mut tx),
+                &rememberstack_sql::lifecycle::Retraction {
+                    ns: &ns_s,
+                    claim: &claim_s,
+                    reason,
+                    request_id: request.map(|r| r.request_id.as_str()),
+                    at: now,
+                    was_current,
+                },
             )
-            .bind(reason)
-            .bind(serde_json::json!({ "claim_id": claim_s }).to_string())
-            .bind(&at)
-            .bind(&ns_s)
-            .bind(&claim_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
+            .await?;
             let (_, relations_closed, observations_closed, touched) =
                 close_unsupported(&mut tx, &ns_s, Scope::Claim(&claim_s), &at).await?;
             ClaimRetraction {
@@ -258,33 +228,22 @@ impl SqliteStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        sqlx::query(crate::shared(&rememberstack_sql::lifecycle::CLOSE_FACT))
-            .bind(&at)
-            .bind(closed_reason)
-            .bind(&at)
-            .bind(&ns_s)
-            .bind(&fact_s)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query(crate::shared(
-            &rememberstack_sql::lifecycle::INSERT_FACT_EVENT,
-        ))
-        .bind(&ns_s)
-        .bind(&fact_s)
-        .bind(event)
-        .bind(reason)
-        .bind(
-            serde_json::json!({
-                "request_id": request.map(|r| r.request_id.clone()),
-                "corrected_statement": correction,
-            })
-            .to_string(),
+        rememberstack_sql::lifecycle::write_fact_closing(
+            &mut SqlConn(&mut tx),
+            &rememberstack_sql::lifecycle::FactClosing {
+                ns: &ns_s,
+                fact: &fact_s,
+                closed_reason,
+                event,
+                reason,
+                detail: &serde_json::json!({
+                    "request_id": request.map(|r| r.request_id.clone()),
+                    "corrected_statement": correction,
+                }),
+                at: now,
+            },
         )
-        .bind(&at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        .await?;
         let mut touched = vec![parse_id(&row.get::<String, _>("subject_id"))?];
         if let Some(o) = row.get::<Option<String>, _>("object_id") {
             touched.push(parse_id(&o)?);
