@@ -44,8 +44,6 @@ fn enum_str(v: serde_json::Result<serde_json::Value>) -> Result<String> {
     }
 }
 
-use rememberstack_sql::claims::CLAIM_SELECT;
-
 /// Entity anchoring and document scoping of claim search (alias `c`), the port of
 /// SQLite's `CLAIM_SCOPE`: `$ns` the namespace, then (anchor applies, anchored
 /// entity ids, scope applies, scoped lineages) at `$first..$first+3` (an empty
@@ -572,18 +570,15 @@ impl PgStore {
         limit: u32,
     ) -> Result<Vec<ClaimRecord>> {
         let ns_s = filter.namespace_id.to_string();
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CLAIM_SELECT} WHERE c.namespace_id = $1 AND ($2::text IS NULL OR c.document_id = $2)
-               AND ($3 OR c.is_current)
-             ORDER BY c.seq DESC LIMIT $4"
-        )))
-        .bind(&ns_s)
-        .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(filter.include_retired)
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::LIST_CLAIMS))
+            .bind(&ns_s)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.include_retired)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         let mut claims = rows.iter().map(claim_row).collect::<Result<Vec<_>>>()?;
         self.attach_occurrences(&ns_s, &mut claims).await?;
         Ok(claims)
@@ -840,13 +835,9 @@ impl PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<Vec<(ClaimId, VersionId)>> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.origin_version_id FROM claims c
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = $2 AND c.is_current AND vv.embedding_key IS NULL
-             ORDER BY c.seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::CLAIMS_MISSING_VECTORS,
+        ))
         .bind(generation)
         .bind(ns.to_string())
         .fetch_all(self.pool())

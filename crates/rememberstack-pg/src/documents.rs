@@ -26,29 +26,6 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::HashMap;
 
-const VERSION_SELECT: &str = "
-    SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
-           v.source_modified_at, v.origin, v.metadata_json, v.created_at, v.compacted_at,
-           d.source_kind, d.source_ref, d.mode, d.current_version_id,
-           ip.kind AS principal_kind, ip.external_ref AS principal_ref
-    FROM document_versions v
-    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id
-    LEFT JOIN ingest_principals ip ON ip.id = v.ingested_by_principal_id";
-
-const DOCUMENT_SELECT: &str = "
-    SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
-           d.version_count, d.created_at, d.deleted_at, v.metadata_json,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status IN ('pending', 'running', 'failed')
-                AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route')) AS open_work,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status = 'pending'
-                AND p.defer_reason = 'no_route') AS parked_work,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status = 'dead_letter') AS dead_work
-    FROM documents d
-    JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id";
-
 /// Serialize the leased writers of one version's derived rows (representation,
 /// blocks, sections; chunks). SQLite's single writer does this implicitly; here two
 /// work items of one version (two component versions) may commit at once, and each
@@ -306,14 +283,12 @@ impl PgStore {
         ns: NamespaceId,
         id: VersionId,
     ) -> Result<Option<VersionRecord>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{VERSION_SELECT} WHERE v.namespace_id = $1 AND v.id = $2"
-        )))
-        .bind(ns.to_string())
-        .bind(id.to_string())
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::VERSION_BY_ID))
+            .bind(ns.to_string())
+            .bind(id.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
         row.map(|r| version_row(&r)).transpose()
     }
 
@@ -322,9 +297,9 @@ impl PgStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Vec<VersionRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{VERSION_SELECT} WHERE v.namespace_id = $1 AND v.document_id = $2 ORDER BY v.ordinal"
-        )))
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::VERSIONS_OF_DOCUMENT,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(self.pool())
@@ -611,14 +586,11 @@ impl PgStore {
     }
 
     pub(crate) async fn documents_impl(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = $1 AND d.deleted_at IS NULL
-             ORDER BY d.created_at DESC, d.id"
-        )))
-        .bind(ns.to_string())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::documents::LIVE_DOCUMENTS))
+            .bind(ns.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter().map(document_row).collect()
     }
 
@@ -627,14 +599,12 @@ impl PgStore {
         ns: NamespaceId,
         doc: DocumentId,
     ) -> Result<Option<DocumentRow>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = $1 AND d.id = $2"
-        )))
-        .bind(ns.to_string())
-        .bind(doc.to_string())
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::DOCUMENT_BY_ID))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
         row.as_ref().map(document_row).transpose()
     }
 
@@ -644,9 +614,9 @@ impl PgStore {
         source_kind: &str,
         source_ref: &str,
     ) -> Result<Option<DocumentRow>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = $1 AND d.source_kind = $2 AND d.source_ref = $3"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::DOCUMENT_BY_NAME,
+        ))
         .bind(ns.to_string())
         .bind(source_kind)
         .bind(source_ref)

@@ -40,12 +40,7 @@ fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
     ids.iter().map(ToString::to_string).collect()
 }
 
-const DECISION_COLUMNS: &str = "seq, namespace_id, id, claim_id, document_id, ordinal, name, lemma,
-    tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id, rationale, model,
-    resolver_version, features_json, created_at";
-
-const MERGE_COLUMNS: &str =
-    "seq, namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at";
+use rememberstack_sql::entities::DECISION_COLUMNS;
 
 /// Sorted, deduplicated, non-empty keys.
 fn distinct_keys(keys: &[String]) -> Vec<String> {
@@ -442,10 +437,9 @@ impl PgStore {
         let Ok(ordinal) = i32::try_from(ordinal) else {
             return Ok(None);
         };
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {DECISION_COLUMNS} FROM resolution_decisions
-             WHERE namespace_id = $1 AND claim_id = $2 AND ordinal = $3 AND resolver_version = $4"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DECISION_OF_MENTION,
+        ))
         .bind(ns.to_string())
         .bind(claim.to_string())
         .bind(ordinal)
@@ -731,14 +725,12 @@ impl PgStore {
         ns: NamespaceId,
         id: DecisionId,
     ) -> Result<Option<ResolutionDecision>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {DECISION_COLUMNS} FROM resolution_decisions WHERE namespace_id = $1 AND id = $2"
-        )))
-        .bind(ns.to_string())
-        .bind(id.to_string())
-        .fetch_optional(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::entities::DECISION_BY_ID))
+            .bind(ns.to_string())
+            .bind(id.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
         row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
@@ -879,10 +871,9 @@ impl PgStore {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         // The event row is locked: two unmerges of one event serialize, and the
         // second sees it reverted.
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {MERGE_COLUMNS} FROM merge_events WHERE namespace_id = $1 AND id = $2
-             FOR UPDATE"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::MERGE_BY_ID_LOCKED,
+        ))
         .bind(&ns_s)
         .bind(merge.to_string())
         .fetch_optional(&mut *tx)

@@ -22,7 +22,7 @@ use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
-use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::facts::{ASSERTION_SELECT, fact_select};
 use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
@@ -32,12 +32,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
-
-const ASSERTION_SELECT: &str = "
-    SELECT seq, id, namespace_id, claim_id, document_id, version_id, kind, subject_id, predicate,
-           object_id, statement, valid_from, valid_until, valid_precision, validity_kind,
-           asserted_at, ordinal
-    FROM staged_assertions";
 
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
 static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);

@@ -616,10 +616,6 @@ async fn close_unsupported(
     Ok((closed, relations, observations, touched))
 }
 
-const NOTE_SELECT: &str =
-    "SELECT seq, document_id, version_id, source_key, source_revision, digest,
-        lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes";
-
 /// A note revision read inside a transaction; `lock` takes its row lock (for a
 /// compare-and-set on `lifecycle_version`). Shared with `forget` (`revoke_note`).
 pub(crate) async fn note_in(
@@ -628,18 +624,20 @@ pub(crate) async fn note_in(
     version: &str,
     lock: bool,
 ) -> Result<Option<NoteRecord>> {
-    let suffix = if lock { " FOR UPDATE" } else { "" };
-    sqlx::query(AssertSqlSafe(format!(
-        "{NOTE_SELECT} WHERE namespace_id = $1 AND version_id = $2{suffix}"
-    )))
-    .bind(ns)
-    .bind(version)
-    .fetch_optional(tx)
-    .await
-    .map_err(db_err)?
-    .as_ref()
-    .map(note_row)
-    .transpose()
+    let statement = if lock {
+        &rememberstack_sql::lifecycle::NOTE_OF_VERSION_LOCKED
+    } else {
+        &rememberstack_sql::lifecycle::NOTE_OF_VERSION
+    };
+    sqlx::query(crate::shared(statement))
+        .bind(ns)
+        .bind(version)
+        .fetch_optional(tx)
+        .await
+        .map_err(db_err)?
+        .as_ref()
+        .map(note_row)
+        .transpose()
 }
 
 /// Archive the source's promoted revisions (other than `keep`): their notes and
@@ -819,9 +817,9 @@ impl PgStore {
                 note,
             ));
         }
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = $1 AND source_key = $2 AND source_revision = $3"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::NOTE_BY_REVISION,
+        ))
         .bind(&ns_s)
         .bind(source_key)
         .bind(source_revision)
@@ -932,15 +930,13 @@ impl PgStore {
         after: i64,
         limit: u32,
     ) -> Result<Vec<NoteRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
-        )))
-        .bind(ns.to_string())
-        .bind(after)
-        .bind(limit as i64)
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::NOTES_AFTER))
+            .bind(ns.to_string())
+            .bind(after)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter().map(note_row).collect()
     }
 }

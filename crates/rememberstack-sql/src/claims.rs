@@ -2,11 +2,23 @@
 //! extractor version drew from a version's chunks, retractions and extraction
 //! decisions, and the reads of claims and their occurrences by id.
 
-/// The claim columns every claim read selects (alias `c`), for statements a store
-/// builds at run time.
-pub const CLAIM_SELECT: &str = claim_select!();
-
 statements! {
+    /// A namespace's claims, newest first, of one document or all, current only or
+    /// not. Binds: namespace, document (or NULL), the same again, whether retired
+    /// claims are included, limit.
+    LIST_CLAIMS = concat!(claim_select!(), "
+ WHERE c.namespace_id = ? AND (?{TEXT} IS NULL OR c.document_id = ?)
+   AND (? OR c.is_current{IS_TRUE})
+ ORDER BY c.seq DESC LIMIT ?");
+
+    /// A namespace's current claims without a vector of one generation, in order.
+    /// Binds: generation, namespace.
+    CLAIMS_MISSING_VECTORS = "SELECT c.id, c.origin_version_id FROM claims c
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ? AND c.is_current{IS_TRUE} AND vv.embedding_key IS NULL
+ ORDER BY c.seq";
+
     /// Claims by id, in no order. Binds: namespace, the ids (`{ANY}`).
     CLAIMS_BY_ID = concat!(claim_select!(), "
  WHERE c.namespace_id = ? AND c.id {ANY}");

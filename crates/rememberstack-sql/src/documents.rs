@@ -1,11 +1,28 @@
 //! Documents and their versions, names, representations, sections, blocks and
 //! chunks: the statements both stores run as they are.
 
-/// The chunk columns every chunk read selects (alias `c`), for statements a store
-/// builds at run time.
-pub const CHUNK_SELECT: &str = chunk_select!();
-
 statements! {
+    /// A version by id. Binds: namespace, version.
+    VERSION_BY_ID = concat!(version_select!(), "
+ WHERE v.namespace_id = ? AND v.id = ?");
+
+    /// A document's versions in order. Binds: namespace, document.
+    VERSIONS_OF_DOCUMENT = concat!(version_select!(), "
+ WHERE v.namespace_id = ? AND v.document_id = ? ORDER BY v.ordinal");
+
+    /// A document by id. Binds: namespace, document.
+    DOCUMENT_BY_ID = concat!(document_select!(), "
+ WHERE d.namespace_id = ? AND d.id = ?");
+
+    /// A document by its source's kind and name. Binds: namespace, kind, name.
+    DOCUMENT_BY_NAME = concat!(document_select!(), "
+ WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?");
+
+    /// A namespace's documents not deleted, newest first. Binds: namespace.
+    LIVE_DOCUMENTS = concat!(document_select!(), "
+ WHERE d.namespace_id = ? AND d.deleted_at IS NULL
+ ORDER BY d.created_at DESC, d.id");
+
     /// Chunks by id, in no order. Binds: namespace, the ids (`{ANY}`).
     CHUNKS_BY_ID = concat!(chunk_select!(), "
  WHERE c.namespace_id = ? AND c.id {ANY}");

@@ -1,7 +1,25 @@
 //! Entities, their aliases and mentions, resolution decisions and exclusions, and
 //! merges: the statements both stores run as they are.
 
+/// A resolution decision's columns, `seq` first, for statements a store builds at
+/// run time.
+pub const DECISION_COLUMNS: &str = decision_columns!();
+
 statements! {
+    /// A resolution decision by id. Binds: namespace, decision.
+    DECISION_BY_ID = concat!("SELECT ", decision_columns!(), " FROM resolution_decisions
+ WHERE namespace_id = ? AND id = ?");
+
+    /// The decision one resolver version made for a mention. Binds: namespace, claim,
+    /// ordinal, resolver version.
+    DECISION_OF_MENTION = concat!("SELECT ", decision_columns!(), " FROM resolution_decisions
+ WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?");
+
+    /// A merge event by id, its row locked (two unmerges of one event serialize).
+    /// Binds: namespace, merge.
+    MERGE_BY_ID_LOCKED = concat!("SELECT ", merge_columns!(), " FROM merge_events
+ WHERE namespace_id = ? AND id = ?{FOR_UPDATE}");
+
     /// The surface forms of entities, oldest first. Binds: namespace, the entity ids
     /// (`{ANY}`).
     ALIASES_OF_ENTITIES = "SELECT entity_id, surface FROM entity_aliases

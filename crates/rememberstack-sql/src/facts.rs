@@ -5,6 +5,9 @@
 use crate::{Arg, Params};
 use rememberstack_core::facts::FactFilter;
 
+/// A staged assertion's columns, for statements a store builds at run time.
+pub const ASSERTION_SELECT: &str = assertion_select!();
+
 /// Facts with their entity names and the evidence counts (distinct lineages with
 /// current testimony per stance; see [`SUPPORTED`]).
 pub fn fact_select() -> String {

@@ -18,6 +18,7 @@
 //! | `{SEQ}` | `rowid` | `seq` (a table's insertion order) |
 //! | `{FOR_UPDATE}` | (nothing: one writer) | ` FOR UPDATE` (the rows read are locked) |
 //! | `{COLLATE_C}` | (nothing: text compares bytewise) | ` COLLATE "C"` (bytewise, not the locale's order) |
+//! | `{IS_TRUE}` | ` = 1` (after a boolean column: what a partial index `WHERE col = 1` is proven from) | (nothing) |
 //!
 //! Both dialects read `false`/`true` (SQLite as 0 and 1) and `excluded.` in an
 //! upsert, so templates write those one way.
@@ -152,8 +153,8 @@ impl Dialect {
 
     /// The statement this dialect runs for `template` (see the crate's table).
     pub fn render(self, template: &str) -> String {
-        let (text, bigint, greatest, least, seq, for_update, collate_c) = match self {
-            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", "", ""),
+        let (text, bigint, greatest, least, seq, for_update, collate_c, is_true) = match self {
+            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", "", "", " = 1"),
             Dialect::Postgres => (
                 "::text",
                 "::bigint",
@@ -162,6 +163,7 @@ impl Dialect {
                 "seq",
                 " FOR UPDATE",
                 " COLLATE \"C\"",
+                "",
             ),
         };
         let any = match self {
@@ -179,7 +181,8 @@ impl Dialect {
             .replace("{LEAST}", least)
             .replace("{SEQ}", seq)
             .replace("{FOR_UPDATE}", for_update)
-            .replace("{COLLATE_C}", collate_c);
+            .replace("{COLLATE_C}", collate_c)
+            .replace("{IS_TRUE}", is_true);
         match self {
             Dialect::Sqlite => sql,
             Dialect::Postgres => number_placeholders(&sql),

@@ -6,6 +6,19 @@ use rememberstack_core::Result;
 use rememberstack_core::time::Timestamp;
 
 statements! {
+    /// A note revision by version. Binds: namespace, version.
+    NOTE_OF_VERSION = concat!(note_select!(), " WHERE namespace_id = ? AND version_id = ?");
+
+    /// A note revision by version, its row locked (a compare-and-set on
+    /// `lifecycle_version`). Binds: namespace, version.
+    NOTE_OF_VERSION_LOCKED = concat!(note_select!(), " WHERE namespace_id = ? AND version_id = ?{FOR_UPDATE}");
+
+    /// A note revision by its key and revision. Binds: namespace, key, revision.
+    NOTE_BY_REVISION = concat!(note_select!(), " WHERE namespace_id = ? AND source_key = ? AND source_revision = ?");
+
+    /// Note revisions after a sequence number, in order. Binds: namespace, after, limit.
+    NOTES_AFTER = concat!(note_select!(), " WHERE namespace_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+
     /// Close a fact with a reason. Binds: now, reason, now, namespace, fact.
     CLOSE_FACT = "UPDATE facts SET invalidated_at = ?, closed_reason = ?, updated_at = ?
  WHERE namespace_id = ? AND id = ?";

@@ -28,7 +28,7 @@ macro_rules! statements {
 }
 
 /// The claim columns every claim read selects, with the claim's document and its
-/// title (alias `c`; the shared [`claims::CLAIM_SELECT`](crate::claims::CLAIM_SELECT)).
+/// title (alias `c`).
 macro_rules! claim_select {
     () => {
         "SELECT c.id, c.document_id, c.text, c.added_context_json, c.valid_from, c.valid_until,
@@ -43,8 +43,7 @@ macro_rules! claim_select {
 }
 
 /// The chunk columns every chunk read selects, with its document, version,
-/// representation title and section (alias `c`; the shared
-/// [`documents::CHUNK_SELECT`](crate::documents::CHUNK_SELECT)).
+/// representation title and section (alias `c`).
 macro_rules! chunk_select {
     () => {
         "SELECT c.id, c.document_id, c.version_id, c.ordinal, c.section_ordinal, c.block_start, c.block_end,
@@ -76,5 +75,55 @@ macro_rules! decision_columns {
 macro_rules! merge_columns {
     () => {
         "seq, namespace_id, id, from_id, into_id, snapshot_json, created_at, reverted_at"
+    };
+}
+
+/// A version's columns with its document's and its ingest principal's (alias `v`).
+macro_rules! version_select {
+    () => {
+        "SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
+       v.source_modified_at, v.origin, v.metadata_json, v.created_at, v.compacted_at,
+       d.source_kind, d.source_ref, d.mode, d.current_version_id,
+       ip.kind AS principal_kind, ip.external_ref AS principal_ref
+ FROM document_versions v
+ JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id
+ LEFT JOIN ingest_principals ip ON ip.id = v.ingested_by_principal_id"
+    };
+}
+
+/// A document's columns with its latest version's metadata and work counts (alias
+/// `d`).
+macro_rules! document_select {
+    () => {
+        "SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
+       d.version_count, d.created_at, d.deleted_at, v.metadata_json,
+       (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
+            AND p.version_id = d.latest_version_id AND p.status IN ('pending', 'running', 'failed')
+            AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route')) AS open_work,
+       (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
+            AND p.version_id = d.latest_version_id AND p.status = 'pending'
+            AND p.defer_reason = 'no_route') AS parked_work,
+       (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
+            AND p.version_id = d.latest_version_id AND p.status = 'dead_letter') AS dead_work
+ FROM documents d
+ JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id"
+    };
+}
+
+/// A note revision's columns.
+macro_rules! note_select {
+    () => {
+        "SELECT seq, document_id, version_id, source_key, source_revision, digest,
+       lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes"
+    };
+}
+
+/// A staged assertion's columns.
+macro_rules! assertion_select {
+    () => {
+        "SELECT seq, id, namespace_id, claim_id, document_id, version_id, kind, subject_id, predicate,
+       object_id, statement, valid_from, valid_until, valid_precision, validity_kind,
+       asserted_at, ordinal
+ FROM staged_assertions"
     };
 }

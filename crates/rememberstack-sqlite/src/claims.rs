@@ -18,8 +18,6 @@ pub(crate) fn claim_fts_table(ns: &str) -> Result<String> {
     ns_table("claim_fts_", ns)
 }
 
-use rememberstack_sql::claims::CLAIM_SELECT;
-
 impl SqliteStore {
     pub(crate) async fn commit_extractions_impl(
         &self,
@@ -529,19 +527,15 @@ impl SqliteStore {
         limit: u32,
     ) -> Result<Vec<ClaimRecord>> {
         let ns_s = filter.namespace_id.to_string();
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{CLAIM_SELECT} WHERE c.namespace_id = ? AND (? IS NULL OR c.document_id = ?)
-               AND (? OR c.is_current = 1)
-             ORDER BY c.seq DESC LIMIT ?"
-        )))
-        .bind(&ns_s)
-        .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(filter.document_id.map(|d| d.to_string()))
-        .bind(filter.include_retired)
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::claims::LIST_CLAIMS))
+            .bind(&ns_s)
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.document_id.map(|d| d.to_string()))
+            .bind(filter.include_retired)
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         let mut claims = rows.iter().map(claim_row).collect::<Result<Vec<_>>>()?;
         self.attach_occurrences(&ns_s, &mut claims).await?;
         Ok(claims)
@@ -743,13 +737,9 @@ impl SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<Vec<(ClaimId, VersionId)>> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.origin_version_id FROM claims c
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND c.is_current = 1 AND vv.embedding_key IS NULL
-             ORDER BY c.seq",
-        )
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::claims::CLAIMS_MISSING_VECTORS,
+        ))
         .bind(generation)
         .bind(ns.to_string())
         .fetch_all(&self.read)

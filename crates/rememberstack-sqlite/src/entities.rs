@@ -396,10 +396,9 @@ impl SqliteStore {
         ordinal: u32,
         resolver_version: &str,
     ) -> Result<Option<ResolutionDecision>> {
-        let row = sqlx::query(
-            "SELECT * FROM resolution_decisions
-             WHERE namespace_id = ? AND claim_id = ? AND ordinal = ? AND resolver_version = ?",
-        )
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::DECISION_OF_MENTION,
+        ))
         .bind(ns.to_string())
         .bind(claim.to_string())
         .bind(ordinal as i64)
@@ -964,13 +963,12 @@ impl SqliteStore {
         ns: NamespaceId,
         id: DecisionId,
     ) -> Result<Option<ResolutionDecision>> {
-        let row =
-            sqlx::query("SELECT * FROM resolution_decisions WHERE namespace_id = ? AND id = ?")
-                .bind(ns.to_string())
-                .bind(id.to_string())
-                .fetch_optional(&self.read)
-                .await
-                .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::entities::DECISION_BY_ID))
+            .bind(ns.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
         row.map(|r| resolution_decision_row(&r)).transpose()
     }
 
@@ -1100,12 +1098,14 @@ impl SqliteStore {
     ) -> Result<MergeEvent> {
         let ns_s = ns.to_string();
         let mut tx = self.write.begin().await.map_err(db_err)?;
-        let row = sqlx::query("SELECT * FROM merge_events WHERE namespace_id = ? AND id = ?")
-            .bind(&ns_s)
-            .bind(merge.to_string())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::entities::MERGE_BY_ID_LOCKED,
+        ))
+        .bind(&ns_s)
+        .bind(merge.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
         let Some(row) = row else {
             return Err(Error::invalid_input(format!(
                 "merge event {merge} does not exist in this namespace"

@@ -15,7 +15,7 @@ use rememberstack_core::store::traits::*;
 use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
-use rememberstack_sql::facts::fact_select;
+use rememberstack_sql::facts::{ASSERTION_SELECT, fact_select};
 use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::sqlite::SqliteRow;
@@ -27,12 +27,6 @@ use std::sync::LazyLock;
 pub(crate) fn fact_fts_table(ns: &str) -> Result<String> {
     ns_table("fact_fts_", ns)
 }
-
-const ASSERTION_SELECT: &str = "
-    SELECT seq, id, namespace_id, claim_id, document_id, version_id, kind, subject_id, predicate,
-           object_id, statement, valid_from, valid_until, valid_precision, validity_kind,
-           asserted_at, ordinal
-    FROM staged_assertions";
 
 /// Facts with their entity names and evidence counts (`rememberstack_sql::facts`).
 static FACT_SELECT: LazyLock<String> = LazyLock::new(fact_select);

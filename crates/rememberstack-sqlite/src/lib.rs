@@ -844,21 +844,19 @@ impl SourceStore for SqliteStore {
     }
 
     async fn version(&self, ns: NamespaceId, id: VersionId) -> Result<Option<VersionRecord>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{VERSION_SELECT} WHERE v.namespace_id = ? AND v.id = ?"
-        )))
-        .bind(ns.to_string())
-        .bind(id.to_string())
-        .fetch_optional(&self.read)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::VERSION_BY_ID))
+            .bind(ns.to_string())
+            .bind(id.to_string())
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
         row.map(|r| version_row(&r)).transpose()
     }
 
     async fn versions(&self, ns: NamespaceId, doc: DocumentId) -> Result<Vec<VersionRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{VERSION_SELECT} WHERE v.namespace_id = ? AND v.document_id = ? ORDER BY v.ordinal"
-        )))
+        let rows = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::VERSIONS_OF_DOCUMENT,
+        ))
         .bind(ns.to_string())
         .bind(doc.to_string())
         .fetch_all(&self.read)
@@ -1138,9 +1136,9 @@ impl SourceStore for SqliteStore {
         source_kind: &str,
         source_ref: &str,
     ) -> Result<Option<DocumentRow>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.source_kind = ? AND d.source_ref = ?"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::DOCUMENT_BY_NAME,
+        ))
         .bind(ns.to_string())
         .bind(source_kind)
         .bind(source_ref)
@@ -1151,26 +1149,21 @@ impl SourceStore for SqliteStore {
     }
 
     async fn documents(&self, ns: NamespaceId) -> Result<Vec<DocumentRow>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.deleted_at IS NULL
-             ORDER BY d.created_at DESC, d.id"
-        )))
-        .bind(ns.to_string())
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::documents::LIVE_DOCUMENTS))
+            .bind(ns.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter().map(document_row).collect()
     }
 
     async fn document(&self, ns: NamespaceId, doc: DocumentId) -> Result<Option<DocumentRow>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{DOCUMENT_SELECT} WHERE d.namespace_id = ? AND d.id = ?"
-        )))
-        .bind(ns.to_string())
-        .bind(doc.to_string())
-        .fetch_optional(&self.read)
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(&rememberstack_sql::documents::DOCUMENT_BY_ID))
+            .bind(ns.to_string())
+            .bind(doc.to_string())
+            .fetch_optional(&self.read)
+            .await
+            .map_err(db_err)?;
         row.map(|r| document_row(&r)).transpose()
     }
 

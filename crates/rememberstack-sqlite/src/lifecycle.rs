@@ -517,19 +517,15 @@ async fn close_unsupported(
     Ok((closed, relations, observations, touched))
 }
 
-const NOTE_SELECT: &str =
-    "SELECT seq, document_id, version_id, source_key, source_revision, digest,
-        lifecycle, lifecycle_version, metadata_json, created_at, updated_at FROM notes";
-
 /// A note revision read inside a transaction.
 pub(crate) async fn note_in(
     tx: &mut Tx<'_>,
     ns: &str,
     version: &str,
 ) -> Result<Option<NoteRecord>> {
-    sqlx::query(AssertSqlSafe(format!(
-        "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
-    )))
+    sqlx::query(crate::shared(
+        &rememberstack_sql::lifecycle::NOTE_OF_VERSION,
+    ))
     .bind(ns)
     .bind(version)
     .fetch_optional(&mut **tx)
@@ -700,9 +696,9 @@ impl SqliteStore {
                 .ok_or_else(|| Error::store("a note request names a missing revision"))?;
             return Ok(NoteLookup::Request(r.get("digest"), note));
         }
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = ? AND source_key = ? AND source_revision = ?"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::NOTE_BY_REVISION,
+        ))
         .bind(&ns_s)
         .bind(source_key)
         .bind(source_revision)
@@ -748,9 +744,9 @@ impl SqliteStore {
         ns: NamespaceId,
         version: VersionId,
     ) -> Result<Option<NoteRecord>> {
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = ? AND version_id = ?"
-        )))
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::lifecycle::NOTE_OF_VERSION,
+        ))
         .bind(ns.to_string())
         .bind(version.to_string())
         .fetch_optional(&self.write)
@@ -809,15 +805,13 @@ impl SqliteStore {
         after: i64,
         limit: u32,
     ) -> Result<Vec<NoteRecord>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "{NOTE_SELECT} WHERE namespace_id = ? AND seq > ? ORDER BY seq LIMIT ?"
-        )))
-        .bind(ns.to_string())
-        .bind(after)
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&rememberstack_sql::lifecycle::NOTES_AFTER))
+            .bind(ns.to_string())
+            .bind(after)
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter().map(note_row).collect()
     }
 }

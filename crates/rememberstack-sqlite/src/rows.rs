@@ -11,29 +11,6 @@ pub(crate) use rememberstack_sql::rows::{
     block_row, chunk_row, document_row, namespace_row, section_row, version_row, work_row,
 };
 
-pub(crate) const VERSION_SELECT: &str = "
-    SELECT v.id, v.document_id, v.namespace_id, v.ordinal, v.content_sha256, v.size, v.mime, v.format,
-           v.source_modified_at, v.origin, v.metadata_json, v.created_at, v.compacted_at,
-           d.source_kind, d.source_ref, d.mode, d.current_version_id,
-           ip.kind AS principal_kind, ip.external_ref AS principal_ref
-    FROM document_versions v
-    JOIN documents d ON d.namespace_id = v.namespace_id AND d.id = v.document_id
-    LEFT JOIN ingest_principals ip ON ip.id = v.ingested_by_principal_id";
-
-pub(crate) const DOCUMENT_SELECT: &str = "
-    SELECT d.id, d.source_kind, d.source_ref, d.mode, d.current_version_id, d.latest_version_id,
-           d.version_count, d.created_at, d.deleted_at, v.metadata_json,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status IN ('pending', 'running', 'failed')
-                AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route')) AS open_work,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status = 'pending'
-                AND p.defer_reason = 'no_route') AS parked_work,
-           (SELECT COUNT(*) FROM processing_state p WHERE p.namespace_id = d.namespace_id
-                AND p.version_id = d.latest_version_id AND p.status = 'dead_letter') AS dead_work
-    FROM documents d
-    JOIN document_versions v ON v.namespace_id = d.namespace_id AND v.id = d.latest_version_id";
-
 pub(crate) fn json<T: Serialize + ?Sized>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
 }
