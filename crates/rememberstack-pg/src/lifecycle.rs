@@ -21,9 +21,7 @@
 use crate::forget::SqlConn;
 use crate::{PgStore, db_err, parse_id};
 use chrono::SubsecRound;
-use rememberstack_core::facts::closed_reason::{
-    CLAIM_RETRACTED, CORRECTED, INVALIDATED, SOURCE_REMOVAL,
-};
+use rememberstack_core::facts::closed_reason::{CLAIM_RETRACTED, SOURCE_REMOVAL};
 use rememberstack_core::ids::{
     ClaimId, DocumentId, EntityId, FactId, NamespaceId, ReceiptId, VersionId,
 };
@@ -264,10 +262,6 @@ impl PgStore {
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation> {
-        let (closed_reason, event) = match correction {
-            Some(_) => (CORRECTED, "corrected"),
-            None => (INVALIDATED, "invalidated"),
-        };
         let ns_s = ns.to_string();
         let fact_s = fact.to_string();
         let at = stored(now);
@@ -303,18 +297,14 @@ impl PgStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        rememberstack_sql::lifecycle::write_fact_closing(
+        let closed_reason = rememberstack_sql::lifecycle::write_fact_closing(
             &mut SqlConn(&mut tx),
             &rememberstack_sql::lifecycle::FactClosing {
                 ns: &ns_s,
                 fact: &fact_s,
-                closed_reason,
-                event,
                 reason,
-                detail: &serde_json::json!({
-                    "request_id": request.map(|r| r.request_id.clone()),
-                    "corrected_statement": correction,
-                }),
+                correction,
+                request_id: request.map(|r| r.request_id.as_str()),
                 at,
             },
         )

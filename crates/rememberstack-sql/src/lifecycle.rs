@@ -174,31 +174,45 @@ pub struct Retraction<'a> {
     pub was_current: bool,
 }
 
-/// Close a fact by hand (an invalidation or a correction) and record the event:
-/// `closed_reason` on the row, `event` with its `reason` and `detail` in the
-/// fact's history.
-pub async fn write_fact_closing<C: Conn>(c: &mut C, closing: &FactClosing<'_>) -> Result<()> {
+/// Close a fact by hand and record it in the fact's history: a correction (it
+/// names the corrected statement) closes it `corrected`, anything else
+/// `invalidated`; the event carries the request id and the correction. Returns the
+/// closed reason written.
+pub async fn write_fact_closing<C: Conn>(
+    c: &mut C,
+    closing: &FactClosing<'_>,
+) -> Result<&'static str> {
+    use rememberstack_core::facts::closed_reason::{CORRECTED, INVALIDATED};
+    let closed_reason = match closing.correction {
+        Some(_) => CORRECTED,
+        None => INVALIDATED,
+    };
     let at = Bind::Time(closing.at);
     let (ns, fact) = (Bind::Text(closing.ns), Bind::Text(closing.fact));
     c.execute_rendered(
         CLOSE_FACT.sql(c.dialect()),
-        &[at, Bind::Text(closing.closed_reason), at, ns, fact],
+        &[at, Bind::Text(closed_reason), at, ns, fact],
     )
     .await?;
-    let detail = closing.detail.to_string();
+    let detail = serde_json::json!({
+        "request_id": closing.request_id,
+        "corrected_statement": closing.correction,
+    })
+    .to_string();
     c.execute_rendered(
         INSERT_FACT_EVENT.sql(c.dialect()),
         &[
             ns,
             fact,
-            Bind::Text(closing.event),
+            // The event is named as the reason it closes with.
+            Bind::Text(closed_reason),
             Bind::Text(closing.reason),
             Bind::Text(&detail),
             at,
         ],
     )
     .await?;
-    Ok(())
+    Ok(closed_reason)
 }
 
 /// A fact closed by hand, as [`write_fact_closing`] writes it.
@@ -206,9 +220,11 @@ pub async fn write_fact_closing<C: Conn>(c: &mut C, closing: &FactClosing<'_>) -
 pub struct FactClosing<'a> {
     pub ns: &'a str,
     pub fact: &'a str,
-    pub closed_reason: &'a str,
-    pub event: &'a str,
+    /// Why, in the caller's words.
     pub reason: &'a str,
-    pub detail: &'a serde_json::Value,
+    /// The corrected statement, when this closing is a correction.
+    pub correction: Option<&'a str>,
+    /// The request that closed it, when it came with a request id.
+    pub request_id: Option<&'a str>,
     pub at: Timestamp,
 }

@@ -827,7 +827,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod list_plan_tests {
     use rememberstack_sql::{Dialect, Statement};
-    use sqlx::{AssertSqlSafe, Row};
+    use sqlx::AssertSqlSafe;
 
     /// Every shared read or write by a list of ids (`{ANY}`, one JSON array here)
     /// reaches its rows through an index on the listed column, as the batched
@@ -887,21 +887,10 @@ mod list_plan_tests {
             .map(|s| s.sql(Dialect::Sqlite).to_string())
             .collect();
         statements.push(Dialect::Sqlite.render(&rememberstack_sql::facts::facts_by_id()));
-        let mut bad = Vec::new();
         for statement in &statements {
             assert!(statement.contains("json_each"), "{statement}");
-            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
-                .fetch_all(&store.write)
-                .await
-                .expect("plan");
-            for row in plan {
-                let detail: String = row.get("detail");
-                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
-                if scan || detail.ends_with("(namespace_id=?)") {
-                    bad.push(format!("{detail}  <-  {statement}"));
-                }
-            }
         }
+        let bad = crate::entities::tests::plans_without_an_index(&store, &statements).await;
         assert!(
             bad.is_empty(),
             "plans without an index on the listed column:\n{}",

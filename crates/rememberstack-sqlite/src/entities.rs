@@ -1185,6 +1185,30 @@ pub(crate) mod tests {
         rememberstack_core::time::parse_rfc3339(s).expect("timestamp")
     }
 
+    /// The steps of each statement's plan that reach rows without an index on the
+    /// statement's own column: a scan of a table, or a search narrowed only to the
+    /// namespace. Each with the statement it belongs to.
+    pub(crate) async fn plans_without_an_index(
+        store: &SqliteStore,
+        statements: &[String],
+    ) -> Vec<String> {
+        let mut bad = Vec::new();
+        for statement in statements {
+            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
+                .fetch_all(&store.write)
+                .await
+                .expect("plan");
+            for row in plan {
+                let detail: String = row.get("detail");
+                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
+                if scan || detail.ends_with("(namespace_id=?)") {
+                    bad.push(format!("{detail}  <-  {statement}"));
+                }
+            }
+        }
+        bad
+    }
+
     /// A fresh store in a temp dir with one namespace.
     pub(crate) async fn open() -> (tempfile::TempDir, SqliteStore, NamespaceId) {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -644,20 +644,7 @@ mod tests {
             .map(|t| Dialect::Sqlite.render(t)),
         );
         statements.push(Dialect::Sqlite.render(&sql::delete_unused_vectors_sql()));
-        let mut bad = Vec::new();
-        for statement in &statements {
-            let plan = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {statement}")))
-                .fetch_all(&store.write)
-                .await
-                .expect("plan");
-            for row in plan {
-                let detail: String = row.get("detail");
-                let scan = detail.starts_with("SCAN ") && !detail.starts_with("SCAN json_each");
-                if scan || detail.ends_with("(namespace_id=?)") {
-                    bad.push(format!("{detail}  <-  {statement}"));
-                }
-            }
-        }
+        let bad = crate::entities::tests::plans_without_an_index(&store, &statements).await;
         assert!(
             bad.is_empty(),
             "plans without an index on the ids:\n{}",

@@ -3,9 +3,7 @@
 use crate::conns::Tx;
 use crate::forget::SqlConn;
 use crate::{SqliteStore, db_err, parse_id, ts};
-use rememberstack_core::facts::closed_reason::{
-    CLAIM_RETRACTED, CORRECTED, INVALIDATED, SOURCE_REMOVAL,
-};
+use rememberstack_core::facts::closed_reason::{CLAIM_RETRACTED, SOURCE_REMOVAL};
 use rememberstack_core::ids::*;
 use rememberstack_core::source::Admission;
 use rememberstack_core::store::{
@@ -196,10 +194,6 @@ impl SqliteStore {
         request: Option<&RequestKey>,
         now: Timestamp,
     ) -> Result<FactInvalidation> {
-        let (closed_reason, event) = match correction {
-            Some(_) => (CORRECTED, "corrected"),
-            None => (INVALIDATED, "invalidated"),
-        };
         let ns_s = ns.to_string();
         let fact_s = fact.to_string();
         let at = to_rfc3339(&now);
@@ -228,18 +222,14 @@ impl SqliteStore {
                 format!("fact {fact} is already closed ({why})"),
             ));
         }
-        rememberstack_sql::lifecycle::write_fact_closing(
+        let closed_reason = rememberstack_sql::lifecycle::write_fact_closing(
             &mut SqlConn(&mut tx),
             &rememberstack_sql::lifecycle::FactClosing {
                 ns: &ns_s,
                 fact: &fact_s,
-                closed_reason,
-                event,
                 reason,
-                detail: &serde_json::json!({
-                    "request_id": request.map(|r| r.request_id.clone()),
-                    "corrected_statement": correction,
-                }),
+                correction,
+                request_id: request.map(|r| r.request_id.as_str()),
                 at: now,
             },
         )
