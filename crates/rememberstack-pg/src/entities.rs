@@ -15,6 +15,7 @@ use rememberstack_core::entities::{
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, Result};
+use rememberstack_sql::entities::DECISION_COLUMNS;
 use rememberstack_sql::rows::{binding_row, entity_row, merge_row, resolution_decision_row};
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
@@ -35,12 +36,6 @@ fn key_col(r: &PgRow) -> Result<BlockingKey> {
         get(r, "key")?,
     ))
 }
-
-fn id_strings<T: ToString>(ids: &[T]) -> Vec<String> {
-    ids.iter().map(ToString::to_string).collect()
-}
-
-use rememberstack_sql::entities::DECISION_COLUMNS;
 
 /// Sorted, deduplicated, non-empty keys.
 fn distinct_keys(keys: &[String]) -> Vec<String> {
@@ -237,7 +232,7 @@ impl PgStore {
             "{ENTITY_SELECT} WHERE e.namespace_id = $1 AND e.id = ANY($2)"
         )))
         .bind(&ns_s)
-        .bind(id_strings(ids))
+        .bind(crate::any_list(ids))
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;

@@ -38,7 +38,6 @@ fn bound<'q>(
             Bind::Int(n) => q.bind(n),
             Bind::Time(t) => q.bind(t),
             Bind::NullText => q.bind(None::<String>),
-            Bind::NullTime => q.bind(None::<Timestamp>),
         };
     }
     q

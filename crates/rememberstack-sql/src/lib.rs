@@ -252,7 +252,7 @@ pub fn json_ints(items: &[i64]) -> String {
 }
 
 /// One parameter of a statement. A NULL carries its type, because PostgreSQL
-/// types every parameter.
+/// types every parameter (text is the only one a shared procedure binds NULL).
 #[derive(Debug, Clone, Copy)]
 pub enum Bind<'a> {
     Text(&'a str),
@@ -260,18 +260,11 @@ pub enum Bind<'a> {
     /// A point in time: RFC 3339 text on SQLite, `timestamptz` on PostgreSQL.
     Time(Timestamp),
     NullText,
-    NullTime,
 }
 
 impl<'a> From<Option<&'a str>> for Bind<'a> {
     fn from(s: Option<&'a str>) -> Self {
         s.map_or(Bind::NullText, Bind::Text)
-    }
-}
-
-impl From<Option<Timestamp>> for Bind<'_> {
-    fn from(t: Option<Timestamp>) -> Self {
-        t.map_or(Bind::NullTime, Bind::Time)
     }
 }
 

@@ -86,9 +86,9 @@ pub trait SqlRow<S> {
 
     /// A unit enum stored as its serde name.
     fn variant<T: DeserializeOwned>(&self, col: &str) -> Result<T> {
-        let s = self.text(col)?;
-        serde_json::from_value(serde_json::Value::String(s.clone()))
-            .map_err(|e| corrupt(col, &format!("`{s}`: {e}")))
+        // serde's error names the unknown value.
+        serde_json::from_value(serde_json::Value::String(self.text(col)?))
+            .map_err(|e| corrupt(col, &e.to_string()))
     }
 
     /// A time kept as milliseconds since the epoch (the ledger's columns).

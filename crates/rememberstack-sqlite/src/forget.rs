@@ -33,7 +33,7 @@ fn bound<'q>(
             Bind::Text(s) => q.bind(s),
             Bind::Int(n) => q.bind(n),
             Bind::Time(t) => q.bind(to_rfc3339(&t)),
-            Bind::NullText | Bind::NullTime => q.bind(None::<String>),
+            Bind::NullText => q.bind(None::<String>),
         };
     }
     q
