@@ -99,7 +99,9 @@ async fn stamp_first(conn: &mut PgConnection, lease: &Lease) -> Result<()> {
 }
 
 /// Insert new work; an item already in the ledger (same namespace, target, stage
-/// and component version) is left as it is. Returns how many were new.
+/// and component version) is left as it is, except an adjudication unit, which runs
+/// again (`rememberstack_sql::ledger::ENQUEUE_CONFLICT`). Returns how many rows were
+/// new or made pending again.
 ///
 /// The namespaces' change stamps are taken first ([`stamp_first`]), then the items
 /// go in in key order, so two transactions enqueueing overlapping work wait for
@@ -119,6 +121,22 @@ pub(crate) async fn insert_work(
             w.component_version.clone(),
         )
     });
+    // One row per key: an upsert may not touch a row twice in one statement.
+    ordered.dedup_by(|a, b| {
+        (
+            a.namespace_id,
+            a.target_kind,
+            a.target_id,
+            a.stage,
+            &a.component_version,
+        ) == (
+            b.namespace_id,
+            b.target_kind,
+            b.target_id,
+            b.stage,
+            &b.component_version,
+        )
+    });
     let mut namespaces: Vec<String> = ordered.iter().map(|w| w.namespace_id.to_string()).collect();
     namespaces.dedup();
     for ns in &namespaces {
@@ -133,8 +151,10 @@ pub(crate) async fn insert_work(
     }
     // One statement for every item, inserted in key order (`ORDER BY i`).
     let text = |f: &dyn Fn(&NewWork) -> String| ordered.iter().map(|w| f(w)).collect::<Vec<_>>();
-    let r = sqlx::query(
-        "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
+    static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}{}",
+            "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
              component_version, status, attempts, max_attempts, not_before, defer_reason,
              created_at, updated_at)
          SELECT w.ns, w.id, w.target_kind, w.target_id, w.version_id, w.stage, w.component_version,
@@ -143,38 +163,40 @@ pub(crate) async fn insert_work(
                        $7::text[], $8::int4[], $9::int8[], $10::text[])
                 WITH ORDINALITY AS w(ns, id, target_kind, target_id, version_id, stage,
                                      component_version, max_attempts, not_before, defer_reason, i)
-          ORDER BY w.i
-         ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
-    )
-    .bind(text(&|w| w.namespace_id.to_string()))
-    .bind(text(&|_| WorkId::ordered().to_string()))
-    .bind(text(&|w| w.target_kind.as_str().to_string()))
-    .bind(text(&|w| w.target_id.to_string()))
-    .bind(text(&|w| w.version_id.to_string()))
-    .bind(text(&|w| w.stage.as_str().to_string()))
-    .bind(text(&|w| w.component_version.clone()))
-    .bind(
-        ordered
-            .iter()
-            .map(|w| int(w.max_attempts))
-            .collect::<Vec<i32>>(),
-    )
-    .bind(
-        ordered
-            .iter()
-            .map(|w| ms(w.not_before))
-            .collect::<Vec<i64>>(),
-    )
-    .bind(
-        ordered
-            .iter()
-            .map(|w| w.defer_reason.map(|d| d.as_str()))
-            .collect::<Vec<Option<&str>>>(),
-    )
-    .bind(ms(now))
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
+          ORDER BY w.i",
+            crate::shared(&rememberstack_sql::ledger::ENQUEUE_CONFLICT)
+        )
+    });
+    let r = sqlx::query(INSERT.as_str())
+        .bind(text(&|w| w.namespace_id.to_string()))
+        .bind(text(&|_| WorkId::ordered().to_string()))
+        .bind(text(&|w| w.target_kind.as_str().to_string()))
+        .bind(text(&|w| w.target_id.to_string()))
+        .bind(text(&|w| w.version_id.to_string()))
+        .bind(text(&|w| w.stage.as_str().to_string()))
+        .bind(text(&|w| w.component_version.clone()))
+        .bind(
+            ordered
+                .iter()
+                .map(|w| int(w.max_attempts))
+                .collect::<Vec<i32>>(),
+        )
+        .bind(
+            ordered
+                .iter()
+                .map(|w| ms(w.not_before))
+                .collect::<Vec<i64>>(),
+        )
+        .bind(
+            ordered
+                .iter()
+                .map(|w| w.defer_reason.map(|d| d.as_str()))
+                .collect::<Vec<Option<&str>>>(),
+        )
+        .bind(ms(now))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
     let n = r.rows_affected();
     Ok(n)
 }

@@ -76,6 +76,19 @@ statements! {
      prompt_version, raw_output, verdict, reason, created_at)
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
+    /// The tail of every enqueue: an item already in the ledger (same namespace,
+    /// target, stage and component version) is left as it is, which makes a replayed
+    /// enqueue a no-op, except an adjudication unit that has run or is running. A
+    /// unit decides whatever its entity has waiting in its version, and the enqueue
+    /// comes with new assertions (a version extracted or normalized again), so it
+    /// runs again: a running one loses its lease, its completion is refused and it
+    /// is taken again. No binds.
+    ENQUEUE_CONFLICT = " ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO UPDATE
+ SET status = 'pending', attempts = 0, not_before = excluded.not_before,
+     defer_reason = excluded.defer_reason, lease_owner = NULL, lease_expires_at = NULL,
+     lease_process = NULL, last_error = NULL, updated_at = excluded.updated_at
+ WHERE processing_state.target_kind = 'unit' AND processing_state.status IN ('done', 'running')";
+
     /// The namespace of a work item. Binds: id.
     NAMESPACE_OF_ITEM = "SELECT namespace_id FROM processing_state WHERE id = ?";
 

@@ -515,7 +515,7 @@ async fn insert_work(
         "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id, stage,
              component_version, status, attempts, max_attempts, not_before, defer_reason,
              created_at, updated_at) ",
-        " ON CONFLICT (namespace_id, target_kind, target_id, stage, component_version) DO NOTHING",
+        crate::shared(&rememberstack_sql::ledger::ENQUEUE_CONFLICT),
         items,
         |mut row, w| {
             row.push_bind(w.namespace_id.to_string())

@@ -3,12 +3,13 @@
 
 use crate::count;
 use async_trait::async_trait;
+use rememberstack::internals::chat::ChatModel;
 use rememberstack::internals::embed::EmbedPurpose;
 use rememberstack::internals::ledger::{ClaimRequest, NewWork};
 use rememberstack::store::Lease;
 use rememberstack::{
-    Clock, Embedder, EmbedderIdentity, ErrorCode, FactModels, FactQuery, HashingEmbedder,
-    IngestOptions, Memory, ProviderError, ScriptedChatModel, Stage, WorkStatus,
+    Clock, Embedder, EmbedderIdentity, ErrorCode, ExtractorModels, FactModels, FactQuery,
+    HashingEmbedder, IngestOptions, Memory, ProviderError, ScriptedChatModel, Stage, WorkStatus,
 };
 use rememberstack_conformance::{ManualClock, stores, test_config};
 use std::sync::Arc;
@@ -551,5 +552,103 @@ async fn provider_free_batches_on_the_embedded_store_are_claimed_in_larger_batch
             .await
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::Config, "{}", h.kind);
+    }
+}
+
+/// Extracting a version again under another extractor (new claims, so new
+/// assertions for the same version and the same entities) must adjudicate the new
+/// assertions: the facts move their support to the new claims and stay answerable.
+/// An adjudication unit is keyed by version and entity, so its earlier, finished run
+/// must not keep the new one from running.
+#[tokio::test]
+async fn facts_keep_current_evidence_when_their_version_is_extracted_again() {
+    for h in stores().await {
+        let text = "# Staff\n\nAlice Moreno works for Acme. Bruno Keller lives in Lyon.\n";
+        // First extracted by a (scripted) model extractor.
+        let model = Arc::new(
+            ScriptedChatModel::new("scripted-model")
+                .answer(
+                    "selection",
+                    ScriptedChatModel::ANY,
+                    serde_json::json!({"selections": [
+                        {"passage": "T1", "label": "keep", "reason": null}
+                    ]}),
+                )
+                .answer(
+                    "claimify",
+                    ScriptedChatModel::ANY,
+                    serde_json::json!({"claims": [
+                        {
+                            "text": "Alice Moreno works for Acme.",
+                            "passages": ["T1"], "added_context": [],
+                            "valid_from": null, "valid_until": null,
+                            "precision": "unknown", "kind": "state", "verdict": "entailed"
+                        },
+                        {
+                            "text": "Bruno Keller lives in Lyon.",
+                            "passages": ["T1"], "added_context": [],
+                            "valid_from": null, "valid_until": null,
+                            "precision": "unknown", "kind": "state", "verdict": "entailed"
+                        }
+                    ]}),
+                ),
+        );
+        let first = Memory::builder()
+            .store(h.store.clone())
+            .config(test_config())
+            .extractor(ExtractorModels {
+                selection: model.clone() as Arc<dyn ChatModel>,
+                claimify: model as Arc<dyn ChatModel>,
+            })
+            .open()
+            .await
+            .unwrap();
+        first
+            .ingest_text(text, IngestOptions::new("staff"))
+            .await
+            .unwrap();
+        first.process_until_idle().await.unwrap();
+        let before = crate::facts::all_facts(&first, false).await;
+        let statements = |facts: &[rememberstack::FactRecord]| {
+            let mut s: Vec<String> = facts.iter().map(|f| f.statement.clone()).collect();
+            s.sort();
+            s
+        };
+        assert_eq!(before.len(), 2, "{}: {:?}", h.kind, statements(&before));
+
+        // Reopened with the offline extractor: the version is extracted again.
+        let reopened = h.memory().await;
+        reopened.process_until_idle().await.unwrap();
+        let after = crate::facts::all_facts(&reopened, false).await;
+        assert_eq!(statements(&after), statements(&before), "{}", h.kind);
+        for fact in &after {
+            let trace = reopened.trace(fact.fact_id).await.unwrap();
+            assert!(
+                trace
+                    .evidence
+                    .iter()
+                    .any(|e| e.claim.as_ref().is_some_and(|c| c.is_current)),
+                "{}: {} kept no current evidence",
+                h.kind,
+                fact.statement
+            );
+        }
+        let answer = reopened
+            .facts_context(rememberstack::FactsContextInput {
+                query: "Where does Alice Moreno work?".into(),
+                k: Some(5),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(
+            answer
+                .results
+                .iter()
+                .any(|r| r.fact.statement.contains("Acme")),
+            "{}: {:?}",
+            h.kind,
+            answer.negative
+        );
     }
 }

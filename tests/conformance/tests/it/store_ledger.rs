@@ -253,6 +253,92 @@ async fn ledger_complete_is_lease_checked_and_enqueues_follow_ups() {
 }
 
 #[tokio::test]
+async fn ledger_enqueue_runs_an_adjudication_unit_again_and_nothing_else() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = NamespaceId::new();
+        let unit = work(ns, Stage::Adjudicate, 0);
+        let chunk = work(ns, Stage::Chunk, 0);
+        store
+            .enqueue(vec![unit.clone(), chunk.clone()], at(0))
+            .await
+            .unwrap();
+        for (stage, owner) in [(Stage::Adjudicate, "w1"), (Stage::Chunk, "w2")] {
+            let got = store.claim(&req(owner, &[stage], 1, 1)).await.unwrap();
+            store
+                .complete(&Lease::of(&got[0]), vec![], at(2))
+                .await
+                .unwrap();
+        }
+        // Enqueued again, twice in one call: the finished unit is pending again,
+        // once; the finished chunk item stays done (a replay changes nothing).
+        let mut again = unit.clone();
+        again.not_before = at(5);
+        assert_eq!(
+            store
+                .enqueue(vec![again.clone(), again.clone(), chunk.clone()], at(5))
+                .await
+                .unwrap(),
+            1
+        );
+        let unit_id = id_of(store, unit.target_id).await;
+        let rearmed = store.work_item(unit_id).await.unwrap().unwrap();
+        assert_eq!(rearmed.status, WorkStatus::Pending);
+        assert_eq!((rearmed.attempts, rearmed.not_before), (0, at(5)));
+        assert_eq!(rearmed.created_at, at(0), "the same row");
+        let chunk_row = store
+            .work_item(id_of(store, chunk.target_id).await)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(chunk_row.status, WorkStatus::Done);
+
+        // A running unit enqueued again loses its lease: its completion is refused
+        // and the unit is taken again.
+        let got = store
+            .claim(&req("w3", &[Stage::Adjudicate], 1, 6))
+            .await
+            .unwrap();
+        assert_eq!(got[0].id, unit_id);
+        store.enqueue(vec![again.clone()], at(7)).await.unwrap();
+        let err = store
+            .complete(&Lease::of(&got[0]), vec![], at(8))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::LeaseLost);
+        let retaken = store
+            .claim(&req("w4", &[Stage::Adjudicate], 1, 9))
+            .await
+            .unwrap();
+        assert_eq!(retaken[0].id, unit_id);
+        store
+            .complete(&Lease::of(&retaken[0]), vec![], at(10))
+            .await
+            .unwrap();
+        // A pending unit enqueued again keeps its row as it is.
+        let mut pending_unit = work(ns, Stage::Adjudicate, 20);
+        store
+            .enqueue(vec![pending_unit.clone()], at(11))
+            .await
+            .unwrap();
+        pending_unit.not_before = at(60);
+        assert_eq!(
+            store
+                .enqueue(vec![pending_unit.clone()], at(12))
+                .await
+                .unwrap(),
+            0
+        );
+        let row = store
+            .work_item(id_of(store, pending_unit.target_id).await)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((row.status, row.not_before), (WorkStatus::Pending, at(20)));
+    }
+}
+
+#[tokio::test]
 async fn ledger_complete_many_completes_each_lease_it_holds_and_refuses_the_rest() {
     for h in stores().await {
         let store = &h.store;
