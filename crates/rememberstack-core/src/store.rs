@@ -1300,6 +1300,12 @@ pub trait LedgerStore: Send + Sync + std::fmt::Debug {
         now: Timestamp,
     ) -> Result<u64>;
 
+    /// Run again every adjudication unit that has run while assertions of its
+    /// version still wait to be decided (none should: a unit is enqueued with its
+    /// assertions, and enqueueing a finished unit runs it again), so that no
+    /// testimony waits forever. Returns how many units are pending again.
+    async fn rearm_stranded_units(&self, now: Timestamp) -> Result<u64>;
+
     /// The earliest `not_before` among waiting (pending/failed, not parked) rows, and the
     /// earliest lease expiry among running rows.
     async fn next_wakeup(&self) -> Result<Option<Timestamp>>;

@@ -593,6 +593,16 @@ impl PgStore {
         Ok(r.rows_affected())
     }
 
+    pub(crate) async fn rearm_stranded_units_impl(&self, now: Timestamp) -> Result<u64> {
+        let r = sqlx::query(crate::shared(&ledger::REARM_STRANDED_UNITS))
+            .bind(ms(now))
+            .bind(ms(now))
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+
     pub(crate) async fn lease_holders_impl(&self, now: Timestamp) -> Result<Vec<LeaseHolder>> {
         let rows = sqlx::query(
             "SELECT lease_owner, COUNT(*) AS items, MAX(lease_expires_at) AS until

@@ -1024,6 +1024,10 @@ impl LedgerStore for PgStore {
         self.expedite_failed_impl(ns, stage, now).await
     }
 
+    async fn rearm_stranded_units(&self, now: Timestamp) -> Result<u64> {
+        self.rearm_stranded_units_impl(now).await
+    }
+
     async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
         self.next_wakeup_impl().await
     }

@@ -89,6 +89,18 @@ statements! {
      lease_process = NULL, last_error = NULL, updated_at = excluded.updated_at
  WHERE processing_state.target_kind = 'unit' AND processing_state.status IN ('done', 'running')";
 
+    /// Finished units of versions with assertions waiting, pending again (what
+    /// `LedgerStore::rearm_stranded_units` runs whenever an engine opens the store).
+    /// Binds: now, now.
+    REARM_STRANDED_UNITS = "UPDATE processing_state
+ SET status = 'pending', attempts = 0, not_before = ?, defer_reason = NULL, lease_owner = NULL,
+     lease_expires_at = NULL, lease_process = NULL, last_error = NULL, updated_at = ?
+ WHERE target_kind = 'unit' AND status = 'done'
+   AND EXISTS (SELECT 1 FROM staged_assertions s
+                WHERE s.namespace_id = processing_state.namespace_id
+                  AND s.version_id = processing_state.version_id
+                  AND s.applied_at IS NULL)";
+
     /// The namespace of a work item. Binds: id.
     NAMESPACE_OF_ITEM = "SELECT namespace_id FROM processing_state WHERE id = ?";
 

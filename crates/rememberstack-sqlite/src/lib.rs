@@ -1567,6 +1567,16 @@ impl LedgerStore for SqliteStore {
         Ok(r.rows_affected())
     }
 
+    async fn rearm_stranded_units(&self, now: Timestamp) -> Result<u64> {
+        let r = sqlx::query(crate::shared(&ledger::REARM_STRANDED_UNITS))
+            .bind(ms(now))
+            .bind(ms(now))
+            .execute(&self.write)
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+
     async fn next_wakeup(&self) -> Result<Option<Timestamp>> {
         let row = sqlx::query(crate::shared(&ledger::NEXT_WAKEUP))
             .fetch_one(&self.read)

@@ -323,6 +323,17 @@ impl Engine {
 
     async fn reconcile(&self) -> Result<()> {
         let now = self.clock.now();
+        // Testimony never waits forever: a unit that ran while assertions of its
+        // version still wait runs again. Opening does not fail over it (another
+        // process may hold those rows); the next open tries again.
+        match self.store.rearm_stranded_units(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                units = n,
+                "assertions were waiting with no adjudication to decide them: their units run again"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not look for waiting assertions"),
+        }
         let current: BTreeMap<String, String> = Stage::ALL
             .iter()
             .map(|s| (s.as_str().to_string(), self.component_version(*s)))

@@ -652,3 +652,64 @@ async fn facts_keep_current_evidence_when_their_version_is_extracted_again() {
         );
     }
 }
+
+/// Assertions left waiting with no unit to decide them (as a re-extraction before
+/// schema 31 left them) are decided once the store is opened again.
+#[tokio::test]
+async fn opening_the_store_decides_assertions_left_waiting() {
+    for h in stores().await {
+        let memory = h.memory().await;
+        let receipt = memory
+            .ingest_text(
+                "# Staff\n\nAlice Moreno works for Acme.\n",
+                IngestOptions::new("staff"),
+            )
+            .await
+            .unwrap();
+        memory.process_until_idle().await.unwrap();
+        let ns = h.store.namespaces().await.unwrap()[0].id;
+        let facts = crate::facts::all_facts(&memory, false).await;
+        let acme = crate::facts::named(&facts, "works for Acme")[0].clone();
+        let trace = memory.trace(acme.fact_id).await.unwrap();
+        let claim = trace.evidence[0].evidence.claim_id;
+        // An assertion of that version about Alice, staged with no unit.
+        let mut restated = crate::store_fixtures::observation(
+            ns,
+            claim,
+            receipt.version_id,
+            acme.subject,
+            &acme.statement,
+            7,
+            clock_now(),
+        );
+        restated.document_id = receipt.document_id;
+        crate::store_fixtures::stage(h.store.as_ref(), ns, claim, vec![restated], clock_now())
+            .await;
+        memory.process_until_idle().await.unwrap();
+        assert_eq!(
+            h.store
+                .pending_subjects(ns, receipt.version_id)
+                .await
+                .unwrap(),
+            vec![acme.subject],
+            "{}: nothing decides it in this process",
+            h.kind
+        );
+
+        let reopened = h.memory().await;
+        reopened.process_until_idle().await.unwrap();
+        assert!(
+            h.store
+                .pending_subjects(ns, receipt.version_id)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{}: decided once the store opened again",
+            h.kind
+        );
+    }
+}
+
+fn clock_now() -> rememberstack::Timestamp {
+    chrono::Utc::now()
+}

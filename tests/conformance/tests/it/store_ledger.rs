@@ -6,14 +6,14 @@
 //! several processes, rows another transaction holds, deadlock freedom under
 //! overlapping writes) stays in its own tests.
 
-use crate::store_fixtures::{created, forget_manifest, new_version, rows};
+use crate::store_fixtures::{created, forget_manifest, new_version, observation, rows, stage};
 use chrono::{TimeZone, Utc};
 use rememberstack::store::ledger::{
     ClaimRequest, DeferReason, FailureOutcome, NewWork, Stage, WorkStatus,
 };
 use rememberstack::store::traits::*;
 use rememberstack::store::{CallRecord, Lease};
-use rememberstack::{ErrorCode, NamespaceId, VersionId, WorkId};
+use rememberstack::{ClaimId, EntityId, ErrorCode, NamespaceId, VersionId, WorkId};
 use rememberstack_conformance::stores;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -335,6 +335,60 @@ async fn ledger_enqueue_runs_an_adjudication_unit_again_and_nothing_else() {
             .unwrap()
             .unwrap();
         assert_eq!((row.status, row.not_before), (WorkStatus::Pending, at(20)));
+    }
+}
+
+#[tokio::test]
+async fn ledger_a_finished_unit_with_assertions_of_its_version_waiting_runs_again() {
+    for h in stores().await {
+        let store = &h.store;
+        let ns = NamespaceId::new();
+        let stranded = work(ns, Stage::Adjudicate, 0);
+        let settled = work(ns, Stage::Adjudicate, 0);
+        store
+            .enqueue(vec![stranded.clone(), settled.clone()], at(0))
+            .await
+            .unwrap();
+        let got = store
+            .claim(&req("w1", &[Stage::Adjudicate], 2, 1))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        store
+            .complete_many(&got.iter().map(Lease::of).collect::<Vec<_>>(), at(2))
+            .await
+            .unwrap();
+        assert_eq!(store.rearm_stranded_units(at(3)).await.unwrap(), 0);
+        // An assertion of the first unit's version is staged with no unit enqueued.
+        let claim = ClaimId::new();
+        let a = observation(
+            ns,
+            claim,
+            stranded.version_id,
+            EntityId::new(),
+            "waits",
+            0,
+            at(3),
+        );
+        stage(store.as_ref(), ns, claim, vec![a], at(3)).await;
+        assert_eq!(store.rearm_stranded_units(at(4)).await.unwrap(), 1);
+        let row = store
+            .work_item(id_of(store, stranded.target_id).await)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (row.status, row.attempts, row.not_before),
+            (WorkStatus::Pending, 0, at(4))
+        );
+        let other = store
+            .work_item(id_of(store, settled.target_id).await)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(other.status, WorkStatus::Done);
+        // Pending already: nothing more to do.
+        assert_eq!(store.rearm_stranded_units(at(5)).await.unwrap(), 0);
     }
 }
 
