@@ -13,7 +13,7 @@ use rememberstack_core::entities::{
     ResolutionCommit, ResolutionDecision, alias_keys,
 };
 use rememberstack_core::ids::{ClaimId, DecisionId, DocumentId, EntityId, MergeId, NamespaceId};
-use rememberstack_core::time::{Timestamp, to_rfc3339};
+use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::entities::DECISION_COLUMNS;
 use rememberstack_sql::rows::{binding_row, entity_row, merge_row, resolution_decision_row};
@@ -874,18 +874,10 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        let Some(row) = row else {
-            return Err(Error::invalid_input(format!(
-                "merge event {merge} does not exist in this namespace"
-            )));
-        };
-        let mut event = merge_row(&row)?;
-        if let Some(at) = event.reverted_at {
-            return Err(Error::invalid_input(format!(
-                "merge event {merge} was already reverted at {}",
-                to_rfc3339(&at)
-            )));
-        }
+        let mut event = rememberstack_sql::entities::event_to_revert(
+            row.as_ref().map(merge_row).transpose()?,
+            merge,
+        )?;
         let cleared = sqlx::query(crate::shared(&rememberstack_sql::entities::UNMERGE))
             .bind(&ns_s)
             .bind(event.from.to_string())
@@ -893,12 +885,7 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        if cleared.rows_affected() == 0 {
-            return Err(Error::invalid_input(format!(
-                "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",
-                event.from, event.into
-            )));
-        }
+        rememberstack_sql::entities::check_unmerged(cleared.rows_affected(), &event)?;
         // The stored value (microsecond precision), so the returned event equals what
         // a later read returns.
         let reverted: Timestamp = sqlx::query_scalar(

@@ -100,3 +100,83 @@ statements! {
     DOCUMENT_BINDINGS_OF_LEMMA = "SELECT document_id, lemma, entity_id, anchor_decision_id FROM document_entity_bindings
  WHERE namespace_id = ? AND document_id = ? AND lemma = ? ORDER BY {SEQ}";
 }
+
+/// The merge event an unmerge reverts, as read by [`MERGE_BY_ID_LOCKED`]: refused
+/// when the namespace has no such event or it was reverted already.
+pub fn event_to_revert(
+    event: Option<rememberstack_core::entities::MergeEvent>,
+    merge: rememberstack_core::ids::MergeId,
+) -> rememberstack_core::Result<rememberstack_core::entities::MergeEvent> {
+    use rememberstack_core::Error;
+    let Some(event) = event else {
+        return Err(Error::invalid_input(format!(
+            "merge event {merge} does not exist in this namespace"
+        )));
+    };
+    if let Some(at) = event.reverted_at {
+        return Err(Error::invalid_input(format!(
+            "merge event {merge} was already reverted at {}",
+            rememberstack_core::time::to_rfc3339(&at)
+        )));
+    }
+    Ok(event)
+}
+
+/// An unmerge whose [`UNMERGE`] cleared `cleared` redirects: refused when none,
+/// because the entity was unmerged or merged elsewhere since.
+pub fn check_unmerged(
+    cleared: u64,
+    event: &rememberstack_core::entities::MergeEvent,
+) -> rememberstack_core::Result<()> {
+    if cleared == 0 {
+        return Err(rememberstack_core::Error::invalid_input(format!(
+            "entity {} is no longer merged into {}: merge event {} cannot be reverted",
+            event.from, event.into, event.merge_id
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod unmerge_tests {
+    use super::*;
+    use rememberstack_core::ErrorCode;
+    use rememberstack_core::entities::MergeEvent;
+    use rememberstack_core::ids::{EntityId, MergeId, NamespaceId};
+
+    fn event(reverted: bool) -> MergeEvent {
+        let at = rememberstack_core::time::parse_rfc3339("2026-01-02T03:04:05Z").unwrap();
+        MergeEvent {
+            merge_id: MergeId::new(),
+            namespace_id: NamespaceId::new(),
+            from: EntityId::new(),
+            into: EntityId::new(),
+            snapshot: serde_json::json!({}),
+            created_at: at,
+            reverted_at: reverted.then_some(at),
+        }
+    }
+
+    #[test]
+    fn an_unmerge_reverts_a_live_merge_that_still_stands_and_nothing_else() {
+        let live = event(false);
+        assert_eq!(
+            event_to_revert(Some(live.clone()), live.merge_id).unwrap(),
+            live
+        );
+        let missing = MergeId::new();
+        let err = event_to_revert(None, missing).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidInput);
+        assert!(err.to_string().contains(&missing.to_string()), "{err}");
+        let reverted = event(true);
+        let err = event_to_revert(Some(reverted.clone()), reverted.merge_id).unwrap_err();
+        assert!(
+            err.to_string().contains("already reverted at 2026-01-02"),
+            "{err}"
+        );
+        assert!(check_unmerged(1, &live).is_ok());
+        let err = check_unmerged(0, &live).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidInput);
+        assert!(err.to_string().contains("no longer merged"), "{err}");
+    }
+}

@@ -1106,18 +1106,10 @@ impl SqliteStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        let Some(row) = row else {
-            return Err(Error::invalid_input(format!(
-                "merge event {merge} does not exist in this namespace"
-            )));
-        };
-        let mut event = merge_row(&row)?;
-        if let Some(at) = event.reverted_at {
-            return Err(Error::invalid_input(format!(
-                "merge event {merge} was already reverted at {}",
-                to_rfc3339(&at)
-            )));
-        }
+        let mut event = rememberstack_sql::entities::event_to_revert(
+            row.as_ref().map(merge_row).transpose()?,
+            merge,
+        )?;
         let cleared = sqlx::query(crate::shared(&rememberstack_sql::entities::UNMERGE))
             .bind(&ns_s)
             .bind(event.from.to_string())
@@ -1125,12 +1117,7 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        if cleared.rows_affected() == 0 {
-            return Err(Error::invalid_input(format!(
-                "entity {} is no longer merged into {}: merge event {merge} cannot be reverted",
-                event.from, event.into
-            )));
-        }
+        rememberstack_sql::entities::check_unmerged(cleared.rows_affected(), &event)?;
         let at = to_rfc3339(&now);
         sqlx::query("UPDATE merge_events SET reverted_at = ? WHERE namespace_id = ? AND id = ?")
             .bind(&at)

@@ -680,11 +680,17 @@ async fn opening_the_store_decides_assertions_left_waiting() {
             acme.subject,
             &acme.statement,
             7,
-            clock_now(),
+            chrono::Utc::now(),
         );
         restated.document_id = receipt.document_id;
-        crate::store_fixtures::stage(h.store.as_ref(), ns, claim, vec![restated], clock_now())
-            .await;
+        crate::store_fixtures::stage(
+            h.store.as_ref(),
+            ns,
+            claim,
+            vec![restated],
+            chrono::Utc::now(),
+        )
+        .await;
         memory.process_until_idle().await.unwrap();
         assert_eq!(
             h.store
@@ -708,8 +714,4 @@ async fn opening_the_store_decides_assertions_left_waiting() {
             h.kind
         );
     }
-}
-
-fn clock_now() -> rememberstack::Timestamp {
-    chrono::Utc::now()
 }
