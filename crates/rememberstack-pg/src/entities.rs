@@ -17,10 +17,10 @@ use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::entities::DECISION_COLUMNS;
 use rememberstack_sql::rows::{binding_row, entity_row, merge_row, resolution_decision_row};
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, Row};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const ENTITY_SELECT: &str = "
     SELECT e.id, e.namespace_id, e.canonical_name, e.lemma, e.merged_into, e.profile_summary,
@@ -49,35 +49,6 @@ fn distinct_keys(keys: &[String]) -> Vec<String> {
 
 /// Insert an alias's blocking keys (`(kind, key)` pairs; empty keys skipped) in one
 /// statement; the `entity_key_counts` trigger counts the rows actually inserted.
-async fn insert_keys(
-    tx: &mut sqlx::PgConnection,
-    ns: &str,
-    alias: &NewAlias,
-    entity: &str,
-) -> Result<()> {
-    let (kinds, keys): (Vec<String>, Vec<String>) = alias_keys(alias)
-        .into_iter()
-        .map(|(tier, key)| (tier.key_kind().to_string(), key))
-        .unzip();
-    if keys.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
-         SELECT $1, k.kind, k.key, $4, $5 FROM UNNEST($2::text[], $3::text[]) AS k(kind, key)
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(ns)
-    .bind(kinds)
-    .bind(keys)
-    .bind(entity)
-    .bind(&alias.lemma)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
-    Ok(())
-}
-
 impl PgStore {
     /// One blocking tier: the entities sharing most keys of `kind` with `keys` (ties
     /// by id, bytewise), at most `limit`, and whether there were more; then their
@@ -451,7 +422,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<EntityId> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let entity = resolve_in(&mut tx, &commit, now).await?;
+        let entity = resolve_many(&mut tx, &[(&commit, now)]).await?[0];
         tx.commit().await.map_err(db_err)?;
         Ok(entity)
     }
@@ -468,167 +439,422 @@ impl PgStore {
         if commits.is_empty() {
             return Ok(vec![]);
         }
+        let timed: Vec<(&ResolutionCommit, Timestamp)> =
+            commits.iter().map(|c| (c, c.decision.created_at)).collect();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
         let mut out = Vec::with_capacity(commits.len());
-        for c in &commits {
-            out.push(resolve_in(&mut tx, c, c.decision.created_at).await?);
+        // One namespace's run at a time (a batch is one namespace's in practice).
+        for run in timed.chunk_by(|a, b| a.0.decision.namespace_id == b.0.decision.namespace_id) {
+            out.extend(resolve_many(&mut tx, run).await?);
         }
         tx.commit().await.map_err(db_err)?;
         Ok(out)
     }
 }
 
-/// Write one resolution in `tx` (see `MemoryStore::commit_resolution`); returns the
-/// entity that stands for it.
-async fn resolve_in(
+/// Write one namespace's resolutions in `tx`, in order, each at its time (see
+/// `MemoryStore::commit_resolution`); returns the entity that stands for each.
+///
+/// It leaves what committing them one at a time would, with one statement per kind
+/// of row: a decision already committed for its (claim, ordinal, resolver), before
+/// or earlier in the batch, makes its commit a no-op that answers the decided
+/// entity; an alias is added once and brings its blocking keys when it is new; a
+/// document binding keeps the first anchor it is given. Rows go in in commit order,
+/// so their `seq` order is the one-at-a-time order.
+async fn resolve_many(
     tx: &mut sqlx::PgConnection,
-    commit: &ResolutionCommit,
-    now: Timestamp,
-) -> Result<EntityId> {
-    let d = &commit.decision;
-    let ns = d.namespace_id.to_string();
-    let entity = d.entity_id.to_string();
-    let decision = d.decision_id.to_string();
-    let ordinal = ordinal_param(d.ordinal)?;
-    // Identity writes serialize on the normalized lemma (D99/D103): the decision's
-    // lemma and, when minting, the new entity's (sorted, so two writers never
-    // wait on each other crosswise).
-    let mut lemmas: BTreeSet<&str> = BTreeSet::new();
-    lemmas.insert(d.lemma.as_str());
-    if let Some((_, lemma)) = &commit.mint {
-        lemmas.insert(lemma.as_str());
-    }
-    for lemma in lemmas {
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(format!("lemma:{ns}:{lemma}"))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    // A decision already committed for (claim, ordinal, resolver) makes the whole
-    // commit a no-op: a re-run after a crash writes nothing twice.
-    let existing = sqlx::query(crate::shared(&rememberstack_sql::entities::DECIDED_ENTITY))
-        .bind(&ns)
-        .bind(d.claim_id.to_string())
-        .bind(ordinal)
-        .bind(&d.resolver_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    if let Some(row) = existing {
-        return parse_id(&row.get::<String, _>("entity_id"));
-    }
-    if let Some((canonical_name, lemma)) = &commit.mint {
-        sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ENTITY))
-            .bind(&ns)
-            .bind(&entity)
-            .bind(canonical_name)
-            .bind(lemma)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    for a in &commit.aliases {
-        let inserted = sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_ALIAS))
-            .bind(&ns)
-            .bind(&entity)
-            .bind(&a.surface)
-            .bind(&a.lemma)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        // An alias's keys derive from its surface alone and were written with it:
-        // a known alias has them already.
-        if inserted.rows_affected() == 0 {
-            continue;
+    commits: &[(&ResolutionCommit, Timestamp)],
+) -> Result<Vec<EntityId>> {
+    let Some((first, _)) = commits.first() else {
+        return Ok(vec![]);
+    };
+    let ns = first.decision.namespace_id.to_string();
+    // Identity writes serialize on the normalized lemma (D99/D103): each decision's
+    // lemma and, when minting, the new entity's, all taken in sorted order so two
+    // writers never wait on each other crosswise.
+    let mut locks: BTreeSet<String> = BTreeSet::new();
+    for (c, _) in commits {
+        locks.insert(format!("lemma:{ns}:{}", c.decision.lemma));
+        if let Some((_, lemma)) = &c.mint {
+            locks.insert(format!("lemma:{ns}:{lemma}"));
         }
-        insert_keys(tx, &ns, a, &entity).await?;
     }
-    let m = &commit.mention;
-    sqlx::query(crate::shared(&rememberstack_sql::entities::INSERT_MENTION))
-        .bind(&ns)
-        .bind(&entity)
-        .bind(m.claim_id.to_string())
-        .bind(m.start.map(|s| s as i64))
-        .bind(m.end.map(|e| e as i64))
-        .bind(&m.surface)
-        .bind(&decision)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    sqlx::query(crate::shared(
-        &rememberstack_sql::entities::INSERT_RESOLUTION_DECISION,
-    ))
-    .bind(&ns)
-    .bind(&decision)
-    .bind(d.claim_id.to_string())
-    .bind(d.document_id.to_string())
-    .bind(ordinal)
-    .bind(&d.name)
-    .bind(&d.lemma)
-    .bind(&d.tier)
-    .bind(Json(&d.candidates))
-    .bind(d.complete)
-    .bind(d.t3_score.map(|s| s as f64))
-    .bind(&d.t3_outcome)
-    .bind(&d.verdict)
-    .bind(&entity)
-    .bind(&d.rationale)
-    .bind(&d.model)
-    .bind(&d.resolver_version)
-    .bind(Json(&d.features))
-    .bind(d.created_at)
+    sqlx::query(
+        "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
+           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
+    )
+    .bind(locks.into_iter().collect::<Vec<_>>())
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    for other in &commit.exclusions {
-        let other = other.to_string();
-        if other == entity {
+    // Decisions already committed for the batch's (claim, ordinal, resolver) keys:
+    // a re-run after a crash writes nothing twice.
+    let mut ordinals = Vec::with_capacity(commits.len());
+    for (c, _) in commits {
+        ordinals.push(ordinal_param(c.decision.ordinal)?);
+    }
+    let decided: Vec<(String, i32, String, String)> = sqlx::query_as(
+        "SELECT d.claim_id, d.ordinal, d.resolver_version, d.entity_id
+           FROM resolution_decisions d
+           JOIN unnest($2::text[], $3::int4[], $4::text[]) AS k(claim_id, ordinal, resolver_version)
+             ON d.claim_id = k.claim_id AND d.ordinal = k.ordinal
+            AND d.resolver_version = k.resolver_version
+          WHERE d.namespace_id = $1",
+    )
+    .bind(&ns)
+    .bind(
+        commits
+            .iter()
+            .map(|(c, _)| c.decision.claim_id.to_string())
+            .collect::<Vec<_>>(),
+    )
+    .bind(&ordinals)
+    .bind(
+        commits
+            .iter()
+            .map(|(c, _)| c.decision.resolver_version.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let mut decided: HashMap<(String, i32, String), EntityId> = decided
+        .into_iter()
+        .map(|(claim, ordinal, resolver, entity)| {
+            Ok(((claim, ordinal, resolver), parse_id(&entity)?))
+        })
+        .collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(commits.len());
+    let mut writes: Vec<(&ResolutionCommit, Timestamp)> = Vec::new();
+    for ((c, at), ordinal) in commits.iter().zip(&ordinals) {
+        let d = &c.decision;
+        let key = (d.claim_id.to_string(), *ordinal, d.resolver_version.clone());
+        if let Some(entity) = decided.get(&key) {
+            out.push(*entity);
             continue;
         }
-        let (a, b) = if entity < other {
-            (&entity, &other)
-        } else {
-            (&other, &entity)
-        };
-        sqlx::query(crate::shared(
-            &rememberstack_sql::entities::INSERT_EXCLUSION,
-        ))
+        decided.insert(key, d.entity_id);
+        out.push(d.entity_id);
+        writes.push((c, *at));
+    }
+    if writes.is_empty() {
+        return Ok(out);
+    }
+    let ids = |f: &dyn Fn(&ResolutionCommit) -> String| {
+        writes.iter().map(|(c, _)| f(c)).collect::<Vec<String>>()
+    };
+    let times: Vec<Timestamp> = writes.iter().map(|(_, at)| *at).collect();
+
+    // New entities.
+    let minted: Vec<(String, &str, &str, Timestamp)> = writes
+        .iter()
+        .filter_map(|(c, at)| {
+            c.mint.as_ref().map(|(name, lemma)| {
+                (
+                    c.decision.entity_id.to_string(),
+                    name.as_str(),
+                    lemma.as_str(),
+                    *at,
+                )
+            })
+        })
+        .collect();
+    if !minted.is_empty() {
+        sqlx::query(
+            "INSERT INTO entities (namespace_id, id, canonical_name, lemma, created_at)
+             SELECT $1, e.id, e.name, e.lemma, e.at
+               FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[])
+                    WITH ORDINALITY AS e(id, name, lemma, at, i)
+              ORDER BY e.i
+             ON CONFLICT (namespace_id, id) DO NOTHING",
+        )
+        .bind(&ns)
+        .bind(minted.iter().map(|m| m.0.clone()).collect::<Vec<_>>())
+        .bind(minted.iter().map(|m| m.1).collect::<Vec<_>>())
+        .bind(minted.iter().map(|m| m.2).collect::<Vec<_>>())
+        .bind(minted.iter().map(|m| m.3).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+
+    // Aliases, each (entity, surface) once; the new ones bring their blocking keys
+    // (an alias's keys derive from its surface alone and were written with it).
+    let mut seen: std::collections::HashSet<(String, &str)> = std::collections::HashSet::new();
+    let mut aliases: Vec<(String, &NewAlias, Timestamp)> = Vec::new();
+    for (c, at) in &writes {
+        let entity = c.decision.entity_id.to_string();
+        for a in &c.aliases {
+            if seen.insert((entity.clone(), a.surface.as_str())) {
+                aliases.push((entity.clone(), a, *at));
+            }
+        }
+    }
+    if !aliases.is_empty() {
+        let added: Vec<(String, String)> = sqlx::query_as(
+            "INSERT INTO entity_aliases (namespace_id, entity_id, surface, lemma, created_at)
+             SELECT $1, a.entity, a.surface, a.lemma, a.at
+               FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[])
+                    WITH ORDINALITY AS a(entity, surface, lemma, at, i)
+              ORDER BY a.i
+             ON CONFLICT DO NOTHING
+             RETURNING entity_id, surface",
+        )
+        .bind(&ns)
+        .bind(aliases.iter().map(|a| a.0.clone()).collect::<Vec<_>>())
+        .bind(
+            aliases
+                .iter()
+                .map(|a| a.1.surface.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            aliases
+                .iter()
+                .map(|a| a.1.lemma.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .bind(aliases.iter().map(|a| a.2).collect::<Vec<_>>())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let added: std::collections::HashSet<(String, String)> = added.into_iter().collect();
+        let mut keys: BTreeSet<(String, String, String, String)> = BTreeSet::new();
+        for (entity, alias, _) in &aliases {
+            if !added.contains(&(entity.clone(), alias.surface.clone())) {
+                continue;
+            }
+            for (tier, key) in alias_keys(alias) {
+                keys.insert((
+                    tier.key_kind().to_string(),
+                    key,
+                    entity.clone(),
+                    alias.lemma.clone(),
+                ));
+            }
+        }
+        if !keys.is_empty() {
+            let (mut kinds, mut values, mut entities, mut lemmas) =
+                (vec![], vec![], vec![], vec![]);
+            for (kind, key, entity, lemma) in keys {
+                kinds.push(kind);
+                values.push(key);
+                entities.push(entity);
+                lemmas.push(lemma);
+            }
+            sqlx::query(
+                "INSERT INTO entity_keys (namespace_id, kind, key, entity_id, alias_lemma)
+                 SELECT $1, k.kind, k.key, k.entity, k.lemma
+                   FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(kind, key, entity, lemma)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&ns)
+            .bind(kinds)
+            .bind(values)
+            .bind(entities)
+            .bind(lemmas)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+    }
+
+    // The mentions and the decisions, in commit order.
+    sqlx::query(
+        "INSERT INTO entity_mentions (namespace_id, entity_id, claim_id, start_byte, end_byte,
+             surface, decision_id, created_at)
+         SELECT $1, m.entity, m.claim, m.start_byte, m.end_byte, m.surface, m.decision, m.at
+           FROM unnest($2::text[], $3::text[], $4::int8[], $5::int8[], $6::text[], $7::text[],
+                       $8::timestamptz[])
+                WITH ORDINALITY AS m(entity, claim, start_byte, end_byte, surface, decision, at, i)
+          ORDER BY m.i",
+    )
+    .bind(&ns)
+    .bind(ids(&|c| c.decision.entity_id.to_string()))
+    .bind(ids(&|c| c.mention.claim_id.to_string()))
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.mention.start.map(|s| s as i64))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.mention.end.map(|e| e as i64))
+            .collect::<Vec<_>>(),
+    )
+    .bind(ids(&|c| c.mention.surface.clone()))
+    .bind(ids(&|c| c.decision.decision_id.to_string()))
+    .bind(&times)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let json = |v: &serde_json::Value| {
+        serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
+    };
+    let mut candidates = Vec::with_capacity(writes.len());
+    let mut features = Vec::with_capacity(writes.len());
+    let mut ordinals = Vec::with_capacity(writes.len());
+    for (c, _) in &writes {
+        candidates.push(
+            serde_json::to_string(&c.decision.candidates)
+                .map_err(|e| Error::internal(e.to_string()))?,
+        );
+        features.push(json(&c.decision.features)?);
+        ordinals.push(ordinal_param(c.decision.ordinal)?);
+    }
+    sqlx::query(
+        "INSERT INTO resolution_decisions (namespace_id, id, claim_id, document_id, ordinal, name,
+             lemma, tier, candidates_json, complete, t3_score, t3_outcome, verdict, entity_id,
+             rationale, model, resolver_version, features_json, created_at)
+         SELECT $1, d.id, d.claim, d.document, d.ordinal, d.name, d.lemma, d.tier,
+                d.candidates::jsonb, d.complete, d.t3_score, d.t3_outcome, d.verdict, d.entity,
+                d.rationale, d.model, d.resolver, d.features::jsonb, d.at
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[],
+                       $8::text[], $9::text[], $10::bool[], $11::float8[], $12::text[], $13::text[],
+                       $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+                       $19::timestamptz[])
+                WITH ORDINALITY AS d(id, claim, document, ordinal, name, lemma, tier, candidates,
+                                     complete, t3_score, t3_outcome, verdict, entity, rationale,
+                                     model, resolver, features, at, i)
+          ORDER BY d.i",
+    )
+    .bind(&ns)
+    .bind(ids(&|c| c.decision.decision_id.to_string()))
+    .bind(ids(&|c| c.decision.claim_id.to_string()))
+    .bind(ids(&|c| c.decision.document_id.to_string()))
+    .bind(&ordinals)
+    .bind(ids(&|c| c.decision.name.clone()))
+    .bind(ids(&|c| c.decision.lemma.clone()))
+    .bind(ids(&|c| c.decision.tier.clone()))
+    .bind(&candidates)
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.decision.complete)
+            .collect::<Vec<bool>>(),
+    )
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.decision.t3_score.map(|s| s as f64))
+            .collect::<Vec<Option<f64>>>(),
+    )
+    .bind(ids(&|c| c.decision.t3_outcome.clone()))
+    .bind(ids(&|c| c.decision.verdict.clone()))
+    .bind(ids(&|c| c.decision.entity_id.to_string()))
+    .bind(ids(&|c| c.decision.rationale.clone()))
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.decision.model.clone())
+            .collect::<Vec<Option<String>>>(),
+    )
+    .bind(ids(&|c| c.decision.resolver_version.clone()))
+    .bind(&features)
+    .bind(
+        writes
+            .iter()
+            .map(|(c, _)| c.decision.created_at)
+            .collect::<Vec<Timestamp>>(),
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+
+    // Cannot-link pairs, stored ordered (a < b), each once with its first decision.
+    let mut pairs: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (c, _) in &writes {
+        let entity = c.decision.entity_id.to_string();
+        for other in &c.exclusions {
+            let other = other.to_string();
+            if other == entity {
+                continue;
+            }
+            let key = if entity < other {
+                (entity.clone(), other)
+            } else {
+                (other, entity.clone())
+            };
+            pairs
+                .entry(key)
+                .or_insert_with(|| c.decision.decision_id.to_string());
+        }
+    }
+    if !pairs.is_empty() {
+        let (mut a, mut b, mut decision) = (vec![], vec![], vec![]);
+        for ((x, y), d) in pairs {
+            a.push(x);
+            b.push(y);
+            decision.push(d);
+        }
+        sqlx::query(
+            "INSERT INTO resolution_exclusions (namespace_id, a, b, decision_id)
+             SELECT $1, p.a, p.b, p.decision FROM unnest($2::text[], $3::text[], $4::text[]) AS p(a, b, decision)
+             ON CONFLICT DO NOTHING",
+        )
         .bind(&ns)
         .bind(a)
         .bind(b)
-        .bind(&decision)
+        .bind(decision)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
     }
-    if let Some(b) = &commit.binding {
-        // An existing anchor is kept: the first T4 match anchors replay. The row is
-        // only rewritten when it gains an anchor (the COALESCE of SQLite, without
-        // a no-op update that would move the row).
+
+    // Document bindings, each key once in order of first appearance with the first
+    // anchor the batch gives it. An existing anchor is kept: the first T4 match
+    // anchors replay. A row is only rewritten when it gains an anchor (the COALESCE
+    // of SQLite, without a no-op update that would move the row).
+    let mut bindings: Vec<(String, &str, String, Option<String>)> = Vec::new();
+    let mut at: HashMap<(String, &str, String), usize> = HashMap::new();
+    for (c, _) in &writes {
+        let Some(b) = &c.binding else {
+            continue;
+        };
+        let key = (
+            b.document_id.to_string(),
+            b.lemma.as_str(),
+            b.entity_id.to_string(),
+        );
+        let anchor = b.anchor.map(|a| a.to_string());
+        match at.get(&key) {
+            Some(&i) => {
+                if bindings[i].3.is_none() {
+                    bindings[i].3 = anchor;
+                }
+            }
+            None => {
+                at.insert(key.clone(), bindings.len());
+                bindings.push((key.0, key.1, key.2, anchor));
+            }
+        }
+    }
+    if !bindings.is_empty() {
         sqlx::query(
             "INSERT INTO document_entity_bindings (namespace_id, document_id, lemma, entity_id,
                      anchor_decision_id)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
-                     anchor_decision_id = COALESCE(document_entity_bindings.anchor_decision_id,
-                                                   excluded.anchor_decision_id)
-                 WHERE document_entity_bindings.anchor_decision_id IS NULL
-                   AND excluded.anchor_decision_id IS NOT NULL",
+             SELECT $1, b.document, b.lemma, b.entity, b.anchor
+               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[])
+                    WITH ORDINALITY AS b(document, lemma, entity, anchor, i)
+              ORDER BY b.i
+             ON CONFLICT (namespace_id, document_id, lemma, entity_id) DO UPDATE SET
+                 anchor_decision_id = COALESCE(document_entity_bindings.anchor_decision_id,
+                                               excluded.anchor_decision_id)
+             WHERE document_entity_bindings.anchor_decision_id IS NULL
+               AND excluded.anchor_decision_id IS NOT NULL",
         )
         .bind(&ns)
-        .bind(b.document_id.to_string())
-        .bind(&b.lemma)
-        .bind(b.entity_id.to_string())
-        .bind(b.anchor.map(|a| a.to_string()))
+        .bind(bindings.iter().map(|b| b.0.clone()).collect::<Vec<_>>())
+        .bind(bindings.iter().map(|b| b.1).collect::<Vec<_>>())
+        .bind(bindings.iter().map(|b| b.2.clone()).collect::<Vec<_>>())
+        .bind(bindings.iter().map(|b| b.3.clone()).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
     }
-    Ok(d.entity_id)
+    Ok(out)
 }
 
 impl PgStore {

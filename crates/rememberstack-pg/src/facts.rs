@@ -7,7 +7,7 @@
 //! in SQL from the namespace's stored term statistics, migration 0011); label
 //! vectors are ranked with pgvector's cosine distance and re-sorted exactly.
 
-use crate::ledger::{fence, insert_work};
+use crate::ledger::{fence_many, insert_work};
 use crate::rows::{get, id, opt_id};
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
@@ -21,7 +21,7 @@ use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId}
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::{ASSERTION_SELECT, fact_select};
 use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
@@ -153,10 +153,10 @@ impl PgStore {
     }
 
     /// Several claims' normalizations in one transaction (one claim's is a batch of
-    /// one). A commit whose lease is gone
-    /// writes nothing of its own (its fence is its first write and fails before the
-    /// rest) and is answered `lease_lost`; the others commit. Any other failure
-    /// rolls the whole batch back.
+    /// one), each kind of row written by one statement for the whole batch. A commit
+    /// whose lease is gone writes nothing of its own (the leases are fenced first)
+    /// and is answered `lease_lost`; the others commit. Any other failure rolls the
+    /// whole batch back.
     pub(crate) async fn commit_normalizations_impl(
         &self,
         commits: Vec<NormalizationCommit>,
@@ -166,90 +166,200 @@ impl PgStore {
             return Ok(vec![]);
         }
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let mut out = Vec::with_capacity(commits.len());
-        for c in &commits {
-            match normalize_in(&mut tx, c, now).await {
-                Err(e) if e.code() == ErrorCode::LeaseLost => out.push(Err(e)),
-                Err(e) => return Err(e),
-                Ok(()) => out.push(Ok(())),
-            }
-        }
+        let leases: Vec<Lease> = commits.iter().map(|c| c.lease.clone()).collect();
+        let fenced = fence_many(&mut tx, &leases, now).await?;
+        let held: Vec<(&NormalizationCommit, String)> = commits
+            .iter()
+            .zip(&fenced)
+            .filter_map(|(c, ns)| ns.clone().map(|ns| (c, ns)))
+            .collect();
+        normalize_many(&mut tx, &held, now).await?;
         tx.commit().await.map_err(db_err)?;
-        Ok(out)
+        Ok(commits
+            .iter()
+            .zip(fenced)
+            .map(|(c, ns)| match ns {
+                Some(_) => Ok(()),
+                None => Err(c.lease.lost()),
+            })
+            .collect())
     }
 }
 
-/// Write one claim's normalization in `tx` (see `MemoryStore::commit_normalization`),
-/// its lease fenced first.
-async fn normalize_in(
+/// Write fenced claims' normalizations in `tx` (see `MemoryStore::commit_normalization`):
+/// each commit with its work item's namespace, in order. What one commit at a time
+/// would leave, one statement per kind of row: a claim normalized twice keeps the
+/// later output, an assertion staged again counts nothing, and every staged
+/// relation counts one use of its predicate.
+async fn normalize_many(
     tx: &mut sqlx::PgConnection,
-    c: &NormalizationCommit,
+    commits: &[(&NormalizationCommit, String)],
     now: Timestamp,
 ) -> Result<()> {
-    fence(tx, &c.lease, now).await?;
-    let ns: String =
-        sqlx::query_scalar(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
-            .bind(c.lease.work_id.to_string())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    sqlx::query(crate::shared(
-        &rememberstack_sql::facts::UPSERT_NORMALIZATION,
-    ))
-    .bind(&ns)
-    .bind(c.claim.to_string())
-    .bind(&c.normalizer_version)
-    .bind(Json(&c.output))
+    if commits.is_empty() {
+        return Ok(());
+    }
+    // The later normalization of a (namespace, claim, version) wins, as a second
+    // upsert would; one row per key, as an upsert may touch a row only once.
+    let mut outputs: BTreeMap<(&str, String, &str), String> = BTreeMap::new();
+    for (c, ns) in commits {
+        let json = serde_json::to_string(&c.output).map_err(|e| Error::internal(e.to_string()))?;
+        outputs.insert(
+            (ns.as_str(), c.claim.to_string(), &c.normalizer_version),
+            json,
+        );
+    }
+    let (mut n_ns, mut n_claim, mut n_version, mut n_output) = (vec![], vec![], vec![], vec![]);
+    for ((ns, claim, version), json) in outputs {
+        n_ns.push(ns);
+        n_claim.push(claim);
+        n_version.push(version);
+        n_output.push(json);
+    }
+    sqlx::query(
+        "INSERT INTO normalizations (namespace_id, claim_id, normalizer_version, output_json, created_at)
+         SELECT n.ns, n.claim, n.version, n.output::jsonb, $5
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS n(ns, claim, version, output)
+         ON CONFLICT (namespace_id, claim_id, normalizer_version) DO UPDATE SET
+             output_json = excluded.output_json, created_at = excluded.created_at",
+    )
+    .bind(&n_ns)
+    .bind(&n_claim)
+    .bind(&n_version)
+    .bind(&n_output)
     .bind(now)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    for a in &c.assertions {
-        let a_ns = a.namespace_id.to_string();
-        let inserted = sqlx::query(crate::shared(
-            &rememberstack_sql::facts::INSERT_STAGED_ASSERTION,
-        ))
-        .bind(&a_ns)
-        .bind(a.assertion_id.to_string())
-        .bind(a.claim_id.to_string())
-        .bind(a.document_id.to_string())
-        .bind(a.version_id.to_string())
-        .bind(&c.normalizer_version)
-        .bind(a.kind.as_str())
-        .bind(a.subject.to_string())
-        .bind(&a.predicate)
-        .bind(a.object.map(|o| o.to_string()))
-        .bind(&a.statement)
-        .bind(a.window.valid_from)
-        .bind(a.window.valid_until)
-        .bind(precision_str(&a.window.precision)?)
-        .bind(validity_str(&a.validity_kind)?)
-        .bind(a.asserted_at)
-        .bind(a.ordinal as i32)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        // Uses are counted once per staged assertion: a replayed row counts nothing.
-        if inserted == 0 || a.kind != FactKind::Relation {
-            continue;
-        }
-        let Some(predicate) = &a.predicate else {
-            continue;
+    // Staged in order (their `seq` is the staging order); a row already staged is
+    // left as it is and counts no use.
+    let assertions: Vec<(&Assertion, &str)> = commits
+        .iter()
+        .flat_map(|(c, _)| {
+            c.assertions
+                .iter()
+                .map(|a| (a, c.normalizer_version.as_str()))
+        })
+        .collect();
+    if !assertions.is_empty() {
+        let text = |f: &dyn Fn(&Assertion) -> String| {
+            assertions
+                .iter()
+                .map(|(a, _)| f(a))
+                .collect::<Vec<String>>()
         };
-        sqlx::query(
-            "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
-                 VALUES ($1, $2, '', '[]'::jsonb, 'other', 1)
-                 ON CONFLICT (namespace_id, name) DO UPDATE SET uses = predicates.uses + 1",
+        let opt = |f: &dyn Fn(&Assertion) -> Option<String>| {
+            assertions
+                .iter()
+                .map(|(a, _)| f(a))
+                .collect::<Vec<Option<String>>>()
+        };
+        let time = |f: &dyn Fn(&Assertion) -> Option<Timestamp>| {
+            assertions
+                .iter()
+                .map(|(a, _)| f(a))
+                .collect::<Vec<Option<Timestamp>>>()
+        };
+        let mut precisions = Vec::with_capacity(assertions.len());
+        let mut validities = Vec::with_capacity(assertions.len());
+        let mut ordinals = Vec::with_capacity(assertions.len());
+        for (a, _) in &assertions {
+            precisions.push(precision_str(&a.window.precision)?);
+            validities.push(validity_str(&a.validity_kind)?);
+            ordinals.push(
+                i32::try_from(a.ordinal)
+                    .map_err(|_| Error::invalid_input("assertion ordinal out of range"))?,
+            );
+        }
+        let inserted: Vec<(String, String)> = sqlx::query_as(
+            "INSERT INTO staged_assertions (namespace_id, id, claim_id, document_id, version_id,
+                 normalizer_version, kind, subject_id, predicate, object_id, statement, valid_from,
+                 valid_until, valid_precision, validity_kind, asserted_at, ordinal, created_at)
+             SELECT a.ns, a.id, a.claim, a.document, a.version, a.normalizer, a.kind, a.subject,
+                    a.predicate, a.object, a.statement, a.valid_from, a.valid_until, a.precision,
+                    a.validity, a.asserted_at, a.ordinal, $18
+               FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                           $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+                           $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[],
+                           $16::timestamptz[], $17::int4[])
+                    WITH ORDINALITY AS a(ns, id, claim, document, version, normalizer, kind, subject,
+                                         predicate, object, statement, valid_from, valid_until,
+                                         precision, validity, asserted_at, ordinal, i)
+              ORDER BY a.i
+             ON CONFLICT DO NOTHING
+             RETURNING namespace_id, id",
         )
-        .bind(&a_ns)
-        .bind(predicate)
-        .execute(&mut *tx)
+        .bind(text(&|a| a.namespace_id.to_string()))
+        .bind(text(&|a| a.assertion_id.to_string()))
+        .bind(text(&|a| a.claim_id.to_string()))
+        .bind(text(&|a| a.document_id.to_string()))
+        .bind(text(&|a| a.version_id.to_string()))
+        .bind(
+            assertions
+                .iter()
+                .map(|(_, v)| *v)
+                .collect::<Vec<&str>>(),
+        )
+        .bind(text(&|a| a.kind.as_str().to_string()))
+        .bind(text(&|a| a.subject.to_string()))
+        .bind(opt(&|a| a.predicate.clone()))
+        .bind(opt(&|a| a.object.map(|o| o.to_string())))
+        .bind(text(&|a| a.statement.clone()))
+        .bind(time(&|a| a.window.valid_from))
+        .bind(time(&|a| a.window.valid_until))
+        .bind(&precisions)
+        .bind(&validities)
+        .bind(
+            assertions
+                .iter()
+                .map(|(a, _)| a.asserted_at)
+                .collect::<Vec<Timestamp>>(),
+        )
+        .bind(&ordinals)
+        .bind(now)
+        .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;
+        // Uses are counted once per staged relation; the registry rows are taken in
+        // key order.
+        let inserted: std::collections::HashSet<(String, String)> = inserted.into_iter().collect();
+        let mut uses: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for (a, _) in &assertions {
+            let (FactKind::Relation, Some(predicate)) = (a.kind, &a.predicate) else {
+                continue;
+            };
+            let ns = a.namespace_id.to_string();
+            if inserted.contains(&(ns.clone(), a.assertion_id.to_string())) {
+                *uses.entry((ns, predicate.clone())).or_default() += 1;
+            }
+        }
+        if !uses.is_empty() {
+            let (mut u_ns, mut u_name, mut u_n) = (vec![], vec![], vec![]);
+            for ((ns, name), n) in uses {
+                u_ns.push(ns);
+                u_name.push(name);
+                u_n.push(n);
+            }
+            sqlx::query(
+                "INSERT INTO predicates (namespace_id, name, description, synonyms_json, status, uses)
+                 SELECT u.ns, u.name, '', '[]'::jsonb, 'other', u.n
+                   FROM unnest($1::text[], $2::text[], $3::int8[]) WITH ORDINALITY AS u(ns, name, n, i)
+                  ORDER BY u.i
+                 ON CONFLICT (namespace_id, name) DO UPDATE SET uses = predicates.uses + excluded.uses",
+            )
+            .bind(&u_ns)
+            .bind(&u_name)
+            .bind(&u_n)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
     }
-    insert_work(tx, &c.follow_up, now).await?;
+    let follow_up: Vec<NewWork> = commits
+        .iter()
+        .flat_map(|(c, _)| c.follow_up.iter().cloned())
+        .collect();
+    insert_work(tx, &follow_up, now).await?;
     Ok(())
 }
 

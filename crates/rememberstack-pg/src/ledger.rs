@@ -77,6 +77,48 @@ pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp
     Ok(())
 }
 
+/// Mark several leased items done in one round trip each for the stamps and the
+/// rows: the namespaces' stamps first (as [`stamp_first`] takes them, in order),
+/// then one `UPDATE` of every item still leased to its owner. Per lease, in order:
+/// the item's namespace when it was fenced here, `None` when its lease is gone (an
+/// item listed twice is fenced once, by its first listing, as one at a time would).
+pub(crate) async fn fence_many(
+    conn: &mut PgConnection,
+    leases: &[Lease],
+    now: Timestamp,
+) -> Result<Vec<Option<String>>> {
+    if leases.is_empty() {
+        return Ok(vec![]);
+    }
+    let ids: Vec<String> = leases.iter().map(|l| l.work_id.to_string()).collect();
+    let owners: Vec<&str> = leases.iter().map(|l| l.owner.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO change_stamps (namespace_id, n)
+             SELECT DISTINCT namespace_id, 1 FROM processing_state WHERE id = ANY($1)
+             ORDER BY 1
+         ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
+    )
+    .bind(&ids)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let done: Vec<(String, String)> = sqlx::query_as(
+        "UPDATE processing_state s SET status = 'done', lease_owner = NULL,
+             lease_expires_at = NULL, defer_reason = NULL, last_error = NULL, updated_at = $1
+           FROM unnest($2::text[], $3::text[]) AS l(id, owner)
+          WHERE s.id = l.id AND s.status = 'running' AND s.lease_owner = l.owner
+          RETURNING s.id, s.namespace_id",
+    )
+    .bind(ms(now))
+    .bind(&ids)
+    .bind(&owners)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let mut done: std::collections::HashMap<String, String> = done.into_iter().collect();
+    Ok(ids.iter().map(|id| done.remove(id)).collect())
+}
+
 /// Bump the change stamp of the namespace of `lease`'s work item before the
 /// transaction locks any ledger row.
 ///
@@ -372,44 +414,15 @@ impl PgStore {
         if leases.is_empty() {
             return Ok(vec![]);
         }
-        let ids: Vec<String> = leases.iter().map(|l| l.work_id.to_string()).collect();
-        let owners: Vec<&str> = leases.iter().map(|l| l.owner.as_str()).collect();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO change_stamps (namespace_id, n)
-                 SELECT DISTINCT namespace_id, 1 FROM processing_state WHERE id = ANY($1)
-                 ORDER BY 1
-             ON CONFLICT (namespace_id) DO UPDATE SET n = change_stamps.n + 1",
-        )
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let done: Vec<String> = sqlx::query_scalar(
-            "UPDATE processing_state s SET status = 'done', lease_owner = NULL,
-                 lease_expires_at = NULL, defer_reason = NULL, last_error = NULL, updated_at = $1
-               FROM unnest($2::text[], $3::text[]) AS l(id, owner)
-              WHERE s.id = l.id AND s.status = 'running' AND s.lease_owner = l.owner
-              RETURNING s.id",
-        )
-        .bind(ms(now))
-        .bind(&ids)
-        .bind(&owners)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let fenced = fence_many(&mut tx, leases, now).await?;
         tx.commit().await.map_err(db_err)?;
-        // An item listed twice completes once, as one at a time would.
-        let mut done: std::collections::HashSet<String> = done.into_iter().collect();
         Ok(leases
             .iter()
-            .zip(&ids)
-            .map(|(lease, id)| {
-                if done.remove(id) {
-                    Ok(())
-                } else {
-                    Err(lease.lost())
-                }
+            .zip(fenced)
+            .map(|(lease, ns)| match ns {
+                Some(_) => Ok(()),
+                None => Err(lease.lost()),
             })
             .collect())
     }

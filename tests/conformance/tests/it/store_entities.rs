@@ -722,3 +722,168 @@ async fn merge_then_unmerge_restores_the_redirect() {
         );
     }
 }
+
+/// What a batch of resolutions leaves, read back with the namespace's id blanked so
+/// two namespaces compare.
+async fn identity_state(
+    store: &Arc<dyn MemoryStore>,
+    ns: NamespaceId,
+    entities: &[EntityId],
+    doc: DocumentId,
+) -> serde_json::Value {
+    let mut mentions = Vec::new();
+    for e in entities {
+        mentions.push(store.mentions(ns, *e, 100).await.unwrap());
+    }
+    let block = store
+        .block_entities(&query(
+            ns,
+            "countess lovelace",
+            NewAlias::of("Countess Lovelace").trigrams,
+            vec![],
+            10,
+        ))
+        .await
+        .unwrap();
+    let state = serde_json::json!({
+        "entities": store.entities(ns, entities).await.unwrap(),
+        "decisions": store.resolution_decisions(ns, entities).await.unwrap(),
+        "mentions": mentions,
+        "exclusions": store.exclusions(ns, entities).await.unwrap(),
+        "bindings": store.document_entity_bindings(ns, doc).await.unwrap(),
+        "block": block
+            .hits
+            .iter()
+            .map(|h| format!("{} {} {:?}", h.entity_id, h.alias_lemma, h.via))
+            .collect::<BTreeSet<_>>(),
+    });
+    serde_json::from_str(&state.to_string().replace(&ns.to_string(), "NS")).unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_of_resolutions_leaves_what_one_at_a_time_would() {
+    for h in stores().await {
+        let store = &h.store;
+        let batch_ns = store.ensure_namespace("batch", t(1)).await.unwrap().id;
+        let single_ns = store.ensure_namespace("single", t(1)).await.unwrap().id;
+        let doc = DocumentId::new();
+        let (c1, c2, c3) = (ClaimId::new(), ClaimId::new(), ClaimId::new());
+        let binding = |lemma: &str, entity: EntityId, anchor: Option<DecisionId>| DocumentBinding {
+            document_id: doc,
+            lemma: lemma.to_string(),
+            entity_id: entity,
+            anchor,
+        };
+        // Ada is minted, bound without an anchor.
+        let mut ada = mint_commit(batch_ns, c1, 0, "Ada Lovelace");
+        let e_ada = ada.decision.entity_id;
+        ada.binding = Some(binding("ada lovelace", e_ada, None));
+        // Babbage is minted and may not be Ada.
+        let mut babbage = mint_commit(batch_ns, c3, 0, "Charles Babbage");
+        let e_babbage = babbage.decision.entity_id;
+        babbage.exclusions = vec![e_ada, e_babbage];
+        babbage.binding = Some(binding(
+            "charles babbage",
+            e_babbage,
+            Some(babbage.decision.decision_id),
+        ));
+        // A match to Ada with a known and a new surface: the binding gains its anchor,
+        // the cannot-link pair is the same one again.
+        let mut matched = mint_commit(batch_ns, c2, 0, "Countess Lovelace");
+        matched.mint = None;
+        matched.decision.entity_id = e_ada;
+        matched.decision.verdict = "match".into();
+        matched.decision.created_at = t(3);
+        matched.aliases = vec![
+            NewAlias::of("Ada Lovelace"),
+            NewAlias::of("Countess Lovelace"),
+        ];
+        matched.exclusions = vec![e_babbage];
+        matched.binding = Some(binding(
+            "ada lovelace",
+            e_ada,
+            Some(matched.decision.decision_id),
+        ));
+        // The same decision key again: nothing is written, Ada answers.
+        let mut again = mint_commit(batch_ns, c2, 0, "Ada Byron");
+        again.decision.created_at = t(4);
+        // A later anchor does not replace the first.
+        let mut later = mint_commit(batch_ns, c1, 1, "Lovelace");
+        later.mint = None;
+        later.decision.entity_id = e_ada;
+        later.decision.verdict = "match".into();
+        later.decision.created_at = t(5);
+        later.binding = Some(binding(
+            "ada lovelace",
+            e_ada,
+            Some(later.decision.decision_id),
+        ));
+        let commits = vec![ada, babbage, matched, again, later];
+
+        let batched = store.commit_resolutions(commits.clone()).await.unwrap();
+        let mut single = Vec::new();
+        for mut c in commits {
+            c.decision.namespace_id = single_ns;
+            let at = c.decision.created_at;
+            single.push(store.commit_resolution(c, at).await.unwrap());
+        }
+        assert_eq!(
+            batched,
+            vec![e_ada, e_babbage, e_ada, e_ada, e_ada],
+            "{}",
+            h.kind
+        );
+        assert_eq!(batched, single, "{}", h.kind);
+        let entities = [e_ada, e_babbage];
+        let batch_state = identity_state(store, batch_ns, &entities, doc).await;
+        let single_state = identity_state(store, single_ns, &entities, doc).await;
+        assert_eq!(batch_state, single_state, "{}", h.kind);
+        // What one at a time leaves: two entities, Ada's surfaces once each, four
+        // decisions, one cannot-link pair, the first anchor kept, and Ada found by the
+        // alias the match added.
+        assert_eq!(batch_state["entities"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            batch_state["entities"][0]["aliases"],
+            serde_json::json!(["Ada Lovelace", "Countess Lovelace", "Lovelace"]),
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            batch_state["decisions"].as_array().unwrap().len(),
+            4,
+            "{}",
+            h.kind
+        );
+        assert_eq!(
+            batch_state["exclusions"].as_array().unwrap().len(),
+            1,
+            "{}",
+            h.kind
+        );
+        let bindings = batch_state["bindings"].as_array().unwrap();
+        assert_eq!(bindings.len(), 2, "{}", h.kind);
+        let ada_binding = bindings
+            .iter()
+            .find(|b| b["lemma"] == "ada lovelace")
+            .unwrap();
+        assert_eq!(
+            ada_binding["anchor"],
+            serde_json::json!(batch_state["decisions"][2]["decision_id"]),
+            "{}",
+            h.kind
+        );
+        assert!(
+            batch_state["block"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|hit| hit
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{e_ada} countess lovelace"))),
+            "{}: {}",
+            h.kind,
+            batch_state["block"]
+        );
+    }
+}
