@@ -11,11 +11,10 @@ use crate::ledger::{fence_many, insert_work};
 use crate::rows::{get, id, opt_id};
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
-use chrono::{DateTime, Utc};
 use rememberstack_core::claims::{Precision, ValidityKind};
 use rememberstack_core::facts::{
     AdjudicationRecord, ApplyCommit, Assertion, EvidenceRecord, FactFilter, FactKey, FactKind,
-    FactRecord, PredicateRow, Stance,
+    FactRecord, NewFact, PredicateRow, Stance,
 };
 use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
@@ -428,7 +427,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<bool> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let applied = apply_in(&mut tx, &ns.to_string(), &commit, now).await?;
+        let applied = apply_many(&mut tx, &ns.to_string(), &[(&commit, now)]).await?[0];
         tx.commit().await.map_err(db_err)?;
         Ok(applied)
     }
@@ -447,116 +446,180 @@ impl PgStore {
             return Ok(vec![]);
         }
         let ns_s = ns.to_string();
+        let timed: Vec<(&ApplyCommit, Timestamp)> = commits
+            .iter()
+            .map(|c| (c, c.transcript.created_at))
+            .collect();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let mut out = Vec::with_capacity(commits.len());
-        for c in &commits {
-            out.push(apply_in(&mut tx, &ns_s, c, c.transcript.created_at).await?);
-        }
+        let out = apply_many(&mut tx, &ns_s, &timed).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(out)
     }
 }
 
-/// Apply one assertion in `tx` (see `MemoryStore::apply_assertion`); `false` when
-/// it was applied before.
-async fn apply_in(
+/// Apply one namespace's assertions in `tx`, in order, each at its time (see
+/// `MemoryStore::apply_assertion`); per assertion, `false` when it was applied
+/// before (or earlier in the batch).
+///
+/// It leaves what applying them one at a time would, in fewer round trips: the
+/// assertions are read, their subjects locked (sorted) and their applied state
+/// read once for the batch; the follow-up work, the new facts, the transcripts and
+/// the applied marks are one statement each, in order. A fact's window, group,
+/// successor and chain links are written per assertion in order, and evidence goes
+/// in before any later chain link runs (a link rewrites its fact's contradicting
+/// evidence).
+async fn apply_many(
     tx: &mut sqlx::PgConnection,
     ns_s: &str,
-    commit: &ApplyCommit,
-    now: Timestamp,
-) -> Result<bool> {
-    let subject: Option<String> = sqlx::query_scalar(
-        "SELECT subject_id FROM staged_assertions WHERE namespace_id = $1 AND id = $2",
+    commits: &[(&ApplyCommit, Timestamp)],
+) -> Result<Vec<bool>> {
+    if commits.is_empty() {
+        return Ok(vec![]);
+    }
+    let ids: Vec<String> = commits
+        .iter()
+        .map(|(c, _)| c.assertion_id.to_string())
+        .collect();
+    let subjects: HashMap<String, String> = sqlx::query_as(
+        "SELECT id, subject_id FROM staged_assertions WHERE namespace_id = $1 AND id = ANY($2)",
     )
     .bind(ns_s)
-    .bind(commit.assertion_id.to_string())
-    .fetch_optional(&mut *tx)
+    .bind(&ids)
+    .fetch_all(&mut *tx)
     .await
-    .map_err(db_err)?;
-    let Some(subject) = subject else {
+    .map_err(db_err)?
+    .into_iter()
+    .collect();
+    if let Some((c, _)) = commits
+        .iter()
+        .find(|(c, _)| !subjects.contains_key(&c.assertion_id.to_string()))
+    {
         return Err(Error::not_found(format!(
             "assertion {} is not staged in this namespace",
-            commit.assertion_id
+            c.assertion_id
         )));
-    };
+    }
     // One subject's assertions apply one at a time across processes (SQLite's single
-    // writer): adjudication read the subject's facts, and this writes them.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(format!("entity:{ns_s}:{subject}"))
+    // writer): adjudication read the subject's facts, and this writes them. The
+    // batch's subjects are locked in sorted order.
+    let locks: std::collections::BTreeSet<String> = subjects
+        .values()
+        .map(|subject| format!("entity:{ns_s}:{subject}"))
+        .collect();
+    sqlx::query(
+        "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
+           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
+    )
+    .bind(locks.into_iter().collect::<Vec<_>>())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let mut applied: std::collections::HashSet<String> = sqlx::query_scalar(
+        "SELECT id FROM staged_assertions
+          WHERE namespace_id = $1 AND id = ANY($2) AND applied_at IS NOT NULL
+          ORDER BY id COLLATE \"C\" FOR UPDATE",
+    )
+    .bind(ns_s)
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db_err)?
+    .into_iter()
+    .collect();
+    let mut out = Vec::with_capacity(commits.len());
+    let mut apply: Vec<(&ApplyCommit, Timestamp)> = Vec::new();
+    for ((c, at), id) in commits.iter().zip(&ids) {
+        let fresh = applied.insert(id.clone());
+        out.push(fresh);
+        if fresh {
+            apply.push((c, *at));
+        }
+    }
+    if apply.is_empty() {
+        return Ok(out);
+    }
+    let follow_up: Vec<NewWork> = apply
+        .iter()
+        .flat_map(|(c, _)| c.follow_up.iter().cloned())
+        .collect();
+    insert_work(tx, &follow_up, apply[0].1).await?;
+    // The new facts, in order (their `seq` is the one-at-a-time order), then their
+    // lexical rows.
+    let new: Vec<(&NewFact, Timestamp)> = apply
+        .iter()
+        .filter_map(|(c, at)| c.new_fact.as_ref().map(|f| (f, *at)))
+        .collect();
+    if !new.is_empty() {
+        let text =
+            |f: &dyn Fn(&NewFact) -> String| new.iter().map(|(n, _)| f(n)).collect::<Vec<_>>();
+        let mut precisions = Vec::with_capacity(new.len());
+        let mut validities = Vec::with_capacity(new.len());
+        for (f, _) in &new {
+            precisions.push(precision_str(&f.window.precision)?);
+            validities.push(validity_str(&f.validity_kind)?);
+        }
+        let seqs: Vec<(i64, String)> = sqlx::query_as(
+            "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
+                 valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
+                 updated_at)
+             SELECT $1, f.id, f.kind, f.subject, f.predicate, f.object, f.statement, f.valid_from,
+                    f.valid_until, f.precision, f.validity, f.at, f.embedding_key, f.at
+               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                           $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[],
+                           $12::timestamptz[], $13::text[])
+                    WITH ORDINALITY AS f(id, kind, subject, predicate, object, statement, valid_from,
+                                         valid_until, precision, validity, at, embedding_key, i)
+              ORDER BY f.i
+             RETURNING seq, statement",
+        )
+        .bind(ns_s)
+        .bind(text(&|f| f.fact_id.to_string()))
+        .bind(text(&|f| f.kind.as_str().to_string()))
+        .bind(text(&|f| f.subject.to_string()))
+        .bind(new.iter().map(|(f, _)| f.predicate.clone()).collect::<Vec<Option<String>>>())
+        .bind(
+            new.iter()
+                .map(|(f, _)| f.object.map(|o| o.to_string()))
+                .collect::<Vec<Option<String>>>(),
+        )
+        .bind(text(&|f| f.statement.clone()))
+        .bind(new.iter().map(|(f, _)| f.window.valid_from).collect::<Vec<_>>())
+        .bind(new.iter().map(|(f, _)| f.window.valid_until).collect::<Vec<_>>())
+        .bind(&precisions)
+        .bind(&validities)
+        .bind(new.iter().map(|(_, at)| *at).collect::<Vec<Timestamp>>())
+        .bind(text(&|f| f.embedding_key.clone()))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let (seq, statement): (Vec<i64>, Vec<String>) = seqs.into_iter().unzip();
+        sqlx::query(
+            "INSERT INTO fact_lexical (namespace_id, seq, text)
+             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)",
+        )
+        .bind(ns_s)
+        .bind(&seq)
+        .bind(&statement)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-    let applied: Option<DateTime<Utc>> =
-        sqlx::query_scalar(crate::shared(&rememberstack_sql::facts::APPLIED_AT))
-            .bind(ns_s)
-            .bind(commit.assertion_id.to_string())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    if applied.is_some() {
-        return Ok(false);
     }
-    insert_work(tx, &commit.follow_up, now).await?;
-    if let Some(f) = &commit.new_fact {
-        let seq: i64 = sqlx::query_scalar(
-                "INSERT INTO facts (namespace_id, id, kind, subject_id, predicate, object_id, statement,
-                     valid_from, valid_until, valid_precision, validity_kind, recorded_at, embedding_key,
-                     updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                 RETURNING seq",
-            )
-            .bind(ns_s)
-            .bind(f.fact_id.to_string())
-            .bind(f.kind.as_str())
-            .bind(f.subject.to_string())
-            .bind(&f.predicate)
-            .bind(f.object.map(|o| o.to_string()))
-            .bind(&f.statement)
-            .bind(f.window.valid_from)
-            .bind(f.window.valid_until)
-            .bind(precision_str(&f.window.precision)?)
-            .bind(validity_str(&f.validity_kind)?)
-            .bind(now)
-            .bind(&f.embedding_key)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query("INSERT INTO fact_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
-            .bind(ns_s)
-            .bind(seq)
-            .bind(&f.statement)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    for (fact, claim, stance) in &commit.evidence {
-        sqlx::query(crate::shared(&rememberstack_sql::facts::INSERT_EVIDENCE))
-            .bind(ns_s)
-            .bind(fact.to_string())
-            .bind(claim.to_string())
-            .bind(stance.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    for (fact, w) in &commit.windows {
-        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_WINDOW))
-            .bind(w.valid_from)
-            .bind(w.valid_until)
-            .bind(precision_str(&w.precision)?)
-            .bind(now)
-            .bind(ns_s)
-            .bind(fact.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    if let Some((group, members)) = &commit.contradiction {
-        for fact in members {
-            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_GROUP))
-                .bind(group.to_string())
+    // Evidence waits to be written until a chain link (which rewrites its fact's
+    // contradicting evidence) or the end of the batch.
+    let mut evidence: Vec<(String, String, &'static str, Timestamp)> = Vec::new();
+    for (commit, now) in &apply {
+        let now = *now;
+        for (fact, claim, stance) in &commit.evidence {
+            evidence.push((fact.to_string(), claim.to_string(), stance.as_str(), now));
+        }
+        if !commit.links.is_empty() {
+            insert_evidence(tx, ns_s, &mut evidence).await?;
+        }
+        for (fact, w) in &commit.windows {
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_WINDOW))
+                .bind(w.valid_from)
+                .bind(w.valid_until)
+                .bind(precision_str(&w.precision)?)
                 .bind(now)
                 .bind(ns_s)
                 .bind(fact.to_string())
@@ -564,85 +627,167 @@ async fn apply_in(
                 .await
                 .map_err(db_err)?;
         }
-    }
-    if let Some((predecessor, successor)) = &commit.superseded {
-        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_SUCCESSOR))
-            .bind(successor.to_string())
-            .bind(now)
-            .bind(ns_s)
-            .bind(predecessor.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    // Chain decisions: each fact's window, successor and group as given, and its
-    // contradict-stance evidence exactly the given claims.
-    for l in &commit.links {
-        sqlx::query(crate::shared(&rememberstack_sql::facts::SET_CHAIN_LINK))
-            .bind(l.window.valid_from)
-            .bind(l.window.valid_until)
-            .bind(precision_str(&l.window.precision)?)
-            .bind(l.superseded_by.map(|f| f.to_string()))
-            .bind(l.contradiction_group.map(|g| g.to_string()))
-            .bind(now)
-            .bind(ns_s)
-            .bind(l.fact.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
-        sqlx::query(crate::shared(
-            &rememberstack_sql::facts::CONTRADICTIONS_NOT_KEPT,
-        ))
-        .bind(ns_s)
-        .bind(l.fact.to_string())
-        .bind(&keep)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        for c in &keep {
+        if let Some((group, members)) = &commit.contradiction {
+            for fact in members {
+                sqlx::query(crate::shared(&rememberstack_sql::facts::SET_GROUP))
+                    .bind(group.to_string())
+                    .bind(now)
+                    .bind(ns_s)
+                    .bind(fact.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
+        if let Some((predecessor, successor)) = &commit.superseded {
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_SUCCESSOR))
+                .bind(successor.to_string())
+                .bind(now)
+                .bind(ns_s)
+                .bind(predecessor.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        // Chain decisions: each fact's window, successor and group as given, and its
+        // contradict-stance evidence exactly the given claims.
+        for l in &commit.links {
+            sqlx::query(crate::shared(&rememberstack_sql::facts::SET_CHAIN_LINK))
+                .bind(l.window.valid_from)
+                .bind(l.window.valid_until)
+                .bind(precision_str(&l.window.precision)?)
+                .bind(l.superseded_by.map(|f| f.to_string()))
+                .bind(l.contradiction_group.map(|g| g.to_string()))
+                .bind(now)
+                .bind(ns_s)
+                .bind(l.fact.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let keep: Vec<String> = l.contradicted_by.iter().map(|c| c.to_string()).collect();
             sqlx::query(crate::shared(
-                &rememberstack_sql::facts::INSERT_CONTRADICTING_EVIDENCE,
+                &rememberstack_sql::facts::CONTRADICTIONS_NOT_KEPT,
             ))
             .bind(ns_s)
             .bind(l.fact.to_string())
-            .bind(c)
-            .bind(now)
+            .bind(&keep)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+            for c in &keep {
+                sqlx::query(crate::shared(
+                    &rememberstack_sql::facts::INSERT_CONTRADICTING_EVIDENCE,
+                ))
+                .bind(ns_s)
+                .bind(l.fact.to_string())
+                .bind(c)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
         }
     }
-    let t = &commit.transcript;
-    sqlx::query(crate::shared(
-        &rememberstack_sql::facts::INSERT_ADJUDICATION,
-    ))
+    insert_evidence(tx, ns_s, &mut evidence).await?;
+    // The transcripts and the applied marks, in order.
+    let records: Vec<&AdjudicationRecord> = apply.iter().map(|(c, _)| &c.transcript).collect();
+    let text = |f: &dyn Fn(&AdjudicationRecord) -> String| {
+        records.iter().map(|t| f(t)).collect::<Vec<String>>()
+    };
+    let mut candidates = Vec::with_capacity(records.len());
+    let mut inputs = Vec::with_capacity(records.len());
+    for t in &records {
+        candidates.push(serde_json::to_string(&t.candidates).map_err(json_err)?);
+        inputs.push(serde_json::to_string(&t.input).map_err(json_err)?);
+    }
+    sqlx::query(
+        "INSERT INTO adjudications (namespace_id, id, assertion_id, claim_id, verdict, target_fact,
+             result_fact, candidates_json, reason, input_json, model, adjudicator_version, created_at)
+         SELECT $1, a.id, a.assertion, a.claim, a.verdict, a.target, a.result, a.candidates::jsonb,
+                a.reason, a.input::jsonb, a.model, a.adjudicator, a.at
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                       $13::timestamptz[])
+                WITH ORDINALITY AS a(id, assertion, claim, verdict, target, result, candidates,
+                                     reason, input, model, adjudicator, at, i)
+          ORDER BY a.i",
+    )
     .bind(ns_s)
-    .bind(t.adjudication_id.to_string())
-    .bind(t.assertion_id.to_string())
-    .bind(t.claim_id.to_string())
-    .bind(&t.verdict)
-    .bind(t.target_fact.map(|f| f.to_string()))
-    .bind(t.result_fact.to_string())
-    .bind(Json(&t.candidates))
-    .bind(&t.reason)
-    .bind(Json(&t.input))
-    .bind(&t.model)
-    .bind(&t.adjudicator_version)
-    .bind(t.created_at)
+    .bind(text(&|t| t.adjudication_id.to_string()))
+    .bind(text(&|t| t.assertion_id.to_string()))
+    .bind(text(&|t| t.claim_id.to_string()))
+    .bind(text(&|t| t.verdict.clone()))
+    .bind(
+        records
+            .iter()
+            .map(|t| t.target_fact.map(|f| f.to_string()))
+            .collect::<Vec<Option<String>>>(),
+    )
+    .bind(text(&|t| t.result_fact.to_string()))
+    .bind(&candidates)
+    .bind(text(&|t| t.reason.clone()))
+    .bind(&inputs)
+    .bind(records.iter().map(|t| t.model.clone()).collect::<Vec<Option<String>>>())
+    .bind(text(&|t| t.adjudicator_version.clone()))
+    .bind(records.iter().map(|t| t.created_at).collect::<Vec<Timestamp>>())
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    sqlx::query(crate::shared(&rememberstack_sql::facts::MARK_APPLIED))
-        .bind(now)
-        .bind(t.result_fact.to_string())
-        .bind(&t.verdict)
-        .bind(ns_s)
-        .bind(commit.assertion_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    Ok(true)
+    sqlx::query(
+        "UPDATE staged_assertions s SET applied_at = m.at, fact_id = m.fact, verdict = m.verdict
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS m(id, fact, verdict, at)
+          WHERE s.namespace_id = $1 AND s.id = m.id",
+    )
+    .bind(ns_s)
+    .bind(
+        apply
+            .iter()
+            .map(|(c, _)| c.assertion_id.to_string())
+            .collect::<Vec<_>>(),
+    )
+    .bind(text(&|t| t.result_fact.to_string()))
+    .bind(text(&|t| t.verdict.clone()))
+    .bind(apply.iter().map(|(_, at)| *at).collect::<Vec<Timestamp>>())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(out)
+}
+
+/// Write the evidence rows waiting (each idempotent on fact, claim and stance), in
+/// order, and empty the list.
+async fn insert_evidence(
+    tx: &mut sqlx::PgConnection,
+    ns_s: &str,
+    rows: &mut Vec<(String, String, &'static str, Timestamp)>,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let (mut facts, mut claims, mut stances, mut times) = (vec![], vec![], vec![], vec![]);
+    for (fact, claim, stance, at) in rows.drain(..) {
+        facts.push(fact);
+        claims.push(claim);
+        stances.push(stance);
+        times.push(at);
+    }
+    sqlx::query(
+        "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+         SELECT $1, e.fact, e.claim, e.stance, e.at
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[])
+                WITH ORDINALITY AS e(fact, claim, stance, at, i)
+          ORDER BY e.i
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(ns_s)
+    .bind(&facts)
+    .bind(&claims)
+    .bind(&stances)
+    .bind(&times)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 impl PgStore {
