@@ -13,20 +13,19 @@
 //! - `apply_currency` serialises per lineage with a transaction-scoped advisory
 //!   lock and row locks, where SQLite relies on its single writer.
 
-use crate::ledger::{fence, insert_work};
+use crate::ledger::{fence_many, insert_work};
 use crate::rows::get;
 use crate::search::BM25_SCORE;
 use crate::{PgStore, db_err, parse_id};
-use rememberstack_core::ids::{ClaimId, DocumentId, NamespaceId, VersionId};
+use rememberstack_core::ids::{ChunkId, ClaimId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
     ClaimFilter, ClaimHit, ClaimRecord, DecisionRecord, DecisionRow, ExtractionCommit, Lease,
-    Occurrence, PriorExtraction, VectorCoverage,
+    NewClaim, Occurrence, PriorExtraction, VectorCoverage,
 };
 use rememberstack_core::time::Timestamp;
-use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_core::{Error, Result};
 use rememberstack_sql::rows::{claim_row, extraction_decision_row, occurrence_row};
-use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::{HashMap, HashSet};
 
@@ -58,125 +57,140 @@ fn claim_scope(ns: usize, first: usize) -> String {
     )
 }
 
-async fn write_extraction(
+/// Write extraction commits (see `MemoryStore::commit_extractions`) with one
+/// statement per kind of row, leaving what writing them one at a time would: a
+/// retried extraction of a chunk replaces its occurrences (claims are immutable
+/// rows; a re-run writes fresh ones only when it extracted afresh), so a chunk's
+/// occurrences are those of its last commit; a claim two commits cite is written
+/// once; rows go in in commit order.
+async fn write_extractions(
     tx: &mut PgConnection,
     ns_s: &str,
-    x: &ExtractionCommit,
+    xs: &[&ExtractionCommit],
     written: &mut HashSet<ClaimId>,
     now: Timestamp,
 ) -> Result<()> {
-    // A retried extraction of the same chunk replaces its occurrences (claims are
-    // immutable rows; a re-run writes fresh ones only when it extracted afresh).
-    sqlx::query("DELETE FROM chunk_claims WHERE namespace_id = $1 AND chunk_id = $2")
-        .bind(ns_s)
-        .bind(x.chunk_id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    // A claim two extractions of the batch cite is carried by both: written once.
-    for c in x.claims.iter().filter(|c| written.insert(c.id)) {
-        let seq: i64 = sqlx::query_scalar(
+    if xs.is_empty() {
+        return Ok(());
+    }
+    let chunk_ids: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
+    sqlx::query(crate::shared(
+        &rememberstack_sql::claims::DELETE_OCCURRENCES_OF_CHUNKS,
+    ))
+    .bind(ns_s)
+    .bind(&chunk_ids)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_err)?;
+    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
+    let claims: Vec<&NewClaim> = xs
+        .iter()
+        .flat_map(|x| x.claims.iter())
+        .filter(|c| written.insert(c.id))
+        .collect();
+    if !claims.is_empty() {
+        let col = |f: &dyn Fn(&NewClaim) -> String| -> Vec<String> {
+            claims.iter().map(|c| f(c)).collect()
+        };
+        let mut contexts = Vec::with_capacity(claims.len());
+        let mut precisions = Vec::with_capacity(claims.len());
+        let mut kinds = Vec::with_capacity(claims.len());
+        for c in &claims {
+            contexts.push(json(serde_json::to_string(&c.added_context))?);
+            precisions.push(enum_str(serde_json::to_value(c.validity.precision))?);
+            kinds.push(enum_str(serde_json::to_value(c.validity.kind))?);
+        }
+        let rows: Vec<(i64, String)> = sqlx::query_as(
             "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json, valid_from,
                  valid_until, valid_precision, valid_kind, asserted_at, extractor_version,
                  extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key, claim_key,
                  is_current, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, false, $17)
-             RETURNING seq",
+             SELECT $1, c.id, c.document, c.text, c.context::jsonb, c.valid_from, c.valid_until,
+                    c.precision, c.kind, c.asserted_at, c.extractor, c.input_hash, c.origin_version,
+                    c.origin_chunk, c.embedding_key, c.claim_key, false, $17
+               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
+                           $7::timestamptz[], $8::text[], $9::text[], $10::timestamptz[],
+                           $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+                           $16::text[])
+                    WITH ORDINALITY AS c(id, document, text, context, valid_from, valid_until,
+                                         precision, kind, asserted_at, extractor, input_hash,
+                                         origin_version, origin_chunk, embedding_key, claim_key, i)
+              ORDER BY c.i
+             RETURNING seq, text",
         )
         .bind(ns_s)
-        .bind(c.id.to_string())
-        .bind(c.document_id.to_string())
-        .bind(&c.text)
-        .bind(Json(&c.added_context))
-        .bind(c.validity.from)
-        .bind(c.validity.until)
-        .bind(enum_str(serde_json::to_value(c.validity.precision))?)
-        .bind(enum_str(serde_json::to_value(c.validity.kind))?)
-        .bind(c.asserted_at)
-        .bind(&c.extractor_version)
-        .bind(&c.extraction_input_hash)
-        .bind(c.origin_version_id.to_string())
-        .bind(c.origin_chunk_id.to_string())
-        .bind(&c.embedding_key)
-        .bind(&c.claim_key)
+        .bind(col(&|c| c.id.to_string()))
+        .bind(col(&|c| c.document_id.to_string()))
+        .bind(col(&|c| c.text.clone()))
+        .bind(&contexts)
+        .bind(claims.iter().map(|c| c.validity.from).collect::<Vec<_>>())
+        .bind(claims.iter().map(|c| c.validity.until).collect::<Vec<_>>())
+        .bind(&precisions)
+        .bind(&kinds)
+        .bind(claims.iter().map(|c| c.asserted_at).collect::<Vec<_>>())
+        .bind(col(&|c| c.extractor_version.clone()))
+        .bind(col(&|c| c.extraction_input_hash.clone()))
+        .bind(col(&|c| c.origin_version_id.to_string()))
+        .bind(col(&|c| c.origin_chunk_id.to_string()))
+        .bind(col(&|c| c.embedding_key.clone()))
+        .bind(col(&|c| c.claim_key.clone()))
         .bind(now)
-        .fetch_one(&mut *tx)
+        .fetch_all(&mut *tx)
         .await
         .map_err(db_err)?;
-        sqlx::query("INSERT INTO claim_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
-            .bind(ns_s)
-            .bind(seq)
-            .bind(&c.text)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-    }
-    for o in &x.occurrences {
+        let (seqs, texts): (Vec<i64>, Vec<String>) = rows.into_iter().unzip();
         sqlx::query(
-            "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
-                 extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
-                 event_ids_json, reused, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            "INSERT INTO claim_lexical (namespace_id, seq, text)
+             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)",
         )
         .bind(ns_s)
-        .bind(o.chunk_id.to_string())
-        .bind(o.claim_id.to_string())
-        .bind(o.version_id.to_string())
-        .bind(o.document_id.to_string())
-        .bind(&o.extractor_version)
-        .bind(&o.extraction_input_hash)
-        .bind(i32::try_from(o.ordinal).map_err(|_| Error::internal("ordinal out of range"))?)
-        .bind(Json(&o.spans))
-        .bind(Json(&o.passages))
-        .bind(Json(&o.event_ids))
-        .bind(o.reused)
-        .bind(now)
+        .bind(&seqs)
+        .bind(&texts)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
     }
-    for d in &x.decisions {
-        sqlx::query(
-            "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
-                 extraction_input_hash, extractor_version, kind, passage, reason, claim_id, detail_json,
-                 created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        )
-        .bind(ns_s)
-        .bind(x.document_id.to_string())
-        .bind(x.version_id.to_string())
-        .bind(x.chunk_id.to_string())
-        .bind(&x.extraction_input_hash)
-        .bind(&x.extractor_version)
-        .bind(&d.kind)
-        .bind(&d.passage)
-        .bind(&d.reason)
-        .bind(d.claim_id.map(|c| c.to_string()))
-        .bind(Json(&d.detail))
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-    }
-    Ok(())
+    // A chunk's occurrences are its last commit's (a later commit of the same
+    // chunk replaced the earlier one's).
+    let last: HashMap<ChunkId, usize> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.chunk_id, i))
+        .collect();
+    let occurrences: Vec<&Occurrence> = xs
+        .iter()
+        .enumerate()
+        .filter(|(i, x)| last.get(&x.chunk_id) == Some(i))
+        .flat_map(|(_, x)| &x.occurrences)
+        .collect();
+    insert_occurrences(tx, ns_s, &occurrences, now).await?;
+    insert_decisions(tx, ns_s, xs, now).await
 }
 
 /// Write the extractions a version's chunk commit carries over from an earlier
-/// version ([`MemoryStore::commit_chunks_carrying`]): reuses, so occurrences and
-/// decisions only, one array-bound statement per table however many chunks.
+/// version ([`MemoryStore::commit_chunks_carrying`]): reuses (occurrences and
+/// decisions only) and any fresh extraction among them, one array-bound statement
+/// per table however many chunks.
 pub(crate) async fn write_carried(
     tx: &mut PgConnection,
     ns_s: &str,
     xs: &[ExtractionCommit],
     now: Timestamp,
 ) -> Result<()> {
-    let mut written = HashSet::new();
-    for x in xs.iter().filter(|x| !x.claims.is_empty()) {
-        // Not a reuse: written as an extraction stage commit would be.
-        write_extraction(tx, ns_s, x, &mut written, now).await?;
+    let xs: Vec<&ExtractionCommit> = xs.iter().collect();
+    write_extractions(tx, ns_s, &xs, &mut HashSet::new(), now).await
+}
+
+/// Insert chunk occurrences, in order.
+async fn insert_occurrences(
+    tx: &mut PgConnection,
+    ns_s: &str,
+    occurrences: &[&Occurrence],
+    now: Timestamp,
+) -> Result<()> {
+    if occurrences.is_empty() {
+        return Ok(());
     }
-    let xs: Vec<&ExtractionCommit> = xs.iter().filter(|x| x.claims.is_empty()).collect();
-    let occurrences: Vec<&Occurrence> = xs.iter().flat_map(|x| &x.occurrences).collect();
     let col = |f: &dyn Fn(&Occurrence) -> String| -> Vec<String> {
         occurrences.iter().map(|o| f(o)).collect()
     };
@@ -197,23 +211,15 @@ pub(crate) async fn write_carried(
         .iter()
         .map(|o| json(serde_json::to_string(&o.event_ids)))
         .collect::<Result<Vec<_>>>()?;
-    let chunk_ids: Vec<String> = xs.iter().map(|x| x.chunk_id.to_string()).collect();
-    sqlx::query(crate::shared(
-        &rememberstack_sql::claims::DELETE_OCCURRENCES_OF_CHUNKS,
-    ))
-    .bind(ns_s)
-    .bind(&chunk_ids)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
     sqlx::query(
         "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
              extractor_version, extraction_input_hash, ordinal, spans_json, passages_json,
              event_ids_json, reused, created_at)
          SELECT $1, c, l, v, d, e, h, o, s::jsonb, p::jsonb, ev::jsonb, r, $12
          FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                     $8::int4[], $9::text[], $10::text[], $11::text[], $13::bool[])
-              AS t(c, l, v, d, e, h, o, s, p, ev, r)",
+                     $8::int4[], $9::text[], $10::text[], $11::text[], $13::bool[]) WITH ORDINALITY
+              AS t(c, l, v, d, e, h, o, s, p, ev, r, n)
+         ORDER BY n",
     )
     .bind(ns_s)
     .bind(col(&|o| o.chunk_id.to_string()))
@@ -231,10 +237,24 @@ pub(crate) async fn write_carried(
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
+    Ok(())
+}
+
+/// Append the commits' extraction decisions, in order.
+async fn insert_decisions(
+    tx: &mut PgConnection,
+    ns_s: &str,
+    xs: &[&ExtractionCommit],
+    now: Timestamp,
+) -> Result<()> {
     let decisions: Vec<(&ExtractionCommit, &DecisionRow)> = xs
         .iter()
         .flat_map(|x| x.decisions.iter().map(move |d| (*x, d)))
         .collect();
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
     let dcol =
         |f: &dyn Fn(&ExtractionCommit, &DecisionRow) -> Option<String>| -> Vec<Option<String>> {
             decisions.iter().map(|(x, d)| f(x, d)).collect()
@@ -280,23 +300,23 @@ impl PgStore {
     ) -> Result<Vec<bool>> {
         let ns_s = ns.to_string();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        let mut flags = Vec::with_capacity(items.len());
-        let mut written = HashSet::new();
-        for (lease, x, follow_up) in items {
-            match fence(&mut tx, &lease, now).await {
-                Ok(()) => {}
-                Err(e) if e.code() == ErrorCode::LeaseLost => {
-                    flags.push(false);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            write_extraction(&mut tx, &ns_s, &x, &mut written, now).await?;
-            insert_work(&mut tx, &follow_up, now).await?;
-            flags.push(true);
-        }
+        let leases: Vec<Lease> = items.iter().map(|(l, _, _)| l.clone()).collect();
+        let fenced = fence_many(&mut tx, &leases, now).await?;
+        let held: Vec<&(Lease, ExtractionCommit, Vec<NewWork>)> = items
+            .iter()
+            .zip(&fenced)
+            .filter(|(_, ns)| ns.is_some())
+            .map(|(item, _)| item)
+            .collect();
+        let xs: Vec<&ExtractionCommit> = held.iter().map(|(_, x, _)| x).collect();
+        write_extractions(&mut tx, &ns_s, &xs, &mut HashSet::new(), now).await?;
+        let follow_up: Vec<NewWork> = held
+            .iter()
+            .flat_map(|(_, _, w)| w.iter().cloned())
+            .collect();
+        insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)?;
-        Ok(flags)
+        Ok(fenced.iter().map(Option::is_some).collect())
     }
 
     pub(crate) async fn prior_extractions_impl(

@@ -479,14 +479,7 @@ async fn resolve_many(
             locks.insert(format!("lemma:{ns}:{lemma}"));
         }
     }
-    sqlx::query(
-        "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
-           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
-    )
-    .bind(locks.into_iter().collect::<Vec<_>>())
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
+    crate::lock_keys(&mut *tx, locks).await?;
     // Decisions already committed for the batch's (claim, ordinal, resolver) keys:
     // a re-run after a crash writes nothing twice.
     let mut ordinals = Vec::with_capacity(commits.len());

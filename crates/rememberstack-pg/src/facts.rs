@@ -506,14 +506,7 @@ async fn apply_many(
         .values()
         .map(|subject| format!("entity:{ns_s}:{subject}"))
         .collect();
-    sqlx::query(
-        "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
-           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
-    )
-    .bind(locks.into_iter().collect::<Vec<_>>())
-    .execute(&mut *tx)
-    .await
-    .map_err(db_err)?;
+    crate::lock_keys(&mut *tx, locks).await?;
     let mut applied: std::collections::HashSet<String> = sqlx::query_scalar(
         "SELECT id FROM staged_assertions
           WHERE namespace_id = $1 AND id = ANY($2) AND applied_at IS NOT NULL

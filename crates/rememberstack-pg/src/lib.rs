@@ -361,6 +361,23 @@ pub(crate) fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
 
+/// Take transaction-scoped advisory locks on `keys` in one round trip, in sorted
+/// order (a `BTreeSet`), so two writers never wait on each other crosswise.
+pub(crate) async fn lock_keys(
+    conn: &mut sqlx::PgConnection,
+    keys: std::collections::BTreeSet<String>,
+) -> Result<()> {
+    sqlx::query(
+        "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
+           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
+    )
+    .bind(keys.into_iter().collect::<Vec<_>>())
+    .execute(conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 /// A stored id back into its type.
 pub(crate) fn parse_id<T: FromStr<Err = Error>>(s: &str) -> Result<T> {
     T::from_str(s).map_err(|_| Error::store(format!("corrupt id `{s}`")))
