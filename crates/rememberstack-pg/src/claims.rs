@@ -139,16 +139,14 @@ async fn write_extractions(
         .await
         .map_err(db_err)?;
         let (seqs, texts): (Vec<i64>, Vec<String>) = rows.into_iter().unzip();
-        sqlx::query(
-            "INSERT INTO claim_lexical (namespace_id, seq, text)
-             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)",
+        crate::insert_lexical(
+            &mut *tx,
+            rememberstack_sql::LexicalIndex::Claims,
+            ns_s,
+            &seqs,
+            &texts,
         )
-        .bind(ns_s)
-        .bind(&seqs)
-        .bind(&texts)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        .await?;
     }
     // A chunk's occurrences are its last commit's (a later commit of the same
     // chunk replaced the earlier one's).

@@ -50,15 +50,6 @@ fn block_kind_str(kind: BlockKind) -> Result<String> {
     }
 }
 
-/// The namespace of a leased work item.
-async fn lease_namespace(tx: &mut PgConnection, lease: &Lease) -> Result<String> {
-    sqlx::query_scalar(crate::shared(&rememberstack_sql::ledger::NAMESPACE_OF_ITEM))
-        .bind(lease.work_id.to_string())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)
-}
-
 // --- note helpers (the SQLite store's lifecycle::insert_note and what it calls)
 
 impl PgStore {
@@ -328,8 +319,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<()> {
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        fence(&mut tx, lease, now).await?;
-        let ns = lease_namespace(&mut tx, lease).await?;
+        let ns = fence(&mut tx, lease, now).await?;
         let vid = prepared.version_id.to_string();
         lock_version(&mut tx, &ns, &vid).await?;
         let now = stored(now);
@@ -491,8 +481,7 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
-        fence(&mut tx, lease, now).await?;
-        let ns = lease_namespace(&mut tx, lease).await?;
+        let ns = fence(&mut tx, lease, now).await?;
         lock_version(&mut tx, &ns, &vid).await?;
         let now = stored(now);
         let row = sqlx::query(crate::shared(&rememberstack_sql::documents::VERSION_PLACE))
@@ -519,6 +508,7 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        let (mut seqs, mut texts) = (Vec::new(), Vec::new());
         for c in &chunks {
             let p = &c.plan;
             let seq: i64 = sqlx::query_scalar(
@@ -548,14 +538,17 @@ impl PgStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
-            sqlx::query("INSERT INTO chunk_lexical (namespace_id, seq, text) VALUES ($1, $2, $3)")
-                .bind(&ns)
-                .bind(seq)
-                .bind(&p.text)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            seqs.push(seq);
+            texts.push(p.text.clone());
         }
+        crate::insert_lexical(
+            &mut tx,
+            rememberstack_sql::LexicalIndex::Chunks,
+            &ns,
+            &seqs,
+            &texts,
+        )
+        .await?;
         // The version becomes current unless a newer version already is.
         sqlx::query(crate::shared(
             &rememberstack_sql::documents::ADVANCE_CURRENT_VERSION,

@@ -533,7 +533,7 @@ async fn resolve_many(
     if writes.is_empty() {
         return Ok(out);
     }
-    let ids = |f: &dyn Fn(&ResolutionCommit) -> String| {
+    let text = |f: &dyn Fn(&ResolutionCommit) -> String| {
         writes.iter().map(|(c, _)| f(c)).collect::<Vec<String>>()
     };
     let times: Vec<Timestamp> = writes.iter().map(|(_, at)| *at).collect();
@@ -663,8 +663,8 @@ async fn resolve_many(
           ORDER BY m.i",
     )
     .bind(&ns)
-    .bind(ids(&|c| c.decision.entity_id.to_string()))
-    .bind(ids(&|c| c.mention.claim_id.to_string()))
+    .bind(text(&|c| c.decision.entity_id.to_string()))
+    .bind(text(&|c| c.mention.claim_id.to_string()))
     .bind(
         writes
             .iter()
@@ -677,24 +677,19 @@ async fn resolve_many(
             .map(|(c, _)| c.mention.end.map(|e| e as i64))
             .collect::<Vec<_>>(),
     )
-    .bind(ids(&|c| c.mention.surface.clone()))
-    .bind(ids(&|c| c.decision.decision_id.to_string()))
+    .bind(text(&|c| c.mention.surface.clone()))
+    .bind(text(&|c| c.decision.decision_id.to_string()))
     .bind(&times)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    let json = |v: &serde_json::Value| {
-        serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
-    };
+    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
     let mut candidates = Vec::with_capacity(writes.len());
     let mut features = Vec::with_capacity(writes.len());
     let mut ordinals = Vec::with_capacity(writes.len());
     for (c, _) in &writes {
-        candidates.push(
-            serde_json::to_string(&c.decision.candidates)
-                .map_err(|e| Error::internal(e.to_string()))?,
-        );
-        features.push(json(&c.decision.features)?);
+        candidates.push(json(serde_json::to_string(&c.decision.candidates))?);
+        features.push(json(serde_json::to_string(&c.decision.features))?);
         ordinals.push(ordinal_param(c.decision.ordinal)?);
     }
     sqlx::query(
@@ -714,13 +709,13 @@ async fn resolve_many(
           ORDER BY d.i",
     )
     .bind(&ns)
-    .bind(ids(&|c| c.decision.decision_id.to_string()))
-    .bind(ids(&|c| c.decision.claim_id.to_string()))
-    .bind(ids(&|c| c.decision.document_id.to_string()))
+    .bind(text(&|c| c.decision.decision_id.to_string()))
+    .bind(text(&|c| c.decision.claim_id.to_string()))
+    .bind(text(&|c| c.decision.document_id.to_string()))
     .bind(&ordinals)
-    .bind(ids(&|c| c.decision.name.clone()))
-    .bind(ids(&|c| c.decision.lemma.clone()))
-    .bind(ids(&|c| c.decision.tier.clone()))
+    .bind(text(&|c| c.decision.name.clone()))
+    .bind(text(&|c| c.decision.lemma.clone()))
+    .bind(text(&|c| c.decision.tier.clone()))
     .bind(&candidates)
     .bind(
         writes
@@ -734,17 +729,17 @@ async fn resolve_many(
             .map(|(c, _)| c.decision.t3_score.map(|s| s as f64))
             .collect::<Vec<Option<f64>>>(),
     )
-    .bind(ids(&|c| c.decision.t3_outcome.clone()))
-    .bind(ids(&|c| c.decision.verdict.clone()))
-    .bind(ids(&|c| c.decision.entity_id.to_string()))
-    .bind(ids(&|c| c.decision.rationale.clone()))
+    .bind(text(&|c| c.decision.t3_outcome.clone()))
+    .bind(text(&|c| c.decision.verdict.clone()))
+    .bind(text(&|c| c.decision.entity_id.to_string()))
+    .bind(text(&|c| c.decision.rationale.clone()))
     .bind(
         writes
             .iter()
             .map(|(c, _)| c.decision.model.clone())
             .collect::<Vec<Option<String>>>(),
     )
-    .bind(ids(&|c| c.decision.resolver_version.clone()))
+    .bind(text(&|c| c.decision.resolver_version.clone()))
     .bind(&features)
     .bind(
         writes

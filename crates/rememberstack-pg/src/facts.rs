@@ -535,6 +535,8 @@ async fn apply_many(
         .iter()
         .flat_map(|(c, _)| c.follow_up.iter().cloned())
         .collect();
+    // The follow-ups are enqueued first, as each assertion's were, at the batch's
+    // first time (a new row's `created_at`; each keeps its own `not_before`).
     insert_work(tx, &follow_up, apply[0].1).await?;
     // The new facts, in order (their `seq` is the one-at-a-time order), then their
     // lexical rows.
@@ -586,16 +588,14 @@ async fn apply_many(
         .await
         .map_err(db_err)?;
         let (seq, statement): (Vec<i64>, Vec<String>) = seqs.into_iter().unzip();
-        sqlx::query(
-            "INSERT INTO fact_lexical (namespace_id, seq, text)
-             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)",
+        crate::insert_lexical(
+            &mut *tx,
+            rememberstack_sql::LexicalIndex::Facts,
+            ns_s,
+            &seq,
+            &statement,
         )
-        .bind(ns_s)
-        .bind(&seq)
-        .bind(&statement)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        .await?;
     }
     // Evidence waits to be written until a chain link (which rewrites its fact's
     // contradicting evidence) or the end of the batch.

@@ -60,21 +60,18 @@ fn lease_lost() -> Error {
 }
 
 /// Mark a leased item done, or fail `LeaseLost` when the lease is gone (expired and
-/// reclaimed, or never held). The `UPDATE` locks the row and re-checks the lease on
-/// its latest committed version.
-pub(crate) async fn fence(conn: &mut PgConnection, lease: &Lease, now: Timestamp) -> Result<()> {
-    stamp_first(conn, lease).await?;
-    let done = sqlx::query(crate::shared(&rememberstack_sql::ledger::COMPLETE))
-        .bind(ms(now))
-        .bind(lease.work_id.to_string())
-        .bind(&lease.owner)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    if done.rows_affected() == 0 {
-        return Err(lease.lost());
-    }
-    Ok(())
+/// reclaimed, or never held); its namespace when fenced. The `UPDATE` locks the
+/// row and re-checks the lease on its latest committed version ([`fence_many`]).
+pub(crate) async fn fence(
+    conn: &mut PgConnection,
+    lease: &Lease,
+    now: Timestamp,
+) -> Result<String> {
+    fence_many(conn, std::slice::from_ref(lease), now)
+        .await?
+        .pop()
+        .flatten()
+        .ok_or_else(|| lease.lost())
 }
 
 /// Mark several leased items done in one round trip each for the stamps and the

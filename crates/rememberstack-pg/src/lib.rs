@@ -361,6 +361,43 @@ pub(crate) fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
 
+/// Add the lexical rows of records just inserted (their `seq` and text), one
+/// statement for all of them.
+pub(crate) async fn insert_lexical(
+    conn: &mut sqlx::PgConnection,
+    index: rememberstack_sql::LexicalIndex,
+    ns: &str,
+    seqs: &[i64],
+    texts: &[String],
+) -> Result<()> {
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    use rememberstack_sql::LexicalIndex;
+    let sql = match index {
+        LexicalIndex::Chunks => {
+            "INSERT INTO chunk_lexical (namespace_id, seq, text)
+             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)"
+        }
+        LexicalIndex::Claims => {
+            "INSERT INTO claim_lexical (namespace_id, seq, text)
+             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)"
+        }
+        LexicalIndex::Facts => {
+            "INSERT INTO fact_lexical (namespace_id, seq, text)
+             SELECT $1, l.seq, l.text FROM unnest($2::int8[], $3::text[]) AS l(seq, text)"
+        }
+    };
+    sqlx::query(sql)
+        .bind(ns)
+        .bind(seqs)
+        .bind(texts)
+        .execute(conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
 /// Take transaction-scoped advisory locks on `keys` in one round trip, in sorted
 /// order (a `BTreeSet`), so two writers never wait on each other crosswise.
 pub(crate) async fn lock_keys(

@@ -15,7 +15,7 @@
 //!   when the index pass returns fewer rows than it asked for, an exact scan
 //!   (which no index can serve) gives the answer instead.
 
-use crate::ledger::fence;
+use crate::ledger::fence_many;
 use crate::{PgStore, db_err, parse_id};
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::ids::{NamespaceId, ReceiptId};
@@ -180,8 +180,10 @@ impl PgStore {
         }
         let gen_key = generation.generation();
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        for lease in leases {
-            fence(&mut tx, lease, now).await?;
+        // Every lease must hold: the first one gone refuses the whole commit.
+        let fenced = fence_many(&mut tx, leases, now).await?;
+        if let Some((lease, _)) = leases.iter().zip(&fenced).find(|(_, ns)| ns.is_none()) {
+            return Err(lease.lost());
         }
         sqlx::query(crate::shared(
             &rememberstack_sql::namespaces::INSERT_EMBEDDER_GENERATION,
