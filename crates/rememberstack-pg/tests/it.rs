@@ -164,6 +164,53 @@ async fn pg_ids_compare_in_one_collation() {
         );
     }
     conn.execute("RESET enable_seqscan").await.unwrap();
+
+    // The evidence trigger's recount (a function taking the ids as arguments) reads
+    // the fact, its evidence and their claims by index: a comparison that lost its
+    // column's collation reads every fact of the store instead, and shows in this
+    // transaction's statistics.
+    conn.execute(
+        "INSERT INTO claims (namespace_id, id, document_id, text, added_context_json,
+             valid_precision, valid_kind, asserted_at, extractor_version,
+             extraction_input_hash, origin_version_id, origin_chunk_id, embedding_key,
+             claim_key, created_at, is_current)
+         VALUES ('n', 'c1', 'd1', 'Ada lives in Paris', '{}'::jsonb, 'unknown', 'unknown',
+             now(), 'x', 'h', 'v1', 'k1', 'e1', 'ck1', now(), true);
+         INSERT INTO facts (namespace_id, id, kind, subject_id, statement, valid_precision,
+             validity_kind, recorded_at, embedding_key, updated_at)
+         SELECT CASE WHEN i = 0 THEN 'n' ELSE 'other' END, 'f' || i, 'observation', 'ada',
+             'Ada lives in Paris', 'unknown', 'unknown', now(), 'e' || i, now()
+           FROM generate_series(0, 499) AS i;
+         ANALYZE facts",
+    )
+    .await
+    .unwrap();
+    conn.execute("BEGIN").await.unwrap();
+    conn.execute(
+        "INSERT INTO fact_evidence (namespace_id, fact_id, claim_id, stance, added_at)
+         VALUES ('n', 'f0', 'c1', 'support', now())",
+    )
+    .await
+    .unwrap();
+    let scans: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT relname::text, seq_tup_read + idx_tup_fetch FROM pg_stat_xact_user_tables
+          WHERE schemaname = current_schema()
+            AND relname IN ('facts', 'fact_evidence', 'claims')
+            AND seq_tup_read + idx_tup_fetch > 10",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let counted: i64 = sqlx::query_scalar("SELECT evidence_count FROM facts WHERE id = 'f0'")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    conn.execute("COMMIT").await.unwrap();
+    assert_eq!(counted, 1);
+    assert!(
+        scans.is_empty(),
+        "the recount read rows it did not need: {scans:?}"
+    );
     drop(conn);
     drop_schema(&store).await;
 }

@@ -64,7 +64,7 @@ pub mod scrub;
 /// both stores (`crates/rememberstack-sqlite/migrations` and
 /// `crates/rememberstack-pg/migrations`), written in each dialect; the conformance
 /// tests check the pairing, and the catalogs column by column.
-pub const SCHEMA_VERSION: i64 = 31;
+pub const SCHEMA_VERSION: i64 = 32;
 
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
@@ -83,6 +83,15 @@ impl Dialect {
         match self {
             Dialect::Sqlite => "IN (SELECT value FROM json_each(?))",
             Dialect::Postgres => "IN (SELECT jsonb_array_elements_text(?::jsonb))",
+        }
+    }
+
+    /// `{ANY}`: a list the planner sees, bound as a PostgreSQL `text[]` (on SQLite,
+    /// as `{IN}`, a JSON array).
+    pub fn any_list(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => self.in_list(),
+            Dialect::Postgres => "= ANY(?::text[])",
         }
     }
 
@@ -166,12 +175,8 @@ impl Dialect {
                 "",
             ),
         };
-        let any = match self {
-            Dialect::Sqlite => self.in_list(),
-            Dialect::Postgres => "= ANY(?::text[])",
-        };
         let sql = template
-            .replace("{ANY}", any)
+            .replace("{ANY}", self.any_list())
             .replace("{IN_INT}", self.in_int_list())
             .replace("{IN}", self.in_list())
             .replace("{JSON}", self.json_param())
@@ -348,10 +353,12 @@ impl Params {
         }
     }
 
-    /// `IN` over `items`, bound as one JSON array.
-    pub fn in_list(&mut self, items: &[String]) -> String {
-        let p = self.push(Arg::Text(json_list(items)));
-        self.dialect.in_list().replace('?', &p)
+    /// `{ANY}` over `items`: a `text[]` PostgreSQL's planner sees through (a
+    /// subquery over a JSON array is guessed at 100 rows, and the guess chose a scan
+    /// of every fact of the namespace over the index); SQLite binds a JSON array.
+    pub fn any_list(&mut self, items: &[String]) -> String {
+        let p = self.push(Arg::Texts(items.to_vec()));
+        self.dialect.any_list().replace('?', &p)
     }
 
     /// The values, in placeholder order.
