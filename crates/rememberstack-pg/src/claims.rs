@@ -507,35 +507,47 @@ impl PgStore {
         for id in retracted {
             want.remove(&id);
         }
-        let mut changed = 0;
+        // The claims whose currency changes, in `seq` order: one statement updates
+        // them and one records their events, in that order.
+        let (mut ids, mut values) = (Vec::new(), Vec::new());
         for r in &rows {
             let id: String = get(r, "id")?;
             let is: bool = get(r, "is_current")?;
             let should = want.contains(&id);
-            if is == should {
-                continue;
+            if is != should {
+                ids.push(id);
+                values.push(should);
             }
-            sqlx::query("UPDATE claims SET is_current = $1 WHERE namespace_id = $2 AND id = $3")
-                .bind(should)
-                .bind(&ns_s)
-                .bind(&id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+        }
+        let changed = ids.len() as u64;
+        if !ids.is_empty() {
             sqlx::query(
-                "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason, version_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "UPDATE claims c SET is_current = u.is_current
+                   FROM unnest($2::text[], $3::bool[]) AS u(id, is_current)
+                  WHERE c.namespace_id = $1 AND c.id = u.id",
             )
             .bind(&ns_s)
-            .bind(&id)
-            .bind(should)
+            .bind(&ids)
+            .bind(&values)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query(
+                "INSERT INTO claim_currency_events (namespace_id, claim_id, is_current, reason,
+                     version_id, created_at)
+                 SELECT $1, u.id, u.is_current, $4, $5, $6
+                   FROM unnest($2::text[], $3::bool[]) WITH ORDINALITY AS u(id, is_current, i)
+                  ORDER BY u.i",
+            )
+            .bind(&ns_s)
+            .bind(&ids)
+            .bind(&values)
             .bind(reason)
             .bind(version.map(|v| v.to_string()))
             .bind(now)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            changed += 1;
         }
         if let Some(v) = version {
             sqlx::query(crate::shared(&rememberstack_sql::claims::CURRENCY_DONE))

@@ -10,7 +10,7 @@
 use crate::ledger::{fence, insert_work};
 use crate::lifecycle::{insert_note, stored};
 use crate::rows::get;
-use crate::{PgStore, db_err, parse_id};
+use crate::{PgStore, column, db_err, parse_id};
 use rememberstack_core::ids::{ChunkId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::source::VersioningMode;
@@ -346,40 +346,56 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        for b in &prepared.blocks {
-            sqlx::query(
-                "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte, end_byte, hash, turn_json)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(&ns)
-            .bind(&vid)
-            .bind(b.ordinal as i32)
-            .bind(block_kind_str(b.kind)?)
-            .bind(b.level.map(i32::from))
-            .bind(b.start as i64)
-            .bind(b.end as i64)
-            .bind(&b.hash)
-            .bind(b.turn.as_ref().map(Json))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        for s in &prepared.sections {
-            sqlx::query(crate::shared(&rememberstack_sql::documents::INSERT_SECTION))
-                .bind(&ns)
-                .bind(&vid)
-                .bind(s.ordinal as i32)
-                .bind(s.block_start as i32)
-                .bind(s.block_end as i32)
-                .bind(i32::from(s.level))
-                .bind(&s.title)
-                .bind(Json(&s.path))
-                .bind(s.role.as_str())
-                .bind(s.parent.map(|p| p as i32))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
+        // A version's blocks and sections go in with one statement each.
+        let blocks = &prepared.blocks;
+        sqlx::query(
+            "INSERT INTO blocks (namespace_id, version_id, ordinal, kind, level, start_byte,
+                 end_byte, hash, turn_json)
+             SELECT $1, $2, b.ordinal, b.kind, b.level, b.start_byte, b.end_byte, b.hash, b.turn
+               FROM unnest($3::int4[], $4::text[], $5::int4[], $6::int8[], $7::int8[],
+                           $8::text[], $9::jsonb[])
+                    AS b(ordinal, kind, level, start_byte, end_byte, hash, turn)",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .bind(column(blocks, |b| b.ordinal as i32))
+        .bind(
+            blocks
+                .iter()
+                .map(|b| block_kind_str(b.kind))
+                .collect::<Result<Vec<_>>>()?,
+        )
+        .bind(column(blocks, |b| b.level.map(i32::from)))
+        .bind(column(blocks, |b| b.start as i64))
+        .bind(column(blocks, |b| b.end as i64))
+        .bind(column(blocks, |b| b.hash.as_str()))
+        .bind(column(blocks, |b| b.turn.as_ref().map(Json)))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let sections = &prepared.sections;
+        sqlx::query(
+            "INSERT INTO sections (namespace_id, version_id, ordinal, block_start, block_end,
+                 level, title, path_json, role, parent)
+             SELECT $1, $2, s.ordinal, s.block_start, s.block_end, s.level, s.title, s.path,
+                    s.role, s.parent
+               FROM unnest($3::int4[], $4::int4[], $5::int4[], $6::int4[], $7::text[],
+                           $8::jsonb[], $9::text[], $10::int4[])
+                    AS s(ordinal, block_start, block_end, level, title, path, role, parent)",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .bind(column(sections, |s| s.ordinal as i32))
+        .bind(column(sections, |s| s.block_start as i32))
+        .bind(column(sections, |s| s.block_end as i32))
+        .bind(column(sections, |s| i32::from(s.level)))
+        .bind(column(sections, |s| s.title.as_str()))
+        .bind(column(sections, |s| Json(&s.path)))
+        .bind(column(sections, |s| s.role.as_str()))
+        .bind(column(sections, |s| s.parent.map(|p| p as i32)))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
         insert_work(&mut tx, &follow_up, now).await?;
         tx.commit().await.map_err(db_err)
     }
@@ -508,39 +524,59 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        let (mut seqs, mut texts) = (Vec::new(), Vec::new());
-        for c in &chunks {
-            let p = &c.plan;
-            let seq: i64 = sqlx::query_scalar(
-                "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
-                     block_start, block_end, start_byte, end_byte, char_start, char_end, text, content_hash,
-                     token_estimate, embedding_key, event_ids_json)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-                 RETURNING seq",
-            )
-            .bind(&ns)
-            .bind(c.id.to_string())
-            .bind(&vid)
-            .bind(&document_id)
-            .bind(p.ordinal as i32)
-            .bind(p.section_ordinal as i32)
-            .bind(p.block_start as i32)
-            .bind(p.block_end as i32)
-            .bind(p.start as i64)
-            .bind(p.end as i64)
-            .bind(p.char_start as i64)
-            .bind(p.char_end as i64)
-            .bind(&p.text)
-            .bind(&p.content_hash)
-            .bind(p.token_estimate as i32)
-            .bind(&c.embedding_key)
-            .bind(Json(&c.event_ids))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            seqs.push(seq);
-            texts.push(p.text.clone());
+        // The chunks go in with one statement, in order (`seq` follows the ordinals),
+        // and answer their `seq`s for the lexical rows.
+        let plans = column(&chunks, |c| &c.plan);
+        let ids = column(&chunks, |c| c.id.to_string());
+        let rows = sqlx::query(
+            "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal, section_ordinal,
+                 block_start, block_end, start_byte, end_byte, char_start, char_end, text,
+                 content_hash, token_estimate, embedding_key, event_ids_json)
+             SELECT $1, c.id, $2, $3, c.ordinal, c.section_ordinal, c.block_start, c.block_end,
+                    c.start_byte, c.end_byte, c.char_start, c.char_end, c.text, c.content_hash,
+                    c.token_estimate, c.embedding_key, c.event_ids
+               FROM unnest($4::text[], $5::int4[], $6::int4[], $7::int4[], $8::int4[],
+                           $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[],
+                           $14::text[], $15::int4[], $16::text[], $17::jsonb[])
+                    WITH ORDINALITY AS c(id, ordinal, section_ordinal, block_start, block_end,
+                        start_byte, end_byte, char_start, char_end, text, content_hash,
+                        token_estimate, embedding_key, event_ids, i)
+              ORDER BY c.i
+             RETURNING id, seq",
+        )
+        .bind(&ns)
+        .bind(&vid)
+        .bind(&document_id)
+        .bind(&ids)
+        .bind(column(&plans, |p| p.ordinal as i32))
+        .bind(column(&plans, |p| p.section_ordinal as i32))
+        .bind(column(&plans, |p| p.block_start as i32))
+        .bind(column(&plans, |p| p.block_end as i32))
+        .bind(column(&plans, |p| p.start as i64))
+        .bind(column(&plans, |p| p.end as i64))
+        .bind(column(&plans, |p| p.char_start as i64))
+        .bind(column(&plans, |p| p.char_end as i64))
+        .bind(column(&plans, |p| p.text.as_str()))
+        .bind(column(&plans, |p| p.content_hash.as_str()))
+        .bind(column(&plans, |p| p.token_estimate as i32))
+        .bind(column(&chunks, |c| c.embedding_key.as_str()))
+        .bind(column(&chunks, |c| Json(&c.event_ids)))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let mut seq_of: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+        for r in &rows {
+            seq_of.insert(get(r, "id")?, get(r, "seq")?);
         }
+        let seqs: Vec<i64> = ids
+            .iter()
+            .map(|id| {
+                seq_of.get(id).copied().ok_or_else(|| {
+                    Error::new(ErrorCode::Internal, format!("chunk {id} was not written"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let texts: Vec<String> = plans.iter().map(|p| p.text.clone()).collect();
         crate::insert_lexical(
             &mut tx,
             rememberstack_sql::LexicalIndex::Chunks,

@@ -361,6 +361,12 @@ pub(crate) fn db_err(e: sqlx::Error) -> Error {
     Error::store(e)
 }
 
+/// One column of a multi-row write: `f` of every item, in order, bound as an array
+/// that `unnest` turns back into rows.
+pub(crate) fn column<'a, T, U>(items: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
+    items.iter().map(f).collect()
+}
+
 /// Add the lexical rows of records just inserted (their `seq` and text), one
 /// statement for all of them.
 pub(crate) async fn insert_lexical(
