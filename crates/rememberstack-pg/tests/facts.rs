@@ -462,3 +462,50 @@ async fn pg_facts_semantic_walks_the_generation_index() {
     );
     drop_schema(&store).await;
 }
+
+#[tokio::test]
+async fn pg_an_entitys_facts_are_read_by_index() {
+    let Some((store, ns)) = open("entity_index").await else {
+        return;
+    };
+    // Ten thousand facts of a thousand subjects: as many as a store of 10k claims
+    // holds, where a list the planner could not see chose a scan of all of them.
+    sqlx::query(
+        "INSERT INTO facts (namespace_id, id, kind, subject_id, statement, valid_precision,
+             validity_kind, recorded_at, embedding_key, updated_at, evidence_count)
+         SELECT $1, 'f' || i, 'observation', 'e' || (i % 1000), 'a statement', 'unknown',
+             'unknown', now(), 'k' || i, now(), 1
+           FROM generate_series(0, 9999) AS i",
+    )
+    .bind(ns.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE facts")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let mut filter = all_facts(ns);
+    filter.entities = vec![EntityId::new()];
+    let mut p = rememberstack_sql::Params::new(rememberstack_sql::Dialect::Postgres);
+    let cond = rememberstack_sql::facts::eligibility(&filter, &mut p);
+    let sql = format!("EXPLAIN SELECT f.seq FROM facts f WHERE {cond}");
+    let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
+    for arg in p.args() {
+        q = match arg {
+            rememberstack_sql::Arg::Text(s) => q.bind(s.clone()),
+            rememberstack_sql::Arg::Int(n) => q.bind(*n),
+            rememberstack_sql::Arg::Time(t) => q.bind(*t),
+            rememberstack_sql::Arg::Texts(v) => q.bind(v.clone()),
+        };
+    }
+    let plan = q.fetch_all(store.pool()).await.unwrap();
+    for index in ["facts_by_subject", "facts_by_object"] {
+        assert!(
+            plan.iter().any(|l| l.contains(index)),
+            "the entity's facts are not read through {index}:\n{}",
+            plan.join("\n")
+        );
+    }
+    drop_schema(&store).await;
+}
