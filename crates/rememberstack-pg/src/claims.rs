@@ -16,7 +16,7 @@
 use crate::ledger::{fence_many, insert_work};
 use crate::rows::get;
 use crate::search::BM25_SCORE;
-use crate::{PgStore, db_err, parse_id};
+use crate::{PgStore, column, db_err, json_text, parse_id};
 use rememberstack_core::ids::{ChunkId, ClaimId, DocumentId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
@@ -67,7 +67,6 @@ async fn write_extractions(
     tx: &mut PgConnection,
     ns_s: &str,
     xs: &[&ExtractionCommit],
-    written: &mut HashSet<ClaimId>,
     now: Timestamp,
 ) -> Result<()> {
     if xs.is_empty() {
@@ -82,21 +81,18 @@ async fn write_extractions(
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
+    let mut written: HashSet<ClaimId> = HashSet::new();
     let claims: Vec<&NewClaim> = xs
         .iter()
         .flat_map(|x| x.claims.iter())
         .filter(|c| written.insert(c.id))
         .collect();
     if !claims.is_empty() {
-        let col = |f: &dyn Fn(&NewClaim) -> String| -> Vec<String> {
-            claims.iter().map(|c| f(c)).collect()
-        };
         let mut contexts = Vec::with_capacity(claims.len());
         let mut precisions = Vec::with_capacity(claims.len());
         let mut kinds = Vec::with_capacity(claims.len());
         for c in &claims {
-            contexts.push(json(serde_json::to_string(&c.added_context))?);
+            contexts.push(json_text(&c.added_context)?);
             precisions.push(enum_str(serde_json::to_value(c.validity.precision))?);
             kinds.push(enum_str(serde_json::to_value(c.validity.kind))?);
         }
@@ -119,21 +115,21 @@ async fn write_extractions(
              RETURNING seq, text",
         )
         .bind(ns_s)
-        .bind(col(&|c| c.id.to_string()))
-        .bind(col(&|c| c.document_id.to_string()))
-        .bind(col(&|c| c.text.clone()))
+        .bind(column(&claims, |c| c.id.to_string()))
+        .bind(column(&claims, |c| c.document_id.to_string()))
+        .bind(column(&claims, |c| c.text.as_str()))
         .bind(&contexts)
-        .bind(claims.iter().map(|c| c.validity.from).collect::<Vec<_>>())
-        .bind(claims.iter().map(|c| c.validity.until).collect::<Vec<_>>())
+        .bind(column(&claims, |c| c.validity.from))
+        .bind(column(&claims, |c| c.validity.until))
         .bind(&precisions)
         .bind(&kinds)
-        .bind(claims.iter().map(|c| c.asserted_at).collect::<Vec<_>>())
-        .bind(col(&|c| c.extractor_version.clone()))
-        .bind(col(&|c| c.extraction_input_hash.clone()))
-        .bind(col(&|c| c.origin_version_id.to_string()))
-        .bind(col(&|c| c.origin_chunk_id.to_string()))
-        .bind(col(&|c| c.embedding_key.clone()))
-        .bind(col(&|c| c.claim_key.clone()))
+        .bind(column(&claims, |c| c.asserted_at))
+        .bind(column(&claims, |c| c.extractor_version.as_str()))
+        .bind(column(&claims, |c| c.extraction_input_hash.as_str()))
+        .bind(column(&claims, |c| c.origin_version_id.to_string()))
+        .bind(column(&claims, |c| c.origin_chunk_id.to_string()))
+        .bind(column(&claims, |c| c.embedding_key.as_str()))
+        .bind(column(&claims, |c| c.claim_key.as_str()))
         .bind(now)
         .fetch_all(&mut *tx)
         .await
@@ -176,7 +172,7 @@ pub(crate) async fn write_carried(
     now: Timestamp,
 ) -> Result<()> {
     let xs: Vec<&ExtractionCommit> = xs.iter().collect();
-    write_extractions(tx, ns_s, &xs, &mut HashSet::new(), now).await
+    write_extractions(tx, ns_s, &xs, now).await
 }
 
 /// Insert chunk occurrences, in order.
@@ -189,25 +185,21 @@ async fn insert_occurrences(
     if occurrences.is_empty() {
         return Ok(());
     }
-    let col = |f: &dyn Fn(&Occurrence) -> String| -> Vec<String> {
-        occurrences.iter().map(|o| f(o)).collect()
-    };
-    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
     let ordinals = occurrences
         .iter()
         .map(|o| i32::try_from(o.ordinal).map_err(|_| Error::internal("ordinal out of range")))
         .collect::<Result<Vec<i32>>>()?;
     let spans = occurrences
         .iter()
-        .map(|o| json(serde_json::to_string(&o.spans)))
+        .map(|o| json_text(&o.spans))
         .collect::<Result<Vec<_>>>()?;
     let passages = occurrences
         .iter()
-        .map(|o| json(serde_json::to_string(&o.passages)))
+        .map(|o| json_text(&o.passages))
         .collect::<Result<Vec<_>>>()?;
     let events = occurrences
         .iter()
-        .map(|o| json(serde_json::to_string(&o.event_ids)))
+        .map(|o| json_text(&o.event_ids))
         .collect::<Result<Vec<_>>>()?;
     sqlx::query(
         "INSERT INTO chunk_claims (namespace_id, chunk_id, claim_id, version_id, document_id,
@@ -220,18 +212,18 @@ async fn insert_occurrences(
          ORDER BY n",
     )
     .bind(ns_s)
-    .bind(col(&|o| o.chunk_id.to_string()))
-    .bind(col(&|o| o.claim_id.to_string()))
-    .bind(col(&|o| o.version_id.to_string()))
-    .bind(col(&|o| o.document_id.to_string()))
-    .bind(col(&|o| o.extractor_version.clone()))
-    .bind(col(&|o| o.extraction_input_hash.clone()))
+    .bind(column(occurrences, |o| o.chunk_id.to_string()))
+    .bind(column(occurrences, |o| o.claim_id.to_string()))
+    .bind(column(occurrences, |o| o.version_id.to_string()))
+    .bind(column(occurrences, |o| o.document_id.to_string()))
+    .bind(column(occurrences, |o| o.extractor_version.as_str()))
+    .bind(column(occurrences, |o| o.extraction_input_hash.as_str()))
     .bind(ordinals)
     .bind(spans)
     .bind(passages)
     .bind(events)
     .bind(now)
-    .bind(occurrences.iter().map(|o| o.reused).collect::<Vec<bool>>())
+    .bind(column(occurrences, |o| o.reused))
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
@@ -252,14 +244,9 @@ async fn insert_decisions(
     if decisions.is_empty() {
         return Ok(());
     }
-    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
-    let dcol =
-        |f: &dyn Fn(&ExtractionCommit, &DecisionRow) -> Option<String>| -> Vec<Option<String>> {
-            decisions.iter().map(|(x, d)| f(x, d)).collect()
-        };
     let details = decisions
         .iter()
-        .map(|(_, d)| json(serde_json::to_string(&d.detail)))
+        .map(|(_, d)| json_text(&d.detail))
         .collect::<Result<Vec<_>>>()?;
     sqlx::query(
         "INSERT INTO claim_extraction_decisions (namespace_id, document_id, version_id, chunk_id,
@@ -272,15 +259,19 @@ async fn insert_decisions(
          ORDER BY n",
     )
     .bind(ns_s)
-    .bind(dcol(&|x, _| Some(x.document_id.to_string())))
-    .bind(dcol(&|x, _| Some(x.version_id.to_string())))
-    .bind(dcol(&|x, _| Some(x.chunk_id.to_string())))
-    .bind(dcol(&|x, _| Some(x.extraction_input_hash.clone())))
-    .bind(dcol(&|x, _| Some(x.extractor_version.clone())))
-    .bind(dcol(&|_, d| Some(d.kind.clone())))
-    .bind(dcol(&|_, d| d.passage.clone()))
-    .bind(dcol(&|_, d| d.reason.clone()))
-    .bind(dcol(&|_, d| d.claim_id.map(|c| c.to_string())))
+    .bind(column(&decisions, |(x, _)| x.document_id.to_string()))
+    .bind(column(&decisions, |(x, _)| x.version_id.to_string()))
+    .bind(column(&decisions, |(x, _)| x.chunk_id.to_string()))
+    .bind(column(&decisions, |(x, _)| {
+        x.extraction_input_hash.as_str()
+    }))
+    .bind(column(&decisions, |(x, _)| x.extractor_version.as_str()))
+    .bind(column(&decisions, |(_, d)| d.kind.as_str()))
+    .bind(column(&decisions, |(_, d)| d.passage.as_deref()))
+    .bind(column(&decisions, |(_, d)| d.reason.as_deref()))
+    .bind(column(&decisions, |(_, d)| {
+        d.claim_id.map(|c| c.to_string())
+    }))
     .bind(details)
     .bind(now)
     .execute(&mut *tx)
@@ -307,7 +298,7 @@ impl PgStore {
             .map(|(item, _)| item)
             .collect();
         let xs: Vec<&ExtractionCommit> = held.iter().map(|(_, x, _)| x).collect();
-        write_extractions(&mut tx, &ns_s, &xs, &mut HashSet::new(), now).await?;
+        write_extractions(&mut tx, &ns_s, &xs, now).await?;
         let follow_up: Vec<NewWork> = held
             .iter()
             .flat_map(|(_, _, w)| w.iter().cloned())

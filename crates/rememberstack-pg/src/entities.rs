@@ -6,7 +6,7 @@
 //! writes lock the rows they check (`FOR UPDATE`).
 
 use crate::rows::{get, id};
-use crate::{PgStore, db_err, parse_id};
+use crate::{PgStore, column, db_err, json_text, parse_id};
 use rememberstack_core::entities::{
     AliasHit, BlockingKey, BlockingQuery, BlockingResult, BlockingTier, DocumentBinding,
     EntityFilter, EntityRecord, KeyData, MAX_KEY_ROWS, Mention, MergeEvent, NewAlias,
@@ -533,10 +533,7 @@ async fn resolve_many(
     if writes.is_empty() {
         return Ok(out);
     }
-    let text = |f: &dyn Fn(&ResolutionCommit) -> String| {
-        writes.iter().map(|(c, _)| f(c)).collect::<Vec<String>>()
-    };
-    let times: Vec<Timestamp> = writes.iter().map(|(_, at)| *at).collect();
+    let times = column(&writes, |(_, at)| *at);
 
     // New entities.
     let minted: Vec<(String, &str, &str, Timestamp)> = writes
@@ -663,8 +660,8 @@ async fn resolve_many(
           ORDER BY m.i",
     )
     .bind(&ns)
-    .bind(text(&|c| c.decision.entity_id.to_string()))
-    .bind(text(&|c| c.mention.claim_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.decision.entity_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.mention.claim_id.to_string()))
     .bind(
         writes
             .iter()
@@ -677,19 +674,18 @@ async fn resolve_many(
             .map(|(c, _)| c.mention.end.map(|e| e as i64))
             .collect::<Vec<_>>(),
     )
-    .bind(text(&|c| c.mention.surface.clone()))
-    .bind(text(&|c| c.decision.decision_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.mention.surface.as_str()))
+    .bind(column(&writes, |(c, _)| c.decision.decision_id.to_string()))
     .bind(&times)
     .execute(&mut *tx)
     .await
     .map_err(db_err)?;
-    let json = |v: serde_json::Result<String>| v.map_err(|e| Error::internal(e.to_string()));
     let mut candidates = Vec::with_capacity(writes.len());
     let mut features = Vec::with_capacity(writes.len());
     let mut ordinals = Vec::with_capacity(writes.len());
     for (c, _) in &writes {
-        candidates.push(json(serde_json::to_string(&c.decision.candidates))?);
-        features.push(json(serde_json::to_string(&c.decision.features))?);
+        candidates.push(json_text(&c.decision.candidates)?);
+        features.push(json_text(&c.decision.features)?);
         ordinals.push(ordinal_param(c.decision.ordinal)?);
     }
     sqlx::query(
@@ -709,13 +705,13 @@ async fn resolve_many(
           ORDER BY d.i",
     )
     .bind(&ns)
-    .bind(text(&|c| c.decision.decision_id.to_string()))
-    .bind(text(&|c| c.decision.claim_id.to_string()))
-    .bind(text(&|c| c.decision.document_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.decision.decision_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.decision.claim_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.decision.document_id.to_string()))
     .bind(&ordinals)
-    .bind(text(&|c| c.decision.name.clone()))
-    .bind(text(&|c| c.decision.lemma.clone()))
-    .bind(text(&|c| c.decision.tier.clone()))
+    .bind(column(&writes, |(c, _)| c.decision.name.as_str()))
+    .bind(column(&writes, |(c, _)| c.decision.lemma.as_str()))
+    .bind(column(&writes, |(c, _)| c.decision.tier.as_str()))
     .bind(&candidates)
     .bind(
         writes
@@ -729,17 +725,19 @@ async fn resolve_many(
             .map(|(c, _)| c.decision.t3_score.map(|s| s as f64))
             .collect::<Vec<Option<f64>>>(),
     )
-    .bind(text(&|c| c.decision.t3_outcome.clone()))
-    .bind(text(&|c| c.decision.verdict.clone()))
-    .bind(text(&|c| c.decision.entity_id.to_string()))
-    .bind(text(&|c| c.decision.rationale.clone()))
+    .bind(column(&writes, |(c, _)| c.decision.t3_outcome.as_str()))
+    .bind(column(&writes, |(c, _)| c.decision.verdict.as_str()))
+    .bind(column(&writes, |(c, _)| c.decision.entity_id.to_string()))
+    .bind(column(&writes, |(c, _)| c.decision.rationale.as_str()))
     .bind(
         writes
             .iter()
             .map(|(c, _)| c.decision.model.clone())
             .collect::<Vec<Option<String>>>(),
     )
-    .bind(text(&|c| c.decision.resolver_version.clone()))
+    .bind(column(&writes, |(c, _)| {
+        c.decision.resolver_version.as_str()
+    }))
     .bind(&features)
     .bind(
         writes

@@ -367,6 +367,12 @@ pub(crate) fn column<'a, T, U>(items: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec
     items.iter().map(f).collect()
 }
 
+/// `v` as JSON text, for a `jsonb` column bound as text (a multi-row write casts
+/// the array's elements).
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
+}
+
 /// Add the lexical rows of records just inserted (their `seq` and text), one
 /// statement for all of them.
 pub(crate) async fn insert_lexical(
@@ -412,7 +418,7 @@ pub(crate) async fn lock_keys(
 ) -> Result<()> {
     sqlx::query(
         "SELECT COUNT(pg_advisory_xact_lock(hashtextextended(k, 0)))
-           FROM unnest($1::text[]) WITH ORDINALITY AS l(k, i)",
+           FROM unnest($1::text[]) AS l(k)",
     )
     .bind(keys.into_iter().collect::<Vec<_>>())
     .execute(conn)
