@@ -251,6 +251,49 @@ async fn skip_stamp(conn: &mut PgConnection, on: bool) -> Result<()> {
     Ok(())
 }
 
+/// Lease one stage's due work (binds: owner, lease end, now, stage, limit, owner
+/// process): pending or failed rows whose time has come (not parked for want of a
+/// route) and running rows whose lease expired, never in a namespace whose forget
+/// is incomplete. Oldest `not_before` first, then creation, then id. Rows locked by
+/// a concurrent claimer are skipped, so no item is leased twice.
+///
+/// The status and route conjuncts repeat `processing_state_due`'s condition
+/// (running rows never carry a defer reason), so the claim walks that index in
+/// this order and stops at its batch instead of sorting every due row of the
+/// stage (migration 0033). `not_before <= now` bounds the walk for both kinds of
+/// due row: a running row was leased at or after its `not_before`, and its lease
+/// ended after that.
+pub fn claim_statement() -> &'static str {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "WITH picked AS (
+                 SELECT p.namespace_id, p.id FROM processing_state p
+                 WHERE p.stage = $4 AND p.not_before <= $3
+                   AND (p.status IN ('pending', 'failed')
+                        OR (p.status = 'running' AND p.lease_expires_at <= $3))
+                   AND p.status IN ('pending', 'failed', 'running')
+                   AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route')
+                   AND NOT EXISTS (SELECT 1 FROM forget_episodes e
+                                   WHERE e.namespace_id = p.namespace_id AND e.completed_at IS NULL)
+                 ORDER BY p.not_before, p.created_at, p.id COLLATE \"C\"
+                 LIMIT $5
+                 FOR UPDATE OF p SKIP LOCKED)
+             UPDATE processing_state s
+             SET status = 'running', attempts = s.attempts + 1, lease_owner = $1, lease_expires_at = $2,
+                 lease_process = $6, defer_reason = NULL, updated_at = $3
+             FROM picked
+             WHERE s.namespace_id = picked.namespace_id AND s.id = picked.id
+             RETURNING {}",
+            WORK_COLUMNS
+                .split(',')
+                .map(|c| format!("s.{}", c.trim()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
+    SQL.as_str()
+}
+
 /// Release the leases of processes that no longer run (no session holds their
 /// liveness lock, see `liveness`): they fall due now, as if their lease had
 /// expired, so this claim takes them (counting the attempt, as an expired lease
@@ -339,36 +382,8 @@ impl PgStore {
         };
         let mut claimed = Vec::new();
         for stage in stages {
-            // The first stage (in the requested order) with due work wins: pending or
-            // failed rows whose time has come (not parked for want of a route), and
-            // running rows whose lease expired; never in a namespace whose forget is
-            // incomplete. Oldest `not_before` first, then creation, then id. Rows
-            // locked by a concurrent claimer are skipped, so no item is leased twice.
-            let sql = format!(
-                "WITH picked AS (
-                     SELECT p.namespace_id, p.id FROM processing_state p
-                     WHERE p.stage = $4
-                       AND ((p.status IN ('pending', 'failed') AND p.not_before <= $3
-                             AND (p.defer_reason IS NULL OR p.defer_reason <> 'no_route'))
-                            OR (p.status = 'running' AND p.lease_expires_at <= $3))
-                       AND NOT EXISTS (SELECT 1 FROM forget_episodes e
-                                       WHERE e.namespace_id = p.namespace_id AND e.completed_at IS NULL)
-                     ORDER BY p.not_before, p.created_at, p.id COLLATE \"C\"
-                     LIMIT $5
-                     FOR UPDATE OF p SKIP LOCKED)
-                 UPDATE processing_state s
-                 SET status = 'running', attempts = s.attempts + 1, lease_owner = $1, lease_expires_at = $2,
-                     lease_process = $6, defer_reason = NULL, updated_at = $3
-                 FROM picked
-                 WHERE s.namespace_id = picked.namespace_id AND s.id = picked.id
-                 RETURNING {}",
-                WORK_COLUMNS
-                    .split(',')
-                    .map(|c| format!("s.{}", c.trim()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            // The first stage (in the requested order) with due work wins.
+            let rows = sqlx::query(claim_statement())
                 .bind(&req.owner)
                 .bind(ms(req.lease_until))
                 .bind(now)
@@ -546,9 +561,15 @@ impl PgStore {
         status: WorkStatus,
         limit: u32,
     ) -> Result<Vec<WorkItem>> {
+        // Unfinished work is listed through the status index, which holds nothing else.
+        let unfinished = if status == WorkStatus::Done {
+            ""
+        } else {
+            "AND status <> 'done'"
+        };
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {WORK_COLUMNS} FROM processing_state
-             WHERE ($1::text IS NULL OR namespace_id = $1) AND status = $2
+             WHERE ($1::text IS NULL OR namespace_id = $1) AND status = $2 {unfinished}
              ORDER BY created_at, id COLLATE \"C\" LIMIT $3"
         )))
         .bind(ns.map(|n| n.to_string()))

@@ -45,6 +45,10 @@ mod rows;
 mod search;
 mod signal;
 
+/// The ledger's claim statement, for plan tests (not part of the API).
+#[doc(hidden)]
+pub use ledger::claim_statement;
+
 use async_trait::async_trait;
 use rememberstack_core::embed::EmbedderIdentity;
 use rememberstack_core::entities::{

@@ -358,3 +358,90 @@ async fn pg_ledger_signal_wakes_other_processes_on_new_and_released_work() {
     there.close().await;
     drop_schema(&here).await;
 }
+
+/// A claim walks the due work of its stage in order through `processing_state_due`
+/// and stops at its batch: among 20,000 finished items, 5,000 due ones and dead
+/// letters and parked work older than all of them, its plan sorts nothing, and it
+/// leases the oldest due items (never a dead letter or parked item).
+#[tokio::test]
+async fn pg_ledger_claim_walks_due_work_in_order() {
+    let Some(store) = store("pg_ledger_claim_walk", "ledger_walk").await else {
+        return;
+    };
+    let ns = NamespaceId::new();
+    // Rows 0..20,000 are done; 20,000..20,100 are dead letters and 20,100..20,200
+    // parked without a route, all due long ago; the rest are pending, due in order
+    // of their number (older than nothing above, newer than nothing below).
+    sqlx::query(
+        "INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id,
+             stage, component_version, status, defer_reason, not_before, created_at, updated_at)
+         SELECT $1, md5('w' || i)::uuid::text, 'claim', md5('t' || i)::uuid::text,
+                md5('v' || (i / 50))::uuid::text,
+                'e3.normalize', 'v1',
+                CASE WHEN i < 20000 THEN 'done' WHEN i < 20100 THEN 'dead_letter'
+                     ELSE 'pending' END,
+                CASE WHEN i >= 20100 AND i < 20200 THEN 'no_route' END,
+                CASE WHEN i >= 20000 AND i < 20200 THEN 0 ELSE 1000 + i END, i, i
+           FROM generate_series(0, 24999) AS i",
+    )
+    .bind(ns.to_string())
+    .execute(store.pool())
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE processing_state")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN {}",
+        rememberstack_pg::claim_statement()
+    )))
+    .bind("walker")
+    .bind(i64::MAX)
+    .bind(i64::MAX - 1)
+    .bind(Stage::Normalize.as_str())
+    .bind(32_i64)
+    .bind(None::<i64>)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let shown = plan.join("\n");
+    assert!(
+        plan.iter().any(|l| l.contains("processing_state_due")),
+        "the claim does not walk processing_state_due:\n{shown}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|l| l.trim_start().starts_with("-> Sort") || l.trim_start().starts_with("Sort")),
+        "the claim sorts the due work:\n{shown}"
+    );
+    // The oldest 32 due items, in order; no dead letter, no parked item.
+    let got = store
+        .claim(&ClaimRequest {
+            owner: "walker".into(),
+            stages: vec![Stage::Normalize],
+            limit: 32,
+            stage_limits: vec![],
+            lease_until: at(100_000_000),
+            now: at(90_000_000),
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 32);
+    let mut created: Vec<i64> = got
+        .iter()
+        .map(|w| w.created_at.timestamp_millis())
+        .collect();
+    created.sort_unstable();
+    assert_eq!(created, (20200..20232).collect::<Vec<i64>>());
+    let leased: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM processing_state WHERE namespace_id = $1 AND status = 'running'",
+    )
+    .bind(ns.to_string())
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(leased, 32);
+    drop_schema(&store).await;
+}

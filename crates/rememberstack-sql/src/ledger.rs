@@ -5,6 +5,12 @@
 //! namespace's change stamp first and skips rows another transaction holds; SQLite
 //! has one writer). Each is rendered once per dialect, on first use: they run
 //! for every work item.
+//!
+//! The ledger's status and lease indexes hold unfinished work only (partial
+//! indexes, migration 0033). A statement that reads by status repeats the
+//! index's condition (`status <> 'done'`) as a conjunct, even where its own
+//! status test implies it: SQLite uses a partial index only when the WHERE
+//! clause names the index's condition.
 
 use crate::Statement;
 
@@ -38,7 +44,7 @@ pub static REPLAY_DEAD_LETTERS: Statement = Statement::new(
     "UPDATE processing_state
  SET status = 'pending', max_attempts = {LEAST}(attempts{BIGINT} + ?, 2147483647),
      not_before = ?, defer_reason = NULL, updated_at = ?
- WHERE status = 'dead_letter' AND (?{TEXT} IS NULL OR namespace_id = ?)
+ WHERE status = 'dead_letter' AND status <> 'done' AND (?{TEXT} IS NULL OR namespace_id = ?)
    AND (?{TEXT} IS NULL OR stage = ?)",
 );
 
@@ -46,7 +52,8 @@ pub static REPLAY_DEAD_LETTERS: Statement = Statement::new(
 /// and one stage. Binds: now, now, now, namespace, namespace, stage, stage.
 pub static EXPEDITE_FAILED: Statement = Statement::new(
     "UPDATE processing_state SET not_before = ?, updated_at = ?
- WHERE status = 'failed' AND not_before > ? AND (?{TEXT} IS NULL OR namespace_id = ?)
+ WHERE status = 'failed' AND status <> 'done' AND not_before > ?
+   AND (?{TEXT} IS NULL OR namespace_id = ?)
    AND (?{TEXT} IS NULL OR stage = ?)",
 );
 
@@ -55,7 +62,8 @@ pub static EXPEDITE_FAILED: Statement = Statement::new(
 pub static NEXT_WAKEUP: Statement = Statement::new(
     "SELECT MIN(t) AS t FROM (
      SELECT not_before AS t FROM processing_state
-     WHERE status IN ('pending', 'failed') AND (defer_reason IS NULL OR defer_reason <> 'no_route')
+     WHERE status IN ('pending', 'failed') AND status <> 'done'
+       AND (defer_reason IS NULL OR defer_reason <> 'no_route')
      UNION ALL
      SELECT lease_expires_at AS t FROM processing_state WHERE status = 'running') w",
 );

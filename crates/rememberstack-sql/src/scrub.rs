@@ -77,9 +77,10 @@ pub const DECISIONS_OF_CLAIMS: &str =
 /// Work of the listed versions.
 pub const WORK_OF_VERSIONS: &str =
     "SELECT id FROM processing_state WHERE namespace_id = ? AND version_id {IN}";
-/// Work on the listed records (chunks, claims, facts).
-pub const WORK_ON_RECORDS: &str =
-    "SELECT id FROM processing_state WHERE namespace_id = ? AND target_id {IN}";
+/// Work on the listed records (chunks, claims, facts), read through the ledger's
+/// unique key (namespace, target kind, target id, …).
+pub const WORK_ON_RECORDS: &str = "SELECT id FROM processing_state
+     WHERE namespace_id = ? AND target_kind IN ('chunk', 'claim', 'fact') AND target_id {IN}";
 /// The listed entities nothing mentions, no fact names and no survivor
 /// redirects into.
 pub const UNSUPPORTED_ENTITIES: &str = "SELECT e.id FROM entities e

@@ -97,6 +97,45 @@ pub struct SqliteStore {
     owner: Option<Arc<owners::OwnerLock>>,
 }
 
+/// Lease a stage's due work, oldest first: pending or failed rows whose time has
+/// come (not parked for want of a route) and running rows whose lease expired,
+/// never in a namespace whose forget is incomplete. Both branches name the
+/// `processing_state_due` index's condition (`status <> 'done'`), so they read it
+/// rather than every row of the stage. Binds: owner, lease end, owner process,
+/// now, stage, now, stage, now, limit.
+const CLAIM_DUE: &str = "UPDATE processing_state
+     SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?,
+         lease_process = ?, defer_reason = NULL, updated_at = ?
+     WHERE id IN (
+         SELECT id FROM (
+             SELECT id, not_before, created_at FROM processing_state
+             WHERE stage = ? AND status IN ('pending', 'failed') AND status <> 'done'
+               AND not_before <= ?
+               AND (defer_reason IS NULL OR defer_reason <> 'no_route')
+             UNION ALL
+             SELECT id, not_before, created_at FROM processing_state
+             WHERE stage = ? AND status = 'running' AND status <> 'done'
+               AND lease_expires_at <= ?)
+         WHERE id NOT IN (SELECT p.id FROM processing_state p
+             JOIN forget_episodes e ON e.namespace_id = p.namespace_id
+             WHERE e.completed_at IS NULL)
+         ORDER BY not_before, created_at, id
+         LIMIT ?)
+     RETURNING *";
+
+/// A namespace's (or every) finished work items, oldest first. Binds: namespace,
+/// namespace, status, limit.
+const FINISHED_WORK: &str = "SELECT * FROM processing_state
+     WHERE (? IS NULL OR namespace_id = ?) AND status = ?
+     ORDER BY created_at, id LIMIT ?";
+
+/// A namespace's (or every) work items of an unfinished status, oldest first,
+/// through the status index (which holds unfinished work only: the query names its
+/// condition). Binds: namespace, namespace, status, limit.
+const UNFINISHED_WORK: &str = "SELECT * FROM processing_state
+     WHERE (? IS NULL OR namespace_id = ?) AND status = ? AND status <> 'done'
+     ORDER BY created_at, id LIMIT ?";
+
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
 /// or as soon as the ledger runs dry after any. Without statistics, SQLite plans
 /// joins over tables that were empty when first seen, and an anchored search can
@@ -1340,37 +1379,19 @@ impl LedgerStore for SqliteStore {
         };
         let mut claimed = Vec::new();
         for stage in stages {
-            let rows = sqlx::query(
-                "UPDATE processing_state
-                 SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_expires_at = ?,
-                     lease_process = ?, defer_reason = NULL, updated_at = ?
-                 WHERE id IN (
-                     SELECT id FROM (
-                         SELECT id, not_before, created_at FROM processing_state
-                         WHERE stage = ? AND status IN ('pending', 'failed') AND not_before <= ?
-                           AND (defer_reason IS NULL OR defer_reason <> 'no_route')
-                         UNION ALL
-                         SELECT id, not_before, created_at FROM processing_state
-                         WHERE stage = ? AND status = 'running' AND lease_expires_at <= ?)
-                     WHERE id NOT IN (SELECT p.id FROM processing_state p
-                         JOIN forget_episodes e ON e.namespace_id = p.namespace_id
-                         WHERE e.completed_at IS NULL)
-                     ORDER BY not_before, created_at, id
-                     LIMIT ?)
-                 RETURNING *",
-            )
-            .bind(&req.owner)
-            .bind(ms(req.lease_until))
-            .bind(self.owner.as_ref().map(|o| o.token()))
-            .bind(now)
-            .bind(stage.as_str())
-            .bind(now)
-            .bind(stage.as_str())
-            .bind(now)
-            .bind(i64::from(req.limit_for(stage)))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            let rows = sqlx::query(CLAIM_DUE)
+                .bind(&req.owner)
+                .bind(ms(req.lease_until))
+                .bind(self.owner.as_ref().map(|o| o.token()))
+                .bind(now)
+                .bind(stage.as_str())
+                .bind(now)
+                .bind(stage.as_str())
+                .bind(now)
+                .bind(i64::from(req.limit_for(stage)))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
             if !rows.is_empty() {
                 claimed = rows.iter().map(work_row).collect::<Result<Vec<_>>>()?;
                 break;
@@ -1512,17 +1533,19 @@ impl LedgerStore for SqliteStore {
         status: WorkStatus,
         limit: u32,
     ) -> Result<Vec<WorkItem>> {
-        let rows = sqlx::query(
-            "SELECT * FROM processing_state WHERE (? IS NULL OR namespace_id = ?) AND status = ?
-             ORDER BY created_at, id LIMIT ?",
-        )
-        .bind(ns.map(|n| n.to_string()))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(status.as_str())
-        .bind(limit as i64)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let sql = if status == WorkStatus::Done {
+            FINISHED_WORK
+        } else {
+            UNFINISHED_WORK
+        };
+        let rows = sqlx::query(sql)
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(status.as_str())
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter().map(work_row).collect()
     }
 
@@ -2525,6 +2548,90 @@ mod tests {
             fts_query(&["a\"b".into(), "NEAR".into()]),
             "\"a\"\"b\" OR \"NEAR\""
         );
+    }
+
+    /// The ledger's queue statements read the partial indexes of unfinished work
+    /// (which SQLite uses only when a statement names their condition), never every
+    /// row of a stage or of the ledger: among 20,000 finished items and a small
+    /// backlog, each plan names its index.
+    #[tokio::test]
+    async fn the_ledger_reads_unfinished_work_through_its_partial_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("m.db")).await.unwrap();
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 20099)
+             INSERT INTO processing_state (namespace_id, id, target_kind, target_id, version_id,
+                 stage, component_version, status, not_before, lease_expires_at, created_at,
+                 updated_at)
+             SELECT 'ns', 'w' || i, 'claim', 't' || i, 'v' || (i / 50), 'e3.normalize', 'v1',
+                    CASE WHEN i < 20000 THEN 'done' WHEN i % 4 = 0 THEN 'running'
+                         WHEN i % 4 = 1 THEN 'failed' WHEN i % 4 = 2 THEN 'dead_letter'
+                         ELSE 'pending' END,
+                    i, CASE WHEN i >= 20000 AND i % 4 = 0 THEN i END, i, i FROM n",
+        )
+        .execute(&store.write)
+        .await
+        .unwrap();
+        sqlx::query("ANALYZE").execute(&store.write).await.unwrap();
+        let plans: [(&str, &str, &[&str]); 6] = [
+            (
+                "claim",
+                CLAIM_DUE,
+                &["processing_state_due", "processing_state_leases"],
+            ),
+            (
+                "wakeup",
+                shared(&ledger::NEXT_WAKEUP),
+                &["processing_state_status", "processing_state_leases"],
+            ),
+            (
+                "expedite",
+                shared(&ledger::EXPEDITE_FAILED),
+                &["processing_state_status"],
+            ),
+            (
+                "replay",
+                shared(&ledger::REPLAY_DEAD_LETTERS),
+                &["processing_state_status"],
+            ),
+            ("listing", UNFINISHED_WORK, &["processing_state_status"]),
+            (
+                "release",
+                "SELECT lease_process, COUNT(*) FROM processing_state
+                 WHERE status = 'running' AND lease_process IS NOT NULL AND lease_process <> ?
+                   AND lease_expires_at > ? GROUP BY lease_process",
+                &["processing_state_leases"],
+            ),
+        ];
+        for (name, sql, indexes) in plans {
+            let plan: Vec<String> = sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+                .fetch_all(&store.write)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<String, _>("detail"))
+                .collect();
+            let shown = plan.join("\n");
+            // Every read of the ledger by what it holds (an update's own rows found
+            // again by id aside) goes through the listed indexes, in order: a search
+            // of one, or a scan of one (it holds unfinished work only).
+            let reads: Vec<&String> = plan
+                .iter()
+                .filter(|d| {
+                    d.starts_with("SEARCH processing_state ")
+                        || d.starts_with("SCAN processing_state")
+                })
+                .filter(|d| !d.contains("processing_state_by_id (id=?)"))
+                .collect();
+            assert_eq!(reads.len(), indexes.len(), "{name}:\n{shown}");
+            for (read, index) in reads.iter().zip(indexes) {
+                assert!(
+                    read.contains(&format!("INDEX {index} ("))
+                        || read.ends_with(&format!("INDEX {index}")),
+                    "{name}: `{read}` is not a read of {index}:\n{shown}"
+                );
+            }
+        }
     }
 
     #[tokio::test]
