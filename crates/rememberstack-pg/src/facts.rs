@@ -88,8 +88,15 @@ impl PgStore {
         core: &[(String, String, Vec<String>)],
     ) -> Result<()> {
         let ns_s = ns.to_string();
+        // The registry's rows are taken in key (name) order, as a normalization batch
+        // counting its predicates' uses takes them: another process's batch
+        // committing while this one seeds would otherwise wait on a row this
+        // transaction holds while holding one it waits for (a deadlock seen with
+        // three worker processes starting on one namespace).
+        let mut ordered: Vec<_> = core.iter().enumerate().collect();
+        ordered.sort_by(|a, b| a.1.0.cmp(&b.1.0));
         let mut tx = self.pool().begin().await.map_err(db_err)?;
-        for (i, (name, description, synonyms)) in core.iter().enumerate() {
+        for (i, (name, description, synonyms)) in ordered {
             // Idempotent; a name first seen as an uncounted value becomes core, and its
             // use count is kept.
             sqlx::query(crate::shared(
