@@ -1371,6 +1371,32 @@ pub(crate) mod tests {
         (hits, truncated)
     }
 
+    /// A blocking key's rows are read through the table's primary key, which
+    /// begins (namespace, kind, key) and covers the read: the schema keeps no
+    /// second index for it.
+    #[tokio::test]
+    async fn blocking_keys_are_read_through_their_primary_key() {
+        let (_dir, store, _ns) = open().await;
+        let plan: Vec<String> = sqlx::query(
+            "EXPLAIN QUERY PLAN WITH wanted(kind, key) AS (VALUES (?, ?), (?, ?))
+             SELECT k.kind, k.key, k.entity_id, k.alias_lemma FROM wanted w
+             JOIN entity_keys k ON k.namespace_id = ? AND k.kind = w.kind AND k.key = w.key",
+        )
+        .fetch_all(&store.write)
+        .await
+        .expect("plan")
+        .iter()
+        .map(|r| r.get::<String, _>("detail"))
+        .collect();
+        assert!(
+            plan.iter().any(|d| d.contains(
+                "COVERING INDEX sqlite_autoindex_entity_keys_1 (namespace_id=? AND kind=? AND key=?)"
+            )),
+            "{}",
+            plan.join("\n")
+        );
+    }
+
     #[tokio::test]
     async fn one_statement_blocking_matches_the_per_tier_ranking() {
         let (_dir, store, ns) = open().await;
