@@ -561,23 +561,19 @@ impl PgStore {
         status: WorkStatus,
         limit: u32,
     ) -> Result<Vec<WorkItem>> {
-        // Unfinished work is listed through the status index, which holds nothing else.
-        let unfinished = if status == WorkStatus::Done {
-            ""
+        let sql = if status == WorkStatus::Done {
+            &ledger::FINISHED_WORK
         } else {
-            "AND status <> 'done'"
+            &ledger::UNFINISHED_WORK
         };
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {WORK_COLUMNS} FROM processing_state
-             WHERE ($1::text IS NULL OR namespace_id = $1) AND status = $2 {unfinished}
-             ORDER BY created_at, id COLLATE \"C\" LIMIT $3"
-        )))
-        .bind(ns.map(|n| n.to_string()))
-        .bind(status.as_str())
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(sql))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(status.as_str())
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter().map(work_row).collect()
     }
 

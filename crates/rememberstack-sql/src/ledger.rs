@@ -109,6 +109,23 @@ statements! {
                   AND s.version_id = processing_state.version_id
                   AND s.applied_at IS NULL)";
 
+    /// A namespace's (or every) work items of a finished status, oldest first.
+    /// Binds: namespace, namespace, status, limit.
+    FINISHED_WORK = "SELECT namespace_id, id, target_kind, target_id, version_id, stage,
+     component_version, status, attempts, max_attempts, not_before, defer_reason, lease_owner,
+     lease_expires_at, last_error, created_at, updated_at FROM processing_state
+ WHERE (?{TEXT} IS NULL OR namespace_id = ?) AND status = ?
+ ORDER BY created_at, id{COLLATE_C} LIMIT ?";
+
+    /// A namespace's (or every) work items of an unfinished status, oldest first,
+    /// through the status index (it holds unfinished work only, and the statement
+    /// names its condition). Binds: namespace, namespace, status, limit.
+    UNFINISHED_WORK = "SELECT namespace_id, id, target_kind, target_id, version_id, stage,
+     component_version, status, attempts, max_attempts, not_before, defer_reason, lease_owner,
+     lease_expires_at, last_error, created_at, updated_at FROM processing_state
+ WHERE (?{TEXT} IS NULL OR namespace_id = ?) AND status = ? AND status <> 'done'
+ ORDER BY created_at, id{COLLATE_C} LIMIT ?";
+
     /// The namespace of a work item. Binds: id.
     NAMESPACE_OF_ITEM = "SELECT namespace_id FROM processing_state WHERE id = ?";
 

@@ -123,19 +123,6 @@ const CLAIM_DUE: &str = "UPDATE processing_state
          LIMIT ?)
      RETURNING *";
 
-/// A namespace's (or every) finished work items, oldest first. Binds: namespace,
-/// namespace, status, limit.
-const FINISHED_WORK: &str = "SELECT * FROM processing_state
-     WHERE (? IS NULL OR namespace_id = ?) AND status = ?
-     ORDER BY created_at, id LIMIT ?";
-
-/// A namespace's (or every) work items of an unfinished status, oldest first,
-/// through the status index (which holds unfinished work only: the query names its
-/// condition). Binds: namespace, namespace, status, limit.
-const UNFINISHED_WORK: &str = "SELECT * FROM processing_state
-     WHERE (? IS NULL OR namespace_id = ?) AND status = ? AND status <> 'done'
-     ORDER BY created_at, id LIMIT ?";
-
 /// Refresh the planner statistics (`PRAGMA optimize`) after this many work claims,
 /// or as soon as the ledger runs dry after any. Without statistics, SQLite plans
 /// joins over tables that were empty when first seen, and an anchored search can
@@ -1534,11 +1521,11 @@ impl LedgerStore for SqliteStore {
         limit: u32,
     ) -> Result<Vec<WorkItem>> {
         let sql = if status == WorkStatus::Done {
-            FINISHED_WORK
+            &ledger::FINISHED_WORK
         } else {
-            UNFINISHED_WORK
+            &ledger::UNFINISHED_WORK
         };
-        let rows = sqlx::query(sql)
+        let rows = sqlx::query(shared(sql))
             .bind(ns.map(|n| n.to_string()))
             .bind(ns.map(|n| n.to_string()))
             .bind(status.as_str())
@@ -2594,7 +2581,11 @@ mod tests {
                 shared(&ledger::REPLAY_DEAD_LETTERS),
                 &["processing_state_status"],
             ),
-            ("listing", UNFINISHED_WORK, &["processing_state_status"]),
+            (
+                "listing",
+                shared(&ledger::UNFINISHED_WORK),
+                &["processing_state_status"],
+            ),
             (
                 "release",
                 "SELECT lease_process, COUNT(*) FROM processing_state
