@@ -1274,6 +1274,11 @@ pub trait LedgerStore: Send + Sync + std::fmt::Debug {
     /// Ledger counts by stage and status.
     async fn work_counts(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>>;
 
+    /// A namespace's unfinished work (every status but `done`) counted by stage and
+    /// status: what a read's freshness reports, on every read of a store being
+    /// written, so it must not count the namespace's finished history.
+    async fn unfinished_work_counts(&self, ns: NamespaceId) -> Result<Vec<WorkCount>>;
+
     /// Work items with a status, oldest first.
     async fn work_items(
         &self,

@@ -24,7 +24,7 @@ use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
 use rememberstack_sql::ledger;
-use rememberstack_sql::rows::work_row;
+use rememberstack_sql::rows::{work_count_row, work_row};
 use sqlx::postgres::PgConnection;
 
 fn ms(t: Timestamp) -> i64 {
@@ -543,16 +543,19 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(WorkCount {
-                    stage: Stage::parse(&get::<String>(r, "stage")?).map_err(Error::store)?,
-                    status: WorkStatus::parse(&get::<String>(r, "status")?)?,
-                    parked_no_route: get::<i64>(r, "parked")? as u64,
-                    count: get::<i64>(r, "n")? as u64,
-                })
-            })
-            .collect()
+        rows.iter().map(work_count_row).collect()
+    }
+
+    pub(crate) async fn unfinished_work_counts_impl(
+        &self,
+        ns: NamespaceId,
+    ) -> Result<Vec<WorkCount>> {
+        let rows = sqlx::query(crate::shared(&ledger::UNFINISHED_WORK_COUNTS))
+            .bind(ns.to_string())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(work_count_row).collect()
     }
 
     pub(crate) async fn work_items_impl(

@@ -1065,6 +1065,10 @@ impl LedgerStore for PgStore {
         self.work_counts_impl(ns).await
     }
 
+    async fn unfinished_work_counts(&self, ns: NamespaceId) -> Result<Vec<WorkCount>> {
+        self.unfinished_work_counts_impl(ns).await
+    }
+
     async fn work_items(
         &self,
         ns: Option<NamespaceId>,

@@ -126,6 +126,17 @@ statements! {
  WHERE (?{TEXT} IS NULL OR namespace_id = ?) AND status = ? AND status <> 'done'
  ORDER BY created_at, id{COLLATE_C} LIMIT ?";
 
+    /// A namespace's unfinished work counted by stage and status, with the items
+    /// parked for want of a route: what a read's freshness reports. Finished rows
+    /// are not counted, so the count walks an index of unfinished work instead of
+    /// every item the namespace ever had (on SQLite the namespace is kept from
+    /// choosing the ledger's unique key, which begins with it and holds them all).
+    /// Binds: namespace.
+    UNFINISHED_WORK_COUNTS = "SELECT stage, status, COUNT(*) AS n,
+     COALESCE(SUM(CASE WHEN defer_reason = 'no_route' THEN 1 ELSE 0 END), 0) AS parked
+ FROM processing_state WHERE {NOT_INDEXED}namespace_id = ? AND status <> 'done'
+ GROUP BY stage, status ORDER BY stage{COLLATE_C}, status{COLLATE_C}";
+
     /// The namespace of a work item. Binds: id.
     NAMESPACE_OF_ITEM = "SELECT namespace_id FROM processing_state WHERE id = ?";
 

@@ -19,6 +19,7 @@
 //! | `{FOR_UPDATE}` | (nothing: one writer) | ` FOR UPDATE` (the rows read are locked) |
 //! | `{COLLATE_C}` | (nothing: text compares bytewise) | ` COLLATE "C"` (bytewise, not the locale's order) |
 //! | `{IS_TRUE}` | ` = 1` (after a boolean column: what a partial index `WHERE col = 1` is proven from) | (nothing) |
+//! | `{NOT_INDEXED}` | `+` (before a column: the term is tested, never used to choose an index) | (nothing: the planner weighs indexes by their statistics) |
 //!
 //! Both dialects read `false`/`true` (SQLite as 0 and 1) and `excluded.` in an
 //! upsert, so templates write those one way.
@@ -162,19 +163,21 @@ impl Dialect {
 
     /// The statement this dialect runs for `template` (see the crate's table).
     pub fn render(self, template: &str) -> String {
-        let (text, bigint, greatest, least, seq, for_update, collate_c, is_true) = match self {
-            Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", "", "", " = 1"),
-            Dialect::Postgres => (
-                "::text",
-                "::bigint",
-                "GREATEST",
-                "LEAST",
-                "seq",
-                " FOR UPDATE",
-                " COLLATE \"C\"",
-                "",
-            ),
-        };
+        let (text, bigint, greatest, least, seq, for_update, collate_c, is_true, not_indexed) =
+            match self {
+                Dialect::Sqlite => ("", "", "MAX", "MIN", "rowid", "", "", " = 1", "+"),
+                Dialect::Postgres => (
+                    "::text",
+                    "::bigint",
+                    "GREATEST",
+                    "LEAST",
+                    "seq",
+                    " FOR UPDATE",
+                    " COLLATE \"C\"",
+                    "",
+                    "",
+                ),
+            };
         let sql = template
             .replace("{ANY}", self.any_list())
             .replace("{IN_INT}", self.in_int_list())
@@ -187,7 +190,8 @@ impl Dialect {
             .replace("{SEQ}", seq)
             .replace("{FOR_UPDATE}", for_update)
             .replace("{COLLATE_C}", collate_c)
-            .replace("{IS_TRUE}", is_true);
+            .replace("{IS_TRUE}", is_true)
+            .replace("{NOT_INDEXED}", not_indexed);
         match self {
             Dialect::Sqlite => sql,
             Dialect::Postgres => number_placeholders(&sql),

@@ -14,7 +14,7 @@ use rememberstack_core::entities::{DocumentBinding, EntityRecord, MergeEvent, Re
 use rememberstack_core::facts::{AdjudicationRecord, Assertion, FactKind, FactRecord, Window};
 use rememberstack_core::ids::WorkId;
 use rememberstack_core::keys::ApiKey;
-use rememberstack_core::ledger::{DeferReason, Stage, TargetKind, WorkItem, WorkStatus};
+use rememberstack_core::ledger::{DeferReason, Stage, TargetKind, WorkCount, WorkItem, WorkStatus};
 use rememberstack_core::source::{
     Admission, IngestPrincipal, Origin, PrincipalKind, VersioningMode,
 };
@@ -265,6 +265,17 @@ pub fn work_row<S>(r: &impl SqlRow<S>) -> Result<WorkItem> {
         last_error: r.opt_text("last_error")?,
         created_at: r.millis("created_at")?,
         updated_at: r.millis("updated_at")?,
+    })
+}
+
+/// One (stage, status) count of the ledger: columns `stage`, `status`, `n` and
+/// `parked` (the items parked for want of a route).
+pub fn work_count_row<S>(r: &impl SqlRow<S>) -> Result<WorkCount> {
+    Ok(WorkCount {
+        stage: parsed("stage", Stage::parse(&r.text("stage")?))?,
+        status: parsed("status", WorkStatus::parse(&r.text("status")?))?,
+        parked_no_route: r.count("parked")?,
+        count: r.count("n")?,
     })
 }
 

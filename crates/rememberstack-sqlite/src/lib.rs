@@ -1502,16 +1502,16 @@ impl LedgerStore for SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(WorkCount {
-                    stage: Stage::parse(&r.get::<String, _>("stage")).map_err(Error::store)?,
-                    status: WorkStatus::parse(&r.get::<String, _>("status"))?,
-                    parked_no_route: r.get::<i64, _>("parked") as u64,
-                    count: r.get::<i64, _>("n") as u64,
-                })
-            })
-            .collect()
+        rows.iter().map(work_count_row).collect()
+    }
+
+    async fn unfinished_work_counts(&self, ns: NamespaceId) -> Result<Vec<WorkCount>> {
+        let rows = sqlx::query(shared(&ledger::UNFINISHED_WORK_COUNTS))
+            .bind(ns.to_string())
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(work_count_row).collect()
     }
 
     async fn work_items(
@@ -2560,7 +2560,7 @@ mod tests {
         .await
         .unwrap();
         sqlx::query("ANALYZE").execute(&store.write).await.unwrap();
-        let plans: [(&str, &str, &[&str]); 6] = [
+        let plans: [(&str, &str, &[&str]); 7] = [
             (
                 "claim",
                 CLAIM_DUE,
@@ -2585,6 +2585,11 @@ mod tests {
                 "listing",
                 shared(&ledger::UNFINISHED_WORK),
                 &["processing_state_status"],
+            ),
+            (
+                "freshness counts",
+                shared(&ledger::UNFINISHED_WORK_COUNTS),
+                &["processing_state_due"],
             ),
             (
                 "release",

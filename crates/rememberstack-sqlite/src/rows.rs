@@ -8,7 +8,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 pub(crate) use rememberstack_sql::rows::{
-    block_row, chunk_row, document_row, namespace_row, section_row, version_row, work_row,
+    block_row, chunk_row, document_row, namespace_row, section_row, version_row, work_count_row,
+    work_row,
 };
 
 pub(crate) fn json<T: Serialize + ?Sized>(v: &T) -> Result<String> {

@@ -40,7 +40,7 @@ impl Engine {
     }
 
     async fn compute_freshness(&self, ns: NamespaceId, generation: &str) -> Result<Freshness> {
-        let counts = self.store.work_counts(Some(ns)).await?;
+        let counts = self.store.unfinished_work_counts(ns).await?;
         let mut pending_work = BTreeMap::new();
         let mut parked = 0;
         let mut dead = 0;

@@ -637,6 +637,23 @@ async fn ledger_barrier_counts_and_listings() {
                 .unwrap()
                 .is_empty()
         );
+        // Freshness counts the namespace's unfinished work alone: the same counts,
+        // in the same order, without the finished rows.
+        let unfinished = store.unfinished_work_counts(ns).await.unwrap();
+        let expected: Vec<_> = mine
+            .iter()
+            .filter(|c| c.status != WorkStatus::Done)
+            .cloned()
+            .collect();
+        assert!(!expected.is_empty());
+        assert_eq!(unfinished, expected);
+        assert!(
+            store
+                .unfinished_work_counts(NamespaceId::new())
+                .await
+                .unwrap()
+                .is_empty()
+        );
 
         // Listings: by status, namespace, creation order then id, limited.
         let pending_all = store
