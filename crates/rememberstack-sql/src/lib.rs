@@ -65,7 +65,7 @@ pub mod scrub;
 /// both stores (`crates/rememberstack-sqlite/migrations` and
 /// `crates/rememberstack-pg/migrations`), written in each dialect; the conformance
 /// tests check the pairing, and the catalogs column by column.
-pub const SCHEMA_VERSION: i64 = 34;
+pub const SCHEMA_VERSION: i64 = 35;
 
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};

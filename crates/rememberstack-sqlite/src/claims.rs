@@ -708,30 +708,6 @@ impl SqliteStore {
             .collect())
     }
 
-    pub(crate) async fn claim_vector_coverage_impl(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
-             FROM claims c
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND c.is_current = 1",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("n") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
-    }
-
     pub(crate) async fn claims_missing_vectors_impl(
         &self,
         ns: NamespaceId,

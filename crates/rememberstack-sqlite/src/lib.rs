@@ -13,6 +13,7 @@ mod blobs;
 mod claims;
 mod compact;
 mod conns;
+pub mod coverage;
 mod disk;
 mod entities;
 mod facts;
@@ -1748,24 +1749,8 @@ impl SearchStore for SqliteStore {
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS chunks,
-                    COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
-             FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ?",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(&self.read)
-        .await
-        .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("chunks") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
+        self.counted_coverage(ns, coverage::Target::Chunks, generation)
+            .await
     }
 
     async fn chunks_missing_vectors(
@@ -1940,7 +1925,8 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.claim_vector_coverage_impl(ns, generation).await
+        self.counted_coverage(ns, coverage::Target::Claims, generation)
+            .await
     }
 
     async fn claims_missing_vectors(
@@ -1985,16 +1971,8 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE))
-            .bind(generation)
-            .bind(ns.to_string())
-            .fetch_one(&self.read)
+        self.counted_coverage(ns, coverage::Target::Facts, generation)
             .await
-            .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("n") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
     }
 }
 

@@ -1,0 +1,111 @@
+//! Semantic readiness from counters: how many of a namespace's current chunks,
+//! claims or facts there are, and how many have a vector of a generation.
+//!
+//! Every read reports it, and on a store being written (each write moves the change
+//! stamp its cache is keyed by) every read asked again. Counting took a pass over
+//! the table; migration 0035's triggers keep the counts in `vector_coverage` as
+//! records, documents' current versions and vectors change, so a read looks two
+//! rows up. [`SqliteStore::recount_vector_coverage`] counts the old way: the tests
+//! hold the counters to it.
+
+use crate::{SqliteStore, db_err};
+use rememberstack_core::Result;
+use rememberstack_core::ids::NamespaceId;
+use rememberstack_core::store::VectorCoverage;
+use sqlx::Row;
+
+/// The records whose coverage is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Chunks of their document's current version.
+    Chunks,
+    /// Current claims.
+    Claims,
+    /// Facts neither invalidated nor superseded.
+    Facts,
+}
+
+impl Target {
+    fn as_str(self) -> &'static str {
+        match self {
+            Target::Chunks => "chunks",
+            Target::Claims => "claims",
+            Target::Facts => "facts",
+        }
+    }
+}
+
+/// The counters of a target: its current records (generation '') and those with a
+/// vector of the generation asked.
+const COUNTED: &str = "SELECT
+    COALESCE((SELECT n FROM vector_coverage
+               WHERE namespace_id = ?1 AND target = ?2 AND generation = ''), 0) AS n,
+    COALESCE((SELECT n FROM vector_coverage
+               WHERE namespace_id = ?1 AND target = ?2 AND generation = ?3), 0) AS covered";
+
+/// The chunks of each document's current version, and how many lack a vector.
+const RECOUNT_CHUNKS: &str = "SELECT COUNT(*) AS n,
+        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+ FROM chunks c
+ JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ?";
+
+/// The current claims, and how many lack a vector.
+const RECOUNT_CLAIMS: &str = "SELECT COUNT(*) AS n,
+        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
+ FROM claims c
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ? AND c.is_current = 1";
+
+impl SqliteStore {
+    /// The coverage of `target` by vectors of `generation`, from the counters.
+    pub(crate) async fn counted_coverage(
+        &self,
+        ns: NamespaceId,
+        target: Target,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let row = sqlx::query(COUNTED)
+            .bind(ns.to_string())
+            .bind(target.as_str())
+            .bind(generation)
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
+        let n = row.get::<i64, _>("n").max(0) as u64;
+        let covered = row.get::<i64, _>("covered").max(0) as u64;
+        Ok(VectorCoverage {
+            chunks: n,
+            missing: n.saturating_sub(covered),
+        })
+    }
+
+    /// The coverage of `target` counted over its table, as the counters must
+    /// give it (for tests and checks; reads use the counters).
+    #[doc(hidden)]
+    pub async fn recount_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        target: Target,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let sql = match target {
+            Target::Chunks => RECOUNT_CHUNKS,
+            Target::Claims => RECOUNT_CLAIMS,
+            Target::Facts => crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE),
+        };
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(generation)
+            .bind(ns.to_string())
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_err)?;
+        Ok(VectorCoverage {
+            chunks: row.get::<i64, _>("n") as u64,
+            missing: row.get::<i64, _>("missing") as u64,
+        })
+    }
+}
