@@ -25,7 +25,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
-use rememberstack_sql::rows::{claim_row, extraction_decision_row, occurrence_row};
+use rememberstack_sql::rows::{claim_row, coverage_row, extraction_decision_row, occurrence_row};
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::{HashMap, HashSet};
 
@@ -833,22 +833,13 @@ impl PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE vv.embedding_key IS NULL) AS missing
-             FROM claims c
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = $2 AND c.is_current",
-        )
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(self.pool())
-        .await
-        .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: get::<i64>(&row, "n")? as u64,
-            missing: get::<i64>(&row, "missing")? as u64,
-        })
+        let row = sqlx::query(crate::shared(&rememberstack_sql::claims::VECTOR_COVERAGE))
+            .bind(generation)
+            .bind(ns.to_string())
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
+        coverage_row(&row)
     }
 
     pub(crate) async fn claims_missing_vectors_impl(

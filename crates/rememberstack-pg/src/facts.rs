@@ -22,7 +22,7 @@ use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::{ASSERTION_SELECT, fact_select};
-use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
+use rememberstack_sql::rows::{adjudication_row, assertion_row, coverage_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::types::Json;
@@ -958,10 +958,7 @@ impl PgStore {
             .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: get::<i64>(&row, "n")? as u64,
-            missing: get::<i64>(&row, "missing")? as u64,
-        })
+        coverage_row(&row)
     }
 
     pub(crate) async fn search_facts_lexical_impl(

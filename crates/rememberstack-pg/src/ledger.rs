@@ -533,16 +533,12 @@ impl PgStore {
     }
 
     pub(crate) async fn work_counts_impl(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>> {
-        let rows = sqlx::query(
-            "SELECT stage, status, COUNT(*) AS n,
-                    COUNT(*) FILTER (WHERE defer_reason = 'no_route') AS parked
-             FROM processing_state WHERE ($1::text IS NULL OR namespace_id = $1)
-             GROUP BY stage, status ORDER BY stage COLLATE \"C\", status COLLATE \"C\"",
-        )
-        .bind(ns.map(|n| n.to_string()))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(crate::shared(&ledger::WORK_COUNTS))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         rows.iter().map(work_count_row).collect()
     }
 

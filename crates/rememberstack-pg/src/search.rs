@@ -25,7 +25,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
-use rememberstack_sql::rows::receipt_row;
+use rememberstack_sql::rows::{coverage_row, receipt_row};
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -353,24 +353,15 @@ impl PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS chunks,
-                    COUNT(*) FILTER (WHERE vv.embedding_key IS NULL) AS missing
-             FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = $1
-                                  AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = $2",
-        )
+        let row = sqlx::query(crate::shared(
+            &rememberstack_sql::documents::CHUNK_VECTOR_COVERAGE,
+        ))
         .bind(generation)
         .bind(ns.to_string())
         .fetch_one(self.pool())
         .await
         .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.try_get::<i64, _>("chunks").map_err(db_err)? as u64,
-            missing: row.try_get::<i64, _>("missing").map_err(db_err)? as u64,
-        })
+        coverage_row(&row)
     }
 
     pub(crate) async fn change_stamp_impl(&self, ns: NamespaceId) -> Result<u64> {

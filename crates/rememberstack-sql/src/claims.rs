@@ -3,6 +3,16 @@
 //! decisions, and the reads of claims and their occurrences by id.
 
 statements! {
+    /// How many current claims a namespace has and how many lack a vector of one
+    /// generation. Binds: generation, namespace.
+    VECTOR_COVERAGE = "SELECT COUNT(*) AS n,
+        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0){BIGINT}
+            AS missing
+ FROM claims c
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ? AND c.is_current{IS_TRUE}";
+
     /// A namespace's claims, newest first, of one document or all, current only or
     /// not. Binds: namespace, document (or NULL), the same again, whether retired
     /// claims are included, limit.

@@ -2,6 +2,17 @@
 //! chunks: the statements both stores run as they are.
 
 statements! {
+    /// How many chunks of their document's current version a namespace has and how
+    /// many lack a vector of one generation. Binds: generation, namespace.
+    CHUNK_VECTOR_COVERAGE = "SELECT COUNT(*) AS n,
+        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0){BIGINT}
+            AS missing
+ FROM chunks c
+ JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+ LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
+                      AND vv.embedding_key = c.embedding_key
+ WHERE c.namespace_id = ?";
+
     /// A version by id. Binds: namespace, version.
     VERSION_BY_ID = concat!(version_select!(), "
  WHERE v.namespace_id = ? AND v.id = ?");

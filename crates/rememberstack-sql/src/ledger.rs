@@ -126,6 +126,13 @@ statements! {
  WHERE (?{TEXT} IS NULL OR namespace_id = ?) AND status = ? AND status <> 'done'
  ORDER BY created_at, id{COLLATE_C} LIMIT ?";
 
+    /// A namespace's (or every) work counted by stage and status, with the items
+    /// parked for want of a route. Binds: namespace, namespace.
+    WORK_COUNTS = "SELECT stage, status, COUNT(*) AS n,
+     COALESCE(SUM(CASE WHEN defer_reason = 'no_route' THEN 1 ELSE 0 END), 0) AS parked
+ FROM processing_state WHERE (?{TEXT} IS NULL OR namespace_id = ?)
+ GROUP BY stage, status ORDER BY stage{COLLATE_C}, status{COLLATE_C}";
+
     /// A namespace's unfinished work counted by stage and status, with the items
     /// parked for want of a route: what a read's freshness reports. Finished rows
     /// are not counted, so the count walks an index of unfinished work instead of

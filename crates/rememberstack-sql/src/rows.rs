@@ -20,7 +20,7 @@ use rememberstack_core::source::{
 };
 use rememberstack_core::store::{
     ChunkRecord, ClaimRecord, DecisionRow, DocumentRow, Namespace, NoteRecord, Occurrence, Receipt,
-    VersionRecord, WorkSummary,
+    VectorCoverage, VersionRecord, WorkSummary,
 };
 use rememberstack_core::text::{Block, Section, SectionRole, SourceFormat};
 use rememberstack_core::time::Timestamp;
@@ -276,6 +276,15 @@ pub fn work_count_row<S>(r: &impl SqlRow<S>) -> Result<WorkCount> {
         status: parsed("status", WorkStatus::parse(&r.text("status")?))?,
         parked_no_route: r.count("parked")?,
         count: r.count("n")?,
+    })
+}
+
+/// A coverage count: columns `n` (the records) and `missing` (those without a
+/// vector of the generation asked).
+pub fn coverage_row<S>(r: &impl SqlRow<S>) -> Result<VectorCoverage> {
+    Ok(VectorCoverage {
+        chunks: r.count("n")?,
+        missing: r.count("missing")?,
     })
 }
 

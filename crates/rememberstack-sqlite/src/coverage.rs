@@ -5,8 +5,8 @@
 //! stamp its cache is keyed by) every read asked again. Counting took a pass over
 //! the table; migration 0035's triggers keep the counts in `vector_coverage` as
 //! records, documents' current versions and vectors change, so a read looks two
-//! rows up. [`SqliteStore::recount_vector_coverage`] counts the old way: the tests
-//! hold the counters to it.
+//! rows up. [`SqliteStore::recount_vector_coverage`] counts the old way, with the
+//! statements PostgreSQL reads with: the tests hold the counters to it.
 
 use crate::{SqliteStore, db_err};
 use rememberstack_core::Result;
@@ -43,23 +43,6 @@ const COUNTED: &str = "SELECT
     COALESCE((SELECT n FROM vector_coverage
                WHERE namespace_id = ?1 AND target = ?2 AND generation = ?3), 0) AS covered";
 
-/// The chunks of each document's current version, and how many lack a vector.
-const RECOUNT_CHUNKS: &str = "SELECT COUNT(*) AS n,
-        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
- FROM chunks c
- JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
- LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                      AND vv.embedding_key = c.embedding_key
- WHERE c.namespace_id = ?";
-
-/// The current claims, and how many lack a vector.
-const RECOUNT_CLAIMS: &str = "SELECT COUNT(*) AS n,
-        COALESCE(SUM(CASE WHEN vv.embedding_key IS NULL THEN 1 ELSE 0 END), 0) AS missing
- FROM claims c
- LEFT JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                      AND vv.embedding_key = c.embedding_key
- WHERE c.namespace_id = ? AND c.is_current = 1";
-
 impl SqliteStore {
     /// The coverage of `target` by vectors of `generation`, from the counters.
     pub(crate) async fn counted_coverage(
@@ -92,20 +75,18 @@ impl SqliteStore {
         target: Target,
         generation: &str,
     ) -> Result<VectorCoverage> {
+        // The statements PostgreSQL reads with, shared by both stores.
         let sql = match target {
-            Target::Chunks => RECOUNT_CHUNKS,
-            Target::Claims => RECOUNT_CLAIMS,
-            Target::Facts => crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE),
+            Target::Chunks => &rememberstack_sql::documents::CHUNK_VECTOR_COVERAGE,
+            Target::Claims => &rememberstack_sql::claims::VECTOR_COVERAGE,
+            Target::Facts => &rememberstack_sql::facts::VECTOR_COVERAGE,
         };
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = sqlx::query(crate::shared(sql))
             .bind(generation)
             .bind(ns.to_string())
             .fetch_one(&self.read)
             .await
             .map_err(db_err)?;
-        Ok(VectorCoverage {
-            chunks: row.get::<i64, _>("n") as u64,
-            missing: row.get::<i64, _>("missing") as u64,
-        })
+        rememberstack_sql::rows::coverage_row(&row)
     }
 }

@@ -1492,17 +1492,12 @@ impl LedgerStore for SqliteStore {
     }
 
     async fn work_counts(&self, ns: Option<NamespaceId>) -> Result<Vec<WorkCount>> {
-        let rows = sqlx::query(
-            "SELECT stage, status, COUNT(*) AS n,
-                    COALESCE(SUM(CASE WHEN defer_reason = 'no_route' THEN 1 ELSE 0 END), 0) AS parked
-             FROM processing_state WHERE (? IS NULL OR namespace_id = ?)
-             GROUP BY stage, status ORDER BY stage, status",
-        )
-        .bind(ns.map(|n| n.to_string()))
-        .bind(ns.map(|n| n.to_string()))
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_err)?;
+        let rows = sqlx::query(shared(&ledger::WORK_COUNTS))
+            .bind(ns.map(|n| n.to_string()))
+            .bind(ns.map(|n| n.to_string()))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_err)?;
         rows.iter().map(work_count_row).collect()
     }
 
