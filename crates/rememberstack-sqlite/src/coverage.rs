@@ -12,7 +12,7 @@ use crate::{SqliteStore, db_err};
 use rememberstack_core::Result;
 use rememberstack_core::ids::NamespaceId;
 use rememberstack_core::store::VectorCoverage;
-use sqlx::Row;
+use rememberstack_sql::rows::SqlRow;
 
 /// The records whose coverage is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,8 +58,7 @@ impl SqliteStore {
             .fetch_one(&self.read)
             .await
             .map_err(db_err)?;
-        let n = row.get::<i64, _>("n").max(0) as u64;
-        let covered = row.get::<i64, _>("covered").max(0) as u64;
+        let (n, covered) = (row.count("n")?, row.count("covered")?);
         Ok(VectorCoverage {
             chunks: n,
             missing: n.saturating_sub(covered),
