@@ -677,7 +677,7 @@ impl PgStore {
         let sql = format!(
             "SELECT c.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights($2, 'claim', $1) AS w
-             JOIN claim_lexical l ON l.tsv @@ rs_lexical_query($1)
+             JOIN claim_lexical l ON l.tsv @@ (SELECT rs_lexical_query($1))
              JOIN claims c ON c.seq = l.seq
              WHERE l.namespace_id = $2 AND c.namespace_id = $2 AND ($3 OR c.is_current)
                AND ($4::text IS NULL OR c.document_id = $4) AND {}
@@ -733,9 +733,16 @@ impl PgStore {
         }
         let fetch = limit.saturating_add(TIE_MARGIN);
         let exact = || self.rank_claim_vectors(filter, generation, query, true, limit);
-        let pass = self
-            .rank_claim_vectors(filter, generation, query, false, fetch)
-            .await;
+        // A namespace with few vectors ranks them exactly, without an index pass.
+        let small = self
+            .exact_scan_is_cheaper(&filter.namespace_id.to_string(), generation)
+            .await?;
+        let pass = if small {
+            Ok(Vec::new())
+        } else {
+            self.rank_claim_vectors(filter, generation, query, false, fetch)
+                .await
+        };
         let ranked = match crate::search::index_pass("claim", pass, fetch)? {
             Some(mut ranked) => {
                 ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
@@ -801,9 +808,7 @@ impl PgStore {
              ORDER BY {order} LIMIT $10",
             claim_scope(2, 6)
         );
-        // The index pass walks the index; the exact ranking sorts.
-        let mut tx = self.vector_search_tx(!exact).await?;
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let q = sqlx::query(AssertSqlSafe(sql))
             .bind(pgvector::Vector::from(query.to_vec()))
             .bind(filter.namespace_id.to_string())
             .bind(generation)
@@ -815,11 +820,17 @@ impl PgStore {
             .bind(crate::any_list(
                 filter.documents.as_deref().unwrap_or_default(),
             ))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        // The index pass walks the index in a transaction of settings; the exact
+        // ranking sorts, as every connection does by default.
+        let rows = if exact {
+            q.fetch_all(self.reads()).await.map_err(db_err)?
+        } else {
+            let mut tx = self.vector_search_tx().await?;
+            let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            rows
+        };
         rows.iter()
             .map(|r| {
                 let distance: Option<f64> = get(r, "distance")?;

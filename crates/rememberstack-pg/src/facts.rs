@@ -982,7 +982,7 @@ impl PgStore {
         let sql = format!(
             "SELECT f.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights({ns}, 'fact', {q}) AS w
-             JOIN fact_lexical l ON l.tsv @@ rs_lexical_query({q})
+             JOIN fact_lexical l ON l.tsv @@ (SELECT rs_lexical_query({q}))
              JOIN facts f ON f.seq = l.seq AND f.namespace_id = l.namespace_id
              WHERE l.namespace_id = {ns} AND {cond}
              ORDER BY bm25 DESC, f.seq
@@ -1046,14 +1046,21 @@ impl PgStore {
             let vector = vector.clone();
             let p = &p;
             async move {
-                let mut tx = self.vector_search_tx(walk_index).await?;
                 let q = bind_args(sqlx::query(AssertSqlSafe(sql)).bind(vector), p.args());
                 let q = match tie {
                     Some(d) => q.bind(d),
                     None => q,
                 };
-                let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
-                tx.commit().await.map_err(db_err)?;
+                // Sorting (the default of every connection) needs no transaction
+                // of settings.
+                let rows = if walk_index {
+                    let mut tx = self.vector_search_tx().await?;
+                    let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
+                    tx.commit().await.map_err(db_err)?;
+                    rows
+                } else {
+                    q.fetch_all(self.reads()).await.map_err(db_err)?
+                };
                 decode(rows)
             }
         };
@@ -1071,7 +1078,12 @@ impl PgStore {
                 None,
             )
         };
-        let hits = if zero {
+        // A namespace with few vectors ranks them exactly, without an index pass.
+        let small = !zero
+            && self
+                .exact_scan_is_cheaper(&filter.namespace_id.to_string(), generation)
+                .await?;
+        let hits = if zero || small {
             // A zero query has no direction: SQLite scores every candidate 0, ties by id.
             exact().await?
         } else {

@@ -38,6 +38,18 @@ const MAX_HNSW_DIM: usize = 2_000;
 /// the cut are broken by id as in SQLite.
 const MIN_OVERFETCH: usize = 16;
 
+/// How long a namespace's count against `exact_scan_below` is reused: the choice
+/// of plan only, so a count a few seconds old does no harm.
+const SMALL_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+/// (Namespace, generation) pairs whose count is kept at most (then the map starts
+/// over).
+const MAX_SMALL_GENERATIONS: usize = 10_000;
+
+/// Per (namespace, generation): when its vectors were counted, and whether there
+/// were fewer than `exact_scan_below`.
+pub(crate) type SmallGenerations =
+    std::collections::HashMap<(String, String), (std::time::Instant, bool)>;
+
 /// A string as an SQL literal (`E'…'`, whatever `standard_conforming_strings`
 /// says): quotes and backslashes doubled. For the few places where a value must be
 /// inline (a partial index's predicate, and the query that must match it).
@@ -97,12 +109,21 @@ fn chunk_eligibility(filter: &ChunkFilter, first: usize) -> (String, usize) {
 /// avgdl))` with k1 = 1.2 and b = 0.75; 0 for a row holding none of them. An
 /// expression for the select list, so that only the rows that pass every filter
 /// are scored (a correlated subquery costs a third of an SQL function call).
+/// Only the query's lexemes of the row are unnested: `setweight` marks their
+/// positions with weight A and `ts_filter` keeps those, so each keeps all its
+/// positions (its term frequency) and a row of 30 lexemes is not joined whole
+/// (about half the statement's time on short chat turns).
+///
+/// The statements match rows with `l.tsv @@ (SELECT rs_lexical_query(…))`: as a
+/// sub-select the query is built once per statement (an init plan), where the
+/// bare function call was evaluated again for every row the scan filtered.
 pub(crate) const BM25_SCORE: &str = "(SELECT COALESCE(SUM(q.idf * (d.tf * 2.2)
          / (d.tf + 1.2 * (0.25 + 0.75 * l.len / w.avgdl))), 0)
      FROM unnest(w.lexemes, w.idfs) AS q(lexeme, idf)
      JOIN (SELECT u.lexeme COLLATE \"C\" AS lexeme,
                   COALESCE(array_length(u.positions, 1), 1)::float8 AS tf
-             FROM unnest(l.tsv) AS u) d ON d.lexeme = q.lexeme)";
+             FROM unnest(ts_filter(setweight(l.tsv, 'A', w.lexemes), '{a}')) AS u) d
+       ON d.lexeme = q.lexeme)";
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -265,29 +286,27 @@ pub(crate) fn index_pass<T>(
 }
 
 impl PgStore {
-    /// A transaction for one vector ranking statement. Filters apply while the
-    /// HNSW index is walked, before the top k is final (`hnsw.iterative_scan`,
-    /// pgvector 0.8). With `walk_index` (an index pass), sorting is off as well, so
-    /// the planner walks the generation's index instead of computing every
-    /// distance and sorting them, which it prefers whenever it misjudges how few
-    /// rows a filter joined to the vectors keeps (a fact vector channel at 10k
-    /// claims: 44 ms sorted against 12 through the index), and the statement is
-    /// bounded by `index_pass_timeout` (see [`crate::PgStoreConfig`]): past it the
-    /// call fails `timeout` and the caller ranks by exact scan (a walk planned with
-    /// stale statistics was seen to run for minutes; see [`PgStore::grew`]).
-    /// Without an index to walk, the statement sorts.
+    /// A transaction for one index pass of a vector ranking. Filters apply while
+    /// the HNSW index is walked, before the top k is final (`hnsw.iterative_scan`,
+    /// pgvector 0.8). Sorting is off, so the planner walks the generation's index
+    /// instead of computing every distance and sorting them, which it prefers
+    /// whenever it misjudges how few rows a filter joined to the vectors keeps (a
+    /// fact vector channel at 10k claims: 44 ms sorted against 12 through the
+    /// index), and the statement is bounded by `index_pass_timeout` (see
+    /// [`crate::PgStoreConfig`]): past it the call fails `timeout` and the caller
+    /// ranks by exact scan (a walk planned with stale statistics was seen to run
+    /// for minutes; see [`PgStore::grew`]). An exact ranking sorts, as every
+    /// connection does by default, and needs no such transaction.
     pub(crate) async fn vector_search_tx(
         &self,
-        walk_index: bool,
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
         let mut tx = self.reads().begin().await.map_err(db_err)?;
         let bound = self.index_pass_timeout;
         sqlx::query(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                    set_config('enable_sort', CASE WHEN $1 THEN 'off' ELSE 'on' END, true),
-                    CASE WHEN $1 THEN set_config('statement_timeout', $2, true) END",
+                    set_config('enable_sort', 'off', true),
+                    set_config('statement_timeout', $1, true)",
         )
-        .bind(walk_index)
         .bind(bound.as_millis().max(1).to_string())
         .execute(&mut *tx)
         .await
@@ -297,6 +316,45 @@ impl PgStore {
 }
 
 impl PgStore {
+    /// Whether `ns` holds fewer vectors of `generation` than
+    /// [`crate::PgStoreConfig::exact_scan_below`], so that its vector searches rank
+    /// by exact scan without an index pass. Counted up to the bound only (an index
+    /// scan of at most that many rows), and reused for [`SMALL_FOR`].
+    pub(crate) async fn exact_scan_is_cheaper(&self, ns: &str, generation: &str) -> Result<bool> {
+        if self.exact_scan_below == 0 {
+            return Ok(false);
+        }
+        let key = (ns.to_string(), generation.to_string());
+        let lock = || {
+            self.small_generations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        };
+        if let Some((at, small)) = lock().get(&key)
+            && at.elapsed() < SMALL_FOR
+        {
+            return Ok(*small);
+        }
+        let bound = i64::try_from(self.exact_scan_below).unwrap_or(i64::MAX);
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM vectors
+                                    WHERE namespace_id = $1 AND generation = $2 LIMIT $3) AS v",
+        )
+        .bind(ns)
+        .bind(generation)
+        .bind(bound)
+        .fetch_one(self.reads())
+        .await
+        .map_err(db_err)?;
+        let small = n < bound;
+        let mut kept = lock();
+        if kept.len() >= MAX_SMALL_GENERATIONS {
+            kept.clear();
+        }
+        kept.insert(key, (std::time::Instant::now(), small));
+        Ok(small)
+    }
+
     /// Create the HNSW partial index of `generation`'s vectors (dimension `dim`)
     /// unless it exists: `vectors_hnsw_<md5 of the generation>`, over the
     /// dimension-cast expression the searches order by. Every writer of a new
@@ -416,7 +474,7 @@ impl PgStore {
         let sql = format!(
             "SELECT c.id, {BM25_SCORE} AS bm25
              FROM rs_bm25_weights($2, 'chunk', $1) AS w
-             JOIN chunk_lexical l ON l.tsv @@ rs_lexical_query($1)
+             JOIN chunk_lexical l ON l.tsv @@ (SELECT rs_lexical_query($1))
              JOIN chunks c ON c.seq = l.seq{eligibility}
                AND l.namespace_id = $2
              ORDER BY bm25 DESC, c.seq LIMIT ${limit_param}"
@@ -468,19 +526,23 @@ impl PgStore {
         let run = |sql: String, take: usize, index: bool| {
             let vector = vector.clone();
             async move {
-                let mut tx = self.vector_search_tx(index).await?;
-                let ef = take.clamp(40, 1_000);
-                sqlx::query(AssertSqlSafe(format!("SET LOCAL hnsw.ef_search = {ef}")))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
                 let q = sqlx::query(AssertSqlSafe(sql)).bind(vector);
-                let rows = bind_eligibility(q, filter)
-                    .bind(i64::try_from(take).unwrap_or(i64::MAX))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                tx.commit().await.map_err(db_err)?;
+                let q = bind_eligibility(q, filter).bind(i64::try_from(take).unwrap_or(i64::MAX));
+                let rows = if index {
+                    let mut tx = self.vector_search_tx().await?;
+                    let ef = take.clamp(40, 1_000);
+                    sqlx::query(AssertSqlSafe(format!("SET LOCAL hnsw.ef_search = {ef}")))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
+                    tx.commit().await.map_err(db_err)?;
+                    rows
+                } else {
+                    // The exact scan sorts, as every connection does by default:
+                    // one statement, no transaction of settings.
+                    q.fetch_all(self.reads()).await.map_err(db_err)?
+                };
                 rows.iter()
                     .map(|r| {
                         let distance: Option<f64> = r.try_get("distance").map_err(db_err)?;
@@ -499,8 +561,13 @@ impl PgStore {
         // index, a few rows beyond `limit` for the ties at the cut.
         let take = limit.saturating_add(limit.max(MIN_OVERFETCH));
         let cast = format!("(v.embedding::vector({dim})) <=> $1::vector({dim})");
-        // A caller that asks for an exact ranking skips the index pass.
-        let mut hits = if filter.exact {
+        // A caller that asks for an exact ranking skips the index pass, as does a
+        // namespace with few vectors.
+        let mut hits = if filter.exact
+            || self
+                .exact_scan_is_cheaper(&filter.namespace_id.to_string(), generation)
+                .await?
+        {
             Vec::new()
         } else {
             // Without the pass's rows, the exact scan below answers.

@@ -37,10 +37,14 @@ fn fresh_schema(tag: &str) -> String {
     format!("rs_facts_{tag}_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// These tests' namespaces are small: every vector search walks the index first,
+/// as a large namespace's does (`exact_scan_below: 0`), so that the index pass is
+/// what they test.
 fn config(schema: &str) -> PgStoreConfig {
     PgStoreConfig {
         max_connections: 4,
         schema: Some(schema.to_string()),
+        exact_scan_below: 0,
         ..PgStoreConfig::default()
     }
 }

@@ -37,10 +37,14 @@ fn fresh_schema(tag: &str) -> String {
     format!("rs_search_{tag}_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// These tests' namespaces are small: every vector search walks the index first,
+/// as a large namespace's does (`exact_scan_below: 0`), so that the index pass is
+/// what they test.
 fn config(schema: &str) -> PgStoreConfig {
     PgStoreConfig {
         max_connections: 2,
         schema: Some(schema.to_string()),
+        exact_scan_below: 0,
         ..PgStoreConfig::default()
     }
 }
@@ -864,6 +868,113 @@ async fn pg_search_exact_flag_skips_the_index() {
         before + 1,
         "one index scan, by the non-exact search"
     );
+    drop_schema(&store).await;
+}
+
+/// A namespace with fewer vectors than `exact_scan_below` ranks them by exact scan:
+/// its searches leave the generation's HNSW index unscanned and rank as the index
+/// pass of a store that always walks it (`exact_scan_below: 0`).
+#[tokio::test]
+async fn pg_search_a_small_namespace_ranks_exactly_without_the_index() {
+    let Some((store, ns)) = open(
+        "pg_search_a_small_namespace_ranks_exactly_without_the_index",
+        "small",
+    )
+    .await
+    else {
+        return;
+    };
+    let url = database_url("pg_search_a_small_namespace_ranks_exactly_without_the_index").unwrap();
+    let schema = store.schema().unwrap().to_string();
+    let pool = store.pool().clone();
+    let (doc, version) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns, doc, Some(version)).await;
+    section(&pool, ns, version, 0, "body").await;
+    let generation = identity(4);
+    let mut vectors = Vec::new();
+    let mut seed = 29_u32;
+    let mut rnd = || {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
+    };
+    for i in 0..60 {
+        let key = format!("k{i}");
+        chunk(&pool, ns, ChunkId::new(), doc, version, i, 0, "t", &key).await;
+        vectors.push((key, (0..4).map(|_| rnd()).collect::<Vec<f32>>()));
+    }
+    store
+        .commit_vectors(&[], ns, &generation, vectors, at(1))
+        .await
+        .unwrap();
+    let scans = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COALESCE(SUM(idx_scan), 0)::bigint FROM pg_stat_user_indexes
+              WHERE schemaname = $1 AND indexrelname LIKE 'vectors_hnsw_%'",
+        )
+        .bind(&schema)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    // Sequential scans priced out, as in the test above: only the choice of an
+    // exact scan keeps the index unused.
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}options=-c%20enable_seqscan%3Doff");
+    let query = [0.3_f32, -0.2, 0.8, 0.1];
+    // Each search runs on a store of its own, closed afterwards: a backend reports
+    // its statistics when it exits.
+    let search = |exact_scan_below: usize| {
+        let (url, schema) = (url.clone(), schema.clone());
+        let generation = generation.generation();
+        async move {
+            let s = PgStore::connect_with(
+                &url,
+                PgStoreConfig {
+                    exact_scan_below,
+                    ..config(&schema)
+                },
+            )
+            .await
+            .unwrap();
+            let hits = s
+                .search_chunks_semantic(&filter(ns), &generation, &query, 5)
+                .await
+                .unwrap();
+            s.close().await;
+            hits
+        }
+    };
+    let settled = || async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let mut last = scans().await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let mut now = scans().await;
+        while now != last && std::time::Instant::now() < deadline {
+            last = now;
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            now = scans().await;
+        }
+        now
+    };
+    let before = settled().await;
+    // 60 vectors: below the default bound and below 61, exact.
+    let small = search(rememberstack_pg::DEFAULT_EXACT_SCAN_BELOW).await;
+    let also_small = search(61).await;
+    assert_eq!(
+        settled().await,
+        before,
+        "a small namespace scanned the index"
+    );
+    // At the bound the namespace is no longer small: the index is walked.
+    let walked = search(60).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while scans().await == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(settled().await, before + 1, "one index scan, by the walk");
+    assert_eq!(small.len(), 5);
+    assert_eq!(ids(&small), ids(&walked));
+    assert_eq!(ids(&also_small), ids(&walked));
     drop_schema(&store).await;
 }
 
