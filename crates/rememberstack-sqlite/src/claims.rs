@@ -664,6 +664,13 @@ impl SqliteStore {
         }
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
+        let sql = |vectors: &str| {
+            format!(
+                "SELECT c.id, c.embedding_key FROM claims c {vectors}
+                 WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
+                   AND {CLAIM_SCOPE}"
+            )
+        };
         let statement = crate::vector_cache::Eligibility {
             table: "claims",
             id_column: "c.id",
@@ -675,13 +682,8 @@ impl SqliteStore {
                 || filter.documents.is_some()
                 || filter.document_id.is_some(),
             exact: false,
-            sql: format!(
-                "SELECT c.id, c.embedding_key FROM claims c
-                 JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                                AND vv.embedding_key = c.embedding_key
-                 WHERE c.namespace_id = ? AND (? OR c.is_current = 1) AND (? IS NULL OR c.document_id = ?)
-                   AND {CLAIM_SCOPE}"
-            ),
+            sql: sql(&crate::vector_cache::vectors_join("c")),
+            check: sql(crate::vector_cache::VECTOR_IMPLIED),
             bind: crate::vector_cache::binder(|q| {
                 let q = q
                     .bind(generation)

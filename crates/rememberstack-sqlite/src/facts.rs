@@ -980,12 +980,9 @@ impl SqliteStore {
             return Ok(vec![]);
         }
         let (cond, binds) = eligibility(filter);
-        let sql = format!(
-            "SELECT f.id, f.embedding_key FROM facts f
-             JOIN vectors vv ON vv.namespace_id = f.namespace_id AND vv.generation = ?
-                            AND vv.embedding_key = f.embedding_key
-             WHERE {cond}"
-        );
+        let sql = |vectors: &str| {
+            format!("SELECT f.id, f.embedding_key FROM facts f {vectors} WHERE {cond}")
+        };
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
         let statement = crate::vector_cache::Eligibility {
@@ -996,7 +993,8 @@ impl SqliteStore {
                 || filter.documents.is_some()
                 || filter.group.is_some(),
             exact: false,
-            sql,
+            sql: sql(&crate::vector_cache::vectors_join("f")),
+            check: sql(crate::vector_cache::VECTOR_IMPLIED),
             bind: crate::vector_cache::binder(|q| bind_args(q.bind(generation), &binds)),
         };
         self.vector_cache

@@ -1853,16 +1853,17 @@ impl SearchStore for SqliteStore {
         if limit == 0 {
             return Ok(vec![]);
         }
-        let sql = format!(
-            "SELECT c.id, c.embedding_key FROM chunks c
-             JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
-             JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
-                            AND s.ordinal = c.section_ordinal
-             JOIN vectors vv ON vv.namespace_id = c.namespace_id AND vv.generation = ?
-                            AND vv.embedding_key = c.embedding_key
-             WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
-            role_list(&filter.roles)
-        );
+        let sql = |vectors: &str| {
+            format!(
+                "SELECT c.id, c.embedding_key FROM chunks c
+                 JOIN documents d ON d.namespace_id = c.namespace_id AND d.current_version_id = c.version_id
+                 JOIN sections s ON s.namespace_id = c.namespace_id AND s.version_id = c.version_id
+                                AND s.ordinal = c.section_ordinal
+                 {vectors}
+                 WHERE c.namespace_id = ? AND s.role IN ({}) AND {CHUNK_SCOPE}",
+                role_list(&filter.roles)
+            )
+        };
         let ns_s = filter.namespace_id.to_string();
         let stamp = self.change_stamp(filter.namespace_id).await?;
         let statement = vector_cache::Eligibility {
@@ -1874,7 +1875,8 @@ impl SearchStore for SqliteStore {
             ),
             scoped: !filter.entities.is_empty() || filter.documents.is_some(),
             exact: filter.exact,
-            sql,
+            sql: sql(&vector_cache::vectors_join("c")),
+            check: sql(vector_cache::VECTOR_IMPLIED),
             bind: vector_cache::binder(|q| {
                 bind_scope(
                     q.bind(generation).bind(ns_s.as_str()),

@@ -145,11 +145,30 @@ pub(crate) struct Eligibility<B> {
     pub(crate) scoped: bool,
     /// Whether the ranking must be exact: no approximate index is walked.
     pub(crate) exact: bool,
-    /// The statement: `id` and `embedding_key` of the eligible records.
+    /// The statement: `id` and `embedding_key` of the eligible records, joined to
+    /// their vectors of the generation ([`vectors_join`]).
     pub(crate) sql: String,
+    /// The same statement with [`VECTOR_IMPLIED`] in place of the join, for a
+    /// walk's checks: a record set holds records with a vector of its generation
+    /// only, and a vector is deleted only once no record uses it (the forget
+    /// scrub), so looking each candidate's vector up again would find it.
+    pub(crate) check: String,
     /// Binds its arguments, in order.
     pub(crate) bind: B,
 }
+
+/// The join of an eligibility statement's records (alias `alias`) to their
+/// vectors of the generation, its first parameter.
+pub(crate) fn vectors_join(alias: &str) -> String {
+    format!(
+        "JOIN vectors vv ON vv.namespace_id = {alias}.namespace_id AND vv.generation = ?
+                        AND vv.embedding_key = {alias}.embedding_key"
+    )
+}
+
+/// What stands for [`vectors_join`] in an [`Eligibility`]'s `check`: the
+/// generation parameter, bound but not looked up.
+pub(crate) const VECTOR_IMPLIED: &str = "JOIN (SELECT ? AS generation) AS vv";
 
 /// `bind` as an [`Eligibility`]'s binder: its argument and result share one lifetime.
 pub(crate) fn binder<'a, B>(bind: B) -> B
@@ -265,6 +284,7 @@ impl VectorCache {
             scoped,
             exact,
             sql,
+            check,
             bind,
         } = statement;
         // A set with an approximate index walks it even on a quiet store: a list
@@ -273,7 +293,7 @@ impl VectorCache {
             && ((!exact && self.has_graph(ns, generation, table, query.len()).await)
                 || !self.prefers_list(ns, generation, &key, stamp))
         {
-            let check = format!("{sql} AND {id_column} IN (SELECT value FROM json_each(?))");
+            let check = format!("{check} AND {id_column} IN (SELECT value FROM json_each(?))");
             let eligible = |ids: Vec<String>| {
                 let check = bind(sqlx::query(AssertSqlSafe(check.clone())));
                 async move { admitted(pool, check, &ids).await }
