@@ -782,6 +782,47 @@ async fn pg_search_semantic_uses_the_generation_index() {
     drop_schema(&store).await;
 }
 
+/// One document version of 60 chunks in section `body`, each with a vector of
+/// generation `identity(4)` drawn from `seed`; returns the generation.
+async fn sixty_chunks_with_vectors(
+    store: &PgStore,
+    ns: NamespaceId,
+    mut seed: u32,
+) -> EmbedderIdentity {
+    let pool = store.pool();
+    let (doc, version) = (DocumentId::new(), VersionId::new());
+    document(pool, ns, doc, Some(version)).await;
+    section(pool, ns, version, 0, "body").await;
+    let generation = identity(4);
+    let mut vectors = Vec::new();
+    let mut rnd = || {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
+    };
+    for i in 0..60 {
+        let key = format!("k{i}");
+        chunk(pool, ns, ChunkId::new(), doc, version, i, 0, "t", &key).await;
+        vectors.push((key, (0..4).map(|_| rnd()).collect::<Vec<f32>>()));
+    }
+    store
+        .commit_vectors(&[], ns, &generation, vectors, at(1))
+        .await
+        .unwrap();
+    generation
+}
+
+/// The scans of `schema`'s HNSW indexes that PostgreSQL's statistics have counted.
+async fn index_scans(pool: &PgPool, schema: &str) -> i64 {
+    sqlx::query_scalar::<_, i64>(
+        "SELECT COALESCE(SUM(idx_scan), 0)::bigint FROM pg_stat_user_indexes
+          WHERE schemaname = $1 AND indexrelname LIKE 'vectors_hnsw_%'",
+    )
+    .bind(schema)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 /// `ChunkFilter::exact` ranks by an exact scan: the generation's HNSW index is not
 /// scanned (PostgreSQL's own index statistics say so), and the ranking equals the
 /// index pass's.
@@ -793,35 +834,8 @@ async fn pg_search_exact_flag_skips_the_index() {
     let url = database_url("pg_search_exact_flag_skips_the_index").unwrap();
     let schema = store.schema().unwrap().to_string();
     let pool = store.pool().clone();
-    let (doc, version) = (DocumentId::new(), VersionId::new());
-    document(&pool, ns, doc, Some(version)).await;
-    section(&pool, ns, version, 0, "body").await;
-    let generation = identity(4);
-    let mut vectors = Vec::new();
-    let mut seed = 11_u32;
-    let mut rnd = || {
-        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
-    };
-    for i in 0..60 {
-        let key = format!("k{i}");
-        chunk(&pool, ns, ChunkId::new(), doc, version, i, 0, "t", &key).await;
-        vectors.push((key, (0..4).map(|_| rnd()).collect::<Vec<f32>>()));
-    }
-    store
-        .commit_vectors(&[], ns, &generation, vectors, at(1))
-        .await
-        .unwrap();
-    let scans = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT COALESCE(SUM(idx_scan), 0)::bigint FROM pg_stat_user_indexes
-              WHERE schemaname = $1 AND indexrelname LIKE 'vectors_hnsw_%'",
-        )
-        .bind(&schema)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
+    let generation = sixty_chunks_with_vectors(&store, ns, 11).await;
+    let scans = || index_scans(&pool, &schema);
     let before = scans().await;
     let query = [0.3_f32, -0.2, 0.8, 0.1];
     // Each search runs on a store of its own, closed afterwards: a backend
@@ -887,35 +901,8 @@ async fn pg_search_a_small_namespace_ranks_exactly_without_the_index() {
     let url = database_url("pg_search_a_small_namespace_ranks_exactly_without_the_index").unwrap();
     let schema = store.schema().unwrap().to_string();
     let pool = store.pool().clone();
-    let (doc, version) = (DocumentId::new(), VersionId::new());
-    document(&pool, ns, doc, Some(version)).await;
-    section(&pool, ns, version, 0, "body").await;
-    let generation = identity(4);
-    let mut vectors = Vec::new();
-    let mut seed = 29_u32;
-    let mut rnd = || {
-        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        ((seed >> 8) % 2_000) as f32 / 1_000.0 - 1.0
-    };
-    for i in 0..60 {
-        let key = format!("k{i}");
-        chunk(&pool, ns, ChunkId::new(), doc, version, i, 0, "t", &key).await;
-        vectors.push((key, (0..4).map(|_| rnd()).collect::<Vec<f32>>()));
-    }
-    store
-        .commit_vectors(&[], ns, &generation, vectors, at(1))
-        .await
-        .unwrap();
-    let scans = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT COALESCE(SUM(idx_scan), 0)::bigint FROM pg_stat_user_indexes
-              WHERE schemaname = $1 AND indexrelname LIKE 'vectors_hnsw_%'",
-        )
-        .bind(&schema)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
+    let generation = sixty_chunks_with_vectors(&store, ns, 29).await;
+    let scans = || index_scans(&pool, &schema);
     // Sequential scans priced out, as in the test above: only the choice of an
     // exact scan keeps the index unused.
     let sep = if url.contains('?') { '&' } else { '?' };
