@@ -733,16 +733,14 @@ impl PgStore {
         }
         let fetch = limit.saturating_add(TIE_MARGIN);
         let exact = || self.rank_claim_vectors(filter, generation, query, true, limit);
-        // A namespace with few vectors ranks them exactly, without an index pass.
-        let small = self
-            .exact_scan_is_cheaper(&filter.namespace_id.to_string(), generation)
-            .await?;
-        let pass = if small {
-            Ok(Vec::new())
-        } else {
-            self.rank_claim_vectors(filter, generation, query, false, fetch)
-                .await
-        };
+        // Claims walk the index however few vectors the namespace holds: they are
+        // most of a generation's vectors, so the walk meets mostly claims and ends
+        // soon (on a load run's store of 2,758 vectors, 182 visited for 136 claims in
+        // 2.2 ms, where the exact scan took 7.0 ms), unlike the chunk and fact
+        // channels (`exact_scan_is_cheaper`).
+        let pass = self
+            .rank_claim_vectors(filter, generation, query, false, fetch)
+            .await;
         let ranked = match crate::search::index_pass("claim", pass, fetch)? {
             Some(mut ranked) => {
                 ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));

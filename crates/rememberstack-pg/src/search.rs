@@ -317,7 +317,7 @@ impl PgStore {
 
 impl PgStore {
     /// Whether `ns` holds fewer vectors of `generation` than
-    /// [`crate::PgStoreConfig::exact_scan_below`], so that its vector searches rank
+    /// [`crate::PgStoreConfig::exact_scan_below`], so that its chunk and fact searches rank
     /// by exact scan without an index pass. Counted up to the bound only (an index
     /// scan of at most that many rows), and reused for [`SMALL_FOR`].
     pub(crate) async fn exact_scan_is_cheaper(&self, ns: &str, generation: &str) -> Result<bool> {
