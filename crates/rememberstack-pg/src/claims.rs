@@ -21,11 +21,11 @@ use rememberstack_core::ids::{ChunkId, ClaimId, DocumentId, NamespaceId, Version
 use rememberstack_core::ledger::NewWork;
 use rememberstack_core::store::{
     ClaimFilter, ClaimHit, ClaimRecord, DecisionRecord, DecisionRow, ExtractionCommit, Lease,
-    NewClaim, Occurrence, PriorExtraction, VectorCoverage,
+    NewClaim, Occurrence, PriorExtraction,
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
-use rememberstack_sql::rows::{claim_row, coverage_row, extraction_decision_row, occurrence_row};
+use rememberstack_sql::rows::{claim_row, extraction_decision_row, occurrence_row};
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::collections::{HashMap, HashSet};
 
@@ -835,20 +835,6 @@ impl PgStore {
                 Ok((distance.unwrap_or(f64::NAN), get(r, "id")?))
             })
             .collect()
-    }
-
-    pub(crate) async fn claim_vector_coverage_impl(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        let row = sqlx::query(crate::shared(&rememberstack_sql::claims::VECTOR_COVERAGE))
-            .bind(generation)
-            .bind(ns.to_string())
-            .fetch_one(self.pool())
-            .await
-            .map_err(db_err)?;
-        coverage_row(&row)
     }
 
     pub(crate) async fn claims_missing_vectors_impl(

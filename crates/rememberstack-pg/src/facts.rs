@@ -18,11 +18,11 @@ use rememberstack_core::facts::{
 };
 use rememberstack_core::ids::{ClaimId, EntityId, FactId, NamespaceId, VersionId};
 use rememberstack_core::ledger::NewWork;
-use rememberstack_core::store::{Lease, NormalizationCommit, VectorCoverage};
+use rememberstack_core::store::{Lease, NormalizationCommit};
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};
 use rememberstack_sql::facts::{ASSERTION_SELECT, fact_select};
-use rememberstack_sql::rows::{adjudication_row, assertion_row, coverage_row, fact_row};
+use rememberstack_sql::rows::{adjudication_row, assertion_row, fact_row};
 use rememberstack_sql::{Arg, Dialect, Params};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::types::Json;
@@ -945,20 +945,6 @@ impl PgStore {
         .await
         .map_err(db_err)?;
         rows.iter().map(adjudication_row).collect()
-    }
-
-    pub(crate) async fn fact_vector_coverage_impl(
-        &self,
-        ns: NamespaceId,
-        generation: &str,
-    ) -> Result<VectorCoverage> {
-        let row = sqlx::query(crate::shared(&rememberstack_sql::facts::VECTOR_COVERAGE))
-            .bind(generation)
-            .bind(ns.to_string())
-            .fetch_one(self.pool())
-            .await
-            .map_err(db_err)?;
-        coverage_row(&row)
     }
 
     pub(crate) async fn search_facts_lexical_impl(

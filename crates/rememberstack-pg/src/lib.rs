@@ -1185,7 +1185,12 @@ impl SearchStore for PgStore {
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        self.vector_coverage_impl(ns, generation).await
+        self.coverage_by(
+            &rememberstack_sql::documents::CHUNK_VECTOR_COVERAGE,
+            ns,
+            generation,
+        )
+        .await
     }
 
     async fn chunks_missing_vectors(
@@ -1241,7 +1246,8 @@ impl SearchStore for PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.claim_vector_coverage_impl(ns, generation).await
+        self.coverage_by(&rememberstack_sql::claims::VECTOR_COVERAGE, ns, generation)
+            .await
     }
 
     async fn claims_missing_vectors(
@@ -1257,7 +1263,8 @@ impl SearchStore for PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.fact_vector_coverage_impl(ns, generation).await
+        self.coverage_by(&rememberstack_sql::facts::VECTOR_COVERAGE, ns, generation)
+            .await
     }
 
     async fn search_facts_lexical(

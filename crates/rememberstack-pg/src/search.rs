@@ -406,19 +406,22 @@ impl PgStore {
         tx.commit().await.map_err(db_err)
     }
 
-    pub(crate) async fn vector_coverage_impl(
+    /// A namespace's vector coverage in `generation` by one of the shared
+    /// coverage statements (`documents::CHUNK_VECTOR_COVERAGE`,
+    /// `claims::VECTOR_COVERAGE`, `facts::VECTOR_COVERAGE`; binds: generation,
+    /// namespace).
+    pub(crate) async fn coverage_by(
         &self,
+        statement: &'static rememberstack_sql::Statement,
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(crate::shared(
-            &rememberstack_sql::documents::CHUNK_VECTOR_COVERAGE,
-        ))
-        .bind(generation)
-        .bind(ns.to_string())
-        .fetch_one(self.pool())
-        .await
-        .map_err(db_err)?;
+        let row = sqlx::query(crate::shared(statement))
+            .bind(generation)
+            .bind(ns.to_string())
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
         coverage_row(&row)
     }
 
