@@ -80,6 +80,7 @@ use rememberstack_core::store::{
 use rememberstack_core::text::SourceFormat;
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::coverage::Target;
 use rememberstack_sql::manifests::ManifestRoot;
 use rememberstack_sql::rows::namespace_row;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -1185,12 +1186,7 @@ impl SearchStore for PgStore {
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        self.coverage_by(
-            &rememberstack_sql::documents::CHUNK_VECTOR_COVERAGE,
-            ns,
-            generation,
-        )
-        .await
+        self.counted_coverage(ns, Target::Chunks, generation).await
     }
 
     async fn chunks_missing_vectors(
@@ -1246,8 +1242,7 @@ impl SearchStore for PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.coverage_by(&rememberstack_sql::claims::VECTOR_COVERAGE, ns, generation)
-            .await
+        self.counted_coverage(ns, Target::Claims, generation).await
     }
 
     async fn claims_missing_vectors(
@@ -1263,8 +1258,7 @@ impl SearchStore for PgStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.coverage_by(&rememberstack_sql::facts::VECTOR_COVERAGE, ns, generation)
-            .await
+        self.counted_coverage(ns, Target::Facts, generation).await
     }
 
     async fn search_facts_lexical(

@@ -25,6 +25,7 @@ use rememberstack_core::store::{
 };
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::coverage::Target;
 use rememberstack_sql::rows::{coverage_row, receipt_row};
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
@@ -406,17 +407,37 @@ impl PgStore {
         tx.commit().await.map_err(db_err)
     }
 
-    /// A namespace's vector coverage in `generation` by one of the shared
-    /// coverage statements (`documents::CHUNK_VECTOR_COVERAGE`,
-    /// `claims::VECTOR_COVERAGE`, `facts::VECTOR_COVERAGE`; binds: generation,
-    /// namespace).
-    pub(crate) async fn coverage_by(
+    /// The coverage of `target` by vectors of `generation`, from the counters
+    /// migration 0036's triggers keep (`rememberstack_sql::coverage`).
+    pub(crate) async fn counted_coverage(
         &self,
-        statement: &'static rememberstack_sql::Statement,
         ns: NamespaceId,
+        target: Target,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        let row = sqlx::query(crate::shared(statement))
+        let ns = ns.to_string();
+        let row = sqlx::query(crate::shared(&rememberstack_sql::coverage::COUNTED))
+            .bind(&ns)
+            .bind(target.as_str())
+            .bind(&ns)
+            .bind(target.as_str())
+            .bind(generation)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
+        rememberstack_sql::coverage::counted_row(&row)
+    }
+
+    /// The coverage of `target` counted over its table, as the counters must
+    /// give it (for tests and checks; reads use the counters).
+    #[doc(hidden)]
+    pub async fn recount_vector_coverage(
+        &self,
+        ns: NamespaceId,
+        target: Target,
+        generation: &str,
+    ) -> Result<VectorCoverage> {
+        let row = sqlx::query(crate::shared(target.recount()))
             .bind(generation)
             .bind(ns.to_string())
             .fetch_one(self.pool())

@@ -82,6 +82,7 @@ async fn pg_migrations_apply_twice() {
         "chunks",
         "chunk_lexical",
         "vectors",
+        "vector_coverage",
         "processing_state",
         "claims",
         "claim_lexical",
@@ -102,9 +103,9 @@ async fn pg_migrations_apply_twice() {
             "table {t} missing: {tables:?}"
         );
     }
-    // 48 tables mirror the SQLite store, 3 hold full text, 2 their BM25 statistics
+    // 49 tables mirror the SQLite store, 3 hold full text, 2 their BM25 statistics
     // (migration 0011), 1 is sqlx's ledger.
-    assert_eq!(tables.len(), 54, "{tables:?}");
+    assert_eq!(tables.len(), 55, "{tables:?}");
     drop_schema(&store).await;
 }
 

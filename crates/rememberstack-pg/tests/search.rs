@@ -1138,6 +1138,23 @@ async fn pg_search_lexical_statistics_follow_deletes() {
     drop_schema(&store).await;
 }
 
+/// A pool of eight connections to the store's schema, for concurrent writers.
+async fn writers_pool(store: &PgStore) -> PgPool {
+    let schema = store.schema().unwrap().to_string();
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(8)
+        .after_connect(move |conn, _| {
+            let sql = format!("SET search_path TO \"{schema}\", public");
+            Box::pin(async move {
+                sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(sql)).await?;
+                Ok(())
+            })
+        })
+        .connect_with(store.pool().connect_options().as_ref().clone())
+        .await
+        .unwrap()
+}
+
 /// Writers of one namespace's statistics, each adding and removing rows over
 /// several statements of one transaction with the same words in different
 /// orders, never deadlock, and the statistics come out exact.
@@ -1151,19 +1168,7 @@ async fn pg_search_lexical_concurrent_writers_never_deadlock() {
     else {
         return;
     };
-    let schema = store.schema().unwrap().to_string();
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(8)
-        .after_connect(move |conn, _| {
-            let sql = format!("SET search_path TO \"{schema}\", public");
-            Box::pin(async move {
-                sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(sql)).await?;
-                Ok(())
-            })
-        })
-        .connect_with(store.pool().connect_options().as_ref().clone())
-        .await
-        .unwrap();
+    let pool = writers_pool(&store).await;
     let (d, v) = (DocumentId::new(), VersionId::new());
     document(&pool, ns, d, Some(v)).await;
     section(&pool, ns, v, 0, "body").await;
@@ -1239,6 +1244,88 @@ async fn pg_search_lexical_concurrent_writers_never_deadlock() {
     .unwrap();
     assert_eq!(docs, 8 * 4);
     assert_eq!(statistics_drift(&pool).await, 0);
+    pool.close().await;
+    drop_schema(&store).await;
+}
+
+// --- Vector coverage counters (migration 0036)
+
+/// Chunks and the vectors of their keys written at once by concurrent
+/// transactions, in opposite orders: each counter query runs after its writer
+/// holds the namespace's stamp row, so no chunk is counted without the vector an
+/// earlier writer committed, and the counters equal the recount.
+#[tokio::test]
+async fn pg_search_coverage_counters_hold_under_concurrent_writers() {
+    let Some((store, ns)) = open(
+        "pg_search_coverage_counters_hold_under_concurrent_writers",
+        "covconc",
+    )
+    .await
+    else {
+        return;
+    };
+    let pool = writers_pool(&store).await;
+    let (d, v) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns, d, Some(v)).await;
+    section(&pool, ns, v, 0, "body").await;
+    const KEYS: usize = 6;
+    let mut tasks = vec![];
+    for w in 0..8usize {
+        let pool = pool.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tx = pool.begin().await.unwrap();
+            for i in 0..KEYS {
+                if w % 2 == 0 {
+                    sqlx::query(
+                        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal,
+                             section_ordinal, block_start, block_end, start_byte, end_byte,
+                             char_start, char_end, text, content_hash, token_estimate,
+                             embedding_key, event_ids_json)
+                         VALUES ($1, $2, $3, $4, $5, 0, 0, 1, 0, 10, 0, 10, 'words', 'h', 4, $6,
+                             '[]'::jsonb)",
+                    )
+                    .bind(ns.to_string())
+                    .bind(ChunkId::new().to_string())
+                    .bind(v.to_string())
+                    .bind(d.to_string())
+                    .bind((w * 100 + i) as i32)
+                    .bind(format!("k{i}"))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                } else {
+                    sqlx::query(
+                        "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension,
+                             embedding, created_at)
+                         VALUES ($1, 'g', $2, 3, '[1,0,0]'::vector, now()) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(ns.to_string())
+                    .bind(format!("k{}", KEYS - 1 - i))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+            }
+            tx.commit().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let counted = store.vector_coverage(ns, "g").await.unwrap();
+    assert_eq!(
+        counted,
+        VectorCoverage {
+            chunks: 4 * KEYS as u64,
+            missing: 0
+        }
+    );
+    let recounted = store
+        .recount_vector_coverage(ns, rememberstack_sql::coverage::Target::Chunks, "g")
+        .await
+        .unwrap();
+    assert_eq!(counted, recounted);
     pool.close().await;
     drop_schema(&store).await;
 }

@@ -30,7 +30,7 @@
 //! see through. No template holds a `?` that is not a
 //! parameter (a snapshot test renders every one in both dialects).
 //!
-//! Each concern's fixed statements (`documents`, `claims`, `entities`, `facts`,
+//! Each concern's fixed statements (`documents`, `claims`, `coverage`, `entities`, `facts`,
 //! `lifecycle`, `forget`, `keys`, `namespaces`, `receipts`, `ledger`) are declared in
 //! one `statements!` block: documented statics, rendered once per dialect on first
 //! use. A store binds and decodes the values itself (timestamps are text in SQLite
@@ -47,6 +47,7 @@ mod macros;
 
 pub mod claims;
 pub mod compact;
+pub mod coverage;
 pub mod documents;
 pub mod entities;
 pub mod facts;
@@ -65,7 +66,7 @@ pub mod scrub;
 /// both stores (`crates/rememberstack-sqlite/migrations` and
 /// `crates/rememberstack-pg/migrations`), written in each dialect; the conformance
 /// tests check the pairing, and the catalogs column by column.
-pub const SCHEMA_VERSION: i64 = 35;
+pub const SCHEMA_VERSION: i64 = 36;
 
 use rememberstack_core::time::Timestamp;
 use rememberstack_core::{Error, Result};

@@ -13,7 +13,7 @@ mod blobs;
 mod claims;
 mod compact;
 mod conns;
-pub mod coverage;
+mod coverage;
 mod disk;
 mod entities;
 mod facts;
@@ -1744,7 +1744,7 @@ impl SearchStore for SqliteStore {
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, coverage::Target::Chunks, generation)
+        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Chunks, generation)
             .await
     }
 
@@ -1922,7 +1922,7 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, coverage::Target::Claims, generation)
+        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Claims, generation)
             .await
     }
 
@@ -1968,7 +1968,7 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, coverage::Target::Facts, generation)
+        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Facts, generation)
             .await
     }
 }

@@ -1,16 +1,43 @@
-//! The embedded store's semantic readiness comes from counters its triggers keep
+//! Both stores' semantic readiness comes from counters their triggers keep
 //! (`vector_coverage`); they must always equal a count over the tables, through
-//! every way records, current versions and vectors change.
+//! every way records, current versions and vectors change. The PostgreSQL half
+//! needs `DATABASE_URL` (`scripts/pg-local.sh start`) and is skipped without it.
 
 use rememberstack::{Config, FactQuery, IngestOptions, Memory};
-use rememberstack_core::store::{MemoryStore, SearchStore, StoreRuntime};
+use rememberstack_core::ids::NamespaceId;
+use rememberstack_core::store::{MemoryStore, VectorCoverage};
+use rememberstack_pg::{PgStore, PgStoreConfig};
+use rememberstack_sql::coverage::Target;
 use rememberstack_sqlite::SqliteStore;
-use rememberstack_sqlite::coverage::Target;
 use std::sync::Arc;
 
-async fn memory_over(store: Arc<SqliteStore>, embedder: rememberstack::EmbedderConfig) -> Memory {
+/// The store under test, with its recount.
+#[derive(Clone)]
+enum Store {
+    Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<PgStore>),
+}
+
+impl Store {
+    fn memory_store(&self) -> Arc<dyn MemoryStore> {
+        match self {
+            Store::Sqlite(s) => s.clone(),
+            Store::Postgres(s) => s.clone(),
+        }
+    }
+
+    async fn recount(&self, ns: NamespaceId, target: Target, g: &str) -> VectorCoverage {
+        match self {
+            Store::Sqlite(s) => s.recount_vector_coverage(ns, target, g).await,
+            Store::Postgres(s) => s.recount_vector_coverage(ns, target, g).await,
+        }
+        .unwrap()
+    }
+}
+
+async fn memory_over(store: &Store, embedder: rememberstack::EmbedderConfig) -> Memory {
     Memory::builder()
-        .store(store as Arc<dyn MemoryStore>)
+        .store(store.memory_store())
         .namespace("cov")
         .config(Config {
             embedder,
@@ -23,28 +50,29 @@ async fn memory_over(store: Arc<SqliteStore>, embedder: rememberstack::EmbedderC
 
 /// Every target's counted coverage equals its recount, for each generation named
 /// (and one no vector has: everything is missing there).
-async fn assert_counted(store: &SqliteStore, generations: &[String], step: &str) {
-    let ns = store.namespace("cov").await.unwrap().unwrap().id;
+async fn assert_counted(store: &Store, generations: &[String], step: &str) {
+    let s = store.memory_store();
+    let ns = s.namespace("cov").await.unwrap().unwrap().id;
     let mut all = generations.to_vec();
     all.push("no-such-generation".into());
     for target in [Target::Chunks, Target::Claims, Target::Facts] {
         for g in &all {
             let counted = match target {
-                Target::Chunks => store.vector_coverage(ns, g).await.unwrap(),
-                Target::Claims => store.claim_vector_coverage(ns, g).await.unwrap(),
-                Target::Facts => store.fact_vector_coverage(ns, g).await.unwrap(),
+                Target::Chunks => s.vector_coverage(ns, g).await.unwrap(),
+                Target::Claims => s.claim_vector_coverage(ns, g).await.unwrap(),
+                Target::Facts => s.fact_vector_coverage(ns, g).await.unwrap(),
             };
-            let recounted = store.recount_vector_coverage(ns, target, g).await.unwrap();
+            let recounted = store.recount(ns, target, g).await;
             assert_eq!(counted, recounted, "{step}: {target:?} under {g}");
         }
     }
 }
 
-#[tokio::test]
-async fn coverage_counters_follow_every_change_of_records_versions_and_vectors() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(dir.path().join("m.db")).await.unwrap());
-    let memory = memory_over(store.clone(), rememberstack::EmbedderConfig::hashing()).await;
+/// Records written, processed, revised, retracted, invalidated, embedded in a
+/// second generation, deleted and forgotten, the counters checked after each step.
+/// Returns the generations.
+async fn every_change(store: &Store) -> Vec<String> {
+    let memory = memory_over(store, rememberstack::EmbedderConfig::hashing()).await;
     let g1 = memory.embedder_generation();
     let gens = vec![g1.clone()];
 
@@ -65,11 +93,12 @@ async fn coverage_counters_follow_every_change_of_records_versions_and_vectors()
                 .unwrap(),
         );
     }
-    assert_counted(&store, &gens, "ingested").await;
-    let ns = store.namespace("cov").await.unwrap().unwrap().id;
+    assert_counted(store, &gens, "ingested").await;
+    let s = store.memory_store();
+    let ns = s.namespace("cov").await.unwrap().unwrap().id;
     memory.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "processed").await;
-    let processed = store.claim_vector_coverage(ns, &g1).await.unwrap();
+    assert_counted(store, &gens, "processed").await;
+    let processed = s.claim_vector_coverage(ns, &g1).await.unwrap();
     assert!(processed.chunks > 0, "claims were extracted");
     assert_eq!(processed.missing, 0, "every claim has its vector");
 
@@ -82,9 +111,9 @@ async fn coverage_counters_follow_every_change_of_records_versions_and_vectors()
         )
         .await
         .unwrap();
-    assert_counted(&store, &gens, "revised").await;
+    assert_counted(store, &gens, "revised").await;
     memory.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "revised and processed").await;
+    assert_counted(store, &gens, "revised and processed").await;
 
     // A claim retracted, a fact invalidated.
     let claims = memory.claims(None, false).await.unwrap();
@@ -99,30 +128,27 @@ async fn coverage_counters_follow_every_change_of_records_versions_and_vectors()
         .await
         .unwrap();
     memory.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "retracted and invalidated").await;
+    assert_counted(store, &gens, "retracted and invalidated").await;
 
     // A second generation: another embedder over the same store embeds everything
     // again, and both generations are counted apart.
     let other = memory_over(
-        store.clone(),
+        store,
         rememberstack::EmbedderConfig::Hashing { dimension: 64 },
     )
     .await;
     let g2 = other.embedder_generation();
     assert_ne!(g1, g2);
     let gens = vec![g1.clone(), g2.clone()];
-    assert_counted(&store, &gens, "second generation, before embedding").await;
-    let before = store.claim_vector_coverage(ns, &g2).await.unwrap();
+    assert_counted(store, &gens, "second generation, before embedding").await;
+    let before = s.claim_vector_coverage(ns, &g2).await.unwrap();
     assert_eq!(
         before.missing, before.chunks,
         "no claim has a vector of g2 yet"
     );
     other.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "second generation embedded").await;
-    assert_eq!(
-        store.claim_vector_coverage(ns, &g2).await.unwrap().missing,
-        0
-    );
+    assert_counted(store, &gens, "second generation embedded").await;
+    assert_eq!(s.claim_vector_coverage(ns, &g2).await.unwrap().missing, 0);
 
     // A deletion and a hard forget take records (and a forget, vectors) away.
     memory
@@ -130,15 +156,24 @@ async fn coverage_counters_follow_every_change_of_records_versions_and_vectors()
         .await
         .unwrap();
     memory.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "deleted").await;
+    assert_counted(store, &gens, "deleted").await;
     memory
         .forget_document(receipts[2].document_id)
         .await
         .unwrap();
     memory.process_until_idle().await.unwrap();
-    assert_counted(&store, &gens, "forgotten").await;
-    let chunks = store.vector_coverage(ns, &g1).await.unwrap();
+    assert_counted(store, &gens, "forgotten").await;
+    let chunks = s.vector_coverage(ns, &g1).await.unwrap();
     assert!(chunks.chunks > 0, "the revised document's chunks remain");
+    gens
+}
+
+#[tokio::test]
+async fn coverage_counters_follow_every_change_of_records_versions_and_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteStore::open(dir.path().join("m.db")).await.unwrap());
+    let store = Store::Sqlite(sqlite);
+    let gens = every_change(&store).await;
 
     // A store written before the counters: migration 0035 run again over these
     // tables (its table and triggers gone first) counts what they hold.
@@ -175,4 +210,71 @@ async fn coverage_counters_follow_every_change_of_records_versions_and_vectors()
     .unwrap();
     raw.close().await.unwrap();
     assert_counted(&store, &gens, "counted by the migration").await;
+}
+
+#[tokio::test]
+async fn coverage_counters_follow_every_change_on_postgres() {
+    let url = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => {
+            eprintln!("skipped: DATABASE_URL is not set (scripts/pg-local.sh start)");
+            return;
+        }
+    };
+    let schema = format!("rs_cov_{}", uuid::Uuid::new_v4().simple());
+    let pg = Arc::new(
+        PgStore::connect_with(
+            &url,
+            PgStoreConfig {
+                max_connections: 4,
+                schema: Some(schema.clone()),
+                ..PgStoreConfig::default()
+            },
+        )
+        .await
+        .unwrap(),
+    );
+    let store = Store::Postgres(pg.clone());
+    let gens = every_change(&store).await;
+
+    // A store written before the counters: migration 0036 run again over these
+    // tables (its table, triggers and functions gone first) counts what they hold.
+    let triggers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT tgname::text, tgrelid::regclass::text FROM pg_trigger
+          WHERE tgname LIKE '%\\_vector\\_coverage\\_%' AND tgrelid::regclass::text NOT LIKE '%.%'",
+    )
+    .fetch_all(pg.pool())
+    .await
+    .unwrap();
+    assert_eq!(triggers.len(), 15, "{triggers:?}");
+    for (trigger, table) in &triggers {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DROP TRIGGER {trigger} ON {table}"
+        )))
+        .execute(pg.pool())
+        .await
+        .unwrap();
+    }
+    sqlx::raw_sql(
+        "DROP TABLE vector_coverage; DROP FUNCTION rs_vector_coverage();
+         DROP FUNCTION rs_coverage_counted(text, text, integer);",
+    )
+    .execute(pg.pool())
+    .await
+    .unwrap();
+    sqlx::raw_sql(include_str!(
+        "../../rememberstack-pg/migrations/0036_vector_coverage_counts.sql"
+    ))
+    .execute(pg.pool())
+    .await
+    .unwrap();
+    assert_counted(&store, &gens, "counted by the migration").await;
+
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(pg.pool())
+    .await
+    .unwrap();
+    pg.close().await;
 }

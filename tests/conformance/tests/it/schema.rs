@@ -43,10 +43,6 @@ const SQLITE_ONLY: &[(&str, &str)] = &[
     // Removals that make the SQLite store's in-process vector sets read a table
     // again; PostgreSQL ranks in the database and keeps no such sets.
     ("record_removals", "*"),
-    // Each namespace's current records and those with a vector, kept by triggers
-    // so that a read's semantic readiness is two lookups; PostgreSQL counts them
-    // when it reads.
-    ("vector_coverage", "*"),
 ];
 
 fn listed(list: &[(&str, &str)], column: &str) -> bool {
