@@ -257,6 +257,7 @@ async fn coverage_counters_follow_every_change_on_postgres() {
     }
     sqlx::raw_sql(
         "DROP TABLE vector_coverage; DROP FUNCTION rs_vector_coverage();
+         DROP FUNCTION rs_vector_coverage_update(); DROP FUNCTION rs_coverage_upsert(text[]);
          DROP FUNCTION rs_coverage_counted(text, text, integer);",
     )
     .execute(pg.pool())
