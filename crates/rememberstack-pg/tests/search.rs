@@ -1138,10 +1138,11 @@ async fn pg_search_lexical_statistics_follow_deletes() {
     drop_schema(&store).await;
 }
 
-/// A pool of eight connections to the store's schema, for concurrent writers.
-async fn writers_pool(store: &PgStore) -> PgPool {
+/// A pool of eight connections to the store's schema, for concurrent writers, and
+/// a document with a current version (and its body section) for their chunks.
+async fn writers(store: &PgStore, ns: NamespaceId) -> (PgPool, DocumentId, VersionId) {
     let schema = store.schema().unwrap().to_string();
-    sqlx::postgres::PgPoolOptions::new()
+    let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(8)
         .after_connect(move |conn, _| {
             let sql = format!("SET search_path TO \"{schema}\", public");
@@ -1152,7 +1153,41 @@ async fn writers_pool(store: &PgStore) -> PgPool {
         })
         .connect_with(store.pool().connect_options().as_ref().clone())
         .await
-        .unwrap()
+        .unwrap();
+    let (d, v) = (DocumentId::new(), VersionId::new());
+    document(&pool, ns, d, Some(v)).await;
+    section(&pool, ns, v, 0, "body").await;
+    (pool, d, v)
+}
+
+/// A chunk of version `v` of document `d` with `text` and `embedding_key`, written
+/// in `tx`; its `seq`.
+async fn insert_chunk(
+    tx: &mut sqlx::PgConnection,
+    ns: NamespaceId,
+    (d, v): (DocumentId, VersionId),
+    ordinal: usize,
+    text: &str,
+    embedding_key: &str,
+) -> i64 {
+    sqlx::query_scalar(
+        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal,
+             section_ordinal, block_start, block_end, start_byte, end_byte,
+             char_start, char_end, text, content_hash, token_estimate,
+             embedding_key, event_ids_json)
+         VALUES ($1, $2, $3, $4, $5, 0, 0, 1, 0, 10, 0, 10, $6, 'h', 4, $7, '[]'::jsonb)
+         RETURNING seq",
+    )
+    .bind(ns.to_string())
+    .bind(ChunkId::new().to_string())
+    .bind(v.to_string())
+    .bind(d.to_string())
+    .bind(ordinal as i32)
+    .bind(text)
+    .bind(embedding_key)
+    .fetch_one(tx)
+    .await
+    .unwrap()
 }
 
 /// Writers of one namespace's statistics, each adding and removing rows over
@@ -1168,10 +1203,7 @@ async fn pg_search_lexical_concurrent_writers_never_deadlock() {
     else {
         return;
     };
-    let pool = writers_pool(&store).await;
-    let (d, v) = (DocumentId::new(), VersionId::new());
-    document(&pool, ns, d, Some(v)).await;
-    section(&pool, ns, v, 0, "body").await;
+    let (pool, d, v) = writers(&store, ns).await;
     const WORDS: [&str; 8] = [
         "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
     ];
@@ -1192,25 +1224,8 @@ async fn pg_search_lexical_concurrent_writers_never_deadlock() {
                         WORDS[j % WORDS.len()]
                     })
                     .collect();
-                let id = ChunkId::new();
-                let seq: i64 = sqlx::query_scalar(
-                    "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal,
-                         section_ordinal, block_start, block_end, start_byte, end_byte,
-                         char_start, char_end, text, content_hash, token_estimate,
-                         embedding_key, event_ids_json)
-                     VALUES ($1, $2, $3, $4, $5, 0, 0, 1, 0, 10, 0, 10, $6, 'h', 4, 'k',
-                         '[]'::jsonb)
-                     RETURNING seq",
-                )
-                .bind(ns.to_string())
-                .bind(id.to_string())
-                .bind(v.to_string())
-                .bind(d.to_string())
-                .bind((w * 100 + i) as i32)
-                .bind(text.join(" "))
-                .fetch_one(&mut *tx)
-                .await
-                .unwrap();
+                let seq =
+                    insert_chunk(&mut tx, ns, (d, v), w * 100 + i, &text.join(" "), "k").await;
                 sqlx::query(
                     "INSERT INTO chunk_lexical (namespace_id, seq, text)
                      SELECT namespace_id, seq, text FROM chunks WHERE seq = $1",
@@ -1264,10 +1279,7 @@ async fn pg_search_coverage_counters_hold_under_concurrent_writers() {
     else {
         return;
     };
-    let pool = writers_pool(&store).await;
-    let (d, v) = (DocumentId::new(), VersionId::new());
-    document(&pool, ns, d, Some(v)).await;
-    section(&pool, ns, v, 0, "body").await;
+    let (pool, d, v) = writers(&store, ns).await;
     const KEYS: usize = 6;
     let mut tasks = vec![];
     for w in 0..8usize {
@@ -1276,23 +1288,7 @@ async fn pg_search_coverage_counters_hold_under_concurrent_writers() {
             let mut tx = pool.begin().await.unwrap();
             for i in 0..KEYS {
                 if w % 2 == 0 {
-                    sqlx::query(
-                        "INSERT INTO chunks (namespace_id, id, version_id, document_id, ordinal,
-                             section_ordinal, block_start, block_end, start_byte, end_byte,
-                             char_start, char_end, text, content_hash, token_estimate,
-                             embedding_key, event_ids_json)
-                         VALUES ($1, $2, $3, $4, $5, 0, 0, 1, 0, 10, 0, 10, 'words', 'h', 4, $6,
-                             '[]'::jsonb)",
-                    )
-                    .bind(ns.to_string())
-                    .bind(ChunkId::new().to_string())
-                    .bind(v.to_string())
-                    .bind(d.to_string())
-                    .bind((w * 100 + i) as i32)
-                    .bind(format!("k{i}"))
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
+                    insert_chunk(&mut tx, ns, (d, v), w * 100 + i, "words", &format!("k{i}")).await;
                 } else {
                     sqlx::query(
                         "INSERT INTO vectors (namespace_id, generation, embedding_key, dimension,
