@@ -3,9 +3,9 @@
 --
 -- Every read reports its semantic readiness: how many of the namespace's current
 -- chunks (or claims, or facts) there are and how many lack a vector of the
--- embedder's generation. Counting them was a joined pass over the table on every
--- read (under the mixed load, at about 2,000 records: 2.7 ms for chunks, 7.5 ms for
--- claims, 4.7 ms for facts a call), growing with the store.
+-- embedder's generation. Counting them was a joined pass over each table on every
+-- read of a store being written (the cached count is keyed by the change stamp),
+-- growing with the store.
 --
 -- `vector_coverage` holds, per namespace and target (`chunks`, `claims`, `facts`):
 -- under generation '' the target's current records, and under a generation's name

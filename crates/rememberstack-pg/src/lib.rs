@@ -126,9 +126,9 @@ pub struct PgStoreConfig {
     /// (default [`DEFAULT_EXACT_SCAN_BELOW`]; 0: every vector search walks the index
     /// first). Computing every distance costs about 2 µs a vector; a walk of the
     /// generation's one index for chunks or facts, a minority of its vectors,
-    /// visits several vectors of other records for each one it keeps (822 visited
-    /// for 240 chunks, 11 ms), so below a few thousand vectors the exact scan is
-    /// cheaper, and exact. Claims, most of the vectors, always walk the index.
+    /// visits several vectors of other records for each one it keeps, so below a
+    /// few thousand vectors the exact scan is cheaper, and exact. Claims, most of
+    /// the vectors, always walk the index.
     pub exact_scan_below: usize,
     /// A read replica's URL (`postgres://…`, with the same schema): the search
     /// channels of the read-only operations (lexical and semantic ranking of

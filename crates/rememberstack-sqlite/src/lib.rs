@@ -46,6 +46,7 @@ use rememberstack_core::store::*;
 use rememberstack_core::text::{SectionRole, SourceFormat};
 use rememberstack_core::time::{Timestamp, to_rfc3339};
 use rememberstack_core::{Error, ErrorCode, Result};
+use rememberstack_sql::coverage::Target;
 use rememberstack_sql::ledger;
 use rememberstack_sql::manifests::ManifestRoot;
 
@@ -1744,8 +1745,7 @@ impl SearchStore for SqliteStore {
     }
 
     async fn vector_coverage(&self, ns: NamespaceId, generation: &str) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Chunks, generation)
-            .await
+        self.counted_coverage(ns, Target::Chunks, generation).await
     }
 
     async fn chunks_missing_vectors(
@@ -1922,8 +1922,7 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Claims, generation)
-            .await
+        self.counted_coverage(ns, Target::Claims, generation).await
     }
 
     async fn claims_missing_vectors(
@@ -1968,8 +1967,7 @@ impl SearchStore for SqliteStore {
         ns: NamespaceId,
         generation: &str,
     ) -> Result<VectorCoverage> {
-        self.counted_coverage(ns, rememberstack_sql::coverage::Target::Facts, generation)
-            .await
+        self.counted_coverage(ns, Target::Facts, generation).await
     }
 }
 
