@@ -132,6 +132,7 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
         let (client, base, queries, docs) =
             (client.clone(), base.clone(), queries.clone(), docs.clone());
         let write_percent = a.write_percent;
+        let distinct = a.distinct_queries;
         let mut rng = crate::synth::Rng::new(a.seed.wrapping_mul(1000).wrapping_add(c as u64));
         tasks.spawn(async move {
             let mut samples: Vec<(String, f64, u16)> = Vec::new();
@@ -139,6 +140,11 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
             while Instant::now() < deadline {
                 i += 1;
                 let q = rng.pick(&queries);
+                let question = if distinct {
+                    format!("{} (request {c}-{i})", q.question)
+                } else {
+                    q.question.clone()
+                };
                 let ns = "/v1/namespaces/load";
                 let (route, path, body): (&str, String, Value) = if rng.chance(write_percent) {
                     if rng.chance(50) {
@@ -166,22 +172,22 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
                         1 => (
                             "POST operations/claims_and_sources_context",
                             format!("{ns}/operations/claims_and_sources_context"),
-                            json!({"query": q.question}),
+                            json!({"query": question}),
                         ),
                         2 => (
                             "POST operations/facts_context",
                             format!("{ns}/operations/facts_context"),
-                            json!({"query": q.question}),
+                            json!({"query": question}),
                         ),
                         3 => (
                             "POST operations/combined_context",
                             format!("{ns}/operations/combined_context"),
-                            json!({"query": q.question}),
+                            json!({"query": question}),
                         ),
                         _ => (
                             "POST search",
                             format!("{ns}/search"),
-                            json!({"query": q.question, "k": 10}),
+                            json!({"query": question, "k": 10}),
                         ),
                     }
                 };
@@ -246,6 +252,7 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
         "config": {
             "store": store, "clients": a.clients, "secs": a.secs, "write_percent": a.write_percent,
             "workers": a.workers, "seed": a.seed, "seed_items": a.seed_items, "commit": commit(),
+            "distinct_queries": a.distinct_queries,
             "embedder": memory.engine().component_version(rememberstack::Stage::Embed),
         },
         "seed_secs": seed_secs,
@@ -264,10 +271,15 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
         serde_json::to_string_pretty(&result)?,
     )?;
     let mut md = format!(
-        "# Load: {} clients, {} s, {}% writes, {}\n\n{} requests, {:.1} req/s, {} 5xx, {} 4xx\n\nProcessing: {} work items waiting when the load stopped, {} processed in {:.1} s after it.\n\n| route | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|\n",
+        "# Load: {} clients, {} s, {}% writes{}, {}\n\n{} requests, {:.1} req/s, {} 5xx, {} 4xx\n\nProcessing: {} work items waiting when the load stopped, {} processed in {:.1} s after it.\n\n| route | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|\n",
         a.clients,
         a.secs,
         a.write_percent,
+        if a.distinct_queries {
+            ", every question distinct"
+        } else {
+            ""
+        },
         store,
         total,
         total as f64 / elapsed,
@@ -308,6 +320,7 @@ mod tests {
             seed_items: 2,
             workers: 1,
             seed: 3,
+            distinct_queries: true,
             out: dir.path().to_path_buf(),
         })
         .await

@@ -153,6 +153,11 @@ struct LoadArgs {
     /// The corpus, query and client seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Every read asks a question of its own (its request number appended), so no
+    /// query vector is reused and each read pays its question's embedding; by default
+    /// reads draw from 64 questions about the cast.
+    #[arg(long)]
+    distinct_queries: bool,
     /// Where to write `load.json` and `load.md`.
     #[arg(long)]
     out: PathBuf,

@@ -43,15 +43,17 @@ const WHO: &str = "local embedder";
 ///
 /// Embedding pads each batch to its longest text and pools with the attention mask,
 /// so a text gets the same vector alone or in any batch (the tokenizer's own padding
-/// setting is switched off). Texts are grouped by length into batches of at most
-/// [`LocalEmbedder::DEFAULT_MAX_BATCH`].
+/// setting is switched off). A call's texts are grouped by length into forward passes
+/// of at most [`LocalEmbedder::PASS_TEXTS`].
 ///
 /// Inference runs on the embedder's own thread, started by [`LocalEmbedder::load`],
 /// which also starts the tokenizer's and the tensor library's worker pools from there.
 /// The embedded store pins its pipeline to one CPU (see the core's `affinity`
 /// module), and threads inherit their creator's CPU set: had the pools started from
 /// the pipeline, the whole model would run on that one CPU beside the SQLite writer.
-/// Query embeddings go before waiting document batches.
+/// Query passes go before waiting document passes (with documents still given one
+/// pass in [`LocalEmbedder::DOCUMENT_PASS_EVERY`]), and small requests that wait
+/// together (concurrent queries, say) share a pass.
 ///
 /// The identity is `local/<directory name>/d<hidden_size>/v1-<sha256>`, the last part
 /// twelve hex digits of a SHA-256 over the bytes of the files that shape the vectors:
@@ -82,8 +84,15 @@ impl LocalEmbedder {
     /// The adapter version in the identity (bumped when the pooling or tokenization
     /// recipe changes); the files' hash follows it.
     pub const VERSION: &'static str = "1";
-    /// The most texts one forward pass carries.
+    /// The most texts one call should bring (the embedder's `max_batch`).
     pub const DEFAULT_MAX_BATCH: usize = 32;
+    /// The most texts one forward pass carries. A pass cannot be interrupted, so this
+    /// bounds how long a query waits behind document work; past a few short texts a
+    /// larger batch costs about as much per text.
+    pub const PASS_TEXTS: usize = 8;
+    /// When queries and documents both wait, at least one pass in this many is the
+    /// documents', so that processing still moves under a steady stream of queries.
+    pub const DOCUMENT_PASS_EVERY: usize = 4;
 
     /// Loads the model in `model_dir`. Reads and hashes every file (about 90 MB for
     /// all-MiniLM-L6-v2): call it once, off latency-sensitive paths.
@@ -271,17 +280,34 @@ impl Embedder for LocalEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.worker.submit(
-            Job {
-                texts: texts.to_vec(),
-                reply,
-            },
-            purpose == EmbedPurpose::Query,
-        );
-        answer
-            .await
-            .map_err(|_| inference_err("the inference thread stopped"))?
+        // Texts of similar length go to the same pass, so that little of it is
+        // padding; each pass is a job of its own, and other callers' jobs (queries
+        // first) can run between them.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let urgent = purpose == EmbedPurpose::Query;
+        let mut answers = Vec::new();
+        for part in order.chunks(Self::PASS_TEXTS) {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let texts = part.iter().map(|&i| texts[i].clone()).collect();
+            self.worker.submit(Job { texts, reply }, urgent);
+            answers.push((part, answer));
+        }
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for (part, answer) in answers {
+            let got = answer
+                .await
+                .map_err(|_| inference_err("the inference thread stopped"))??;
+            if got.len() != part.len() {
+                return Err(inference_err(
+                    "the model returned a vector count other than asked",
+                ));
+            }
+            for (&i, v) in part.iter().zip(got) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
     }
 }
 
@@ -296,6 +322,8 @@ struct Job {
 struct Jobs {
     queries: VecDeque<Job>,
     documents: VecDeque<Job>,
+    /// Query passes run in a row while documents waited.
+    queries_ahead: usize,
     closed: bool,
 }
 
@@ -325,8 +353,8 @@ impl Worker {
                     .unwrap_or_else(|_| Err(inference_err("the model panicked")))
                 };
                 let _ = run(vec!["warm up".to_owned()]);
-                while let Some(job) = next_job(&queue) {
-                    let _ = job.reply.send(run(job.texts));
+                while let Some(group) = next_jobs(&queue, LocalEmbedder::PASS_TEXTS) {
+                    answer_group(group, &run);
                 }
             })?;
         Ok(Self { jobs })
@@ -344,22 +372,81 @@ impl Worker {
     }
 }
 
-/// Waits for the next job; `None` once the queue is closed and empty.
-fn next_job(queue: &(Mutex<Jobs>, Condvar)) -> Option<Job> {
+/// Waits for work and takes the jobs that already wait in one queue, in arrival
+/// order, while their texts fit in `max_texts` (the first job is taken whatever its
+/// size); `None` once the queue is closed and empty. The queue is the queries' when
+/// any wait, except that documents that waited through
+/// [`LocalEmbedder::DOCUMENT_PASS_EVERY`] − 1 query passes get the next one.
+///
+/// Jobs that arrived while the model was busy are run as one forward pass: a batch
+/// of short texts costs far less per text than each alone (the model's matrix
+/// products and thread hand-offs are paid once). Nothing waits for company, so a job
+/// on an idle embedder runs at once and alone.
+fn next_jobs(queue: &(Mutex<Jobs>, Condvar), max_texts: usize) -> Option<Vec<Job>> {
     let (lock, ready) = queue;
     let mut jobs = lock.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        if let Some(job) = jobs
-            .queries
-            .pop_front()
-            .or_else(|| jobs.documents.pop_front())
-        {
-            return Some(job);
+        let state = &mut *jobs;
+        let documents_due = !state.documents.is_empty()
+            && (state.queries.is_empty()
+                || state.queries_ahead + 1 >= LocalEmbedder::DOCUMENT_PASS_EVERY);
+        let waiting = if documents_due {
+            state.queries_ahead = 0;
+            &mut state.documents
+        } else {
+            if !state.documents.is_empty() {
+                state.queries_ahead += 1;
+            }
+            &mut state.queries
+        };
+        if let Some(first) = waiting.pop_front() {
+            let mut texts = first.texts.len();
+            let mut group = vec![first];
+            while let Some(next) = waiting.front() {
+                if texts + next.texts.len() > max_texts {
+                    break;
+                }
+                texts += next.texts.len();
+                group.extend(waiting.pop_front());
+            }
+            return Some(group);
         }
-        if jobs.closed {
+        if state.closed {
             return None;
         }
         jobs = ready.wait(jobs).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Embeds a group of jobs together and answers each with its own vectors. When the
+/// group fails, each job is run again alone, so a text the model cannot embed fails
+/// only the job that brought it.
+fn answer_group(
+    group: Vec<Job>,
+    run: &impl Fn(Vec<String>) -> Result<Vec<Vec<f32>>, ProviderError>,
+) {
+    if group.len() > 1 {
+        let texts: Vec<String> = group.iter().flat_map(|j| j.texts.iter().cloned()).collect();
+        let expected = texts.len();
+        if let Ok(vectors) = run(texts).and_then(|v| {
+            if v.len() == expected {
+                Ok(v)
+            } else {
+                Err(inference_err(
+                    "the model returned a vector count other than asked",
+                ))
+            }
+        }) {
+            let mut vectors = vectors.into_iter();
+            for job in group {
+                let mine: Vec<Vec<f32>> = vectors.by_ref().take(job.texts.len()).collect();
+                let _ = job.reply.send(Ok(mine));
+            }
+            return;
+        }
+    }
+    for job in group {
+        let _ = job.reply.send(run(job.texts));
     }
 }
 
@@ -480,5 +567,109 @@ impl Inner {
 fn inference_err(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         message: format!("local embedder: {}", message.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Answer = tokio::sync::oneshot::Receiver<Result<Vec<Vec<f32>>, ProviderError>>;
+
+    fn job(texts: &[&str]) -> (Job, Answer) {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let texts = texts.iter().map(|t| (*t).to_owned()).collect();
+        (Job { texts, reply }, answer)
+    }
+
+    fn queue() -> (Mutex<Jobs>, Condvar) {
+        (Mutex::new(Jobs::default()), Condvar::new())
+    }
+
+    fn texts_of(group: &[Job]) -> Vec<Vec<String>> {
+        group.iter().map(|j| j.texts.clone()).collect()
+    }
+
+    #[test]
+    fn waiting_jobs_are_grouped_queries_first_within_the_batch() {
+        let q = queue();
+        {
+            let mut jobs = q.0.lock().unwrap();
+            for texts in [&["d1", "d2"][..], &["d3"], &["d4", "d5", "d6"]] {
+                jobs.documents.push_back(job(texts).0);
+            }
+            for texts in [&["q1"][..], &["q2", "q3"], &["q4"]] {
+                jobs.queries.push_back(job(texts).0);
+            }
+        }
+        // Queries first, as many as fit in three texts, in arrival order.
+        let group = next_jobs(&q, 3).unwrap();
+        assert_eq!(texts_of(&group), [vec!["q1"], vec!["q2", "q3"]]);
+        let group = next_jobs(&q, 3).unwrap();
+        assert_eq!(texts_of(&group), [vec!["q4"]]);
+        // Then documents; a job larger than the batch still goes, alone.
+        let group = next_jobs(&q, 3).unwrap();
+        assert_eq!(texts_of(&group), [vec!["d1", "d2"], vec!["d3"]]);
+        let group = next_jobs(&q, 2).unwrap();
+        assert_eq!(texts_of(&group), [vec!["d4", "d5", "d6"]]);
+        q.0.lock().unwrap().closed = true;
+        assert!(next_jobs(&q, 3).is_none());
+    }
+
+    #[test]
+    fn waiting_documents_get_a_pass_between_queries() {
+        let q = queue();
+        {
+            let mut jobs = q.0.lock().unwrap();
+            jobs.documents.push_back(job(&["d1"]).0);
+            jobs.documents.push_back(job(&["d2"]).0);
+            for _ in 0..10 {
+                jobs.queries.push_back(job(&["q"]).0);
+            }
+        }
+        let every = LocalEmbedder::DOCUMENT_PASS_EVERY;
+        let mut order = Vec::new();
+        for _ in 0..12 {
+            order.push(next_jobs(&q, 1).unwrap()[0].texts[0].clone());
+        }
+        let mut want = vec!["q"; 10];
+        want.insert(every - 1, "d1");
+        want.insert(2 * every - 1, "d2");
+        assert_eq!(order, want);
+        q.0.lock().unwrap().closed = true;
+        assert!(next_jobs(&q, 3).is_none());
+    }
+
+    /// A stand-in model: one "vector" per text, its length; "bad" fails the pass.
+    fn fake(texts: Vec<String>) -> Result<Vec<Vec<f32>>, ProviderError> {
+        if texts.iter().any(|t| t == "bad") {
+            return Err(inference_err("bad text"));
+        }
+        Ok(texts.iter().map(|t| vec![t.len() as f32]).collect())
+    }
+
+    #[test]
+    fn a_group_answers_each_job_with_its_own_vectors() {
+        let (a, mut ra) = job(&["x", "yy"]);
+        let (b, mut rb) = job(&["zzz"]);
+        let (c, mut rc) = job(&["", "wwww", "v"]);
+        answer_group(vec![a, b, c], &fake);
+        assert_eq!(ra.try_recv().unwrap().unwrap(), [vec![1.0], vec![2.0]]);
+        assert_eq!(rb.try_recv().unwrap().unwrap(), [vec![3.0]]);
+        assert_eq!(
+            rc.try_recv().unwrap().unwrap(),
+            [vec![0.0], vec![4.0], vec![1.0]]
+        );
+    }
+
+    #[test]
+    fn a_failing_text_fails_only_its_own_job() {
+        let (a, mut ra) = job(&["ok"]);
+        let (b, mut rb) = job(&["bad", "fine"]);
+        let (c, mut rc) = job(&["also"]);
+        answer_group(vec![a, b, c], &fake);
+        assert_eq!(ra.try_recv().unwrap().unwrap(), [vec![2.0]]);
+        assert!(rb.try_recv().unwrap().is_err());
+        assert_eq!(rc.try_recv().unwrap().unwrap(), [vec![4.0]]);
     }
 }

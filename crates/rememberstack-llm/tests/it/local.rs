@@ -160,6 +160,50 @@ async fn batches_and_padding_do_not_change_vectors() {
     assert!(embed(&e, &[]).await.is_empty());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_get_their_own_vectors() {
+    let e = load();
+    let texts: Vec<String> = (0..12)
+        .map(|i| format!("Person number {i} moved to city {} last spring.", 12 - i))
+        .collect();
+    let mut alone = Vec::new();
+    for t in &texts {
+        alone.push(
+            e.embed(std::slice::from_ref(t), EmbedPurpose::Query)
+                .await
+                .unwrap(),
+        );
+    }
+    // A long document job keeps the model busy while the others arrive, so they wait
+    // together and run as shared batches.
+    let busy = {
+        let e = e.clone();
+        let long = vec!["The quarterly report was late again this year. ".repeat(20); 16];
+        tokio::spawn(async move { e.embed(&long, EmbedPurpose::Document).await })
+    };
+    let mut tasks = Vec::new();
+    for (i, t) in texts.iter().enumerate() {
+        let e = e.clone();
+        // Queries alone, and documents in pairs with a text of their own.
+        let (job, purpose) = if i % 3 == 0 {
+            (vec![t.clone(), "cat".to_owned()], EmbedPurpose::Document)
+        } else {
+            (vec![t.clone()], EmbedPurpose::Query)
+        };
+        tasks.push(tokio::spawn(async move { e.embed(&job, purpose).await }));
+    }
+    let cat = embed(&e, &["cat"]).await;
+    assert_eq!(busy.await.unwrap().unwrap().len(), 16);
+    for (i, task) in tasks.into_iter().enumerate() {
+        let got = task.await.unwrap().unwrap();
+        assert_eq!(got.len(), if i % 3 == 0 { 2 } else { 1 }, "{}", texts[i]);
+        assert_close(&got[0], &alone[i][0], 1e-5, &texts[i]);
+        if i % 3 == 0 {
+            assert_close(&got[1], &cat[0], 1e-5, "cat");
+        }
+    }
+}
+
 #[tokio::test]
 async fn builds_from_configuration() {
     let config: EmbedderConfig = serde_json::from_value(serde_json::json!({
