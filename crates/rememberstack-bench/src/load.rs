@@ -140,11 +140,7 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
             while Instant::now() < deadline {
                 i += 1;
                 let q = rng.pick(&queries);
-                let question = if distinct {
-                    format!("{} (request {c}-{i})", q.question)
-                } else {
-                    q.question.clone()
-                };
+                let question = read_question(&q.question, distinct.then_some((c, i)));
                 let ns = "/v1/namespaces/load";
                 let (route, path, body): (&str, String, Value) = if rng.chance(write_percent) {
                     if rng.chance(50) {
@@ -301,10 +297,35 @@ async fn load_on(a: &LoadArgs, bench_store: &BenchStore) -> Result<Value> {
     Ok(result)
 }
 
+/// The question a read asks: `question`, or with `request` (client, number) its own
+/// copy, which no other read asks (`--distinct-queries`).
+fn read_question(question: &str, request: Option<(usize, usize)>) -> String {
+    match request {
+        Some((client, n)) => format!("{question} (request {client}-{n})"),
+        None => question.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::StoreArg;
+
+    #[test]
+    fn distinct_reads_never_ask_the_same_question() {
+        let q = "Where does Alice Moreno live?";
+        assert_eq!(read_question(q, None), q);
+        let asked: std::collections::BTreeSet<String> = (0..4)
+            .flat_map(|c| (0..50).map(move |i| read_question(q, Some((c, i)))))
+            .collect();
+        assert_eq!(asked.len(), 200);
+        assert!(asked.iter().all(|a| a.starts_with(q) && a != q));
+        // Client 1's 12th and client 11's 2nd request stay apart.
+        assert_ne!(
+            read_question(q, Some((1, 12))),
+            read_question(q, Some((11, 2)))
+        );
+    }
 
     /// A short mixed run serves every route without a server error, and reports
     /// what processing left behind when the load stopped and how it caught up.

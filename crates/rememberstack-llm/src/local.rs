@@ -65,7 +65,6 @@ pub struct LocalEmbedder {
     model_dir: PathBuf,
     max_tokens: usize,
     files_sha256: String,
-    max_batch: usize,
     worker: Arc<Worker>,
 }
 
@@ -74,7 +73,6 @@ struct Inner {
     model: BertModel,
     tokenizer: Tokenizer,
     pad_id: u32,
-    max_batch: usize,
     dimension: usize,
 }
 
@@ -198,7 +196,6 @@ impl LocalEmbedder {
             model,
             tokenizer,
             pad_id,
-            max_batch: Self::DEFAULT_MAX_BATCH,
             dimension: config.hidden_size,
         });
         let worker = Worker::start(inner)
@@ -220,7 +217,6 @@ impl LocalEmbedder {
             model_dir: model_dir.to_path_buf(),
             max_tokens,
             files_sha256,
-            max_batch: Self::DEFAULT_MAX_BATCH,
             worker: Arc::new(worker),
         })
     }
@@ -253,7 +249,6 @@ impl fmt::Debug for LocalEmbedder {
             .field("identity", &self.identity)
             .field("model_dir", &self.model_dir)
             .field("max_tokens", &self.max_tokens)
-            .field("max_batch", &self.max_batch)
             .finish_non_exhaustive()
     }
 }
@@ -269,7 +264,7 @@ impl Embedder for LocalEmbedder {
     }
 
     fn max_batch(&self) -> usize {
-        self.max_batch
+        Self::DEFAULT_MAX_BATCH
     }
 
     async fn embed(
@@ -428,16 +423,10 @@ fn answer_group(
     if group.len() > 1 {
         let texts: Vec<String> = group.iter().flat_map(|j| j.texts.iter().cloned()).collect();
         let expected = texts.len();
-        if let Ok(vectors) = run(texts).and_then(|v| {
-            if v.len() == expected {
-                Ok(v)
-            } else {
-                Err(inference_err(
-                    "the model returned a vector count other than asked",
-                ))
-            }
-        }) {
-            let mut vectors = vectors.into_iter();
+        if let Ok(vectors) = run(texts).map(Vec::into_iter)
+            && vectors.len() == expected
+        {
+            let mut vectors = vectors;
             for job in group {
                 let mine: Vec<Vec<f32>> = vectors.by_ref().take(job.texts.len()).collect();
                 let _ = job.reply.send(Ok(mine));
@@ -459,22 +448,18 @@ impl Drop for Worker {
 }
 
 impl Inner {
-    /// Tokenizes `texts`, runs them in batches of similar length and returns one
-    /// vector per text, in order.
+    /// Tokenizes `texts` and returns one vector per text, in order: one forward pass
+    /// (the worker's passes carry at most [`LocalEmbedder::PASS_TEXTS`], grouped by
+    /// length in [`LocalEmbedder`]'s `embed`), or more for a longer list.
     fn embed_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, ProviderError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
             .map_err(|e| inference_err(format!("tokenization failed: {e}")))?;
-        // Group texts of similar length so that little of a batch is padding.
-        let mut order: Vec<usize> = (0..encodings.len()).collect();
-        order.sort_by_key(|&i| encodings[i].get_ids().len());
-        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); encodings.len()];
-        for chunk in order.chunks(self.max_batch.max(1)) {
-            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
-                vectors[i] = v;
-            }
+        let mut vectors = Vec::with_capacity(encodings.len());
+        for batch in encodings.chunks(LocalEmbedder::PASS_TEXTS) {
+            let batch: Vec<&Encoding> = batch.iter().collect();
+            vectors.extend(self.forward(&batch)?);
         }
         Ok(vectors)
     }
